@@ -1,0 +1,28 @@
+#include "sg_common.h"
+
+#include <string.h>
+
+const char *sg_strerror(int err)
+{
+    switch (err) {
+    case SG_EPROTO:
+        return "protocol error";
+    case SG_ETOOBIG:
+        return "message larger than the configured limit";
+    case SG_EINCOMPLETE:
+        return "input ended inside a message";
+    case SG_EJSON:
+        return "malformed JSON";
+    case SG_EABORT:
+        return "aborted by callback";
+    case SG_ENOMEM:
+        return "out of memory";
+    case SG_EINVAL:
+        return "invalid argument";
+    default:
+        break;
+    }
+    if (err < 0 && err > -4096)
+        return strerror(-err);
+    return "unknown error";
+}

@@ -1,0 +1,73 @@
+/*
+ * The validated configuration of one `surge profile` run: everything argv said, in one struct. Built by
+ * sg_config_parse() on the main thread before any worker starts; read-only afterwards (workers share it).
+ */
+#ifndef SG_CONFIG_H
+#define SG_CONFIG_H
+
+#include "sg_common.h"
+#include "sg_metrics.h"
+#include "sg_openai.h"
+
+typedef enum { SG_DIST_POISSON = 0, SG_DIST_CONSTANT = 1 } sg_dist_t;
+typedef enum { SG_MODEL_ROUND_ROBIN = 0, SG_MODEL_RANDOM = 1 } sg_model_strategy_t;
+
+typedef struct {
+    /* endpoint */
+    char **models; /* -m/--model, repeatable; at least one */
+    size_t n_models;
+    sg_model_strategy_t model_strategy;
+    char *url;       /* as given */
+    char *host;      /* parsed from url: name or address */
+    uint16_t port;
+    char *base_path; /* "" or "/prefix" without trailing slash */
+    char *host_header; /* "host:port" */
+    sg_oai_kind_t endpoint_type;
+    char *endpoint_path; /* full request path, e.g. "/v1/chat/completions" (base_path + endpoint) */
+    bool streaming;
+    char **headers; /* -H "Name: value", validated; NULL-terminated */
+    size_t n_headers;
+    char *extra_inputs_json; /* JSON object text merged into every body ("{}" when none) */
+
+    /* load */
+    double request_rate;  /* req/s; 0 = closed loop */
+    sg_dist_t distribution;
+    uint32_t concurrency;     /* closed loop slots (when request_rate == 0) */
+    uint32_t max_concurrency; /* open-loop cap on in-flight requests; 0 = none */
+    uint64_t request_count;   /* measured requests; 0 = bounded by duration only */
+    double benchmark_duration_s; /* 0 = bounded by count only */
+    uint64_t warmup_request_count;
+    double request_timeout_s; /* per request, from send; also bounds the drain */
+    uint64_t random_seed;
+    unsigned workers;
+
+    /* workload (synthetic until a tokenizer exists) */
+    uint32_t isl_mean, isl_stddev;
+    uint32_t num_prompts;
+    int32_t osl_mean;   /* -1: do not ask for max_tokens */
+    uint32_t osl_stddev;
+    bool osl_deterministic;
+
+    /* output */
+    char *artifact_dir;
+    char *profile_export_file; /* base name; "profile_export.json" by default */
+    bool verbose;
+    double max_error_rate; /* share of failed requests allowed before a non-zero exit; 0 by default */
+    sg_slo_t slos[8];
+    size_t n_slos;
+    int progress; /* -1 auto (stderr is a tty), 0 off, 1 on */
+} sg_config_t;
+
+/*
+ * Parse the arguments after "profile". On bad input prints one clear line to stderr naming the flag and the
+ * problem and returns SG_EINVAL; on --help prints usage and returns 1 (caller exits 0). 0 on success.
+ */
+SG_WUR int sg_config_parse(sg_config_t *cfg, int argc, char **argv);
+void sg_config_free(sg_config_t *cfg);
+/* A JSON object (malloc'd text) describing cfg, for input_config in the summary. */
+char *sg_config_to_json(const sg_config_t *cfg);
+/* GenAI-Perf style run name: "<model>-openai-<endpoint-type>-concurrency<N>" or "-request_rate<R>". malloc'd. */
+char *sg_config_run_name(const sg_config_t *cfg);
+void sg_config_usage(FILE *out);
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * Per-worker aggregation of request records into the distributions and counters of METRICS.md, merged after
+ * the workers join, and the exporters that turn the merged result into the console table and the files.
+ *
+ * Definitions (docs/metrics.md has the full text):
+ *   ttft = first_token - intended; ttft_from_send = first_token - sent; ttst = second_token - first_token;
+ *   request_latency = end - intended; request_latency_from_send = end - sent; schedule_lag = sent - intended;
+ *   itl = (request_latency - ttft) / (osl - 1) for osl >= 2; inter_chunk = gaps between content events;
+ *   output_token_throughput_per_user = 1e9 / itl_ns tokens/s.
+ * Only successful, non-warmup requests feed the latency and length distributions; failed ones are counted by
+ * class. schedule_lag is recorded for every non-warmup request that was sent, failed or not.
+ *
+ * Threading: a sg_metrics_t has one writer (its worker); merge and export run after the join.
+ */
+#ifndef SG_METRICS_H
+#define SG_METRICS_H
+
+#include "sg_common.h"
+#include "sg_hist.h"
+#include "sg_record.h"
+
+#include <stdio.h>
+
+typedef enum {
+    SG_M_TTFT = 0,
+    SG_M_TTFT_FROM_SEND,
+    SG_M_TTST,
+    SG_M_ITL,
+    SG_M_INTER_CHUNK,
+    SG_M_LATENCY,
+    SG_M_LATENCY_FROM_SEND,
+    SG_M_SCHEDULE_LAG,
+    SG_M_OSL,
+    SG_M_ISL,
+    SG_M_TOKENS_PER_USER, /* recorded in milli-tokens/s */
+    SG_M__COUNT
+} sg_metric_id_t;
+
+/* JSON/CSV tag (e.g. "time_to_first_token"), display name, and unit ("ms", "tokens", "tokens/sec/user"). */
+const char *sg_metric_tag(sg_metric_id_t id);
+const char *sg_metric_label(sg_metric_id_t id);
+const char *sg_metric_unit(sg_metric_id_t id);
+
+/* An SLO for goodput: a request is "good" when metric <= threshold (ms for times, tokens/s for throughput: >=). */
+typedef struct {
+    sg_metric_id_t metric;
+    double threshold;
+} sg_slo_t;
+
+typedef struct sg_metrics sg_metrics_t;
+
+/* slos may be NULL when n_slos == 0; copied. NULL on OOM. */
+SG_WUR sg_metrics_t *sg_metrics_new(const sg_slo_t *slos, size_t n_slos);
+void sg_metrics_free(sg_metrics_t *m);
+/* Hot path, on the worker: derive and record the metrics of one completed request. Warmup records are ignored. */
+void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r);
+/* dst += src, after the workers joined. */
+SG_WUR int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src);
+
+/* Read-only views, for the exporters and the progress line. */
+const sg_hist_t *sg_metrics_hist(const sg_metrics_t *m, sg_metric_id_t id);
+uint64_t sg_metrics_ok(const sg_metrics_t *m);         /* successful requests */
+uint64_t sg_metrics_errors(const sg_metrics_t *m);     /* failed requests, all classes */
+uint64_t sg_metrics_good(const sg_metrics_t *m);       /* successful requests meeting every SLO */
+uint64_t sg_metrics_output_tokens(const sg_metrics_t *m); /* sum of OSL over successful requests */
+uint64_t sg_metrics_osl_source_count(const sg_metrics_t *m, sg_osl_source_t s);
+int64_t sg_metrics_first_intended_ns(const sg_metrics_t *m); /* min intended over counted requests; 0 if none */
+int64_t sg_metrics_last_end_ns(const sg_metrics_t *m);       /* max end over counted requests; 0 if none */
+
+/* Error summary: distinct (class, http status, message sample) groups with counts, up to a fixed number of
+ * groups per metrics object; further distinct messages fold into their class+status group. */
+typedef struct {
+    sg_err_class_t cls;
+    int32_t http_status;
+    char message[SG_RECORD_MSG];
+    uint64_t count;
+} sg_error_group_t;
+size_t sg_metrics_error_groups(const sg_metrics_t *m, const sg_error_group_t **groups);
+
+/* ---------- exporters (after the run; they may allocate and do I/O) ---------- */
+
+typedef struct {
+    const char *title;            /* table title, e.g. "surge | LLM Metrics" */
+    bool streaming;               /* false: no TTFT/ITL rows */
+    bool interrupted;             /* the run was stopped by SIGINT */
+    uint64_t warmup_count;        /* warmup requests (not in the metrics) */
+    const char *input_config_json; /* a JSON object (text) describing the run's configuration */
+    bool has_slos;
+} sg_run_info_t;
+
+/* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
+double sg_metrics_duration_s(const sg_metrics_t *m);
+
+/* The boxed console table in GenAI-Perf's style plus throughput/error lines. */
+int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info);
+/* profile_export_surge.json (AIPerf summary layout + ours). 0 or -errno. */
+SG_WUR int sg_export_json(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
+/* profile_export_surge.csv. 0 or -errno. */
+SG_WUR int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
+
+/* ---------- per-worker record log: binary, appended, merged into profile_export.jsonl after the run ---------- */
+
+typedef struct sg_reclog sg_reclog_t;
+
+/* Creates/truncates path. NULL with *err = -errno on failure. */
+SG_WUR sg_reclog_t *sg_reclog_open(const char *path, int *err);
+/* Buffered append (one write(2) per 64 KiB or so). 0 or -errno. */
+SG_WUR int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r);
+/* Flush and close. 0 or -errno. */
+SG_WUR int sg_reclog_close(sg_reclog_t *l);
+/*
+ * Read every worker's log, order records by intended time, and write one JSON object per non-warmup request to
+ * out_path. model_names maps sg_record_t.model to a name (may be NULL). 0 or -errno / SG_EPROTO (corrupt log).
+ */
+SG_WUR int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n_logs,
+                           const char *const *model_names, size_t n_models);
+
+#endif

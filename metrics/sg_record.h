@@ -1,0 +1,70 @@
+/*
+ * One request's timeline, as the engine saw it. Filled by the worker that ran the request, handed to
+ * sg_metrics_add() and sg_reclog_append() at completion, then reused. Times are absolute CLOCK_MONOTONIC ns;
+ * 0 means "did not happen".
+ */
+#ifndef SG_RECORD_H
+#define SG_RECORD_H
+
+#include "sg_common.h"
+
+typedef enum {
+    SG_ERRC_NONE = 0,
+    SG_ERRC_CONNECT,    /* could not connect (refused, unreachable, reset before any response) */
+    SG_ERRC_TLS,        /* TLS handshake or record failure */
+    SG_ERRC_HTTP,       /* a response with a non-2xx status */
+    SG_ERRC_PROTOCOL,   /* malformed HTTP, SSE or JSON from the server */
+    SG_ERRC_DISCONNECT, /* the connection closed or reset in the middle of the response */
+    SG_ERRC_TIMEOUT,    /* --request-timeout passed */
+    SG_ERRC_CANCELLED,  /* the run was interrupted (SIGINT) or drained while this request was in flight */
+    SG_ERRC_SERVER,     /* a 2xx response that carried an error object (e.g. in the SSE stream) */
+    SG_ERRC__COUNT
+} sg_err_class_t;
+
+/* Stable lower-case names: "connect", "tls", "http", "protocol", "disconnect", "timeout", "cancelled", "server". */
+const char *sg_err_class_name(sg_err_class_t c);
+
+typedef enum {
+    SG_OSL_USAGE = 0,     /* server's usage.completion_tokens */
+    SG_OSL_TOKENIZER = 1, /* client tokenizer on the output text */
+    SG_OSL_EVENTS = 2,    /* number of content events (stream) or 1 per response (no tokenizer, no usage) */
+} sg_osl_source_t;
+
+const char *sg_osl_source_name(sg_osl_source_t s); /* "usage", "tokenizer", "events" */
+
+#define SG_RECORD_MSG 120
+
+typedef struct {
+    uint64_t id;       /* run-wide request index (unique across workers) */
+    uint32_t worker;
+    uint32_t payload;  /* index into the payload table */
+    uint32_t model;    /* index into the model list */
+    bool streaming;
+    bool warmup;       /* warmup requests are logged by no exporter and counted in no metric */
+
+    int64_t intended_ns;     /* when the schedule said it should start */
+    int64_t sent_ns;         /* first byte handed to the kernel */
+    int64_t first_byte_ns;   /* first response byte reaped */
+    int64_t first_token_ns;  /* first non-empty content event (streaming only) */
+    int64_t second_token_ns; /* second content event (streaming only) */
+    int64_t end_ns;          /* end of response ([DONE] or last byte), or when the error was detected */
+
+    int32_t http_status;    /* 0 when no response head arrived */
+    uint8_t err_class;      /* sg_err_class_t */
+    uint8_t osl_source;     /* sg_osl_source_t */
+    uint32_t isl;           /* client-side prompt tokens */
+    int32_t isl_server;     /* usage.prompt_tokens, -1 when absent */
+    uint32_t osl;           /* output tokens by osl_source */
+    int32_t osl_server;     /* usage.completion_tokens, -1 when absent */
+    uint32_t max_tokens;    /* asked of the server, 0 when not asked */
+    uint32_t content_events; /* SSE events that carried content */
+    uint64_t response_bytes; /* body bytes received */
+
+    /* Content-event times as microsecond offsets from first_token_ns (event 0 is 0). Owned by the worker. */
+    const uint32_t *event_us;
+    uint32_t n_events;
+
+    char err_msg[SG_RECORD_MSG]; /* NUL-terminated; empty when ok */
+} sg_record_t;
+
+#endif

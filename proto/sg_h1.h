@@ -1,0 +1,118 @@
+/*
+ * HTTP/1.1, sans-I/O: a response parser (client side), a request parser (mock server side) and the request
+ * writer. Nothing here makes a syscall or reads a clock. Parsers are fed whatever bytes arrived, in any split;
+ * they keep the small amount of state they need (a partial header or chunk-size line is copied into an internal
+ * buffer with a hard cap) and hand body bytes to the caller in place, pointing into the fed buffer.
+ *
+ * Threading: a parser belongs to one connection and is used by one thread at a time.
+ */
+#ifndef SG_H1_H
+#define SG_H1_H
+
+#include "sg_common.h"
+
+#include <sys/types.h>
+
+#define SG_H1_MAX_HEAD 16384 /* cap on a response/request head (status line + headers) */
+
+/* ---------- response parser ---------- */
+
+typedef struct {
+    int status;             /* e.g. 200 */
+    int minor_version;      /* 1 for HTTP/1.1, 0 for HTTP/1.0 */
+    int64_t content_length; /* -1 when absent */
+    bool chunked;           /* Transfer-Encoding: chunked */
+    bool keep_alive;        /* false on "Connection: close" or HTTP/1.0 without keep-alive */
+    bool event_stream;      /* Content-Type is text/event-stream */
+    bool body_until_close;  /* neither length nor chunked: body ends when the peer closes */
+} sg_h1_resp_head_t;
+
+/* Callbacks: return 0 to go on, a negative value to stop parsing; that value is returned from feed. */
+typedef struct {
+    int (*on_head)(void *ud, const sg_h1_resp_head_t *head);
+    int (*on_body)(void *ud, const char *data, size_t len); /* in place; valid only during the call */
+    int (*on_complete)(void *ud);                           /* the whole response has been received */
+} sg_h1_resp_cb_t;
+
+/* Fields are private; the struct is public so connections can embed it without a malloc. */
+typedef struct {
+    int state;
+    sg_h1_resp_head_t head;
+    uint64_t remaining;  /* bytes left in the current Content-Length body or chunk */
+    char *line;          /* partial head/chunk-size line carried between feeds; lazily allocated */
+    size_t line_len;
+    size_t line_cap;
+    size_t head_bytes;   /* bytes of head seen so far, for the cap */
+    bool is_head_request;
+} sg_h1_resp_t;
+
+void sg_h1_resp_init(sg_h1_resp_t *p);
+/* Prepare for the next response on a kept-alive connection; keeps the allocated line buffer. */
+void sg_h1_resp_reset(sg_h1_resp_t *p);
+void sg_h1_resp_free(sg_h1_resp_t *p);
+/*
+ * Feed bytes. Returns the number of bytes consumed, which is len unless the response completed inside this
+ * buffer (then it is the number of bytes up to the end of that response; the rest belongs to whatever comes
+ * next and the caller decides what to do with it). Negative on error: SG_EPROTO (malformed), SG_ETOOBIG
+ * (head over SG_H1_MAX_HEAD, or a chunk-size line too long), or a callback's negative return.
+ */
+SG_WUR ssize_t sg_h1_resp_feed(sg_h1_resp_t *p, const char *data, size_t len, const sg_h1_resp_cb_t *cb, void *ud);
+/*
+ * The peer closed the connection. Completes a read-until-close body (calls on_complete, returns 0); returns
+ * SG_EINCOMPLETE if the close came in the middle of a response, 0 if no response had started.
+ */
+SG_WUR int sg_h1_resp_eof(sg_h1_resp_t *p, const sg_h1_resp_cb_t *cb, void *ud);
+/* True once any byte of a response has been consumed (so a close now is a truncated response). */
+bool sg_h1_resp_started(const sg_h1_resp_t *p);
+
+/* ---------- request parser (for the mock server) ---------- */
+
+typedef struct {
+    sg_slice_t method;
+    sg_slice_t path;    /* request-target as sent, query included */
+    sg_slice_t body;    /* whole body (Content-Length or chunked, decoded) */
+    bool keep_alive;
+    int minor_version;
+} sg_h1_request_t;
+
+typedef struct {
+    /* One call per complete request; slices are valid only during the call. */
+    int (*on_request)(void *ud, const sg_h1_request_t *req);
+} sg_h1_req_cb_t;
+
+typedef struct {
+    char *buf; /* accumulates a request that spans feeds; lazily allocated, capped at max_request */
+    size_t len;
+    size_t cap;
+    size_t max_request;
+} sg_h1_req_t;
+
+/* max_request: hard cap on head+body of one request (e.g. 8 MiB). */
+void sg_h1_req_init(sg_h1_req_t *p, size_t max_request);
+void sg_h1_req_free(sg_h1_req_t *p);
+/*
+ * Feed bytes; calls on_request for every complete request (pipelining works). Returns 0 (all bytes consumed
+ * or buffered) or negative: SG_EPROTO, SG_ETOOBIG, SG_ENOMEM, or a callback's negative return.
+ */
+SG_WUR int sg_h1_req_feed(sg_h1_req_t *p, const char *data, size_t len, const sg_h1_req_cb_t *cb, void *ud);
+
+/* ---------- request writer ---------- */
+
+typedef struct {
+    const char *method;      /* "POST" */
+    const char *host;        /* Host header value, e.g. "127.0.0.1:8000" */
+    const char *path;        /* "/v1/chat/completions" */
+    const char *const *headers; /* extra header lines "Name: value", NULL-terminated list, may be NULL */
+    const char *content_type;   /* NULL: no Content-Type */
+    const char *accept;         /* NULL: no Accept */
+    const char *body;
+    size_t body_len;
+} sg_h1_req_spec_t;
+
+/*
+ * Render a complete request (head + body) into a new malloc'd buffer; the caller frees it. Returns the length,
+ * or SG_EINVAL if a header line contains CR/LF or lacks "Name:" form, or SG_ENOMEM.
+ */
+SG_WUR ssize_t sg_h1_write_request(const sg_h1_req_spec_t *spec, char **out);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * OpenAI-compatible payloads, sans-I/O: decoders for streamed chunks and whole responses (the client's hot
+ * path: a hand-written scanner, no allocation), and a request-body scanner for the mock server.
+ *
+ * Strings are returned raw: the bytes between the quotes, still JSON-escaped. sg_json_unescape() decodes.
+ */
+#ifndef SG_OPENAI_H
+#define SG_OPENAI_H
+
+#include "sg_common.h"
+
+#include <sys/types.h>
+
+typedef enum {
+    SG_OAI_CHAT = 0,        /* /v1/chat/completions: choices[0].delta.content or choices[0].message.content */
+    SG_OAI_COMPLETIONS = 1, /* /v1/completions: choices[0].text */
+} sg_oai_kind_t;
+
+typedef struct {
+    sg_slice_t content;      /* raw (escaped) first-choice text; len 0 when absent, null or "" */
+    sg_slice_t reasoning;    /* raw reasoning_content / reasoning (chat), when a server sends it */
+    int64_t completion_tokens; /* usage.completion_tokens, -1 when absent */
+    int64_t prompt_tokens;     /* usage.prompt_tokens, -1 when absent */
+    bool has_finish_reason;    /* choices[0].finish_reason is a non-null string */
+    bool is_error;             /* top-level "error" object or string present */
+    sg_slice_t error_message;  /* raw error.message (or the error string) when is_error */
+    int64_t error_code;        /* numeric error.code when present, else -1 */
+} sg_oai_result_t;
+
+/*
+ * Decode one SSE data payload (not "[DONE]") or one whole non-streamed body; both shapes are accepted by both
+ * kinds (delta or message for chat). Returns 0, or SG_EJSON when the text is not a JSON object.
+ * Unknown fields are skipped. Never allocates.
+ */
+SG_WUR int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_result_t *out);
+
+/* True when an SSE data payload is the OpenAI end marker "[DONE]" (surrounding whitespace allowed). */
+bool sg_oai_is_done(const char *data, size_t len);
+
+/* What the mock server needs from a request body. */
+typedef struct {
+    sg_slice_t model;        /* raw */
+    int64_t max_tokens;      /* max_tokens or max_completion_tokens; -1 when absent */
+    bool stream;
+    bool include_usage;      /* stream_options.include_usage */
+    sg_slice_t prompt;       /* completions: raw "prompt" string; chat: raw content of the last message */
+    uint64_t prompt_words;   /* whitespace-separated words across all message contents / the prompt */
+} sg_oai_request_t;
+
+/* Returns 0, SG_EJSON (not a JSON object), or SG_EPROTO (no messages/prompt for the kind). */
+SG_WUR int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_request_t *out);
+
+/*
+ * Decode a raw JSON string body (escapes included) into UTF-8. Writes at most cap bytes; returns the decoded
+ * length (which may exceed cap: then the output is truncated) or SG_EJSON for a bad escape.
+ */
+SG_WUR ssize_t sg_json_unescape(const char *raw, size_t len, char *out, size_t cap);
+
+#endif

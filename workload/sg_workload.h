@@ -1,0 +1,75 @@
+/*
+ * The workload: what each request carries. Built once before the run into a read-only payload table that all
+ * workers share: every entry is a complete, pre-rendered HTTP/1.1 request (head + body), so sending a request
+ * is one send of bytes that already exist.
+ */
+#ifndef SG_WORKLOAD_H
+#define SG_WORKLOAD_H
+
+#include "sg_common.h"
+#include "sg_openai.h"
+
+#include <stdio.h>
+
+typedef struct {
+    char *bytes;         /* whole HTTP request; owned by the table */
+    size_t len;
+    uint32_t isl;        /* prompt tokens, client estimate */
+    uint32_t max_tokens; /* 0 when not asked */
+    uint32_t model;      /* index into the model list */
+} sg_payload_t;
+
+typedef struct {
+    sg_payload_t *items;
+    size_t n;
+} sg_payload_table_t;
+
+typedef struct {
+    /* request target */
+    const char *host_header;
+    const char *path;
+    const char *const *headers; /* NULL-terminated, may be NULL */
+    /* body */
+    sg_oai_kind_t kind;
+    const char *const *models;
+    size_t n_models;
+    int model_strategy;          /* 0 round robin, 1 random */
+    bool streaming;
+    const char *extra_inputs_json; /* JSON object text, merged last (overrides ours) */
+    /* prompts */
+    uint32_t num_prompts;
+    uint32_t isl_mean, isl_stddev;
+    int32_t osl_mean; /* -1: no max_tokens */
+    uint32_t osl_stddev;
+    uint64_t seed;
+} sg_workload_spec_t;
+
+/*
+ * Build the table: num_prompts distinct synthetic prompts, each with its own ISL (normal around the mean, at
+ * least 1) and max_tokens (normal around osl_mean, at least 1). Deterministic for a seed. On error writes a
+ * message into err (size errlen) and returns negative.
+ */
+SG_WUR int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, char *err, size_t errlen);
+void sg_workload_free(sg_payload_table_t *t);
+
+/*
+ * Synthetic text of exactly n words drawn from surge's built-in vocabulary: every word is a common lowercase
+ * English word that BPE tokenizers of the GPT family encode as one token when preceded by a space, so n words
+ * approximate n tokens (the ISL estimate until a real tokenizer is configured). Writes into a malloc'd string.
+ */
+SG_WUR char *sg_synth_text(uint64_t *rng_state, uint32_t n_words, uint32_t prompt_index);
+
+/* Count whitespace-separated words: the same estimate the mock server uses for usage.prompt_tokens. */
+uint64_t sg_count_words(const char *s, size_t len);
+
+/* Random numbers shared by the scheduler and the workload: splitmix64 seeding, xoshiro256** stream. */
+typedef struct {
+    uint64_t s[4];
+} sg_rng_t;
+void sg_rng_seed(sg_rng_t *r, uint64_t seed, uint64_t stream);
+uint64_t sg_rng_next(sg_rng_t *r);
+double sg_rng_uniform(sg_rng_t *r); /* (0, 1] never 0 */
+double sg_rng_normal(sg_rng_t *r);  /* standard normal */
+double sg_rng_exp(sg_rng_t *r, double rate); /* exponential with the given rate */
+
+#endif
