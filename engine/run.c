@@ -1,0 +1,456 @@
+/*
+ * The run controller: everything before the workers start (validate, build the workload, check the target,
+ * create the artifact directory), the wait (progress line, SIGINT), and everything after they join (merge,
+ * export, exit status). Runs on the main thread only.
+ */
+#define _GNU_SOURCE
+#include "sg_run.h"
+
+#include "sg_worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_OK 0
+#define EXIT_REQUEST_ERRORS 1 /* the run completed, but more requests failed than --max-error-rate allows */
+#define EXIT_USAGE 2          /* bad input or a target we cannot use: nothing was measured */
+#define EXIT_FATAL 3          /* the run could not go on (I/O set-up, out of memory) */
+#define EXIT_INTERRUPTED 130
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* One blocking connect before anything starts, so an unreachable server is a clear message, not N errors. */
+static int preflight(const sg_run_t *run, int timeout_ms)
+{
+    int fd = socket(run->addr.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int err = 0;
+    if (connect(fd, (const struct sockaddr *)&run->addr.addr, run->addr.len) < 0) {
+        if (errno != EINPROGRESS) {
+            err = -errno;
+        } else {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            int n = poll(&pfd, 1, timeout_ms);
+            if (n == 0) {
+                err = -ETIMEDOUT;
+            } else if (n < 0) {
+                err = -errno;
+            } else {
+                int soerr = 0;
+                socklen_t len = sizeof(soerr);
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+                err = -soerr;
+            }
+        }
+    }
+    close(fd);
+    return err;
+}
+
+static unsigned cpu_list(int *cpus, unsigned max)
+{
+    cpu_set_t set;
+    unsigned n = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+            if (CPU_ISSET(c, &set))
+                cpus[n++] = c;
+    if (n == 0)
+        cpus[n++] = -1;
+    return n;
+}
+
+static void progress_line(sg_worker_t **ws, unsigned n, const sg_config_t *cfg, int64_t start_ns, uint64_t *last_done,
+                          int64_t *last_ns, bool final)
+{
+    uint64_t done = 0, errors = 0, inflight = 0, warm = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const sg_worker_progress_t *p = sg_worker_progress(ws[i]);
+        done += atomic_load_explicit(&p->completed, memory_order_relaxed);
+        errors += atomic_load_explicit(&p->errors, memory_order_relaxed);
+        inflight += atomic_load_explicit(&p->in_flight, memory_order_relaxed);
+        warm += atomic_load_explicit(&p->warmup_done, memory_order_relaxed);
+    }
+    int64_t now = sg_now_ns();
+    double dt = (double)(now - *last_ns) / 1e9;
+    double rate = dt > 0 ? (double)(done - *last_done) / dt : 0;
+    *last_done = done;
+    *last_ns = now;
+    char total[32] = "?";
+    if (cfg->request_count)
+        snprintf(total, sizeof(total), "%llu", (unsigned long long)cfg->request_count);
+    double elapsed = (double)(now - start_ns) / 1e9;
+    fprintf(stderr, "\r\033[K%s %llu/%s done  %.0f req/s  %llu in flight  %llu errors  %.1fs",
+            warm < cfg->warmup_request_count ? "warmup" : "profile", (unsigned long long)done, total, rate,
+            (unsigned long long)inflight, (unsigned long long)errors, elapsed < 0 ? 0 : elapsed);
+    if (final)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static char *path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* "profile_export.json" -> "profile_export" */
+static char *export_stem(const char *file)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    char *stem = strdup(base);
+    if (!stem)
+        return NULL;
+    char *dot = strrchr(stem, '.');
+    if (dot && dot != stem)
+        *dot = 0;
+    return stem;
+}
+
+static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_metrics_t *merged,
+                         const sg_run_info_t *info)
+{
+    const sg_config_t *cfg = run->cfg;
+    char *stem = export_stem(cfg->profile_export_file ? cfg->profile_export_file : "profile_export.json");
+    if (!stem)
+        return -ENOMEM;
+    char name[512];
+    int rc = 0;
+
+    snprintf(name, sizeof(name), "%s_surge.json", stem);
+    char *json_path = path_join(run->artifact_dir, name);
+    snprintf(name, sizeof(name), "%s_surge.csv", stem);
+    char *csv_path = path_join(run->artifact_dir, name);
+    snprintf(name, sizeof(name), "%s.jsonl", stem);
+    char *jsonl_path = path_join(run->artifact_dir, name);
+    const char **logs = calloc(n, sizeof(*logs));
+    if (!json_path || !csv_path || !jsonl_path || !logs) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (unsigned i = 0; i < n; i++)
+        logs[i] = sg_worker_log_path(ws[i]);
+
+    int err = sg_export_jsonl(jsonl_path, logs, n, (const char *const *)cfg->models, cfg->n_models);
+    if (err < 0) {
+        fprintf(stderr, "surge: writing %s: %s\n", jsonl_path, sg_strerror(err));
+        rc = err;
+    }
+    for (unsigned i = 0; i < n; i++)
+        unlink(logs[i]);
+    err = sg_export_csv(csv_path, merged, info);
+    if (err < 0) {
+        fprintf(stderr, "surge: writing %s: %s\n", csv_path, sg_strerror(err));
+        rc = err;
+    }
+    /* the summary last: its presence says the other files are complete */
+    err = sg_export_json(json_path, merged, info);
+    if (err < 0) {
+        fprintf(stderr, "surge: writing %s: %s\n", json_path, sg_strerror(err));
+        rc = err;
+    }
+out:
+    free(logs);
+    free(json_path);
+    free(csv_path);
+    free(jsonl_path);
+    free(stem);
+    return rc;
+}
+
+static void describe(const sg_run_t *run, unsigned n_workers)
+{
+    const sg_config_t *cfg = run->cfg;
+    char load[96];
+    if (cfg->request_rate > 0) {
+        int k = snprintf(load, sizeof(load), "request rate %g/s (%s)", cfg->request_rate,
+                         cfg->distribution == SG_DIST_POISSON ? "poisson" : "constant");
+        if (cfg->max_concurrency)
+            snprintf(load + k, sizeof(load) - (size_t)k, ", max concurrency %u", cfg->max_concurrency);
+    } else {
+        snprintf(load, sizeof(load), "concurrency %u", cfg->concurrency);
+    }
+    char stop[96];
+    if (cfg->request_count && cfg->benchmark_duration_s > 0)
+        snprintf(stop, sizeof(stop), "%llu requests or %gs", (unsigned long long)cfg->request_count,
+                 cfg->benchmark_duration_s);
+    else if (cfg->request_count)
+        snprintf(stop, sizeof(stop), "%llu requests", (unsigned long long)cfg->request_count);
+    else
+        snprintf(stop, sizeof(stop), "%gs", cfg->benchmark_duration_s);
+    fprintf(stderr, "surge: profiling %s at http://%s%s (%s, %s, %s), %u worker%s\n", cfg->models[0], run->addr_text,
+            cfg->endpoint_path, cfg->streaming ? "streaming" : "not streaming", load, stop, n_workers,
+            n_workers == 1 ? "" : "s");
+}
+
+int sg_profile_main(int argc, char **argv)
+{
+    sg_config_t cfg;
+    int rc = sg_config_parse(&cfg, argc, argv);
+    if (rc == 1) {
+        sg_config_free(&cfg);
+        return EXIT_OK;
+    }
+    if (rc < 0)
+        return EXIT_USAGE;
+
+    int exit_code = EXIT_OK;
+    char err[512];
+    sg_payload_table_t payloads = {0};
+    sg_worker_t **ws = NULL;
+    unsigned n_workers = 0;
+    sg_metrics_t *merged = NULL;
+    char *input_json = NULL;
+    char *run_name = NULL;
+
+    sg_run_t run;
+    memset(&run, 0, sizeof(run));
+    run.cfg = &cfg;
+    run.payloads = &payloads;
+
+    if (sg_tcp_resolve(cfg.host, cfg.port, &run.addr, err, sizeof(err)) < 0) {
+        fprintf(stderr, "surge: -u/--url %s: %s\n", cfg.url, err);
+        exit_code = EXIT_USAGE;
+        goto out;
+    }
+    sg_addr_format(&run.addr, run.addr_text, sizeof(run.addr_text));
+    int perr = preflight(&run, 5000);
+    if (perr < 0) {
+        fprintf(stderr, "surge: cannot connect to %s (from -u/--url %s): %s\n", run.addr_text, cfg.url,
+                sg_strerror(perr));
+        exit_code = EXIT_USAGE;
+        goto out;
+    }
+
+    sg_workload_spec_t spec = {
+        .host_header = cfg.host_header,
+        .path = cfg.endpoint_path,
+        .headers = (const char *const *)cfg.headers,
+        .kind = cfg.endpoint_type,
+        .models = (const char *const *)cfg.models,
+        .n_models = cfg.n_models,
+        .model_strategy = (int)cfg.model_strategy,
+        .streaming = cfg.streaming,
+        .extra_inputs_json = cfg.extra_inputs_json,
+        .num_prompts = cfg.num_prompts,
+        .isl_mean = cfg.isl_mean,
+        .isl_stddev = cfg.isl_stddev,
+        .osl_mean = cfg.osl_mean,
+        .osl_stddev = cfg.osl_stddev,
+        .seed = cfg.random_seed,
+    };
+    if (sg_workload_build(&spec, &payloads, err, sizeof(err)) < 0) {
+        fprintf(stderr, "surge: building the workload: %s\n", err);
+        exit_code = EXIT_USAGE;
+        goto out;
+    }
+
+    run_name = sg_config_run_name(&cfg);
+    if (cfg.artifact_dir) {
+        run.artifact_dir = strdup(cfg.artifact_dir);
+    } else {
+        size_t len = strlen(run_name) + 16;
+        run.artifact_dir = malloc(len);
+        if (run.artifact_dir)
+            snprintf(run.artifact_dir, len, "artifacts/%s", run_name);
+    }
+    if (!run.artifact_dir) {
+        exit_code = EXIT_FATAL;
+        goto out;
+    }
+    int derr = mkdir_p(run.artifact_dir);
+    if (derr < 0) {
+        fprintf(stderr, "surge: --artifact-dir %s: %s\n", run.artifact_dir, sg_strerror(derr));
+        exit_code = EXIT_USAGE;
+        goto out;
+    }
+    run.nofile = sg_raise_nofile();
+
+    /* Workers inherit a mask that blocks SIGINT/SIGTERM: only the controller handles them. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+
+    int cpus[1024];
+    unsigned n_cpus = cpu_list(cpus, SG_ARRAY_LEN(cpus));
+    n_workers = cfg.workers;
+    ws = calloc(n_workers, sizeof(*ws));
+    if (!ws) {
+        exit_code = EXIT_FATAL;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        goto out;
+    }
+    for (unsigned i = 0; i < n_workers; i++) {
+        ws[i] = sg_worker_new(&run, i, n_workers, cpus[i % n_cpus], err, sizeof(err));
+        if (!ws[i]) {
+            fprintf(stderr, "surge: %s\n", err);
+            exit_code = EXIT_FATAL;
+            break;
+        }
+    }
+    for (unsigned i = 0; i < n_workers && exit_code == EXIT_OK; i++) {
+        int e = sg_worker_start(ws[i]);
+        if (e < 0) {
+            fprintf(stderr, "surge: starting worker %u: %s\n", i, sg_strerror(e));
+            exit_code = EXIT_FATAL;
+        }
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    if (exit_code != EXIT_OK) {
+        atomic_store(&run.stop, 1);
+        run.start_ns = sg_now_ns();
+        atomic_store(&run.go, 1);
+        for (unsigned i = 0; i < n_workers; i++)
+            if (ws[i])
+                sg_worker_join(ws[i], err, sizeof(err));
+        goto out;
+    }
+
+    describe(&run, n_workers);
+    /* Wait for every worker's set-up, then release them all at one start instant. */
+    for (;;) {
+        unsigned ready = 0;
+        for (unsigned i = 0; i < n_workers; i++)
+            ready += (unsigned)atomic_load(&sg_worker_progress(ws[i])->ready);
+        if (ready == n_workers || g_interrupted)
+            break;
+        usleep(1000);
+    }
+    run.start_ns = sg_now_ns() + 2000000; /* 2 ms: every worker is past its wait before the first arrival */
+    atomic_store(&run.go, 1);
+
+    bool show = cfg.progress > 0 || (cfg.progress < 0 && isatty(STDERR_FILENO));
+    uint64_t last_done = 0;
+    int64_t last_ns = run.start_ns, last_print = 0;
+    bool stop_sent = false;
+    for (;;) {
+        unsigned finished = 0;
+        for (unsigned i = 0; i < n_workers; i++)
+            finished += (unsigned)atomic_load(&sg_worker_progress(ws[i])->finished);
+        if (finished == n_workers)
+            break;
+        if (g_interrupted && !stop_sent) {
+            atomic_store(&run.stop, 1);
+            for (unsigned i = 0; i < n_workers; i++)
+                sg_worker_wake(ws[i]);
+            stop_sent = true;
+        }
+        int64_t now = sg_now_ns();
+        if (show && now - last_print >= 500000000LL) {
+            progress_line(ws, n_workers, &cfg, run.start_ns, &last_done, &last_ns, false);
+            last_print = now;
+        }
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    if (show)
+        progress_line(ws, n_workers, &cfg, run.start_ns, &last_done, &last_ns, true);
+
+    bool fatal = false;
+    uint64_t warmup = 0;
+    merged = sg_metrics_new(cfg.slos, cfg.n_slos);
+    if (!merged) {
+        exit_code = EXIT_FATAL;
+        goto out;
+    }
+    for (unsigned i = 0; i < n_workers; i++) {
+        if (sg_worker_join(ws[i], err, sizeof(err)) != 0) {
+            fprintf(stderr, "surge: %s\n", err);
+            fatal = true;
+        }
+        warmup += sg_worker_warmup_count(ws[i]);
+        if (sg_metrics_merge(merged, sg_worker_metrics(ws[i])) < 0)
+            fatal = true;
+    }
+
+    input_json = sg_config_to_json(&cfg);
+    sg_run_info_t info = {
+        .title = "surge | LLM Metrics",
+        .streaming = cfg.streaming,
+        .interrupted = g_interrupted != 0,
+        .warmup_count = warmup,
+        .input_config_json = input_json ? input_json : "{}",
+        .has_slos = cfg.n_slos > 0,
+    };
+    sg_export_table(stdout, merged, &info);
+    fflush(stdout);
+    int xerr = write_exports(&run, ws, n_workers, merged, &info);
+    fprintf(stderr, "surge: artifacts in %s/\n", run.artifact_dir);
+
+    uint64_t ok = sg_metrics_ok(merged), failed = sg_metrics_errors(merged);
+    if (g_interrupted) {
+        fprintf(stderr, "surge: run INTERRUPTED: the results cover what completed before the interrupt\n");
+        exit_code = EXIT_INTERRUPTED;
+    } else if (fatal || xerr < 0) {
+        exit_code = EXIT_FATAL;
+    } else if (failed > 0 && (double)failed > cfg.max_error_rate * (double)(ok + failed)) {
+        fprintf(stderr, "surge: %llu of %llu requests failed (%.2f%%), above --max-error-rate %g\n",
+                (unsigned long long)failed, (unsigned long long)(ok + failed),
+                100.0 * (double)failed / (double)(ok + failed), cfg.max_error_rate);
+        exit_code = EXIT_REQUEST_ERRORS;
+    } else if (ok + failed == 0) {
+        fprintf(stderr, "surge: no request was measured\n");
+        exit_code = EXIT_REQUEST_ERRORS;
+    }
+
+out:
+    if (ws)
+        for (unsigned i = 0; i < n_workers; i++)
+            sg_worker_free(ws[i]);
+    free(ws);
+    sg_metrics_free(merged);
+    sg_workload_free(&payloads);
+    free(run.artifact_dir);
+    free(input_json);
+    free(run_name);
+    sg_config_free(&cfg);
+    return exit_code;
+}

@@ -1,0 +1,33 @@
+/*
+ * One `surge profile` run: the controller (main thread) and the workers it starts.
+ *
+ * The controller validates the configuration, builds the payload table, resolves the target, starts one pinned
+ * worker per core, releases them at one shared start instant, watches progress and SIGINT, joins them, merges
+ * their metrics and writes the results. Workers share only read-only data (this struct, the config and the
+ * payload table) and a few single-writer counters the controller reads for the progress line.
+ */
+#ifndef SG_RUN_H
+#define SG_RUN_H
+
+#include "sg_config.h"
+#include "sg_tcp.h"
+#include "sg_workload.h"
+
+#include <stdatomic.h>
+
+typedef struct sg_run {
+    const sg_config_t *cfg;
+    const sg_payload_table_t *payloads;
+    sg_addr_t addr;
+    char addr_text[64];
+    char *artifact_dir;
+    uint64_t nofile;  /* RLIMIT_NOFILE after raising it */
+    int64_t start_ns; /* the shared start instant; written before go is set */
+    atomic_int go;    /* workers wait for it after their set-up */
+    atomic_int stop;  /* SIGINT: stop issuing, cancel what is in flight */
+} sg_run_t;
+
+/* `surge profile ...`: returns the process exit status. */
+int sg_profile_main(int argc, char **argv);
+
+#endif

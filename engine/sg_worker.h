@@ -1,0 +1,45 @@
+/*
+ * A client worker: one thread, pinned, with its own io_uring loop, connections, arrival stream, metrics and
+ * record log. Nothing here is shared with other workers while the run is on; the controller reads only the
+ * progress counters (single writer, relaxed atomics) and everything else after the join.
+ */
+#ifndef SG_WORKER_H
+#define SG_WORKER_H
+
+#include "sg_run.h"
+#include "sg_metrics.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct sg_worker sg_worker_t;
+
+typedef struct {
+    _Alignas(SG_CACHELINE) atomic_uint_fast64_t completed; /* measured requests finished, ok or not */
+    atomic_uint_fast64_t errors;                           /* measured requests failed */
+    atomic_uint_fast64_t in_flight;
+    atomic_uint_fast64_t warmup_done;
+    atomic_int ready; /* set-up finished (connections pre-opened) */
+    atomic_int finished;
+} sg_worker_progress_t;
+
+/*
+ * Create worker `index` of `n` (not started). Its share of counts and rates is derived from run->cfg.
+ * NULL on OOM, with a message in err.
+ */
+SG_WUR sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, char *err, size_t errlen);
+/* Start the thread. 0 or -errno. */
+SG_WUR int sg_worker_start(sg_worker_t *w);
+/* Make the worker notice run->stop now (thread-safe). */
+void sg_worker_wake(sg_worker_t *w);
+/* Join the thread. Returns the worker's fatal error (0 when it ran to the end), with text in err. */
+int sg_worker_join(sg_worker_t *w, char *err, size_t errlen);
+const sg_worker_progress_t *sg_worker_progress(const sg_worker_t *w);
+/* After the join: the worker's metrics, record-log path and measured-request total. */
+sg_metrics_t *sg_worker_metrics(sg_worker_t *w);
+const char *sg_worker_log_path(const sg_worker_t *w);
+uint64_t sg_worker_warmup_count(const sg_worker_t *w);
+bool sg_worker_cancelled_any(const sg_worker_t *w);
+void sg_worker_free(sg_worker_t *w);
+
+#endif
