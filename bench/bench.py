@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Benchmarks: surge next to a peer (h2load) in the same run, against the bundled mock on 127.0.0.1.
+
+Run by hand, not in CI (timings on shared 2-core machines are noisy: every figure is a median of --repeat
+runs, and the comparisons are ratios taken in the same run).
+
+  bench/bench.py cpu      client CPU per non-streamed HTTP/1.1 request: surge (1 worker) vs h2load --h1 (1 thread),
+                          64 connections, same mock, same body
+  bench/bench.py stream   streamed tokens (SSE events) per client CPU-second, one worker
+  bench/bench.py memory   peak client memory at 200 and 2,000 concurrent streams, per in-flight stream,
+                          surge vs h2load
+  bench/bench.py all
+
+The client is pinned to CPU 0 and the mock to CPU 1 when the machine has two or more.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cpus():
+    return sorted(os.sched_getaffinity(0))
+
+
+def pin_prefix(cpu):
+    if cpu is None or not shutil.which("taskset"):
+        return []
+    return ["taskset", "-c", str(cpu)]
+
+
+class Mock:
+    def __init__(self, surge, args, cpu):
+        self.tmp = tempfile.mkdtemp(prefix="surge-bench-")
+        port_file = os.path.join(self.tmp, "port")
+        cmd = pin_prefix(cpu) + [surge, "mock", "--port", "0", "--port-file", port_file, "--exit-after", "900",
+                                 "--quiet"] + args
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if os.path.exists(port_file) and open(port_file).read().strip():
+                self.port = int(open(port_file).read().strip())
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("mock did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.stop()
+
+
+def measured(cmd, timeout=600):
+    """Run cmd; return (stdout, cpu seconds, peak RSS KiB, wall seconds)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = t0 + timeout
+    out_chunks = []
+    # wait4 gives this child's own rusage (not the sum over all children)
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            p.kill()
+            raise RuntimeError("timed out: " + " ".join(cmd))
+        time.sleep(0.01)
+    wall = time.monotonic() - t0
+    out = p.stdout.read()
+    err = p.stderr.read()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode not in (0,):
+        sys.stderr.write(err[-2000:])
+        raise RuntimeError("exit %d: %s" % (p.returncode, " ".join(cmd)))
+    out_chunks.append(out)
+    return out, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, wall
+
+
+def prompt_words(n):
+    words = "the quick brown fox jumps over a lazy dog while people watch from their house".split()
+    return " ".join(words[i % len(words)] for i in range(n))
+
+
+def surge_cmd(surge, port, cpu, args):
+    return pin_prefix(cpu) + [surge, "profile", "-m", "bench", "-u", "127.0.0.1:%d" % port, "--workers", "1",
+                              "--no-progress", "--artifact-dir", os.path.join(tempfile.gettempdir(), "surge-bench-artifacts")] + args
+
+
+def summary():
+    with open(os.path.join(tempfile.gettempdir(), "surge-bench-artifacts", "profile_export_surge.json")) as f:
+        return json.load(f)
+
+
+def bench_cpu(surge, n, repeat, client_cpu, mock_cpu):
+    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(100)}],
+                       "max_tokens": 1})
+    tmp = tempfile.mkdtemp()
+    body_file = os.path.join(tmp, "body.json")
+    with open(body_file, "w") as f:
+        f.write(body)
+    rows = []
+    with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1"], mock_cpu) as m:
+        url = "http://127.0.0.1:%d/v1/chat/completions" % m.port
+        for _ in range(repeat):
+            _, h_cpu, _, h_wall = measured(pin_prefix(client_cpu) + [
+                "h2load", "--h1", "-n", str(n), "-c", "64", "-t", "1", "-d", body_file,
+                "-H", "Content-Type: application/json", url])
+            _, s_cpu, _, s_wall = measured(surge_cmd(surge, m.port, client_cpu, [
+                "--concurrency", "64", "--request-count", str(n), "--synthetic-input-tokens-mean", "100",
+                "--output-tokens-mean", "1"]))
+            s = summary()
+            ok = s["request_count"]["avg"]
+            if ok != n:
+                raise RuntimeError("surge completed %s of %d requests" % (ok, n))
+            rows.append((h_cpu / n * 1e6, s_cpu / n * 1e6, n / h_wall, n / s_wall))
+    shutil.rmtree(tmp, ignore_errors=True)
+    h = statistics.median(r[0] for r in rows)
+    s = statistics.median(r[1] for r in rows)
+    print("cpu: non-streamed HTTP/1.1, 64 connections, %d requests, median of %d" % (n, repeat))
+    print("  h2load --h1 -t1   %7.2f us CPU/request  (%8.0f req/s)" % (h, statistics.median(r[2] for r in rows)))
+    print("  surge --workers 1 %7.2f us CPU/request  (%8.0f req/s)" % (s, statistics.median(r[3] for r in rows)))
+    print("  ratio surge/h2load: %.2fx  (target <= 1.0, aim 0.7)" % (s / h))
+    return {"h2load_us": h, "surge_us": s, "ratio": s / h}
+
+
+def bench_stream(surge, n, tokens, repeat, client_cpu, mock_cpu):
+    rows = []
+    with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", str(tokens)],
+              mock_cpu) as m:
+        for _ in range(repeat):
+            _, s_cpu, _, s_wall = measured(surge_cmd(surge, m.port, client_cpu, [
+                "--streaming", "--concurrency", "64", "--request-count", str(n),
+                "--synthetic-input-tokens-mean", "20", "--output-tokens-mean", str(tokens)]))
+            s = summary()
+            events = s["output_sequence_length"]["avg"] * s["request_count"]["avg"]
+            rows.append((events / s_cpu, events / s_wall))
+    tps = statistics.median(r[0] for r in rows)
+    print("stream: %d streamed requests x %d tokens, 64 in flight, one worker, median of %d" % (n, tokens, repeat))
+    print("  surge %.2f M tokens per client CPU-second (%.2f M tokens/s wall)  (target >= 2.0)" %
+          (tps / 1e6, statistics.median(r[1] for r in rows) / 1e6))
+    return {"tokens_per_cpu_s": tps}
+
+
+def bench_memory(surge, repeat, client_cpu, mock_cpu):
+    # Streams that stay open: first token after 200 ms, then one every 100 ms, 20 tokens (about 2 s each).
+    mock_args = ["--workers", "1", "--ttft-ms", "200", "--itl-ms", "100", "--output-tokens", "20"]
+    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(50)}],
+                       "max_tokens": 20, "stream": True})
+    tmp = tempfile.mkdtemp()
+    body_file = os.path.join(tmp, "body.json")
+    with open(body_file, "w") as f:
+        f.write(body)
+    res = {}
+    with Mock(surge, mock_args, mock_cpu) as m:
+        url = "http://127.0.0.1:%d/v1/chat/completions" % m.port
+        for c in (200, 2000):
+            s_rss, h_rss = [], []
+            for _ in range(repeat):
+                _, _, rss, _ = measured(surge_cmd(surge, m.port, client_cpu, [
+                    "--streaming", "--concurrency", str(c), "--request-count", str(c * 2),
+                    "--synthetic-input-tokens-mean", "50", "--output-tokens-mean", "20"]))
+                s_rss.append(rss)
+                _, _, rss, _ = measured(pin_prefix(client_cpu) + [
+                    "h2load", "--h1", "-n", str(c * 2), "-c", str(c), "-t", "1", "-d", body_file,
+                    "-H", "Content-Type: application/json", url])
+                h_rss.append(rss)
+            res[c] = (statistics.median(s_rss), statistics.median(h_rss))
+    shutil.rmtree(tmp, ignore_errors=True)
+    s_per = (res[2000][0] - res[200][0]) * 1024 / 1800
+    h_per = (res[2000][1] - res[200][1]) * 1024 / 1800
+    print("memory: peak RSS with 200 and 2,000 concurrent streams, median of %d" % repeat)
+    print("  surge  %8.1f MiB / %8.1f MiB  -> %6.0f bytes per in-flight stream  (target <= 8192)" %
+          (res[200][0] / 1024, res[2000][0] / 1024, s_per))
+    print("  h2load %8.1f MiB / %8.1f MiB  -> %6.0f bytes per in-flight stream" %
+          (res[200][1] / 1024, res[2000][1] / 1024, h_per))
+    print("  ratio surge/h2load per stream: %.2fx" % (s_per / h_per if h_per > 0 else float("nan")))
+    return {"surge_bytes_per_stream": s_per, "h2load_bytes_per_stream": h_per}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["cpu", "stream", "memory", "all"])
+    ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
+    ap.add_argument("--requests", type=int, default=200000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    if not shutil.which("h2load"):
+        sys.exit("bench: h2load not found (apt-get install nghttp2-client)")
+    cs = cpus()
+    client_cpu, mock_cpu = (cs[0], cs[1]) if len(cs) >= 2 else (None, None)
+    if args.what in ("cpu", "all"):
+        bench_cpu(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("stream", "all"):
+        bench_stream(args.surge, max(args.requests // 100, 200), 1000, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("memory", "all"):
+        bench_memory(args.surge, min(args.repeat, 3), client_cpu, mock_cpu)
+
+
+if __name__ == "__main__":
+    main()

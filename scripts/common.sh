@@ -1,0 +1,31 @@
+# Shared by bench/demo and tests/run: install what is missing (Debian 12, as root), then build.
+# Sourced, not run.
+
+SURGE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Debian packages surge needs to build, test and benchmark.
+SURGE_BUILD_PKGS="cmake make gcc libc6-dev pkg-config liburing-dev libjansson-dev"
+SURGE_TEST_PKGS="python3 clang libclang-rt-14-dev clang-format"
+SURGE_BENCH_PKGS="nghttp2-client procps"
+
+surge_install() {
+    local missing=""
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    if [ "$(id -u)" != 0 ]; then
+        echo "surge: missing Debian packages:$missing (run as root, or install them)" >&2
+        return 1
+    fi
+    echo "surge: installing$missing" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+# surge_build DIR [cmake args...]: configure (once) and build into DIR.
+surge_build() {
+    local dir=$1
+    shift
+    cmake -S "$SURGE_ROOT" -B "$dir" "$@" >/dev/null && cmake --build "$dir" -j"$(nproc)"
+}
