@@ -4,6 +4,11 @@
  * and standard deviation are exact (kept beside the buckets). Mergeable, so each worker keeps its own and the
  * controller merges after the workers join: no sharing on the hot path.
  *
+ * Buckets: values below 2048 are exact; each power of two above is cut into 1024 linear buckets (HdrHistogram's
+ * "2048 sub-buckets"), and a percentile reports its bucket's midpoint, so it is within 1/2048 of the true value.
+ * Size: about 8 * 1024 * (log2(max_value) - 8) bytes, e.g. 270 KB for one hour in ns; allocated zeroed, so pages
+ * of buckets never hit cost no RSS.
+ *
  * Ownership: the creator frees with sg_hist_free. Not thread-safe: one writer, readers after it is done.
  */
 #ifndef SG_HIST_H
@@ -25,10 +30,14 @@ SG_WUR int sg_hist_merge(sg_hist_t *dst, const sg_hist_t *src);
 
 uint64_t sg_hist_count(const sg_hist_t *h);
 uint64_t sg_hist_clamped(const sg_hist_t *h);
-uint64_t sg_hist_min(const sg_hist_t *h); /* exact; 0 when empty */
-uint64_t sg_hist_max(const sg_hist_t *h); /* exact; 0 when empty */
-double sg_hist_mean(const sg_hist_t *h);  /* exact (up to double rounding); 0 when empty */
+uint64_t sg_hist_min(const sg_hist_t *h);  /* exact; 0 when empty */
+uint64_t sg_hist_max(const sg_hist_t *h);  /* exact; 0 when empty */
+double sg_hist_mean(const sg_hist_t *h);   /* exact (up to double rounding); 0 when empty */
 double sg_hist_stddev(const sg_hist_t *h); /* population standard deviation (numpy's default) */
+/* Bytes one histogram holds (for sizing reports). */
+size_t sg_hist_bytes(const sg_hist_t *h);
+/* The max_value it was made with. */
+uint64_t sg_hist_max_value(const sg_hist_t *h);
 /*
  * Nearest-rank percentile, p in [0, 100]: the value v such that ceil(p/100 * count) recorded values are <= v,
  * reported within 0.1% of the true recorded value at that rank and clamped to [min, max]. 0 when empty.
