@@ -36,10 +36,19 @@ typedef enum {
     SG_M__COUNT
 } sg_metric_id_t;
 
-/* JSON/CSV tag (e.g. "time_to_first_token"), display name, and unit ("ms", "tokens", "tokens/sec/user"). */
+/*
+ * JSON/CSV tag (e.g. "time_to_first_token"), display name, and unit ("ms", "tokens", "tokens/sec/user").
+ * The label is what the table and the CSV print and carries the unit: "Time to first token (ms)"; sg_metric_name
+ * is the bare name ("Time to first token"). Static strings.
+ */
 const char *sg_metric_tag(sg_metric_id_t id);
 const char *sg_metric_label(sg_metric_id_t id);
 const char *sg_metric_unit(sg_metric_id_t id);
+const char *sg_metric_name(sg_metric_id_t id);
+/* Times are recorded in ns and shown in ms; true for those. */
+bool sg_metric_is_time(sg_metric_id_t id);
+/* Factor from the histogram's integer unit to the exported unit: 1e-6 for times, 1e-3 for tokens/s, else 1. */
+double sg_metric_scale(sg_metric_id_t id);
 
 /* An SLO for goodput: a request is "good" when metric <= threshold (ms for times, tokens/s for throughput: >=). */
 typedef struct {
@@ -57,18 +66,24 @@ void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r);
 /* dst += src, after the workers joined. */
 SG_WUR int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src);
 
+/* Bytes held by m and its histograms (for sizing reports). */
+size_t sg_metrics_bytes(const sg_metrics_t *m);
+
 /* Read-only views, for the exporters and the progress line. */
 const sg_hist_t *sg_metrics_hist(const sg_metrics_t *m, sg_metric_id_t id);
-uint64_t sg_metrics_ok(const sg_metrics_t *m);         /* successful requests */
-uint64_t sg_metrics_errors(const sg_metrics_t *m);     /* failed requests, all classes */
-uint64_t sg_metrics_good(const sg_metrics_t *m);       /* successful requests meeting every SLO */
+uint64_t sg_metrics_ok(const sg_metrics_t *m);            /* successful requests */
+uint64_t sg_metrics_errors(const sg_metrics_t *m);        /* failed requests, all classes */
+uint64_t sg_metrics_good(const sg_metrics_t *m);          /* successful requests meeting every SLO */
 uint64_t sg_metrics_output_tokens(const sg_metrics_t *m); /* sum of OSL over successful requests */
 uint64_t sg_metrics_osl_source_count(const sg_metrics_t *m, sg_osl_source_t s);
 int64_t sg_metrics_first_intended_ns(const sg_metrics_t *m); /* min intended over counted requests; 0 if none */
 int64_t sg_metrics_last_end_ns(const sg_metrics_t *m);       /* max end over counted requests; 0 if none */
 
-/* Error summary: distinct (class, http status, message sample) groups with counts, up to a fixed number of
- * groups per metrics object; further distinct messages fold into their class+status group. */
+/*
+ * Error summary: distinct (class, http status, message sample) groups with counts, up to 32 distinct messages
+ * per metrics object; further distinct messages fold into a group with the same class+status and the message
+ * "(other messages)". Groups are in first-seen order (exporters sort by count). The array belongs to m.
+ */
 typedef struct {
     sg_err_class_t cls;
     int32_t http_status;
@@ -80,10 +95,10 @@ size_t sg_metrics_error_groups(const sg_metrics_t *m, const sg_error_group_t **g
 /* ---------- exporters (after the run; they may allocate and do I/O) ---------- */
 
 typedef struct {
-    const char *title;            /* table title, e.g. "surge | LLM Metrics" */
-    bool streaming;               /* false: no TTFT/ITL rows */
-    bool interrupted;             /* the run was stopped by SIGINT */
-    uint64_t warmup_count;        /* warmup requests (not in the metrics) */
+    const char *title;             /* table title, e.g. "surge | LLM Metrics" */
+    bool streaming;                /* false: no TTFT/ITL rows */
+    bool interrupted;              /* the run was stopped by SIGINT */
+    uint64_t warmup_count;         /* warmup requests (not in the metrics) */
     const char *input_config_json; /* a JSON object (text) describing the run's configuration */
     bool has_slos;
 } sg_run_info_t;

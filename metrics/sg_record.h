@@ -35,12 +35,12 @@ const char *sg_osl_source_name(sg_osl_source_t s); /* "usage", "tokenizer", "eve
 #define SG_RECORD_MSG 120
 
 typedef struct {
-    uint64_t id;       /* run-wide request index (unique across workers) */
+    uint64_t id; /* run-wide request index (unique across workers) */
     uint32_t worker;
-    uint32_t payload;  /* index into the payload table */
-    uint32_t model;    /* index into the model list */
+    uint32_t payload; /* index into the payload table */
+    uint32_t model;   /* index into the model list */
     bool streaming;
-    bool warmup;       /* warmup requests are logged by no exporter and counted in no metric */
+    bool warmup; /* warmup requests are logged by no exporter and counted in no metric */
 
     int64_t intended_ns;     /* when the schedule said it should start */
     int64_t sent_ns;         /* first byte handed to the kernel */
@@ -49,14 +49,14 @@ typedef struct {
     int64_t second_token_ns; /* second content event (streaming only) */
     int64_t end_ns;          /* end of response ([DONE] or last byte), or when the error was detected */
 
-    int32_t http_status;    /* 0 when no response head arrived */
-    uint8_t err_class;      /* sg_err_class_t */
-    uint8_t osl_source;     /* sg_osl_source_t */
-    uint32_t isl;           /* client-side prompt tokens */
-    int32_t isl_server;     /* usage.prompt_tokens, -1 when absent */
-    uint32_t osl;           /* output tokens by osl_source */
-    int32_t osl_server;     /* usage.completion_tokens, -1 when absent */
-    uint32_t max_tokens;    /* asked of the server, 0 when not asked */
+    int32_t http_status;     /* 0 when no response head arrived */
+    uint8_t err_class;       /* sg_err_class_t */
+    uint8_t osl_source;      /* sg_osl_source_t */
+    uint32_t isl;            /* client-side prompt tokens */
+    int32_t isl_server;      /* usage.prompt_tokens, -1 when absent */
+    uint32_t osl;            /* output tokens by osl_source */
+    int32_t osl_server;      /* usage.completion_tokens, -1 when absent */
+    uint32_t max_tokens;     /* asked of the server, 0 when not asked */
     uint32_t content_events; /* SSE events that carried content */
     uint64_t response_bytes; /* body bytes received */
 

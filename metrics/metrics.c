@@ -1,0 +1,370 @@
+/*
+ * Per-worker aggregation: one sg_record_t in, a handful of histogram records and counters out. The worker owns
+ * its sg_metrics_t outright (no atomics, no locks); the controller merges them after the join.
+ */
+#include "sg_metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Beyond an hour a latency is a hang, not a measurement; it is clamped and counted as such. */
+#define TIME_MAX_NS (3600ULL * 1000000000ULL)
+/* 16 Mi tokens: far past any context window we know of. */
+#define TOKENS_MAX (1ULL << 24)
+/* 1e6 tokens/s per user, in milli-tokens/s; a whole answer in one read (ITL 0) lands here. */
+#define MILLI_TPS_MAX 1000000000ULL
+
+/* Distinct (class, status, message) groups; further distinct messages fold into "(other messages)". */
+#define MSG_GROUPS 32
+/* Room for the "(other messages)" groups too; the last slot is a catch-all that cannot overflow. */
+#define ALL_GROUPS 64
+#define OTHER_MESSAGES "(other messages)"
+#define OTHER_ERRORS "(other errors)"
+
+struct sg_metrics {
+    sg_hist_t *hist[SG_M__COUNT];
+    uint64_t ok;
+    uint64_t errors;
+    uint64_t good;
+    uint64_t output_tokens;
+    uint64_t osl_source[3];
+    int64_t first_intended_ns; /* INT64_MAX until a request counts */
+    int64_t last_end_ns;
+    sg_slo_t *slos;
+    size_t n_slos;
+    size_t n_groups;
+    sg_error_group_t groups[ALL_GROUPS];
+};
+
+static const struct {
+    const char *tag, *name, *label, *unit;
+    uint64_t max_value;
+} metric_info[SG_M__COUNT] = {
+    [SG_M_TTFT] = {"time_to_first_token", "Time to first token", "Time to first token (ms)", "ms", TIME_MAX_NS},
+    [SG_M_TTFT_FROM_SEND] = {"time_to_first_token_from_send", "Time to first token from send",
+                             "Time to first token from send (ms)", "ms", TIME_MAX_NS},
+    [SG_M_TTST] = {"time_to_second_token", "Time to second token", "Time to second token (ms)", "ms", TIME_MAX_NS},
+    [SG_M_ITL] = {"inter_token_latency", "Inter token latency", "Inter token latency (ms)", "ms", TIME_MAX_NS},
+    [SG_M_INTER_CHUNK] = {"inter_chunk_latency", "Inter chunk latency", "Inter chunk latency (ms)", "ms", TIME_MAX_NS},
+    [SG_M_LATENCY] = {"request_latency", "Request latency", "Request latency (ms)", "ms", TIME_MAX_NS},
+    [SG_M_LATENCY_FROM_SEND] = {"request_latency_from_send", "Request latency from send",
+                                "Request latency from send (ms)", "ms", TIME_MAX_NS},
+    [SG_M_SCHEDULE_LAG] = {"schedule_lag", "Schedule lag", "Schedule lag (ms)", "ms", TIME_MAX_NS},
+    [SG_M_OSL] = {"output_sequence_length", "Output sequence length", "Output sequence length (tokens)", "tokens",
+                  TOKENS_MAX},
+    [SG_M_ISL] = {"input_sequence_length", "Input sequence length", "Input sequence length (tokens)", "tokens",
+                  TOKENS_MAX},
+    [SG_M_TOKENS_PER_USER] = {"output_token_throughput_per_user", "Output token throughput per user",
+                              "Output token throughput per user (tokens/sec/user)", "tokens/sec/user", MILLI_TPS_MAX},
+};
+
+static bool valid_id(sg_metric_id_t id)
+{
+    return (unsigned)id < SG_M__COUNT;
+}
+
+const char *sg_metric_tag(sg_metric_id_t id)
+{
+    return valid_id(id) ? metric_info[id].tag : "unknown";
+}
+
+const char *sg_metric_name(sg_metric_id_t id)
+{
+    return valid_id(id) ? metric_info[id].name : "unknown";
+}
+
+const char *sg_metric_label(sg_metric_id_t id)
+{
+    return valid_id(id) ? metric_info[id].label : "unknown";
+}
+
+const char *sg_metric_unit(sg_metric_id_t id)
+{
+    return valid_id(id) ? metric_info[id].unit : "";
+}
+
+bool sg_metric_is_time(sg_metric_id_t id)
+{
+    return valid_id(id) && id <= SG_M_SCHEDULE_LAG;
+}
+
+double sg_metric_scale(sg_metric_id_t id)
+{
+    if (sg_metric_is_time(id))
+        return 1e-6; /* ns -> ms */
+    if (id == SG_M_TOKENS_PER_USER)
+        return 1e-3; /* milli-tokens/s -> tokens/s */
+    return 1.0;
+}
+
+sg_metrics_t *sg_metrics_new(const sg_slo_t *slos, size_t n_slos)
+{
+    sg_metrics_t *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->first_intended_ns = INT64_MAX;
+    for (int i = 0; i < SG_M__COUNT; i++) {
+        m->hist[i] = sg_hist_new(metric_info[i].max_value);
+        if (!m->hist[i])
+            goto fail;
+    }
+    if (n_slos) {
+        m->slos = malloc(n_slos * sizeof(*slos));
+        if (!m->slos)
+            goto fail;
+        memcpy(m->slos, slos, n_slos * sizeof(*slos));
+        m->n_slos = n_slos;
+    }
+    return m;
+fail:
+    sg_metrics_free(m);
+    return NULL;
+}
+
+void sg_metrics_free(sg_metrics_t *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < SG_M__COUNT; i++)
+        sg_hist_free(m->hist[i]);
+    free(m->slos);
+    free(m);
+}
+
+size_t sg_metrics_bytes(const sg_metrics_t *m)
+{
+    size_t n = sizeof(*m) + m->n_slos * sizeof(m->slos[0]);
+    for (int i = 0; i < SG_M__COUNT; i++)
+        n += sg_hist_bytes(m->hist[i]);
+    return n;
+}
+
+static sg_error_group_t *find_group(sg_metrics_t *m, sg_err_class_t cls, int32_t status, const char *msg)
+{
+    for (size_t i = 0; i < m->n_groups; i++) {
+        sg_error_group_t *g = &m->groups[i];
+        if (g->cls == cls && g->http_status == status && strcmp(g->message, msg) == 0)
+            return g;
+    }
+    return NULL;
+}
+
+static sg_error_group_t *new_group(sg_metrics_t *m, sg_err_class_t cls, int32_t status, const char *msg)
+{
+    sg_error_group_t *g = &m->groups[m->n_groups++];
+    g->cls = cls;
+    g->http_status = status;
+    /* The record's message is NUL-terminated within SG_RECORD_MSG, but a merge source could be anything. */
+    size_t len = strnlen(msg, sizeof(g->message) - 1);
+    memcpy(g->message, msg, len);
+    g->message[len] = '\0';
+    g->count = 0;
+    return g;
+}
+
+/* Error path only: a linear scan over at most ALL_GROUPS entries is fine. */
+static void count_error(sg_metrics_t *m, sg_err_class_t cls, int32_t status, const char *msg, uint64_t n)
+{
+    sg_error_group_t *g = find_group(m, cls, status, msg);
+    if (!g && m->n_groups < MSG_GROUPS)
+        g = new_group(m, cls, status, msg);
+    if (!g)
+        g = find_group(m, cls, status, OTHER_MESSAGES);
+    if (!g && m->n_groups < ALL_GROUPS - 1)
+        g = new_group(m, cls, status, OTHER_MESSAGES);
+    if (!g) {
+        /* More than 30 overflowing class+status pairs: keep the total right, say the detail is gone. */
+        g = m->n_groups < ALL_GROUPS ? new_group(m, cls, 0, OTHER_ERRORS) : &m->groups[ALL_GROUPS - 1];
+    }
+    g->count += n;
+}
+
+static uint64_t nonneg(int64_t d)
+{
+    return d > 0 ? (uint64_t)d : 0;
+}
+
+/*
+ * A request is good when it meets every SLO. The values compared are the exact per-request ones (ns, tokens,
+ * tokens/s), not the bucketed ones. A metric the request does not have (no TTFT when not streamed) fails it.
+ */
+static bool meets_slos(const sg_metrics_t *m, const double *value, const bool *have)
+{
+    for (size_t i = 0; i < m->n_slos; i++) {
+        sg_metric_id_t id = m->slos[i].metric;
+        double t = m->slos[i].threshold;
+        if (!valid_id(id) || !have[id])
+            return false;
+        if (id == SG_M_TOKENS_PER_USER) {
+            if (!(value[id] >= t))
+                return false;
+        } else if (sg_metric_is_time(id)) {
+            if (!(value[id] <= t * 1e6))
+                return false;
+        } else if (!(value[id] <= t)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
+{
+    if (r->warmup)
+        return;
+    if (r->intended_ns && r->intended_ns < m->first_intended_ns)
+        m->first_intended_ns = r->intended_ns;
+    if (r->end_ns > m->last_end_ns)
+        m->last_end_ns = r->end_ns;
+
+    if (r->err_class != SG_ERRC_NONE) {
+        m->errors++;
+        /* The schedule's error does not depend on how the request ended. */
+        if (r->sent_ns)
+            sg_hist_record(m->hist[SG_M_SCHEDULE_LAG], nonneg(r->sent_ns - r->intended_ns));
+        count_error(m, (sg_err_class_t)r->err_class, r->http_status, r->err_msg, 1);
+        return;
+    }
+
+    /* value[] in ns for times, tokens for lengths, tokens/s for the per-user rate: what the SLOs compare. */
+    double value[SG_M__COUNT] = {0};
+    bool have[SG_M__COUNT] = {0};
+    m->ok++;
+
+    uint64_t latency = nonneg(r->end_ns - r->intended_ns);
+    sg_hist_record(m->hist[SG_M_LATENCY], latency);
+    value[SG_M_LATENCY] = (double)latency, have[SG_M_LATENCY] = true;
+    if (r->sent_ns) {
+        uint64_t from_send = nonneg(r->end_ns - r->sent_ns), lag = nonneg(r->sent_ns - r->intended_ns);
+        sg_hist_record(m->hist[SG_M_LATENCY_FROM_SEND], from_send);
+        sg_hist_record(m->hist[SG_M_SCHEDULE_LAG], lag);
+        value[SG_M_LATENCY_FROM_SEND] = (double)from_send, have[SG_M_LATENCY_FROM_SEND] = true;
+        value[SG_M_SCHEDULE_LAG] = (double)lag, have[SG_M_SCHEDULE_LAG] = true;
+    }
+    sg_hist_record(m->hist[SG_M_OSL], r->osl);
+    sg_hist_record(m->hist[SG_M_ISL], r->isl);
+    value[SG_M_OSL] = r->osl, have[SG_M_OSL] = true;
+    value[SG_M_ISL] = r->isl, have[SG_M_ISL] = true;
+    m->output_tokens += r->osl;
+    if (r->osl_source < SG_ARRAY_LEN(m->osl_source))
+        m->osl_source[r->osl_source]++;
+
+    if (r->first_token_ns) {
+        uint64_t ttft = nonneg(r->first_token_ns - r->intended_ns);
+        sg_hist_record(m->hist[SG_M_TTFT], ttft);
+        value[SG_M_TTFT] = (double)ttft, have[SG_M_TTFT] = true;
+        if (r->sent_ns) {
+            uint64_t ttft_send = nonneg(r->first_token_ns - r->sent_ns);
+            sg_hist_record(m->hist[SG_M_TTFT_FROM_SEND], ttft_send);
+            value[SG_M_TTFT_FROM_SEND] = (double)ttft_send, have[SG_M_TTFT_FROM_SEND] = true;
+        }
+        if (r->second_token_ns) {
+            uint64_t ttst = nonneg(r->second_token_ns - r->first_token_ns);
+            sg_hist_record(m->hist[SG_M_TTST], ttst);
+            value[SG_M_TTST] = (double)ttst, have[SG_M_TTST] = true;
+        }
+        if (r->osl >= 2) {
+            /* (latency - ttft) / (osl - 1): GenAI-Perf's, AIPerf's and vLLM's TPOT definition. */
+            double itl = (double)nonneg(r->end_ns - r->first_token_ns) / (double)(r->osl - 1);
+            sg_hist_record(m->hist[SG_M_ITL], (uint64_t)(itl + 0.5));
+            value[SG_M_ITL] = itl, have[SG_M_ITL] = true;
+            double tps = itl > 0 ? 1e9 / itl : 1e300;
+            double milli = tps * 1e3;
+            sg_hist_record(m->hist[SG_M_TOKENS_PER_USER],
+                           milli >= (double)MILLI_TPS_MAX ? MILLI_TPS_MAX + 1 : (uint64_t)(milli + 0.5));
+            value[SG_M_TOKENS_PER_USER] = tps, have[SG_M_TOKENS_PER_USER] = true;
+        }
+        if (r->n_events >= 2 && r->event_us) {
+            uint32_t worst = 0;
+            for (uint32_t i = 1; i < r->n_events; i++) {
+                uint32_t a = r->event_us[i - 1], b = r->event_us[i];
+                uint32_t gap = b > a ? b - a : 0;
+                worst = gap > worst ? gap : worst;
+                sg_hist_record(m->hist[SG_M_INTER_CHUNK], (uint64_t)gap * 1000u);
+            }
+            /* An inter-chunk SLO holds when every gap does, i.e. the largest. */
+            value[SG_M_INTER_CHUNK] = (double)worst * 1000.0, have[SG_M_INTER_CHUNK] = true;
+        }
+    }
+
+    if (m->n_slos == 0 || meets_slos(m, value, have))
+        m->good++;
+}
+
+int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
+{
+    for (int i = 0; i < SG_M__COUNT; i++) {
+        int rc = sg_hist_merge(dst->hist[i], src->hist[i]);
+        if (rc < 0)
+            return rc;
+    }
+    dst->ok += src->ok;
+    dst->errors += src->errors;
+    dst->good += src->good;
+    dst->output_tokens += src->output_tokens;
+    for (size_t i = 0; i < SG_ARRAY_LEN(dst->osl_source); i++)
+        dst->osl_source[i] += src->osl_source[i];
+    if (src->first_intended_ns < dst->first_intended_ns)
+        dst->first_intended_ns = src->first_intended_ns;
+    if (src->last_end_ns > dst->last_end_ns)
+        dst->last_end_ns = src->last_end_ns;
+    for (size_t i = 0; i < src->n_groups; i++) {
+        const sg_error_group_t *g = &src->groups[i];
+        count_error(dst, g->cls, g->http_status, g->message, g->count);
+    }
+    return 0;
+}
+
+const sg_hist_t *sg_metrics_hist(const sg_metrics_t *m, sg_metric_id_t id)
+{
+    return valid_id(id) ? m->hist[id] : NULL;
+}
+
+uint64_t sg_metrics_ok(const sg_metrics_t *m)
+{
+    return m->ok;
+}
+
+uint64_t sg_metrics_errors(const sg_metrics_t *m)
+{
+    return m->errors;
+}
+
+uint64_t sg_metrics_good(const sg_metrics_t *m)
+{
+    return m->good;
+}
+
+uint64_t sg_metrics_output_tokens(const sg_metrics_t *m)
+{
+    return m->output_tokens;
+}
+
+uint64_t sg_metrics_osl_source_count(const sg_metrics_t *m, sg_osl_source_t s)
+{
+    return (unsigned)s < SG_ARRAY_LEN(m->osl_source) ? m->osl_source[s] : 0;
+}
+
+int64_t sg_metrics_first_intended_ns(const sg_metrics_t *m)
+{
+    return m->first_intended_ns == INT64_MAX ? 0 : m->first_intended_ns;
+}
+
+int64_t sg_metrics_last_end_ns(const sg_metrics_t *m)
+{
+    return m->last_end_ns;
+}
+
+size_t sg_metrics_error_groups(const sg_metrics_t *m, const sg_error_group_t **groups)
+{
+    *groups = m->groups;
+    return m->n_groups;
+}
+
+double sg_metrics_duration_s(const sg_metrics_t *m)
+{
+    int64_t first = sg_metrics_first_intended_ns(m), last = m->last_end_ns;
+    if (first == 0 || last <= first)
+        return 0.0;
+    return (double)(last - first) / 1e9;
+}
