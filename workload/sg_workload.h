@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 typedef struct {
-    char *bytes;         /* whole HTTP request; owned by the table */
+    char *bytes;         /* whole HTTP request, len bytes, not NUL-terminated; owned by the table */
     size_t len;
     uint32_t isl;        /* prompt tokens, client estimate */
     uint32_t max_tokens; /* 0 when not asked */
@@ -57,13 +57,26 @@ void sg_workload_free(sg_payload_table_t *t);
  * English word that BPE tokenizers of the GPT family encode as one token when preceded by a space, so n words
  * approximate n tokens (the ISL estimate until a real tokenizer is configured). Writes into a malloc'd string.
  */
-SG_WUR char *sg_synth_text(uint64_t *rng_state, uint32_t n_words, uint32_t prompt_index);
+struct sg_rng;
+SG_WUR char *sg_synth_text(struct sg_rng *rng, uint32_t n_words);
+
+/*
+ * Prompt number `index` of a workload: n_words words like sg_synth_text, but the first ones (3, more only past
+ * vocabulary^3 prompts; fewer when n_words is smaller) spell index in base sg_vocab_size(), least significant
+ * digit first, so no two prompts of a table share even their first word group and a server's prefix cache
+ * cannot shortcut them. The rest are random draws from rng. malloc'd; NULL on OOM.
+ */
+SG_WUR char *sg_synth_prompt(struct sg_rng *rng, uint32_t n_words, uint64_t index);
+
+/* The built-in vocabulary: distinct lowercase ASCII words, static storage. */
+size_t sg_vocab_size(void);
+const char *sg_vocab_word(size_t i);
 
 /* Count whitespace-separated words: the same estimate the mock server uses for usage.prompt_tokens. */
 uint64_t sg_count_words(const char *s, size_t len);
 
 /* Random numbers shared by the scheduler and the workload: splitmix64 seeding, xoshiro256** stream. */
-typedef struct {
+typedef struct sg_rng {
     uint64_t s[4];
 } sg_rng_t;
 void sg_rng_seed(sg_rng_t *r, uint64_t seed, uint64_t stream);

@@ -1,0 +1,469 @@
+/* The workload: exact word counts, distinct and reproducible prompts, bodies and HTTP bytes as sent. */
+#define _GNU_SOURCE /* memmem */
+#include "test.h"
+
+#include "sg_workload.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <stdlib.h>
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The vocabulary sorted once, so that checking a million words stays quick under the sanitizers. */
+static const char **sorted_vocab;
+
+static bool in_vocab(const char *w, size_t len)
+{
+    if (!sorted_vocab) {
+        sorted_vocab = malloc(sg_vocab_size() * sizeof *sorted_vocab);
+        for (size_t i = 0; i < sg_vocab_size(); i++)
+            sorted_vocab[i] = sg_vocab_word(i);
+        qsort(sorted_vocab, sg_vocab_size(), sizeof *sorted_vocab, cmp_str);
+    }
+    char key[64];
+    if (len >= sizeof key)
+        return false;
+    memcpy(key, w, len);
+    key[len] = '\0';
+    const char *k = key;
+    return bsearch(&k, sorted_vocab, sg_vocab_size(), sizeof *sorted_vocab, cmp_str) != NULL;
+}
+
+/* Every word of s is a vocabulary word, separated by exactly one space. */
+static bool all_vocab_words(const char *s)
+{
+    const char *p = s;
+    while (*p) {
+        size_t n = strcspn(p, " ");
+        if (n == 0 || !in_vocab(p, n))
+            return false;
+        p += n;
+        if (*p == ' ') {
+            p++;
+            if (!*p)
+                return false; /* trailing space */
+        }
+    }
+    return true;
+}
+
+static void test_vocab(void)
+{
+    size_t n = sg_vocab_size();
+    CHECK(n >= 300);
+    CHECK(sg_vocab_word(n) == NULL);
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        const char *w = sg_vocab_word(i);
+        if (!w || !*w)
+            ok = false;
+        for (const char *p = w; p && *p; p++)
+            if (*p < 'a' || *p > 'z')
+                ok = false;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(w, sg_vocab_word(j)) == 0) {
+                fprintf(stderr, "duplicate vocabulary word \"%s\"\n", w);
+                ok = false;
+            }
+    }
+    CHECK(ok);
+}
+
+static void test_count_words(void)
+{
+    CHECK_EQ_INT(sg_count_words("", 0), 0);
+    CHECK_EQ_INT(sg_count_words("   \t\r\n", 6), 0);
+    CHECK_EQ_INT(sg_count_words("one", 3), 1);
+    CHECK_EQ_INT(sg_count_words("  a  b\tc\nd\re  ", 14), 5);
+    CHECK_EQ_INT(sg_count_words("a b c", 3), 2); /* only len bytes count */
+}
+
+static void test_synth_text(void)
+{
+    sg_rng_t r;
+    sg_rng_seed(&r, 7, 0);
+    uint32_t sizes[] = {0, 1, 2, 3, 7, 100, 5000};
+    for (size_t i = 0; i < SG_ARRAY_LEN(sizes); i++) {
+        char *t = sg_synth_text(&r, sizes[i]);
+        CHECK(t != NULL);
+        if (!t)
+            continue;
+        CHECK_EQ_INT(sg_count_words(t, strlen(t)), sizes[i]);
+        CHECK(all_vocab_words(t));
+        free(t);
+    }
+    char *a = sg_synth_text(&r, 50), *b = sg_synth_text(&r, 50);
+    CHECK(a && b && strcmp(a, b) != 0);
+    free(a);
+    free(b);
+
+    /* same seed and stream, same text */
+    sg_rng_t r1, r2;
+    sg_rng_seed(&r1, 99, 3);
+    sg_rng_seed(&r2, 99, 3);
+    a = sg_synth_text(&r1, 40);
+    b = sg_synth_text(&r2, 40);
+    CHECK(a && b && strcmp(a, b) == 0);
+    free(a);
+    free(b);
+
+    /* prompts: exact count, vocabulary words, index words first */
+    sg_rng_seed(&r, 1, 1);
+    size_t v = sg_vocab_size();
+    uint64_t index = 5 + 7 * v + 11 * v * v;
+    char *p = sg_synth_prompt(&r, 10, index);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_INT(sg_count_words(p, strlen(p)), 10);
+        CHECK(all_vocab_words(p));
+        char want[128];
+        snprintf(want, sizeof want, "%s %s %s ", sg_vocab_word(5), sg_vocab_word(7), sg_vocab_word(11));
+        CHECK(strncmp(p, want, strlen(want)) == 0);
+        free(p);
+    }
+    p = sg_synth_prompt(&r, 1, 3);
+    CHECK(p && strcmp(p, sg_vocab_word(3)) == 0);
+    free(p);
+    p = sg_synth_prompt(&r, 0, 3);
+    CHECK(p && strcmp(p, "") == 0);
+    free(p);
+    /* an index past vocab^3 takes a fourth word and stays distinct */
+    p = sg_synth_prompt(&r, 4, (uint64_t)v * v * v + 2);
+    CHECK(p != NULL);
+    if (p) {
+        char want[128];
+        snprintf(want, sizeof want, "%s %s %s %s", sg_vocab_word(2), sg_vocab_word(0), sg_vocab_word(0),
+                 sg_vocab_word(1));
+        CHECK_EQ_STR(p, strlen(p), want);
+        free(p);
+    }
+}
+
+/* ---------- the payload table ---------- */
+
+typedef struct {
+    const char *head;
+    size_t head_len;
+    const char *body;
+    size_t body_len;
+    long content_length;
+} http_req_t;
+
+static bool split_request(const sg_payload_t *p, http_req_t *out)
+{
+    const char *end = NULL;
+    for (size_t i = 0; i + 4 <= p->len; i++)
+        if (memcmp(p->bytes + i, "\r\n\r\n", 4) == 0) {
+            end = p->bytes + i;
+            break;
+        }
+    if (!end)
+        return false;
+    out->head = p->bytes;
+    out->head_len = (size_t)(end - p->bytes) + 4;
+    out->body = end + 4;
+    out->body_len = p->len - out->head_len;
+    out->content_length = -1;
+    /* the bytes are not NUL-terminated: search only the head */
+    const char *cl = memmem(p->bytes, out->head_len, "\r\nContent-Length: ", 18);
+    if (cl)
+        out->content_length = strtol(cl + 18, NULL, 10);
+    return true;
+}
+
+static bool head_has(const http_req_t *r, const char *line)
+{
+    size_t n = strlen(line);
+    for (size_t i = 0; i + n <= r->head_len; i++)
+        if (memcmp(r->head + i, line, n) == 0)
+            return true;
+    return false;
+}
+
+static void test_build_chat_streaming(void)
+{
+    const char *models[] = {"org/model-a", "model \"b\""};
+    const char *headers[] = {"X-Run: 1", "Authorization: Bearer k", NULL};
+    sg_workload_spec_t spec = {
+        .host_header = "127.0.0.1:8000",
+        .path = "/v1/chat/completions",
+        .headers = headers,
+        .kind = SG_OAI_CHAT,
+        .models = models,
+        .n_models = 2,
+        .model_strategy = 0,
+        .streaming = true,
+        .extra_inputs_json =
+            "{\"temperature\":0,\"stream_options\":{\"include_usage\":true,\"x\":1},\"ignore_eos\":true}",
+        .num_prompts = 2000,
+        .isl_mean = 550,
+        .isl_stddev = 50,
+        .osl_mean = 100,
+        .osl_stddev = 10,
+        .seed = 123,
+    };
+    sg_payload_table_t t;
+    char err[256];
+    int rc = sg_workload_build(&spec, &t, err, sizeof err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "build: %s\n", err);
+        return;
+    }
+    CHECK_EQ_INT(t.n, 2000);
+    double isl_sum = 0, isl_sq = 0, osl_sum = 0, osl_sq = 0;
+    char **prompts = calloc(t.n, sizeof *prompts);
+    bool http_ok = true, json_ok = true, fields_ok = true, counts_ok = true;
+    for (size_t i = 0; i < t.n; i++) {
+        const sg_payload_t *p = &t.items[i];
+        isl_sum += p->isl;
+        isl_sq += (double)p->isl * p->isl;
+        osl_sum += p->max_tokens;
+        osl_sq += (double)p->max_tokens * p->max_tokens;
+        CHECK_EQ_INT(p->model, i % 2);
+        http_req_t r;
+        if (!split_request(p, &r) || r.content_length != (long)r.body_len ||
+            strncmp(p->bytes, "POST /v1/chat/completions HTTP/1.1\r\n", 36) != 0 ||
+            !head_has(&r, "\r\nHost: 127.0.0.1:8000\r\n") || !head_has(&r, "\r\nContent-Type: application/json\r\n") ||
+            !head_has(&r, "\r\nAccept: text/event-stream\r\n") || !head_has(&r, "\r\nX-Run: 1\r\n") ||
+            !head_has(&r, "\r\nAuthorization: Bearer k\r\n")) {
+            http_ok = false;
+            continue;
+        }
+        json_error_t je;
+        json_t *b = json_loadb(r.body, r.body_len, 0, &je);
+        if (!b || !json_is_object(b)) {
+            json_ok = false;
+            json_decref(b);
+            continue;
+        }
+        json_t *msgs = json_object_get(b, "messages");
+        json_t *m0 = json_array_get(msgs, 0);
+        const char *content = json_string_value(json_object_get(m0, "content"));
+        json_t *so = json_object_get(b, "stream_options");
+        if (strcmp(json_string_value(json_object_get(b, "model")), models[p->model]) != 0 ||
+            json_array_size(msgs) != 1 || strcmp(json_string_value(json_object_get(m0, "role")), "user") != 0 ||
+            !content || !json_is_true(json_object_get(b, "stream")) ||
+            json_integer_value(json_object_get(b, "max_tokens")) != p->max_tokens ||
+            !json_is_true(json_object_get(so, "include_usage")) ||
+            json_integer_value(json_object_get(so, "x")) != 1 || /* the extra object replaced ours */
+            !json_is_integer(json_object_get(b, "temperature")) || !json_is_true(json_object_get(b, "ignore_eos")))
+            fields_ok = false;
+        if (content) {
+            if (sg_count_words(content, strlen(content)) != p->isl || !all_vocab_words(content))
+                counts_ok = false;
+            prompts[i] = strdup(content);
+        }
+        /* the body on the wire is compact */
+        if (memchr(r.body, '\n', r.body_len) || memmem(r.body, r.body_len, "\": ", 3))
+            json_ok = false;
+        json_decref(b);
+    }
+    CHECK(http_ok);
+    CHECK(json_ok);
+    CHECK(fields_ok);
+    CHECK(counts_ok);
+    double n = (double)t.n;
+    double isl_mean = isl_sum / n, isl_sd = sqrt(isl_sq / n - isl_mean * isl_mean);
+    double osl_mean = osl_sum / n, osl_sd = sqrt(osl_sq / n - osl_mean * osl_mean);
+    /* standard error of the mean is 50/sqrt(2000) ~ 1.1; of the stddev ~ 0.8 */
+    CHECK_NEAR(isl_mean, 550, 5);
+    CHECK_NEAR(isl_sd, 50, 4);
+    CHECK_NEAR(osl_mean, 100, 1);
+    CHECK_NEAR(osl_sd, 10, 1);
+
+    /* all distinct */
+    bool have_all = true;
+    for (size_t i = 0; i < t.n; i++)
+        if (!prompts[i])
+            have_all = false;
+    CHECK(have_all);
+    if (have_all) {
+        qsort(prompts, t.n, sizeof *prompts, cmp_str);
+        size_t dups = 0;
+        for (size_t i = 1; i < t.n; i++)
+            if (strcmp(prompts[i - 1], prompts[i]) == 0)
+                dups++;
+        CHECK_EQ_INT(dups, 0);
+    }
+    for (size_t i = 0; i < t.n; i++)
+        free(prompts[i]);
+    free(prompts);
+
+    /* same seed, same bytes; another seed, other prompts */
+    sg_payload_table_t t2;
+    CHECK_EQ_INT(sg_workload_build(&spec, &t2, err, sizeof err), 0);
+    bool same = t2.n == t.n;
+    for (size_t i = 0; same && i < t.n; i++)
+        same = t.items[i].len == t2.items[i].len && memcmp(t.items[i].bytes, t2.items[i].bytes, t.items[i].len) == 0 &&
+               t.items[i].isl == t2.items[i].isl && t.items[i].max_tokens == t2.items[i].max_tokens;
+    CHECK(same);
+    sg_workload_free(&t2);
+    spec.seed = 124;
+    CHECK_EQ_INT(sg_workload_build(&spec, &t2, err, sizeof err), 0);
+    size_t differ = 0;
+    for (size_t i = 0; i < t.n && i < t2.n; i++)
+        if (t.items[i].len != t2.items[i].len || memcmp(t.items[i].bytes, t2.items[i].bytes, t.items[i].len) != 0)
+            differ++;
+    CHECK_EQ_INT(differ, t.n);
+    sg_workload_free(&t2);
+    sg_workload_free(&t);
+    CHECK(t.items == NULL && t.n == 0);
+}
+
+static void test_build_completions(void)
+{
+    const char *models[] = {"a", "b", "c"};
+    sg_workload_spec_t spec = {
+        .host_header = "[::1]:9000",
+        .path = "/base/v1/completions",
+        .kind = SG_OAI_COMPLETIONS,
+        .models = models,
+        .n_models = 3,
+        .model_strategy = 1,
+        .streaming = false,
+        .extra_inputs_json = "{\"stream\":true,\"prompt_extra\":[1,2]}",
+        .num_prompts = 300,
+        .isl_mean = 2,
+        .isl_stddev = 10, /* draws far below 1 are clamped */
+        .osl_mean = -1,
+        .seed = 5,
+    };
+    sg_payload_table_t t;
+    char err[256];
+    int rc = sg_workload_build(&spec, &t, err, sizeof err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        return;
+    size_t per_model[3] = {0, 0, 0};
+    bool ok = true;
+    uint32_t min_isl = UINT32_MAX;
+    for (size_t i = 0; i < t.n; i++) {
+        const sg_payload_t *p = &t.items[i];
+        if (p->isl < min_isl)
+            min_isl = p->isl;
+        if (p->model < 3)
+            per_model[p->model]++;
+        http_req_t r;
+        if (!split_request(p, &r) || r.content_length != (long)r.body_len ||
+            strncmp(p->bytes, "POST /base/v1/completions HTTP/1.1\r\n", 36) != 0 ||
+            !head_has(&r, "\r\nHost: [::1]:9000\r\n") || !head_has(&r, "\r\nAccept: application/json\r\n") ||
+            p->max_tokens != 0) {
+            ok = false;
+            continue;
+        }
+        json_t *b = json_loadb(r.body, r.body_len, 0, NULL);
+        const char *prompt = json_string_value(json_object_get(b, "prompt"));
+        if (!b || !prompt || sg_count_words(prompt, strlen(prompt)) != p->isl || json_object_get(b, "messages") ||
+            json_object_get(b, "max_tokens") || json_object_get(b, "stream_options") ||
+            !json_is_true(json_object_get(b, "stream")) || /* extra inputs override ours */
+            json_array_size(json_object_get(b, "prompt_extra")) != 2 ||
+            strcmp(json_string_value(json_object_get(b, "model")), models[p->model]) != 0)
+            ok = false;
+        json_decref(b);
+    }
+    CHECK(ok);
+    CHECK_EQ_INT(min_isl, 1);
+    /* random strategy: each of 3 models near 100 of 300 */
+    for (int m = 0; m < 3; m++)
+        CHECK(per_model[m] > 60 && per_model[m] < 140);
+    sg_workload_free(&t);
+
+    /* osl stddev 0: exactly the mean; osl 1 */
+    spec.osl_mean = 1;
+    spec.osl_stddev = 0;
+    spec.num_prompts = 50;
+    CHECK_EQ_INT(sg_workload_build(&spec, &t, err, sizeof err), 0);
+    ok = t.n == 50;
+    for (size_t i = 0; i < t.n; i++)
+        if (t.items[i].max_tokens != 1)
+            ok = false;
+    CHECK(ok);
+    sg_workload_free(&t);
+
+    /* no extra inputs at all */
+    spec.extra_inputs_json = NULL;
+    CHECK_EQ_INT(sg_workload_build(&spec, &t, err, sizeof err), 0);
+    sg_workload_free(&t);
+}
+
+static void test_build_errors(void)
+{
+    const char *models[] = {"m"};
+    sg_workload_spec_t base = {
+        .host_header = "h:1",
+        .path = "/v1/chat/completions",
+        .kind = SG_OAI_CHAT,
+        .models = models,
+        .n_models = 1,
+        .extra_inputs_json = "{}",
+        .num_prompts = 3,
+        .isl_mean = 5,
+        .osl_mean = -1,
+    };
+    sg_payload_table_t t;
+    char err[256];
+    sg_workload_spec_t s = base;
+    CHECK_EQ_INT(sg_workload_build(&s, &t, err, sizeof err), 0);
+    sg_workload_free(&t);
+
+    s = base;
+    s.num_prompts = 0;
+    err[0] = '\0';
+    CHECK(sg_workload_build(&s, &t, err, sizeof err) < 0);
+    CHECK(err[0] != '\0' && t.items == NULL && t.n == 0);
+
+    s = base;
+    s.n_models = 0;
+    err[0] = '\0';
+    CHECK(sg_workload_build(&s, &t, err, sizeof err) < 0);
+    CHECK(err[0] != '\0');
+
+    s = base;
+    s.extra_inputs_json = "[1,2]";
+    err[0] = '\0';
+    CHECK(sg_workload_build(&s, &t, err, sizeof err) < 0);
+    CHECK(err[0] != '\0');
+
+    s = base;
+    s.extra_inputs_json = "{not json";
+    err[0] = '\0';
+    CHECK(sg_workload_build(&s, &t, err, sizeof err) < 0);
+    CHECK(err[0] != '\0');
+
+    const char *bad_headers[] = {"X-A: 1\r\nX-B: 2", NULL};
+    s = base;
+    s.headers = bad_headers;
+    err[0] = '\0';
+    CHECK(sg_workload_build(&s, &t, err, sizeof err) < 0);
+    CHECK(err[0] != '\0' && t.items == NULL);
+
+    s = base;
+    s.path = "no-slash";
+    err[0] = '\0';
+    CHECK(sg_workload_build(&s, &t, err, sizeof err) < 0);
+    CHECK(err[0] != '\0');
+
+    const char *bad_model[] = {"\xff\xfe"};
+    s = base;
+    s.models = bad_model;
+    err[0] = '\0';
+    CHECK(sg_workload_build(&s, &t, err, sizeof err) < 0);
+    CHECK(err[0] != '\0');
+}
+
+int main(void)
+{
+    test_vocab();
+    test_count_words();
+    test_synth_text();
+    test_build_chat_streaming();
+    test_build_completions();
+    test_build_errors();
+    free(sorted_vocab);
+    return test_finish("test_workload");
+}
