@@ -17,10 +17,10 @@ typedef struct {
     char **models; /* -m/--model, repeatable; at least one */
     size_t n_models;
     sg_model_strategy_t model_strategy;
-    char *url;       /* as given */
-    char *host;      /* parsed from url: name or address */
+    char *url;  /* as given */
+    char *host; /* parsed from url: name or address */
     uint16_t port;
-    char *base_path; /* "" or "/prefix" without trailing slash */
+    char *base_path;   /* "" or "/prefix" without trailing slash */
     char *host_header; /* "host:port" */
     sg_oai_kind_t endpoint_type;
     char *endpoint_path; /* full request path, e.g. "/v1/chat/completions" (base_path + endpoint) */
@@ -30,11 +30,11 @@ typedef struct {
     char *extra_inputs_json; /* JSON object text merged into every body ("{}" when none) */
 
     /* load */
-    double request_rate;  /* req/s; 0 = closed loop */
+    double request_rate; /* req/s; 0 = closed loop */
     sg_dist_t distribution;
-    uint32_t concurrency;     /* closed loop slots (when request_rate == 0) */
-    uint32_t max_concurrency; /* open-loop cap on in-flight requests; 0 = none */
-    uint64_t request_count;   /* measured requests; 0 = bounded by duration only */
+    uint32_t concurrency;        /* closed loop slots (when request_rate == 0) */
+    uint32_t max_concurrency;    /* open-loop cap on in-flight requests; 0 = none */
+    uint64_t request_count;      /* measured requests; 0 = bounded by duration only */
     double benchmark_duration_s; /* 0 = bounded by count only */
     uint64_t warmup_request_count;
     double request_timeout_s; /* per request, from send; also bounds the drain */
@@ -44,25 +44,32 @@ typedef struct {
     /* workload (synthetic until a tokenizer exists) */
     uint32_t isl_mean, isl_stddev;
     uint32_t num_prompts;
-    int32_t osl_mean;   /* -1: do not ask for max_tokens */
+    int32_t osl_mean; /* -1: do not ask for max_tokens */
     uint32_t osl_stddev;
     bool osl_deterministic;
 
     /* output */
     char *artifact_dir;
     char *profile_export_file; /* base name; "profile_export.json" by default */
+    char *profile_export_stem; /* profile_export_file without its extension: <stem>_surge.json, <stem>.jsonl */
     bool verbose;
     double max_error_rate; /* share of failed requests allowed before a non-zero exit; 0 by default */
     sg_slo_t slos[8];
     size_t n_slos;
-    int progress; /* -1 auto (stderr is a tty), 0 off, 1 on */
+    int progress;      /* -1 auto (stderr is a tty), 0 off, 1 on */
+    bool show_version; /* --version was given: parse returned 1, the caller prints the version */
 } sg_config_t;
 
 /*
- * Parse the arguments after "profile". On bad input prints one clear line to stderr naming the flag and the
- * problem and returns SG_EINVAL; on --help prints usage and returns 1 (caller exits 0). 0 on success.
+ * Parse the arguments of `surge profile`: argv[0] is the subcommand name ("profile") and is skipped, like a
+ * program name; the flags follow. argv may be permuted (GNU getopt). On bad input prints one clear line to stderr
+ * naming the flag and the problem and returns SG_EINVAL; on --help prints usage to stdout and returns 1; on
+ * --version sets cfg->show_version and returns 1 without printing (the caller knows the version); the caller
+ * exits 0 on 1. 0 on success. On any non-zero return cfg owns nothing (sg_config_free is still safe to call).
+ * Not thread-safe (getopt's globals); call from the main thread.
  */
 SG_WUR int sg_config_parse(sg_config_t *cfg, int argc, char **argv);
+/* Frees every string cfg owns and zeroes it; safe on a zeroed or already freed cfg. */
 void sg_config_free(sg_config_t *cfg);
 /* A JSON object (malloc'd text) describing cfg, for input_config in the summary. */
 char *sg_config_to_json(const sg_config_t *cfg);

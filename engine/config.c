@@ -1,0 +1,1279 @@
+/*
+ * `surge profile` flags → sg_config_t. GenAI-Perf's flag names, plus AIPerf's and vLLM's where GenAI-Perf has
+ * none, so that scripts and habits carry over. Every rejected value gets one line on stderr that names the flag
+ * and says what was expected; peers' flags that surge does not implement are recognised and explained rather
+ * than reported as unknown.
+ */
+#define _GNU_SOURCE
+#include "sg_config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DEFAULT_URL "localhost:8000"
+#define DEFAULT_REQUEST_COUNT 100
+#define DEFAULT_EXPORT_FILE "profile_export.json"
+#define MAX_PROMPTS 10000000u /* each prompt is pre-rendered in memory; beyond this the table outgrows RAM */
+#define MAX_ISL 1000000u      /* words; far beyond any model's context, still a sane allocation */
+#define MAX_WORKERS 4096u
+
+enum {
+    OPT_MODEL = 'm',
+    OPT_URL = 'u',
+    OPT_HEADER = 'H',
+    OPT_VERBOSE = 'v',
+    OPT_HELP = 'h',
+    OPT_MEASUREMENT_INTERVAL = 'p',
+    OPT_STABILITY = 's',
+    OPT_BATCH_SIZE = 'b',
+    OPT_MODEL_STRATEGY = 256,
+    OPT_SERVICE_KIND,
+    OPT_BACKEND,
+    OPT_ENDPOINT_TYPE,
+    OPT_ENDPOINT,
+    OPT_STREAMING,
+    OPT_API_KEY,
+    OPT_EXTRA_INPUTS,
+    OPT_REQUEST_RATE,
+    OPT_DISTRIBUTION,
+    OPT_CONCURRENCY,
+    OPT_MAX_CONCURRENCY,
+    OPT_REQUEST_COUNT,
+    OPT_DURATION,
+    OPT_WARMUP,
+    OPT_TIMEOUT,
+    OPT_SEED,
+    OPT_WORKERS,
+    OPT_ISL_MEAN,
+    OPT_ISL_STDDEV,
+    OPT_NUM_PROMPTS,
+    OPT_OSL_MEAN,
+    OPT_OSL_STDDEV,
+    OPT_OSL_DETERMINISTIC,
+    OPT_TOKENIZER,
+    OPT_INPUT_FILE,
+    OPT_ARTIFACT_DIR,
+    OPT_EXPORT_FILE,
+    OPT_MAX_ERROR_RATE,
+    OPT_GOODPUT,
+    OPT_PROGRESS,
+    OPT_NO_PROGRESS,
+    OPT_VERSION,
+    OPT_CONCURRENCY_RANGE,
+    OPT_RATE_RANGE,
+    OPT_INPUT_DATASET,
+    OPT_GENERATE_PLOTS,
+    OPT_FIXED_SCHEDULE,
+};
+
+/*
+ * The peers' flags we do not implement take optional_argument: whatever form the user typed (--flag, --flag=x,
+ * --flag x), we get to explain instead of getopt complaining about the argument first.
+ */
+static const struct option long_options[] = {
+    {"model", required_argument, NULL, OPT_MODEL},
+    {"model-selection-strategy", required_argument, NULL, OPT_MODEL_STRATEGY},
+    {"url", required_argument, NULL, OPT_URL},
+    {"service-kind", required_argument, NULL, OPT_SERVICE_KIND},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"endpoint-type", required_argument, NULL, OPT_ENDPOINT_TYPE},
+    {"endpoint", required_argument, NULL, OPT_ENDPOINT},
+    {"streaming", no_argument, NULL, OPT_STREAMING},
+    {"header", required_argument, NULL, OPT_HEADER},
+    {"api-key", required_argument, NULL, OPT_API_KEY},
+    {"extra-inputs", required_argument, NULL, OPT_EXTRA_INPUTS},
+    {"request-rate", required_argument, NULL, OPT_REQUEST_RATE},
+    {"request-distribution", required_argument, NULL, OPT_DISTRIBUTION},
+    {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
+    {"max-concurrency", required_argument, NULL, OPT_MAX_CONCURRENCY},
+    {"request-count", required_argument, NULL, OPT_REQUEST_COUNT},
+    {"benchmark-duration", required_argument, NULL, OPT_DURATION},
+    {"warmup-request-count", required_argument, NULL, OPT_WARMUP},
+    {"request-timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"random-seed", required_argument, NULL, OPT_SEED},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"synthetic-input-tokens-mean", required_argument, NULL, OPT_ISL_MEAN},
+    {"synthetic-input-tokens-stddev", required_argument, NULL, OPT_ISL_STDDEV},
+    {"num-prompts", required_argument, NULL, OPT_NUM_PROMPTS},
+    {"output-tokens-mean", required_argument, NULL, OPT_OSL_MEAN},
+    {"output-tokens-stddev", required_argument, NULL, OPT_OSL_STDDEV},
+    {"output-tokens-mean-deterministic", no_argument, NULL, OPT_OSL_DETERMINISTIC},
+    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+    {"input-file", required_argument, NULL, OPT_INPUT_FILE},
+    {"artifact-dir", required_argument, NULL, OPT_ARTIFACT_DIR},
+    {"profile-export-file", required_argument, NULL, OPT_EXPORT_FILE},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"max-error-rate", required_argument, NULL, OPT_MAX_ERROR_RATE},
+    {"goodput", required_argument, NULL, OPT_GOODPUT},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"measurement-interval", optional_argument, NULL, OPT_MEASUREMENT_INTERVAL},
+    {"stability-percentage", optional_argument, NULL, OPT_STABILITY},
+    {"batch-size", optional_argument, NULL, OPT_BATCH_SIZE},
+    {"concurrency-range", optional_argument, NULL, OPT_CONCURRENCY_RANGE},
+    {"request-rate-range", optional_argument, NULL, OPT_RATE_RANGE},
+    {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
+    {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
+    {"fixed-schedule", optional_argument, NULL, OPT_FIXED_SCHEDULE},
+    {NULL, 0, NULL, 0},
+};
+
+/* Leading ':' makes getopt report a missing value as ':' (distinct from an unknown option) and stay quiet. */
+static const char short_options[] = ":m:u:H:vhp::s::b::";
+
+/* The long name of an option value, for messages: users typed -m but the help lists --model. */
+static const char *opt_name(int val)
+{
+    for (const struct option *o = long_options; o->name; o++)
+        if (o->val == val)
+            return o->name;
+    return "?";
+}
+
+/*
+ * One line on stderr: "surge: --flag: problem". Control characters are escaped so that a value carrying a
+ * newline cannot split the line.
+ */
+__attribute__((format(printf, 2, 3))) static int fail(const char *opt, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char line[1200];
+    size_t off = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && off + 5 < sizeof line; p++) {
+        if (*p == '\n')
+            off += (size_t)snprintf(line + off, sizeof line - off, "\\n");
+        else if (*p == '\r')
+            off += (size_t)snprintf(line + off, sizeof line - off, "\\r");
+        else if (*p < 0x20 || *p == 0x7f)
+            off += (size_t)snprintf(line + off, sizeof line - off, "\\x%02x", *p);
+        else
+            line[off++] = (char)*p;
+    }
+    line[off] = '\0';
+    if (opt)
+        fprintf(stderr, "surge: --%s: %s\n", opt, line);
+    else
+        fprintf(stderr, "surge: %s\n", line);
+    return SG_EINVAL;
+}
+
+static int oom(void)
+{
+    fprintf(stderr, "surge: out of memory while parsing the command line\n");
+    return SG_ENOMEM;
+}
+
+/* ---------- values ---------- */
+
+static int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char range[96];
+    if (max == UINT64_MAX)
+        snprintf(range, sizeof range, "a whole number >= %" PRIu64, min);
+    else
+        snprintf(range, sizeof range, "a whole number from %" PRIu64 " to %" PRIu64, min, max);
+    /* strtoull accepts leading spaces and a minus sign (wrapping it around): neither is a count */
+    if (!isdigit((unsigned char)s[0]))
+        return fail(opt, "expected %s, got \"%s\"", range, s);
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0')
+        return fail(opt, "expected %s, got \"%s\"", range, s);
+    if (errno == ERANGE || v < min || v > max)
+        return fail(opt, "expected %s, got %s", range, s);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+    uint64_t v;
+    int rc = parse_u64(opt, s, min, max, &v);
+    if (rc == 0)
+        *out = (uint32_t)v;
+    return rc;
+}
+
+/* A finite number in [lo, hi] (or (lo, hi] when lo_open); desc says that in words for the message. */
+static int parse_num(const char *opt, const char *s, const char *desc, double lo, bool lo_open, double hi, double *out)
+{
+    unsigned char c = (unsigned char)s[0];
+    if (!(isdigit(c) || c == '.' || c == '-' || c == '+'))
+        return fail(opt, "expected %s, got \"%s\"", desc, s);
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || !isfinite(v) || errno == ERANGE)
+        return fail(opt, "expected %s, got \"%s\"", desc, s);
+    if (v < lo || (lo_open && v == lo) || v > hi)
+        return fail(opt, "expected %s, got %s", desc, s);
+    *out = v;
+    return 0;
+}
+
+static int set_str(char **dst, const char *src)
+{
+    char *s = strdup(src);
+    if (!s)
+        return oom();
+    free(*dst);
+    *dst = s;
+    return 0;
+}
+
+/* ---------- URL ---------- */
+
+static bool host_char(unsigned char c)
+{
+    return isalnum(c) || c == '-' || c == '.' || c == '_';
+}
+
+/*
+ * Accepted: host, host:port, http://host[:port][/base], [v6]:port, http://[v6][:port][/base]. The base path is
+ * kept (without its trailing slash) and prefixed to the endpoint, as with a server mounted under a prefix.
+ */
+static int parse_url(sg_config_t *cfg, const char *url)
+{
+    const char *opt = "url";
+    if (!*url)
+        return fail(opt, "expected host:port or http://host[:port][/path], got an empty value");
+    for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+        if (*p <= ' ' || *p >= 0x7f)
+            return fail(opt, "must not contain spaces, control or non-ASCII characters, got \"%s\"", url);
+
+    const char *rest = url;
+    const char *sep = strstr(url, "://");
+    if (sep) {
+        size_t scheme_len = (size_t)(sep - url);
+        if (scheme_len == 5 && strncasecmp(url, "https", 5) == 0)
+            return fail(opt, "TLS is not supported yet: use an http:// URL (got \"%s\")", url);
+        if (!(scheme_len == 4 && strncasecmp(url, "http", 4) == 0))
+            return fail(opt, "unsupported scheme \"%.*s\": only http:// is supported", (int)scheme_len, url);
+        rest = sep + 3;
+    }
+    size_t auth_len = strcspn(rest, "/?#");
+    const char *path = rest + auth_len;
+    if (strpbrk(path, "?#"))
+        return fail(opt, "must not carry a query or fragment, got \"%s\"", url);
+    if (memchr(rest, '@', auth_len))
+        return fail(opt, "credentials in the URL are not supported: use --api-key or -H 'Authorization: ...'");
+
+    char host[256];
+    const char *port_str = NULL;
+    size_t port_len = 0;
+    bool v6 = false;
+    if (auth_len > 0 && rest[0] == '[') {
+        const char *close = memchr(rest, ']', auth_len);
+        if (!close)
+            return fail(opt, "missing ']' after the IPv6 address in \"%s\"", url);
+        size_t hl = (size_t)(close - rest - 1);
+        if (hl == 0 || hl >= sizeof host)
+            return fail(opt, "expected an IPv6 address between [ and ], got \"%s\"", url);
+        memcpy(host, rest + 1, hl);
+        host[hl] = '\0';
+        const char *after = close + 1, *end = rest + auth_len;
+        if (after < end) {
+            if (*after != ':')
+                return fail(opt, "expected ':port' after ']' in \"%s\"", url);
+            port_str = after + 1;
+            port_len = (size_t)(end - port_str);
+        }
+        /* a zone (fe80::1%eth0) is allowed; the address part must be a real IPv6 address */
+        char addr[256];
+        size_t al = strcspn(host, "%");
+        memcpy(addr, host, al);
+        addr[al] = '\0';
+        struct in6_addr a6;
+        if (inet_pton(AF_INET6, addr, &a6) != 1)
+            return fail(opt, "\"%s\" is not a valid IPv6 address", host);
+        v6 = true;
+    } else {
+        const char *colon = memchr(rest, ':', auth_len);
+        size_t hl = colon ? (size_t)(colon - rest) : auth_len;
+        if (colon && memchr(colon + 1, ':', auth_len - hl - 1))
+            return fail(opt, "IPv6 addresses need brackets, e.g. http://[::1]:8000 (got \"%s\")", url);
+        if (hl == 0)
+            return fail(opt, "missing host name in \"%s\"", url);
+        if (hl >= sizeof host)
+            return fail(opt, "host name too long in \"%s\"", url);
+        for (size_t i = 0; i < hl; i++)
+            if (!host_char((unsigned char)rest[i]))
+                return fail(opt, "invalid character '%c' in host name \"%.*s\"", rest[i], (int)hl, rest);
+        memcpy(host, rest, hl);
+        host[hl] = '\0';
+        if (colon) {
+            port_str = colon + 1;
+            port_len = auth_len - hl - 1;
+        }
+    }
+
+    unsigned port = 80;
+    if (port_str) {
+        if (port_len == 0)
+            return fail(opt, "empty port in \"%s\"", url);
+        port = 0;
+        for (size_t i = 0; i < port_len; i++) {
+            if (!isdigit((unsigned char)port_str[i]) || port > 65535)
+                return fail(opt, "expected a port from 1 to 65535, got \"%.*s\"", (int)port_len, port_str);
+            port = port * 10 + (unsigned)(port_str[i] - '0');
+        }
+        if (port == 0 || port > 65535)
+            return fail(opt, "expected a port from 1 to 65535, got \"%.*s\"", (int)port_len, port_str);
+    }
+
+    size_t path_len = strlen(path);
+    while (path_len > 0 && path[path_len - 1] == '/')
+        path_len--;
+
+    char host_header[300];
+    snprintf(host_header, sizeof host_header, v6 ? "[%s]:%u" : "%s:%u", host, port);
+    char *n_url = strdup(url), *n_host = strdup(host), *n_hh = strdup(host_header), *n_base = strndup(path, path_len);
+    if (!n_url || !n_host || !n_hh || !n_base) {
+        free(n_url);
+        free(n_host);
+        free(n_hh);
+        free(n_base);
+        return oom();
+    }
+    free(cfg->url);
+    free(cfg->host);
+    free(cfg->host_header);
+    free(cfg->base_path);
+    cfg->url = n_url;
+    cfg->host = n_host;
+    cfg->host_header = n_hh;
+    cfg->base_path = n_base;
+    cfg->port = (uint16_t)port;
+    return 0;
+}
+
+/* ---------- headers ---------- */
+
+static bool tchar(unsigned char c)
+{
+    /* RFC 9110 token characters: what a header name may contain */
+    return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static int push_header(sg_config_t *cfg, char *line)
+{
+    char **h = realloc(cfg->headers, (cfg->n_headers + 2) * sizeof *h);
+    if (!h) {
+        free(line);
+        return oom();
+    }
+    cfg->headers = h;
+    h[cfg->n_headers++] = line;
+    h[cfg->n_headers] = NULL;
+    return 0;
+}
+
+static int add_header(sg_config_t *cfg, const char *arg)
+{
+    const char *opt = "header";
+    const char *colon = strchr(arg, ':');
+    if (!colon)
+        return fail(opt, "expected 'Name: value', got \"%s\"", arg);
+    size_t nl = (size_t)(colon - arg);
+    if (nl == 0)
+        return fail(opt, "missing header name before ':' in \"%s\"", arg);
+    for (size_t i = 0; i < nl; i++)
+        if (!tchar((unsigned char)arg[i]))
+            return fail(opt, "invalid character '%c' in header name \"%.*s\"", arg[i], (int)nl, arg);
+    const char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t vl = strlen(v);
+    while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+        vl--;
+    for (size_t i = 0; i < vl; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return fail(opt, "header value must not contain CR, LF or other control characters: \"%s\"", arg);
+    }
+    /* surge frames every body itself; a second length or a transfer coding would corrupt the request */
+    if ((nl == 14 && strncasecmp(arg, "Content-Length", nl) == 0) ||
+        (nl == 17 && strncasecmp(arg, "Transfer-Encoding", nl) == 0))
+        return fail(opt, "%.*s is set by surge and cannot be overridden", (int)nl, arg);
+    char *line = malloc(nl + 2 + vl + 1);
+    if (!line)
+        return oom();
+    memcpy(line, arg, nl);
+    memcpy(line + nl, ": ", 2);
+    memcpy(line + nl + 2, v, vl);
+    line[nl + 2 + vl] = '\0';
+    return push_header(cfg, line);
+}
+
+static bool has_header(const sg_config_t *cfg, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < cfg->n_headers; i++)
+        if (strncasecmp(cfg->headers[i], name, n) == 0 && cfg->headers[i][n] == ':')
+            return true;
+    return false;
+}
+
+/* ---------- --extra-inputs ---------- */
+
+/*
+ * name:value typing, as GenAI-Perf users expect: whatever parses as JSON (numbers, true/false, null, arrays,
+ * objects, "quoted strings") is taken as that JSON value, so `stop:"\n"` is a newline; anything else is a string.
+ */
+static json_t *typed_value(const char *v)
+{
+    json_error_t e;
+    json_t *j = json_loads(v, JSON_DECODE_ANY, &e);
+    if (j)
+        return j;
+    /* Python spellings, since GenAI-Perf users write them */
+    if (strcasecmp(v, "true") == 0)
+        return json_true();
+    if (strcasecmp(v, "false") == 0)
+        return json_false();
+    /* an integer beyond int64 is still a number to the server */
+    j = json_loads(v, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &e);
+    if (j)
+        return j;
+    return json_string(v); /* NULL when not UTF-8 */
+}
+
+static int add_extra_input(json_t *acc, const char *arg)
+{
+    const char *opt = "extra-inputs";
+    const char *p = arg;
+    while (*p == ' ' || *p == '\t' || *p == '\n')
+        p++;
+    if (*p == '{') {
+        json_error_t e;
+        json_t *obj = json_loads(arg, 0, &e);
+        if (!obj)
+            return fail(opt, "not a valid JSON object (%s at column %d): %s", e.text, e.column, arg);
+        if (!json_is_object(obj)) {
+            json_decref(obj);
+            return fail(opt, "expected a JSON object, got \"%s\"", arg);
+        }
+        int rc = json_object_update(acc, obj);
+        json_decref(obj);
+        return rc == 0 ? 0 : oom();
+    }
+    const char *colon = strchr(arg, ':');
+    if (!colon)
+        return fail(opt, "expected name:value or a JSON object, got \"%s\"", arg);
+    if (colon == arg)
+        return fail(opt, "missing name before ':' in \"%s\"", arg);
+    char *name = strndup(arg, (size_t)(colon - arg));
+    if (!name)
+        return oom();
+    json_t *val = typed_value(colon + 1);
+    if (!val) {
+        free(name);
+        return fail(opt, "value is not valid UTF-8 in \"%s\"", arg);
+    }
+    int rc = json_object_set_new(acc, name, val);
+    free(name);
+    if (rc != 0)
+        return fail(opt, "name is not valid UTF-8 in \"%s\"", arg);
+    return 0;
+}
+
+/* ---------- --goodput ---------- */
+
+/* vLLM's and AIPerf's spellings beside our tags */
+static const struct {
+    const char *name;
+    sg_metric_id_t id;
+} goodput_aliases[] = {
+    {"ttft", SG_M_TTFT},
+    {"tpot", SG_M_ITL},
+    {"itl", SG_M_ITL},
+    {"e2el", SG_M_LATENCY},
+    {"output_token_throughput_per_user", SG_M_TOKENS_PER_USER},
+};
+
+static bool slo_metric(sg_metric_id_t id)
+{
+    /* an SLO is a latency bound or a per-user speed; lengths are workload, not service quality */
+    return id != SG_M_OSL && id != SG_M_ISL;
+}
+
+static int find_metric(const char *name, size_t len, sg_metric_id_t *out)
+{
+    for (size_t i = 0; i < SG_ARRAY_LEN(goodput_aliases); i++)
+        if (strlen(goodput_aliases[i].name) == len && memcmp(goodput_aliases[i].name, name, len) == 0) {
+            *out = goodput_aliases[i].id;
+            return 0;
+        }
+    for (int id = 0; id < SG_M__COUNT; id++) {
+        const char *tag = sg_metric_tag((sg_metric_id_t)id);
+        if (tag && strlen(tag) == len && memcmp(tag, name, len) == 0 && slo_metric((sg_metric_id_t)id)) {
+            *out = (sg_metric_id_t)id;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int add_slo(sg_config_t *cfg, const char *pair)
+{
+    const char *opt = "goodput";
+    const char *colon = strchr(pair, ':');
+    sg_metric_id_t id;
+    if (!colon || colon == pair)
+        return fail(opt, "expected metric:value pairs such as time_to_first_token:200, got \"%s\"", pair);
+    for (int m = 0; m < SG_M__COUNT; m++) {
+        const char *tag = sg_metric_tag((sg_metric_id_t)m);
+        if (!slo_metric((sg_metric_id_t)m) && strlen(tag) == (size_t)(colon - pair) &&
+            memcmp(tag, pair, strlen(tag)) == 0)
+            return fail(opt,
+                        "%s describes the workload, not the service: SLOs take latencies or "
+                        "output_token_throughput_per_user",
+                        tag);
+    }
+    if (find_metric(pair, (size_t)(colon - pair), &id) != 0) {
+        char names[512];
+        size_t off = 0;
+        for (int m = 0; m < SG_M__COUNT; m++)
+            if (slo_metric((sg_metric_id_t)m) && sg_metric_tag((sg_metric_id_t)m) && off < sizeof names)
+                off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? ", " : "",
+                                        sg_metric_tag((sg_metric_id_t)m));
+        return fail(opt, "unknown metric \"%.*s\" (known: %s; or ttft, tpot, e2el)", (int)(colon - pair), pair,
+                    off ? names : "none");
+    }
+    double v;
+    char what[160];
+    snprintf(what, sizeof what, "a positive number for %.*s (%s)", (int)(colon - pair), pair,
+             id == SG_M_TOKENS_PER_USER ? "tokens/s" : "ms");
+    if (parse_num(opt, colon + 1, what, 0, true, HUGE_VAL, &v) != 0)
+        return SG_EINVAL;
+    for (size_t i = 0; i < cfg->n_slos; i++)
+        if (cfg->slos[i].metric == id)
+            return fail(opt, "%s is given twice", sg_metric_tag(id) ? sg_metric_tag(id) : "a metric");
+    if (cfg->n_slos >= SG_ARRAY_LEN(cfg->slos))
+        return fail(opt, "at most %zu SLOs", SG_ARRAY_LEN(cfg->slos));
+    cfg->slos[cfg->n_slos].metric = id;
+    cfg->slos[cfg->n_slos].threshold = v;
+    cfg->n_slos++;
+    return 0;
+}
+
+static int parse_goodput(sg_config_t *cfg, const char *arg)
+{
+    char *copy = strdup(arg);
+    if (!copy)
+        return oom();
+    int rc = 0, n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, " ,\t\n", &save); tok; tok = strtok_r(NULL, " ,\t\n", &save)) {
+        rc = add_slo(cfg, tok);
+        if (rc)
+            break;
+        n++;
+    }
+    free(copy);
+    if (rc == 0 && n == 0)
+        rc = fail("goodput", "expected metric:value pairs such as \"time_to_first_token:200 request_latency:1000\"");
+    return rc;
+}
+
+/* ---------- flags we recognise but do not implement ---------- */
+
+static int not_supported(int val)
+{
+    switch (val) {
+    case OPT_MEASUREMENT_INTERVAL:
+        return fail("measurement-interval", "not supported: surge measures one window bounded by --request-count "
+                                            "or --benchmark-duration SECONDS; use those instead");
+    case OPT_STABILITY:
+        return fail("stability-percentage", "not supported: surge does not repeat windows until stable; it runs "
+                                            "one measurement bounded by --request-count or --benchmark-duration");
+    case OPT_BATCH_SIZE:
+        return fail("batch-size", "not supported: it applies to embeddings and rankings, which surge does not "
+                                  "support yet");
+    case OPT_CONCURRENCY_RANGE:
+        return fail("concurrency-range", "not supported yet: run surge once per value, e.g. "
+                                         "for c in 1 2 4 8; do surge profile ... --concurrency $c; done");
+    case OPT_RATE_RANGE:
+        return fail("request-rate-range", "not supported yet: run surge once per value, e.g. "
+                                          "for r in 10 20 40; do surge profile ... --request-rate $r; done");
+    case OPT_INPUT_DATASET:
+        return fail("input-dataset", "not supported yet: surge generates synthetic prompts "
+                                     "(--synthetic-input-tokens-mean/-stddev)");
+    case OPT_GENERATE_PLOTS:
+        return fail("generate-plots", "not supported yet: every request's timeline is in the <stem>.jsonl export "
+                                      "in the artifact directory");
+    case OPT_FIXED_SCHEDULE:
+        return fail("fixed-schedule", "not supported yet: use --request-rate with --request-distribution");
+    default:
+        return fail(NULL, "unsupported option");
+    }
+}
+
+/* ---------- the parse ---------- */
+
+static unsigned usable_cpus(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return (unsigned)n;
+    }
+    return 1;
+}
+
+/* Whether argv[i] is an option whose value is the next argument (so a "--" there is a value, not the marker). */
+static bool takes_next_arg(const char *a)
+{
+    if (a[0] != '-')
+        return false;
+    if (a[1] != '-')
+        return a[1] && a[2] == '\0' && strchr("muH", a[1]);
+    if (strchr(a, '='))
+        return false;
+    for (const struct option *o = long_options; o->name; o++)
+        if (strcmp(o->name, a + 2) == 0)
+            return o->has_arg == required_argument;
+    return false;
+}
+
+typedef struct {
+    json_t *extra;
+    bool rate_given, concurrency_given, max_concurrency_given, distribution_given;
+    bool count_given, duration_given, artifact_dir_given;
+    char *endpoint;
+    const char *backend;
+    const char *api_key;
+} parse_state_t;
+
+static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *arg)
+{
+    const char *opt = opt_name(c);
+    uint64_t u64;
+    switch (c) {
+    case OPT_MODEL: {
+        if (!*arg)
+            return fail(opt, "expected a model name, got an empty value");
+        char **m = realloc(cfg->models, (cfg->n_models + 1) * sizeof *m);
+        if (!m)
+            return oom();
+        cfg->models = m;
+        if (!(m[cfg->n_models] = strdup(arg)))
+            return oom();
+        cfg->n_models++;
+        return 0;
+    }
+    case OPT_MODEL_STRATEGY:
+        if (strcmp(arg, "round_robin") == 0)
+            cfg->model_strategy = SG_MODEL_ROUND_ROBIN;
+        else if (strcmp(arg, "random") == 0)
+            cfg->model_strategy = SG_MODEL_RANDOM;
+        else
+            return fail(opt, "expected round_robin or random, got \"%s\"", arg);
+        return 0;
+    case OPT_URL:
+        return parse_url(cfg, arg);
+    case OPT_SERVICE_KIND:
+        if (strcmp(arg, "openai") == 0)
+            return 0;
+        if (strcmp(arg, "triton") == 0)
+            return fail(opt, "triton is not supported yet: use --service-kind openai against an OpenAI-compatible "
+                             "endpoint");
+        return fail(opt, "expected openai (or triton, not supported yet), got \"%s\"", arg);
+    case OPT_BACKEND:
+        if (strcmp(arg, "tensorrtllm") != 0 && strcmp(arg, "vllm") != 0)
+            return fail(opt, "expected tensorrtllm or vllm, got \"%s\"", arg);
+        st->backend = arg;
+        return 0;
+    case OPT_ENDPOINT_TYPE:
+        if (strcmp(arg, "chat") == 0)
+            cfg->endpoint_type = SG_OAI_CHAT;
+        else if (strcmp(arg, "completions") == 0)
+            cfg->endpoint_type = SG_OAI_COMPLETIONS;
+        else if (strcmp(arg, "embeddings") == 0 || strcmp(arg, "rankings") == 0)
+            return fail(opt, "%s is not supported yet (chat and completions are)", arg);
+        else
+            return fail(opt, "expected chat or completions, got \"%s\"", arg);
+        return 0;
+    case OPT_ENDPOINT: {
+        const char *e = arg;
+        while (*e == '/')
+            e++;
+        if (!*e)
+            return fail(opt, "expected a path such as v1/chat/completions, got \"%s\"", arg);
+        for (const unsigned char *p = (const unsigned char *)e; *p; p++)
+            if (*p <= ' ' || *p >= 0x7f || *p == '#')
+                return fail(opt, "must not contain spaces, '#', control or non-ASCII characters, got \"%s\"", arg);
+        return set_str(&st->endpoint, e);
+    }
+    case OPT_STREAMING:
+        cfg->streaming = true;
+        return 0;
+    case OPT_HEADER:
+        return add_header(cfg, arg);
+    case OPT_API_KEY:
+        if (!*arg)
+            return fail(opt, "expected a key, got an empty value");
+        for (const unsigned char *p = (const unsigned char *)arg; *p; p++)
+            if (*p < 0x20 || *p == 0x7f)
+                return fail(opt, "must not contain CR, LF or other control characters");
+        st->api_key = arg;
+        return 0;
+    case OPT_EXTRA_INPUTS:
+        return add_extra_input(st->extra, arg);
+    case OPT_REQUEST_RATE:
+        st->rate_given = true;
+        return parse_num(opt, arg, "a positive number", 0, true, 1e9, &cfg->request_rate);
+    case OPT_DISTRIBUTION:
+        st->distribution_given = true;
+        if (strcmp(arg, "poisson") == 0)
+            cfg->distribution = SG_DIST_POISSON;
+        else if (strcmp(arg, "constant") == 0)
+            cfg->distribution = SG_DIST_CONSTANT;
+        else
+            return fail(opt, "expected poisson or constant, got \"%s\"", arg);
+        return 0;
+    case OPT_CONCURRENCY:
+        st->concurrency_given = true;
+        return parse_u32(opt, arg, 1, 10000000, &cfg->concurrency);
+    case OPT_MAX_CONCURRENCY:
+        st->max_concurrency_given = true;
+        return parse_u32(opt, arg, 1, 10000000, &cfg->max_concurrency);
+    case OPT_REQUEST_COUNT:
+        st->count_given = true;
+        return parse_u64(opt, arg, 1, UINT64_MAX, &cfg->request_count);
+    case OPT_DURATION:
+        st->duration_given = true;
+        return parse_num(opt, arg, "a positive number of seconds", 0, true, 1e9, &cfg->benchmark_duration_s);
+    case OPT_WARMUP:
+        return parse_u64(opt, arg, 0, UINT64_MAX, &cfg->warmup_request_count);
+    case OPT_TIMEOUT:
+        return parse_num(opt, arg, "a positive number of seconds", 0, true, 1e9, &cfg->request_timeout_s);
+    case OPT_SEED:
+        return parse_u64(opt, arg, 0, UINT64_MAX, &cfg->random_seed);
+    case OPT_WORKERS:
+        if (parse_u64(opt, arg, 1, MAX_WORKERS, &u64) != 0)
+            return SG_EINVAL;
+        cfg->workers = (unsigned)u64;
+        return 0;
+    case OPT_ISL_MEAN:
+        return parse_u32(opt, arg, 1, MAX_ISL, &cfg->isl_mean);
+    case OPT_ISL_STDDEV:
+        return parse_u32(opt, arg, 0, MAX_ISL, &cfg->isl_stddev);
+    case OPT_NUM_PROMPTS:
+        return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->num_prompts);
+    case OPT_OSL_MEAN:
+        if (strcmp(arg, "-1") == 0) {
+            cfg->osl_mean = -1;
+            return 0;
+        }
+        errno = 0;
+        char *end;
+        unsigned long long v = strtoull(arg, &end, 10);
+        if (!isdigit((unsigned char)arg[0]) || *end || errno || v < 1 || v > INT32_MAX)
+            return fail(opt, "expected a whole number from 1 to %d, or -1 to leave max_tokens out, got \"%s\"",
+                        INT32_MAX, arg);
+        u64 = v;
+        cfg->osl_mean = (int32_t)u64;
+        return 0;
+    case OPT_OSL_STDDEV:
+        return parse_u32(opt, arg, 0, INT32_MAX, &cfg->osl_stddev);
+    case OPT_OSL_DETERMINISTIC:
+        cfg->osl_deterministic = true;
+        return 0;
+    case OPT_TOKENIZER:
+        /* refusing beats running: ISL would be labelled as counted by a tokenizer that was never applied */
+        return fail(opt, "real tokenizers are not supported yet; ISL is estimated as described in "
+                         "surge profile --help (drop --tokenizer to run with that estimate)");
+    case OPT_INPUT_FILE:
+        return fail(opt, "not supported yet: surge generates synthetic prompts "
+                         "(--synthetic-input-tokens-mean/-stddev)");
+    case OPT_ARTIFACT_DIR:
+        if (!*arg)
+            return fail(opt, "expected a directory, got an empty value");
+        st->artifact_dir_given = true;
+        return set_str(&cfg->artifact_dir, arg);
+    case OPT_EXPORT_FILE:
+        if (!*arg || strcmp(arg, ".") == 0 || strcmp(arg, "..") == 0)
+            return fail(opt, "expected a file name such as profile_export.json, got \"%s\"", arg);
+        if (strchr(arg, '/'))
+            return fail(opt,
+                        "expected a file name without a directory (use --artifact-dir for where it goes), "
+                        "got \"%s\"",
+                        arg);
+        return set_str(&cfg->profile_export_file, arg);
+    case OPT_VERBOSE:
+        cfg->verbose = true;
+        return 0;
+    case OPT_MAX_ERROR_RATE:
+        return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
+    case OPT_GOODPUT:
+        return parse_goodput(cfg, arg);
+    case OPT_PROGRESS:
+        cfg->progress = 1;
+        return 0;
+    case OPT_NO_PROGRESS:
+        cfg->progress = 0;
+        return 0;
+    default:
+        return not_supported(c);
+    }
+}
+
+static int set_defaults(sg_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->model_strategy = SG_MODEL_ROUND_ROBIN;
+    cfg->endpoint_type = SG_OAI_CHAT;
+    cfg->distribution = SG_DIST_POISSON;
+    cfg->request_timeout_s = 600;
+    cfg->workers = usable_cpus();
+    cfg->isl_mean = 550;
+    cfg->num_prompts = 100;
+    cfg->osl_mean = -1;
+    cfg->progress = -1;
+    cfg->headers = calloc(1, sizeof *cfg->headers);
+    cfg->profile_export_file = strdup(DEFAULT_EXPORT_FILE);
+    if (!cfg->headers || !cfg->profile_export_file)
+        return oom();
+    return 0;
+}
+
+/* Everything that depends on more than one flag, once all are in. */
+static int finish(sg_config_t *cfg, parse_state_t *st)
+{
+    if (st->backend)
+        return fail("backend", "only applies to --service-kind triton, which surge does not support yet");
+    if (cfg->n_models == 0)
+        return fail("model", "required: name the model to benchmark, e.g. -m meta-llama/Llama-3.1-8B-Instruct");
+    if (st->rate_given && st->concurrency_given)
+        return fail("concurrency", "cannot be combined with --request-rate: choose a closed loop (--concurrency) "
+                                   "or an open loop (--request-rate, optionally with --max-concurrency)");
+    if (st->max_concurrency_given && !st->rate_given)
+        return fail("max-concurrency", "only applies with --request-rate; for a closed loop use --concurrency");
+    if (st->distribution_given && !st->rate_given)
+        return fail("request-distribution", "only applies with --request-rate");
+    if (!st->rate_given && !st->concurrency_given)
+        cfg->concurrency = 1;
+    if (st->rate_given)
+        cfg->concurrency = 0;
+    if (!st->count_given && !st->duration_given)
+        cfg->request_count = DEFAULT_REQUEST_COUNT;
+
+    if (!cfg->url) {
+        int rc = parse_url(cfg, DEFAULT_URL);
+        if (rc)
+            return rc;
+    }
+    const char *endpoint = st->endpoint                        ? st->endpoint
+                           : cfg->endpoint_type == SG_OAI_CHAT ? "v1/chat/completions"
+                                                               : "v1/completions";
+    size_t plen = strlen(cfg->base_path) + 1 + strlen(endpoint) + 1;
+    if (!(cfg->endpoint_path = malloc(plen)))
+        return oom();
+    snprintf(cfg->endpoint_path, plen, "%s/%s", cfg->base_path, endpoint);
+
+    if (st->api_key) {
+        if (has_header(cfg, "Authorization"))
+            return fail("api-key", "an Authorization header is also given with -H; keep one of them");
+        size_t len = strlen("Authorization: Bearer ") + strlen(st->api_key) + 1;
+        char *line = malloc(len);
+        if (!line)
+            return oom();
+        snprintf(line, len, "Authorization: Bearer %s", st->api_key);
+        int rc = push_header(cfg, line);
+        if (rc)
+            return rc;
+    }
+
+    if (!(cfg->extra_inputs_json = json_dumps(st->extra, JSON_COMPACT)))
+        return oom();
+
+    /* GenAI-Perf derives its file names from Path(profile_export_file).stem */
+    const char *f = cfg->profile_export_file;
+    const char *dot = strrchr(f, '.');
+    size_t stem_len = (dot && dot != f) ? (size_t)(dot - f) : strlen(f);
+    if (!(cfg->profile_export_stem = strndup(f, stem_len)))
+        return oom();
+
+    if (!st->artifact_dir_given) {
+        char *name = sg_config_run_name(cfg);
+        if (!name)
+            return oom();
+        size_t len = strlen("artifacts/") + strlen(name) + 1;
+        cfg->artifact_dir = malloc(len);
+        if (cfg->artifact_dir)
+            snprintf(cfg->artifact_dir, len, "artifacts/%s", name);
+        free(name);
+        if (!cfg->artifact_dir)
+            return oom();
+    }
+    return 0;
+}
+
+/* GenAI-Perf hands everything after "--" to perf_analyzer; say plainly that there is none here. */
+static int reject_passthrough(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            if (i + 1 < argc)
+                return fail(NULL,
+                            "arguments after -- (\"%s\" ...) are passed to perf_analyzer by GenAI-Perf; "
+                            "surge has no perf_analyzer behind it: use surge's own flags (surge profile "
+                            "--help)",
+                            argv[i + 1]);
+            return 0;
+        }
+        if (takes_next_arg(argv[i]))
+            i++;
+    }
+    return 0;
+}
+
+static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv)
+{
+    int rc = reject_passthrough(argc, argv);
+    if (rc)
+        return rc;
+    /* optind = 0 makes glibc reinitialise getopt completely, so parsing twice in one process works (tests) */
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+        if (c == OPT_HELP) {
+            sg_config_usage(stdout);
+            return 1;
+        }
+        if (c == OPT_VERSION) {
+            cfg->show_version = true;
+            return 1;
+        }
+        if (c == ':')
+            return fail(opt_name(optopt), "expects a value");
+        if (c == '?') {
+            const char *bad = (optind > 0 && optind <= argc) ? argv[optind - 1] : "?";
+            if (optopt && strncmp(bad, "--", 2) == 0)
+                return fail(opt_name(optopt), "takes no value, got \"%s\"", bad);
+            if (optopt)
+                return fail(NULL, "unknown option -%c (see surge profile --help)", optopt);
+            return fail(NULL, "unknown or ambiguous option \"%s\" (see surge profile --help)", bad);
+        }
+        rc = one_option(cfg, st, c, optarg);
+        if (rc)
+            return rc;
+    }
+    /*
+     * `surge profile` takes no positional arguments. vLLM's --goodput takes several words unquoted
+     * (--goodput ttft:200 e2el:1000): accept such leftovers as more SLOs when --goodput was given.
+     */
+    for (int i = optind; i < argc; i++) {
+        sg_metric_id_t id;
+        const char *colon = strchr(argv[i], ':');
+        if (cfg->n_slos > 0 && colon && find_metric(argv[i], (size_t)(colon - argv[i]), &id) == 0) {
+            rc = parse_goodput(cfg, argv[i]);
+            if (rc)
+                return rc;
+            continue;
+        }
+        return fail(NULL, "unexpected argument \"%s\" (surge profile takes only flags; see surge profile --help)",
+                    argv[i]);
+    }
+    return finish(cfg, st);
+}
+
+int sg_config_parse(sg_config_t *cfg, int argc, char **argv)
+{
+    parse_state_t st;
+    memset(&st, 0, sizeof st);
+    int rc = set_defaults(cfg);
+    if (rc == 0 && !(st.extra = json_object()))
+        rc = oom();
+    if (rc == 0)
+        rc = parse_argv(cfg, &st, argc, argv);
+    json_decref(st.extra);
+    free(st.endpoint);
+    if (rc != 0) {
+        bool show_version = cfg->show_version;
+        sg_config_free(cfg);
+        cfg->show_version = show_version;
+    }
+    return rc;
+}
+
+void sg_config_free(sg_config_t *cfg)
+{
+    for (size_t i = 0; i < cfg->n_models; i++)
+        free(cfg->models[i]);
+    free(cfg->models);
+    for (size_t i = 0; i < cfg->n_headers; i++)
+        free(cfg->headers[i]);
+    free(cfg->headers);
+    free(cfg->url);
+    free(cfg->host);
+    free(cfg->base_path);
+    free(cfg->host_header);
+    free(cfg->endpoint_path);
+    free(cfg->extra_inputs_json);
+    free(cfg->artifact_dir);
+    free(cfg->profile_export_file);
+    free(cfg->profile_export_stem);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+/* ---------- derived text ---------- */
+
+/* Compact and exact: 500, 12.5, 0.1 (no trailing zeros, no exponent for ordinary rates). */
+static void format_rate(char *buf, size_t len, double r)
+{
+    snprintf(buf, len, "%.15g", r);
+}
+
+char *sg_config_run_name(const sg_config_t *cfg)
+{
+    if (!cfg->n_models)
+        return NULL;
+    char load[64];
+    if (cfg->request_rate > 0) {
+        char r[40];
+        format_rate(r, sizeof r, cfg->request_rate);
+        snprintf(load, sizeof load, "request_rate%s", r);
+    } else {
+        snprintf(load, sizeof load, "concurrency%" PRIu32, cfg->concurrency);
+    }
+    const char *type = cfg->endpoint_type == SG_OAI_COMPLETIONS ? "completions" : "chat";
+    /* GenAI-Perf: the first model, "_multi" when there are several, '/' made '_' to stay one directory */
+    const char *multi = cfg->n_models > 1 ? "_multi" : "";
+    size_t len = strlen(cfg->models[0]) + strlen(multi) + strlen("-openai-") + strlen(type) + 1 + strlen(load) + 1;
+    char *name = malloc(len);
+    if (!name)
+        return NULL;
+    snprintf(name, len, "%s%s-openai-%s-%s", cfg->models[0], multi, type, load);
+    for (char *p = name; *p; p++)
+        if (*p == '/')
+            *p = '_';
+    return name;
+}
+
+static bool secret_header(const char *line)
+{
+    static const char *const names[] = {"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie"};
+    for (size_t i = 0; i < SG_ARRAY_LEN(names); i++) {
+        size_t n = strlen(names[i]);
+        if (strncasecmp(line, names[i], n) == 0 && line[n] == ':')
+            return true;
+    }
+    return false;
+}
+
+char *sg_config_to_json(const sg_config_t *cfg)
+{
+    json_t *o = json_object();
+    json_t *models = json_array();
+    json_t *headers = json_array();
+    json_t *slos = json_object();
+    if (!o || !models || !headers || !slos) {
+        json_decref(o);
+        json_decref(models);
+        json_decref(headers);
+        json_decref(slos);
+        return NULL;
+    }
+    for (size_t i = 0; i < cfg->n_models; i++)
+        json_array_append_new(models, json_string(cfg->models[i]));
+    /* the summary file gets shared: keep credentials out of it */
+    for (size_t i = 0; i < cfg->n_headers; i++) {
+        if (secret_header(cfg->headers[i])) {
+            char buf[64];
+            size_t nl = strcspn(cfg->headers[i], ":");
+            snprintf(buf, sizeof buf, "%.*s: <redacted>", (int)(nl < 40 ? nl : 40), cfg->headers[i]);
+            json_array_append_new(headers, json_string(buf));
+        } else {
+            json_array_append_new(headers, json_string(cfg->headers[i]));
+        }
+    }
+    for (size_t i = 0; i < cfg->n_slos; i++) {
+        const char *tag = sg_metric_tag(cfg->slos[i].metric);
+        json_object_set_new(slos, tag ? tag : "?", json_real(cfg->slos[i].threshold));
+    }
+    json_t *extra = cfg->extra_inputs_json ? json_loads(cfg->extra_inputs_json, 0, NULL) : NULL;
+
+    json_object_set_new(o, "model", models);
+    json_object_set_new(o, "model_selection_strategy",
+                        json_string(cfg->model_strategy == SG_MODEL_RANDOM ? "random" : "round_robin"));
+    json_object_set_new(o, "url", cfg->url ? json_string(cfg->url) : json_null());
+    json_object_set_new(o, "service_kind", json_string("openai"));
+    json_object_set_new(o, "endpoint_type",
+                        json_string(cfg->endpoint_type == SG_OAI_COMPLETIONS ? "completions" : "chat"));
+    json_object_set_new(o, "endpoint", cfg->endpoint_path ? json_string(cfg->endpoint_path) : json_null());
+    json_object_set_new(o, "streaming", json_boolean(cfg->streaming));
+    json_object_set_new(o, "headers", headers);
+    json_object_set_new(o, "extra_inputs", extra ? extra : json_object());
+    if (cfg->request_rate > 0) {
+        json_object_set_new(o, "request_rate", json_real(cfg->request_rate));
+        json_object_set_new(o, "request_distribution",
+                            json_string(cfg->distribution == SG_DIST_CONSTANT ? "constant" : "poisson"));
+        json_object_set_new(o, "max_concurrency",
+                            cfg->max_concurrency ? json_integer(cfg->max_concurrency) : json_null());
+        json_object_set_new(o, "concurrency", json_null());
+    } else {
+        json_object_set_new(o, "request_rate", json_null());
+        json_object_set_new(o, "concurrency", json_integer(cfg->concurrency));
+    }
+    json_object_set_new(o, "request_count",
+                        cfg->request_count ? json_integer((json_int_t)cfg->request_count) : json_null());
+    json_object_set_new(o, "benchmark_duration",
+                        cfg->benchmark_duration_s > 0 ? json_real(cfg->benchmark_duration_s) : json_null());
+    json_object_set_new(o, "warmup_request_count", json_integer((json_int_t)cfg->warmup_request_count));
+    json_object_set_new(o, "request_timeout", json_real(cfg->request_timeout_s));
+    /* as text: a u64 seed may not fit json_int_t */
+    char seed[24];
+    snprintf(seed, sizeof seed, "%" PRIu64, cfg->random_seed);
+    json_object_set_new(o, "random_seed",
+                        cfg->random_seed <= INT64_MAX ? json_integer((json_int_t)cfg->random_seed) : json_string(seed));
+    json_object_set_new(o, "workers", json_integer(cfg->workers));
+    json_object_set_new(o, "synthetic_input_tokens_mean", json_integer(cfg->isl_mean));
+    json_object_set_new(o, "synthetic_input_tokens_stddev", json_integer(cfg->isl_stddev));
+    json_object_set_new(o, "isl_estimate", json_string("words"));
+    json_object_set_new(o, "num_prompts", json_integer(cfg->num_prompts));
+    json_object_set_new(o, "output_tokens_mean", json_integer(cfg->osl_mean));
+    json_object_set_new(o, "output_tokens_stddev", json_integer(cfg->osl_stddev));
+    json_object_set_new(o, "output_tokens_mean_deterministic", json_boolean(cfg->osl_deterministic));
+    json_object_set_new(o, "artifact_dir", cfg->artifact_dir ? json_string(cfg->artifact_dir) : json_null());
+    json_object_set_new(o, "profile_export_file",
+                        cfg->profile_export_file ? json_string(cfg->profile_export_file) : json_null());
+    json_object_set_new(o, "max_error_rate", json_real(cfg->max_error_rate));
+    json_object_set_new(o, "goodput", slos);
+    json_object_set_new(o, "verbose", json_boolean(cfg->verbose));
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return text;
+}
+
+void sg_config_usage(FILE *out)
+{
+    fprintf(out, "Usage: surge profile -m MODEL [options]\n"
+                 "\n"
+                 "Sends OpenAI-compatible requests to an inference server and reports time to first token,\n"
+                 "inter-token latency, request latency, sequence lengths, throughput and goodput. Flags keep\n"
+                 "GenAI-Perf's names (and AIPerf's or vLLM's where GenAI-Perf has none).\n"
+                 "\n"
+                 "Endpoint options:\n"
+                 "  -m, --model NAME              model to benchmark (required); repeat for several\n"
+                 "      --model-selection-strategy {round_robin,random}\n"
+                 "                                how each prompt gets its model when there are several\n"
+                 "                                (default: round_robin)\n"
+                 "  -u, --url URL                 host:port, host (port 80), http://host[:port][/base] or\n"
+                 "                                [::1]:port (default: " DEFAULT_URL "); https is not supported yet\n"
+                 "      --service-kind openai     (default: openai); triton is not supported yet\n"
+                 "      --backend {tensorrtllm,vllm}\n"
+                 "                                triton only, so rejected for now\n"
+                 "      --endpoint-type {chat,completions}\n"
+                 "                                OpenAI API to call (default: chat); embeddings and rankings\n"
+                 "                                are not supported yet\n"
+                 "      --endpoint PATH           path after the URL's base path, leading / optional\n"
+                 "                                (default: v1/chat/completions, or v1/completions)\n"
+                 "      --streaming               ask for streamed (SSE) responses: needed for time to first\n"
+                 "                                token and inter-token latency\n"
+                 "  -H, --header 'Name: value'    extra HTTP header on every request; repeatable\n"
+                 "      --api-key KEY             send 'Authorization: Bearer KEY'\n"
+                 "\n"
+                 "Load options (without --concurrency or --request-rate: --concurrency 1):\n"
+                 "      --concurrency N           closed loop: N requests in flight, each slot sends its next\n"
+                 "                                request when the previous one ends\n"
+                 "      --request-rate R          open loop: R requests/s on a schedule fixed in advance,\n"
+                 "                                whatever the server's speed; not with --concurrency\n"
+                 "      --request-distribution {poisson,constant}\n"
+                 "                                arrivals with --request-rate (default: poisson)\n"
+                 "      --max-concurrency N       with --request-rate: cap on requests in flight; a request\n"
+                 "                                that has to wait is late, and that is reported (default: none)\n"
+                 "      --request-count N         requests to measure (default: 100 when --benchmark-duration\n"
+                 "                                is not given)\n"
+                 "      --benchmark-duration S    measure for S seconds; with --request-count, whichever\n"
+                 "                                comes first ends the run\n"
+                 "      --warmup-request-count N  requests sent first and left out of every metric (default: 0)\n"
+                 "      --request-timeout S       seconds a request may take from its send (default: 600)\n"
+                 "      --random-seed N           seed for prompts, lengths, model choice and arrival times\n"
+                 "                                (default: 0)\n"
+                 "      --workers N               worker threads, one per core (default: the CPUs this process\n"
+                 "                                may run on)\n"
+                 "\n"
+                 "Input options:\n"
+                 "      --synthetic-input-tokens-mean N\n"
+                 "                                mean prompt length in tokens (default: 550)\n"
+                 "      --synthetic-input-tokens-stddev N\n"
+                 "                                its standard deviation (default: 0)\n"
+                 "      --num-prompts N           distinct prompts, reused in turn (default: 100)\n"
+                 "      --output-tokens-mean N    ask for N output tokens (max_tokens) per request; -1 leaves\n"
+                 "                                max_tokens out (default: -1)\n"
+                 "      --output-tokens-stddev N  standard deviation of the tokens asked for (default: 0)\n"
+                 "      --output-tokens-mean-deterministic\n"
+                 "                                accepted for GenAI-Perf scripts; it only matters for triton,\n"
+                 "                                so it changes nothing here\n"
+                 "      --extra-inputs NAME:VALUE field added to every request body; repeatable, later wins.\n"
+                 "                                VALUE is typed: numbers, true/false, null, JSON arrays and\n"
+                 "                                objects, \"quoted strings\" as JSON; anything else a string.\n"
+                 "                                Or a whole JSON object: '{\"temperature\":0,\"ignore_eos\":true}'\n"
+                 "      --tokenizer NAME          not supported yet (see Input sequence length below)\n"
+                 "      --input-file PATH         not supported yet\n"
+                 "\n"
+                 "Output options:\n"
+                 "      --artifact-dir DIR        where the files go, used as given (default:\n"
+                 "                                artifacts/<run name>, e.g.\n"
+                 "                                artifacts/org_model-openai-chat-concurrency1)\n"
+                 "      --profile-export-file NAME\n"
+                 "                                names the exports (default: " DEFAULT_EXPORT_FILE "): surge\n"
+                 "                                writes <stem>_surge.json, <stem>_surge.csv and, one line per\n"
+                 "                                request, <stem>.jsonl\n"
+                 "      --goodput 'METRIC:VALUE ...'\n"
+                 "                                SLOs a request must all meet to count as good, separated by\n"
+                 "                                spaces or commas: time_to_first_token:200\n"
+                 "                                inter_token_latency:20 request_latency:1000 (ms, at most),\n"
+                 "                                output_token_throughput_per_user:30 (tokens/s, at least);\n"
+                 "                                vLLM's ttft, tpot and e2el are accepted too\n"
+                 "      --max-error-rate F        share of failed requests (0 to 1) tolerated before surge\n"
+                 "                                exits non-zero (default: 0)\n"
+                 "      --progress, --no-progress live progress line on stderr (default: when stderr is a\n"
+                 "                                terminal)\n"
+                 "  -v, --verbose                 more detail on stderr\n"
+                 "      --version                 print the version and exit\n"
+                 "  -h, --help                    print this help and exit\n"
+                 "\n"
+                 "Input sequence length (ISL):\n"
+                 "  Until a tokenizer is configured, prompts are built from surge's vocabulary of common English\n"
+                 "  words that GPT-family BPE tokenizers encode as one token each after a space; ISL is reported\n"
+                 "  as the word count. When the server returns usage.prompt_tokens it is reported beside it.\n"
+                 "  Every prompt starts with three words spelling its index, so no two prompts share their\n"
+                 "  opening words and a server's prefix cache cannot shortcut them.\n"
+                 "\n"
+                 "Latency:\n"
+                 "  Latencies are measured from each request's intended start (coordinated omission\n"
+                 "  corrected): with --request-rate, the time its schedule gave it; with --concurrency, the\n"
+                 "  time its slot freed. The _from_send variants (time_to_first_token_from_send,\n"
+                 "  request_latency_from_send) measure from the actual send; the difference is reported as\n"
+                 "  schedule lag.\n"
+                 "\n"
+                 "Not supported (GenAI-Perf and perf_analyzer flags): --measurement-interval/-p and\n"
+                 "  --stability-percentage/-s (surge measures --request-count requests or --benchmark-duration\n"
+                 "  seconds, once), --concurrency-range and --request-rate-range (run surge once per value),\n"
+                 "  --input-dataset, --generate-plots, --batch-size, and arguments after -- (there is no\n"
+                 "  perf_analyzer behind surge).\n");
+}

@@ -1,0 +1,540 @@
+/* `surge profile` command lines: accepted ones give the right fields, every rejected one gives SG_EINVAL. */
+#include "test.h"
+
+#include "sg_config.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+/* Parses "profile" followed by the NULL-terminated arguments. The argv array is local: getopt permutes it. */
+static int parse_v(sg_config_t *cfg, va_list ap)
+{
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = "profile";
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 63)
+        argv[argc++] = (char *)a;
+    argv[argc] = NULL;
+    return sg_config_parse(cfg, argc, argv);
+}
+
+static int parse(sg_config_t *cfg, ...)
+{
+    va_list ap;
+    va_start(ap, cfg);
+    int rc = parse_v(cfg, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Expect the command line to be rejected, and the config to hold nothing afterwards. */
+static void bad(int line, ...)
+{
+    sg_config_t cfg;
+    va_list ap;
+    va_start(ap, line);
+    int rc = parse_v(&cfg, ap);
+    va_end(ap);
+    test_checks++;
+    if (rc != SG_EINVAL) {
+        test_failures++;
+        fprintf(stderr, "test_config.c:%d: expected SG_EINVAL, got %d\n", line, rc);
+    }
+    CHECK(cfg.models == NULL && cfg.url == NULL && cfg.headers == NULL);
+    sg_config_free(&cfg);
+}
+#define BAD(...) bad(__LINE__, __VA_ARGS__, (const char *)NULL)
+
+static void test_defaults(void)
+{
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "my-model", NULL), 0);
+    CHECK_EQ_INT(c.n_models, 1);
+    CHECK_EQ_STR(c.models[0], strlen(c.models[0]), "my-model");
+    CHECK_EQ_INT(c.model_strategy, SG_MODEL_ROUND_ROBIN);
+    CHECK_EQ_STR(c.url, strlen(c.url), "localhost:8000");
+    CHECK_EQ_STR(c.host, strlen(c.host), "localhost");
+    CHECK_EQ_INT(c.port, 8000);
+    CHECK_EQ_STR(c.base_path, strlen(c.base_path), "");
+    CHECK_EQ_STR(c.host_header, strlen(c.host_header), "localhost:8000");
+    CHECK_EQ_INT(c.endpoint_type, SG_OAI_CHAT);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/v1/chat/completions");
+    CHECK(!c.streaming);
+    CHECK_EQ_INT(c.n_headers, 0);
+    CHECK(c.headers != NULL && c.headers[0] == NULL);
+    CHECK_EQ_STR(c.extra_inputs_json, strlen(c.extra_inputs_json), "{}");
+    CHECK(c.request_rate == 0);
+    CHECK_EQ_INT(c.distribution, SG_DIST_POISSON);
+    CHECK_EQ_INT(c.concurrency, 1);
+    CHECK_EQ_INT(c.max_concurrency, 0);
+    CHECK_EQ_INT(c.request_count, 100);
+    CHECK(c.benchmark_duration_s == 0);
+    CHECK_EQ_INT(c.warmup_request_count, 0);
+    CHECK_NEAR(c.request_timeout_s, 600, 0);
+    CHECK_EQ_INT(c.random_seed, 0);
+    CHECK(c.workers >= 1);
+    CHECK_EQ_INT(c.isl_mean, 550);
+    CHECK_EQ_INT(c.isl_stddev, 0);
+    CHECK_EQ_INT(c.num_prompts, 100);
+    CHECK_EQ_INT(c.osl_mean, -1);
+    CHECK_EQ_INT(c.osl_stddev, 0);
+    CHECK(!c.osl_deterministic);
+    CHECK_EQ_STR(c.artifact_dir, strlen(c.artifact_dir), "artifacts/my-model-openai-chat-concurrency1");
+    CHECK_EQ_STR(c.profile_export_file, strlen(c.profile_export_file), "profile_export.json");
+    CHECK_EQ_STR(c.profile_export_stem, strlen(c.profile_export_stem), "profile_export");
+    CHECK(!c.verbose);
+    CHECK(c.max_error_rate == 0);
+    CHECK_EQ_INT(c.n_slos, 0);
+    CHECK_EQ_INT(c.progress, -1);
+    CHECK(!c.show_version);
+    sg_config_free(&c);
+    CHECK(c.models == NULL && c.n_models == 0);
+    sg_config_free(&c); /* twice is fine */
+}
+
+static void test_everything(void)
+{
+    sg_config_t c;
+    int rc = parse(
+        &c, "--model", "a/b", "-m", "c", "--model-selection-strategy", "random", "-u", "http://10.0.0.5:9000/api/",
+        "--service-kind", "openai", "--endpoint-type", "completions", "--endpoint", "v2/complete", "--streaming", "-H",
+        "X-Trace:  on ", "--header=X-Other: 1", "--api-key", "sk-123", "--request-rate", "12.5",
+        "--request-distribution", "constant", "--max-concurrency", "64", "--request-count", "1000",
+        "--benchmark-duration", "30.5", "--warmup-request-count", "10", "--request-timeout", "5.5", "--random-seed",
+        "42", "--workers", "3", "--synthetic-input-tokens-mean", "200", "--synthetic-input-tokens-stddev", "20",
+        "--num-prompts", "500", "--output-tokens-mean", "128", "--output-tokens-stddev", "8",
+        "--output-tokens-mean-deterministic", "--artifact-dir", "out/run1", "--profile-export-file", "my_run.json",
+        "-v", "--max-error-rate", "0.05", "--goodput", "time_to_first_token:200", "--no-progress", NULL);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        return;
+    CHECK_EQ_INT(c.n_models, 2);
+    CHECK_EQ_STR(c.models[0], strlen(c.models[0]), "a/b");
+    CHECK_EQ_STR(c.models[1], strlen(c.models[1]), "c");
+    CHECK_EQ_INT(c.model_strategy, SG_MODEL_RANDOM);
+    CHECK_EQ_STR(c.host, strlen(c.host), "10.0.0.5");
+    CHECK_EQ_INT(c.port, 9000);
+    CHECK_EQ_STR(c.base_path, strlen(c.base_path), "/api");
+    CHECK_EQ_STR(c.host_header, strlen(c.host_header), "10.0.0.5:9000");
+    CHECK_EQ_INT(c.endpoint_type, SG_OAI_COMPLETIONS);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/api/v2/complete");
+    CHECK(c.streaming);
+    CHECK_EQ_INT(c.n_headers, 3);
+    CHECK_EQ_STR(c.headers[0], strlen(c.headers[0]), "X-Trace: on");
+    CHECK_EQ_STR(c.headers[1], strlen(c.headers[1]), "X-Other: 1");
+    CHECK_EQ_STR(c.headers[2], strlen(c.headers[2]), "Authorization: Bearer sk-123");
+    CHECK(c.headers[3] == NULL);
+    CHECK_NEAR(c.request_rate, 12.5, 0);
+    CHECK_EQ_INT(c.distribution, SG_DIST_CONSTANT);
+    CHECK_EQ_INT(c.concurrency, 0);
+    CHECK_EQ_INT(c.max_concurrency, 64);
+    CHECK_EQ_INT(c.request_count, 1000);
+    CHECK_NEAR(c.benchmark_duration_s, 30.5, 0);
+    CHECK_EQ_INT(c.warmup_request_count, 10);
+    CHECK_NEAR(c.request_timeout_s, 5.5, 0);
+    CHECK_EQ_INT(c.random_seed, 42);
+    CHECK_EQ_INT(c.workers, 3);
+    CHECK_EQ_INT(c.isl_mean, 200);
+    CHECK_EQ_INT(c.isl_stddev, 20);
+    CHECK_EQ_INT(c.num_prompts, 500);
+    CHECK_EQ_INT(c.osl_mean, 128);
+    CHECK_EQ_INT(c.osl_stddev, 8);
+    CHECK(c.osl_deterministic);
+    CHECK_EQ_STR(c.artifact_dir, strlen(c.artifact_dir), "out/run1");
+    CHECK_EQ_STR(c.profile_export_file, strlen(c.profile_export_file), "my_run.json");
+    CHECK_EQ_STR(c.profile_export_stem, strlen(c.profile_export_stem), "my_run");
+    CHECK(c.verbose);
+    CHECK_NEAR(c.max_error_rate, 0.05, 0);
+    CHECK_EQ_INT(c.n_slos, 1);
+    CHECK_EQ_INT(c.progress, 0);
+
+    /* the summary's input_config: valid JSON, secrets kept out */
+    char *json = sg_config_to_json(&c);
+    CHECK(json != NULL);
+    if (json) {
+        json_t *o = json_loads(json, 0, NULL);
+        CHECK(o != NULL && json_is_object(o));
+        CHECK(strstr(json, "sk-123") == NULL);
+        CHECK(strstr(json, "Authorization: <redacted>") != NULL);
+        CHECK(json_is_array(json_object_get(o, "model")));
+        CHECK_NEAR(json_real_value(json_object_get(o, "request_rate")), 12.5, 0);
+        CHECK_NEAR(json_number_value(json_object_get(json_object_get(o, "goodput"), "time_to_first_token")), 200, 0);
+        json_decref(o);
+        free(json);
+    }
+    char *name = sg_config_run_name(&c);
+    CHECK_EQ_STR(name, strlen(name), "a_b_multi-openai-completions-request_rate12.5");
+    free(name);
+    sg_config_free(&c);
+
+    /* duration alone: no default count */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--benchmark-duration", "10", NULL), 0);
+    CHECK_EQ_INT(c.request_count, 0);
+    CHECK_NEAR(c.benchmark_duration_s, 10, 0);
+    CHECK_EQ_INT(c.concurrency, 1);
+    sg_config_free(&c);
+
+    /* later --url wins; progress on */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "a:1", "-u", "b:2", "--progress", NULL), 0);
+    CHECK_EQ_STR(c.host_header, strlen(c.host_header), "b:2");
+    CHECK_EQ_INT(c.progress, 1);
+    sg_config_free(&c);
+
+    /* extension-less export file: the stem is the name */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--profile-export-file", "run", NULL), 0);
+    CHECK_EQ_STR(c.profile_export_stem, strlen(c.profile_export_stem), "run");
+    sg_config_free(&c);
+}
+
+static void check_url(const char *url, const char *host, int port, const char *base, const char *hh)
+{
+    sg_config_t c;
+    int rc = parse(&c, "-m", "x", "-u", url, NULL);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  url was %s\n", url);
+        return;
+    }
+    CHECK_EQ_STR(c.host, strlen(c.host), host);
+    CHECK_EQ_INT(c.port, port);
+    CHECK_EQ_STR(c.base_path, strlen(c.base_path), base);
+    CHECK_EQ_STR(c.host_header, strlen(c.host_header), hh);
+    CHECK_EQ_STR(c.url, strlen(c.url), url);
+    sg_config_free(&c);
+}
+
+static void test_urls(void)
+{
+    check_url("localhost:8000", "localhost", 8000, "", "localhost:8000");
+    check_url("example.com", "example.com", 80, "", "example.com:80");
+    check_url("127.0.0.1:1", "127.0.0.1", 1, "", "127.0.0.1:1");
+    check_url("http://host", "host", 80, "", "host:80");
+    check_url("HTTP://host:65535/", "host", 65535, "", "host:65535");
+    check_url("http://my-server.local:8080/base", "my-server.local", 8080, "/base", "my-server.local:8080");
+    check_url("http://h:8080/a/b//", "h", 8080, "/a/b", "h:8080");
+    check_url("[::1]:8000", "::1", 8000, "", "[::1]:8000");
+    check_url("http://[::1]", "::1", 80, "", "[::1]:80");
+    check_url("http://[fe80::1%eth0]:81/p", "fe80::1%eth0", 81, "/p", "[fe80::1%eth0]:81");
+    check_url("host:8000/prefix", "host", 8000, "/prefix", "host:8000");
+
+    BAD("-m", "x", "-u", "https://host:443");
+    BAD("-m", "x", "-u", "HTTPS://host");
+    BAD("-m", "x", "-u", "ftp://host");
+    BAD("-m", "x", "-u", "http://");
+    BAD("-m", "x", "-u", "http://:8000");
+    BAD("-m", "x", "-u", ":8000");
+    BAD("-m", "x", "-u", "");
+    BAD("-m", "x", "-u", "host:");
+    BAD("-m", "x", "-u", "host:0");
+    BAD("-m", "x", "-u", "host:65536");
+    BAD("-m", "x", "-u", "host:99999999999999999999");
+    BAD("-m", "x", "-u", "host:80a");
+    BAD("-m", "x", "-u", "host:-1");
+    BAD("-m", "x", "-u", "::1:8000");
+    BAD("-m", "x", "-u", "[::1");
+    BAD("-m", "x", "-u", "[::1]8000");
+    BAD("-m", "x", "-u", "[nope]:80");
+    BAD("-m", "x", "-u", "http://user:pw@host");
+    BAD("-m", "x", "-u", "http://host/a?b=c");
+    BAD("-m", "x", "-u", "http://ho st");
+    BAD("-m", "x", "-u", "http://h!st");
+
+    /* endpoint: with and without the leading slash, under a base path */
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "http://h:1/proxy/", "--endpoint", "/v1/x", NULL), 0);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/proxy/v1/x");
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "http://h:1/proxy", "--endpoint", "v1/x", NULL), 0);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/proxy/v1/x");
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--endpoint-type", "completions", NULL), 0);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/v1/completions");
+    sg_config_free(&c);
+    BAD("-m", "x", "--endpoint", "/");
+    BAD("-m", "x", "--endpoint", "v1/a b");
+}
+
+static void test_bad_values(void)
+{
+    BAD("--streaming"); /* no model */
+    BAD("-m", "");
+    BAD("-m");
+    BAD("-m", "x", "--model-selection-strategy", "first");
+    BAD("-m", "x", "--request-rate", "abc");
+    BAD("-m", "x", "--request-rate", "0");
+    BAD("-m", "x", "--request-rate", "-5");
+    BAD("-m", "x", "--request-rate", "inf");
+    BAD("-m", "x", "--request-rate", "nan");
+    BAD("-m", "x", "--request-rate", "5x");
+    BAD("-m", "x", "--request-rate", "");
+    BAD("-m", "x", "--request-rate", " 5");
+    BAD("-m", "x", "--concurrency", "0");
+    BAD("-m", "x", "--concurrency", "-1");
+    BAD("-m", "x", "--concurrency", "1.5");
+    BAD("-m", "x", "--concurrency", "");
+    BAD("-m", "x", "--concurrency", "99999999999999999999999");
+    BAD("-m", "x", "--concurrency", "4", "--request-rate", "10");
+    BAD("-m", "x", "--max-concurrency", "4");
+    BAD("-m", "x", "--concurrency", "4", "--max-concurrency", "4");
+    BAD("-m", "x", "--request-rate", "10", "--max-concurrency", "0");
+    BAD("-m", "x", "--request-distribution", "poisson"); /* closed loop has no arrivals */
+    BAD("-m", "x", "--request-rate", "10", "--request-distribution", "uniform");
+    BAD("-m", "x", "--request-count", "0");
+    BAD("-m", "x", "--request-count", "-3");
+    BAD("-m", "x", "--benchmark-duration", "0");
+    BAD("-m", "x", "--benchmark-duration", "soon");
+    BAD("-m", "x", "--warmup-request-count", "-1");
+    BAD("-m", "x", "--request-timeout", "0");
+    BAD("-m", "x", "--random-seed", "-1");
+    BAD("-m", "x", "--random-seed", "seed");
+    BAD("-m", "x", "--workers", "0");
+    BAD("-m", "x", "--workers", "100000");
+    BAD("-m", "x", "--synthetic-input-tokens-mean", "0");
+    BAD("-m", "x", "--synthetic-input-tokens-mean", "12.5");
+    BAD("-m", "x", "--synthetic-input-tokens-stddev", "-1");
+    BAD("-m", "x", "--num-prompts", "0");
+    BAD("-m", "x", "--output-tokens-mean", "0");
+    BAD("-m", "x", "--output-tokens-mean", "-2");
+    BAD("-m", "x", "--output-tokens-mean", "many");
+    BAD("-m", "x", "--output-tokens-stddev", "-1");
+    BAD("-m", "x", "--max-error-rate", "1.5");
+    BAD("-m", "x", "--max-error-rate", "-0.1");
+    BAD("-m", "x", "--service-kind", "triton");
+    BAD("-m", "x", "--service-kind", "grpc");
+    BAD("-m", "x", "--backend", "vllm");
+    BAD("-m", "x", "--backend", "sglang");
+    BAD("-m", "x", "--endpoint-type", "embeddings");
+    BAD("-m", "x", "--endpoint-type", "rankings");
+    BAD("-m", "x", "--endpoint-type", "images");
+    BAD("-m", "x", "--tokenizer", "gpt2");
+    BAD("-m", "x", "--input-file", "prompts.jsonl");
+    BAD("-m", "x", "--artifact-dir", "");
+    BAD("-m", "x", "--profile-export-file", "dir/file.json");
+    BAD("-m", "x", "--profile-export-file", "");
+    /* getopt-level mistakes */
+    BAD("-m", "x", "--no-such-flag");
+    BAD("-m", "x", "-z");
+    BAD("-m", "x", "--streaming=yes");
+    BAD("-m", "x", "--concurrency");
+    BAD("-m", "x", "stray");
+    /* peers' flags we do not do */
+    BAD("-m", "x", "--measurement-interval", "5000");
+    BAD("-m", "x", "-p", "5000");
+    BAD("-m", "x", "-p5000");
+    BAD("-m", "x", "--stability-percentage=10");
+    BAD("-m", "x", "-s", "10");
+    BAD("-m", "x", "--concurrency-range", "1:8:2");
+    BAD("-m", "x", "--request-rate-range", "1:8");
+    BAD("-m", "x", "--input-dataset", "openorca");
+    BAD("-m", "x", "--generate-plots");
+    BAD("-m", "x", "--batch-size", "4");
+    BAD("-m", "x", "-b", "4");
+    BAD("-m", "x", "--fixed-schedule");
+    BAD("-m", "x", "--", "--concurrency-range", "1:4");
+    BAD("-m", "x", "--", "-v");
+    /* headers */
+    BAD("-m", "x", "-H", "NoColon");
+    BAD("-m", "x", "-H", ": value");
+    BAD("-m", "x", "-H", "Bad Name: x");
+    BAD("-m", "x", "-H", "X-A: a\r\nInjected: 1");
+    BAD("-m", "x", "-H", "X-A: a\nb");
+    BAD("-m", "x", "-H", "Content-Length: 5");
+    BAD("-m", "x", "-H", "transfer-encoding: chunked");
+    BAD("-m", "x", "-H", "Authorization: Bearer a", "--api-key", "b");
+    BAD("-m", "x", "--api-key", "");
+    BAD("-m", "x", "--api-key", "a\r\nb");
+    /* extra inputs */
+    BAD("-m", "x", "--extra-inputs", "nocolon");
+    BAD("-m", "x", "--extra-inputs", ":5");
+    BAD("-m", "x", "--extra-inputs", "{\"a\":");
+    BAD("-m", "x", "--extra-inputs", "{\"a\":1} trailing");
+    /* goodput */
+    BAD("-m", "x", "--goodput", "");
+    BAD("-m", "x", "--goodput", "fast:1");
+    BAD("-m", "x", "--goodput", "time_to_first_token");
+    BAD("-m", "x", "--goodput", "time_to_first_token:abc");
+    BAD("-m", "x", "--goodput", "time_to_first_token:-1");
+    BAD("-m", "x", "--goodput", "time_to_first_token:0");
+    BAD("-m", "x", "--goodput", "time_to_first_token:1 ttft:2");
+    BAD("-m", "x", "--goodput", "output_sequence_length:100");
+    BAD("-m", "x", "--goodput", "ttft:100", "e2el:x");
+    BAD("-m", "x", "ttft:100"); /* no --goodput to continue */
+
+    /* a bare "--" with nothing after it is harmless */
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--", NULL), 0);
+    sg_config_free(&c);
+    /* "--" as a header value is a value, not the passthrough marker... which then fails as a header */
+    BAD("-m", "x", "-H", "--", "-v");
+}
+
+static void test_help_version(void)
+{
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--version", NULL), 1);
+    CHECK(c.show_version);
+    CHECK(c.models == NULL);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "--help", NULL), 1);
+    CHECK(!c.show_version);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-h", NULL), 1);
+    sg_config_free(&c);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    CHECK(mem != NULL);
+    if (!mem)
+        return;
+    sg_config_usage(mem);
+    fclose(mem);
+    CHECK(strstr(text, "ISL is reported\n  as the word count") != NULL);
+    CHECK(strstr(text, "usage.prompt_tokens") != NULL);
+    CHECK(strstr(text, "intended start (coordinated omission") != NULL);
+    CHECK(strstr(text, "_from_send") != NULL);
+    CHECK(strstr(text, "default: 100 when --benchmark-duration") != NULL);
+    CHECK(strstr(text, "Endpoint options") && strstr(text, "Load options") && strstr(text, "Input options") &&
+          strstr(text, "Output options"));
+    /* every line fits a terminal */
+    size_t line_len = 0, longest = 0;
+    for (const char *p = text; *p; p++) {
+        line_len = *p == '\n' ? 0 : line_len + 1;
+        if (line_len > longest)
+            longest = line_len;
+    }
+    CHECK(longest <= 100);
+    free(text);
+}
+
+static void test_extra_inputs(void)
+{
+    sg_config_t c;
+    int rc = parse(&c, "-m", "x", "--extra-inputs", "max_tokens:256", "--extra-inputs", "temperature:0.5",
+                   "--extra-inputs", "ignore_eos:true", "--extra-inputs", "echo:False", "--extra-inputs",
+                   "stop:\"\\n\"", "--extra-inputs", "name:hello world", "--extra-inputs", "nothing:null",
+                   "--extra-inputs", "arr:[1,\"two\"]", "--extra-inputs", "obj:{\"a\":{\"b\":2}}", "--extra-inputs",
+                   "empty:", "--extra-inputs", "url:http://x:1", "--extra-inputs", "big:123456789012345678901234567890",
+                   "--extra-inputs", "{\"temperature\": 0.7, \"top_p\": 0.9}", "--extra-inputs", "top_p:1", NULL);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        return;
+    json_t *o = json_loads(c.extra_inputs_json, 0, NULL);
+    CHECK(o && json_is_object(o));
+    if (o) {
+        json_t *v;
+        v = json_object_get(o, "max_tokens");
+        CHECK(json_is_integer(v) && json_integer_value(v) == 256);
+        v = json_object_get(o, "temperature"); /* the JSON object came later: it wins */
+        CHECK(json_is_real(v) && json_real_value(v) == 0.7);
+        v = json_object_get(o, "top_p"); /* and a later name:value wins over it */
+        CHECK(json_is_integer(v) && json_integer_value(v) == 1);
+        CHECK(json_is_true(json_object_get(o, "ignore_eos")));
+        CHECK(json_is_false(json_object_get(o, "echo")));
+        v = json_object_get(o, "stop");
+        CHECK(json_is_string(v) && strcmp(json_string_value(v), "\n") == 0);
+        v = json_object_get(o, "name");
+        CHECK(json_is_string(v) && strcmp(json_string_value(v), "hello world") == 0);
+        CHECK(json_is_null(json_object_get(o, "nothing")));
+        v = json_object_get(o, "arr");
+        CHECK(json_is_array(v) && json_array_size(v) == 2);
+        v = json_object_get(o, "obj");
+        CHECK(json_is_object(v) && json_integer_value(json_object_get(json_object_get(v, "a"), "b")) == 2);
+        v = json_object_get(o, "empty");
+        CHECK(json_is_string(v) && strcmp(json_string_value(v), "") == 0);
+        v = json_object_get(o, "url");
+        CHECK(json_is_string(v) && strcmp(json_string_value(v), "http://x:1") == 0);
+        CHECK(json_is_real(json_object_get(o, "big")));
+        json_decref(o);
+    }
+    sg_config_free(&c);
+}
+
+static void test_goodput(void)
+{
+    sg_config_t c;
+    int rc = parse(&c, "-m", "x", "--goodput",
+                   "time_to_first_token:200 inter_token_latency:20,request_latency:1000  "
+                   "output_token_throughput_per_user:30",
+                   NULL);
+    CHECK_EQ_INT(rc, 0);
+    if (rc == 0) {
+        CHECK_EQ_INT(c.n_slos, 4);
+        CHECK_EQ_INT(c.slos[0].metric, SG_M_TTFT);
+        CHECK_NEAR(c.slos[0].threshold, 200, 0);
+        CHECK_EQ_INT(c.slos[1].metric, SG_M_ITL);
+        CHECK_NEAR(c.slos[1].threshold, 20, 0);
+        CHECK_EQ_INT(c.slos[2].metric, SG_M_LATENCY);
+        CHECK_NEAR(c.slos[2].threshold, 1000, 0);
+        CHECK_EQ_INT(c.slos[3].metric, SG_M_TOKENS_PER_USER);
+        CHECK_NEAR(c.slos[3].threshold, 30, 0);
+        sg_config_free(&c);
+    }
+    /* vLLM's names, unquoted as vLLM allows */
+    rc = parse(&c, "-m", "x", "--goodput", "ttft:150.5", "tpot:10", "e2el:900", "--streaming", NULL);
+    CHECK_EQ_INT(rc, 0);
+    if (rc == 0) {
+        CHECK_EQ_INT(c.n_slos, 3);
+        CHECK_EQ_INT(c.slos[0].metric, SG_M_TTFT);
+        CHECK_NEAR(c.slos[0].threshold, 150.5, 0);
+        CHECK_EQ_INT(c.slos[1].metric, SG_M_ITL);
+        CHECK_EQ_INT(c.slos[2].metric, SG_M_LATENCY);
+        CHECK(c.streaming);
+        sg_config_free(&c);
+    }
+    rc = parse(&c, "-m", "x", "--goodput", "time_to_first_token_from_send:50", NULL);
+    CHECK_EQ_INT(rc, 0);
+    if (rc == 0) {
+        CHECK_EQ_INT(c.slos[0].metric, SG_M_TTFT_FROM_SEND);
+        sg_config_free(&c);
+    }
+}
+
+static void check_name(const char *want, ...)
+{
+    sg_config_t c;
+    va_list ap;
+    va_start(ap, want);
+    int rc = parse_v(&c, ap);
+    va_end(ap);
+    CHECK_EQ_INT(rc, 0);
+    if (rc)
+        return;
+    char *name = sg_config_run_name(&c);
+    CHECK(name != NULL);
+    if (name)
+        CHECK_EQ_STR(name, strlen(name), want);
+    /* the default artifact directory is that name under artifacts/ */
+    char dir[512];
+    snprintf(dir, sizeof dir, "artifacts/%s", want);
+    CHECK_EQ_STR(c.artifact_dir, strlen(c.artifact_dir), dir);
+    free(name);
+    sg_config_free(&c);
+}
+
+static void test_run_names(void)
+{
+    check_name("meta-llama_Llama-3.1-8B-Instruct-openai-chat-concurrency1", "-m", "meta-llama/Llama-3.1-8B-Instruct",
+               NULL);
+    check_name("gpt2-openai-completions-concurrency8", "-m", "gpt2", "--endpoint-type", "completions", "--concurrency",
+               "8", NULL);
+    check_name("m-openai-chat-request_rate500", "-m", "m", "--request-rate", "500", NULL);
+    check_name("m-openai-chat-request_rate12.5", "-m", "m", "--request-rate", "12.5", NULL);
+    check_name("m-openai-chat-request_rate0.1", "-m", "m", "--request-rate", "0.1", NULL);
+    check_name("a_b_multi-openai-chat-concurrency2", "-m", "a/b", "-m", "c/d", "--concurrency", "2", NULL);
+}
+
+int main(void)
+{
+    test_defaults();
+    test_everything();
+    test_urls();
+    test_bad_values();
+    test_help_version();
+    test_extra_inputs();
+    test_goodput();
+    test_run_names();
+    return test_finish("test_config");
+}
