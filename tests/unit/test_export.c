@@ -1,0 +1,669 @@
+/* Exporters: the summary JSON parsed back, the CSV's shape, the console table, the record log round trip. */
+#include "sg_metrics.h"
+#include "test.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MS 1000000LL
+#define T0 (5000LL * 1000 * MS)
+
+static char dir[64];
+static uint32_t events[64];
+
+static void path_in(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, "%s/%s", dir, name);
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* No temporary file may be left in the directory once an exporter returns. */
+static int count_tmp_files(void)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static sg_record_t streamed(uint64_t id, uint32_t worker, int64_t at, int64_t ttft_ms, uint32_t osl, int64_t gap_ms)
+{
+    sg_record_t r;
+    memset(&r, 0, sizeof(r));
+    r.id = id;
+    r.worker = worker;
+    r.streaming = true;
+    r.intended_ns = at;
+    r.sent_ns = at + MS;
+    r.first_byte_ns = at + 2 * MS;
+    r.first_token_ns = at + ttft_ms * MS;
+    r.second_token_ns = osl >= 2 ? r.first_token_ns + gap_ms * MS : 0;
+    r.end_ns = r.first_token_ns + (int64_t)(osl - 1) * gap_ms * MS;
+    r.http_status = 200;
+    r.osl = osl;
+    r.isl = 200;
+    r.isl_server = 201;
+    r.osl_server = -1;
+    r.osl_source = SG_OSL_TOKENIZER;
+    r.max_tokens = osl;
+    r.content_events = osl;
+    r.response_bytes = 100u * osl;
+    for (uint32_t i = 0; i < osl && i < SG_ARRAY_LEN(events); i++)
+        events[i] = (uint32_t)(i * gap_ms * 1000);
+    r.event_us = events;
+    r.n_events = osl < SG_ARRAY_LEN(events) ? osl : (uint32_t)SG_ARRAY_LEN(events);
+    return r;
+}
+
+static sg_record_t failed(uint64_t id, uint32_t worker, int64_t at, int status, const char *msg)
+{
+    sg_record_t r;
+    memset(&r, 0, sizeof(r));
+    r.id = id;
+    r.worker = worker;
+    r.intended_ns = at;
+    r.sent_ns = at + MS;
+    r.first_byte_ns = at + 3 * MS;
+    r.end_ns = at + 4 * MS;
+    r.err_class = SG_ERRC_HTTP;
+    r.http_status = status;
+    r.isl = 200;
+    r.isl_server = -1;
+    r.osl_server = -1;
+    snprintf(r.err_msg, sizeof(r.err_msg), "%s", msg);
+    return r;
+}
+
+/* A streamed run: 10 requests, TTFT 10..19 ms, 20 tokens 5 ms apart; two HTTP 500s. Duration 1.0 s. */
+static sg_metrics_t *streamed_run(const sg_slo_t *slos, size_t n_slos)
+{
+    sg_metrics_t *m = sg_metrics_new(slos, n_slos);
+    for (int i = 0; i < 10; i++) {
+        sg_record_t r = streamed((uint64_t)i, 0, T0 + i * 10 * MS, 10 + i, 20, 5);
+        sg_metrics_add(m, &r);
+    }
+    sg_record_t e = failed(10, 0, T0 + 900 * MS, 500, "Internal Server Error");
+    sg_metrics_add(m, &e);
+    e.end_ns = T0 + 1000 * MS;
+    sg_metrics_add(m, &e);
+    return m;
+}
+
+static double num(json_t *o, const char *metric, const char *key)
+{
+    json_t *v = json_object_get(json_object_get(o, metric), key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void test_json(void)
+{
+    sg_slo_t slos[] = {{SG_M_TTFT, 15.0}};
+    sg_metrics_t *m = streamed_run(slos, 1);
+    sg_run_info_t info = {.title = "surge | LLM Metrics",
+                          .streaming = true,
+                          .interrupted = true,
+                          .warmup_count = 4,
+                          .input_config_json = "{\"model\": \"m\", \"concurrency\": 8}",
+                          .has_slos = true};
+    char path[128];
+    path_in(path, sizeof(path), "profile_export_surge.json");
+    CHECK_EQ_INT(sg_export_json(path, m, &info), 0);
+    CHECK_EQ_INT(count_tmp_files(), 0);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    CHECK(root != NULL);
+    if (!root) {
+        fprintf(stderr, "json: %s\n", jerr.text);
+        sg_metrics_free(m);
+        return;
+    }
+    /* TTFT: 10..19 ms, mean 14.5, p50 = 5th of 10 = 14, p90 = 9th = 18, p99 = 10th = 19 */
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(root, "time_to_first_token"), "unit")), "ms") == 0);
+    CHECK_NEAR(num(root, "time_to_first_token", "avg"), 14.5, 1e-9);
+    CHECK_NEAR(num(root, "time_to_first_token", "min"), 10.0, 1e-9);
+    CHECK_NEAR(num(root, "time_to_first_token", "max"), 19.0, 1e-9);
+    CHECK_NEAR(num(root, "time_to_first_token", "p50"), 14.0, 14.0 / 2048);
+    CHECK_NEAR(num(root, "time_to_first_token", "p90"), 18.0, 18.0 / 2048);
+    CHECK_NEAR(num(root, "time_to_first_token", "p99"), 19.0, 19.0 / 2048);
+    CHECK_NEAR(num(root, "time_to_first_token", "std"), sqrt(8.25), 1e-9);
+    CHECK_NEAR(num(root, "time_to_first_token", "count"), 10, 0);
+    CHECK(json_is_integer(json_object_get(json_object_get(root, "time_to_first_token"), "count")));
+    static const char *const keys[] = {"unit", "avg", "min", "max", "std", "p1",  "p5",    "p10",
+                                       "p25",  "p50", "p75", "p90", "p95", "p99", "p99_9", "count"};
+    static const char *const tags[] = {"time_to_first_token",
+                                       "time_to_first_token_from_send",
+                                       "time_to_second_token",
+                                       "inter_token_latency",
+                                       "inter_chunk_latency",
+                                       "request_latency",
+                                       "request_latency_from_send",
+                                       "schedule_lag",
+                                       "output_sequence_length",
+                                       "input_sequence_length",
+                                       "output_token_throughput_per_user"};
+    for (size_t t = 0; t < SG_ARRAY_LEN(tags); t++) {
+        json_t *o = json_object_get(root, tags[t]);
+        CHECK(json_is_object(o));
+        for (size_t k = 0; o && k < SG_ARRAY_LEN(keys); k++)
+            CHECK(json_object_get(o, keys[k]) != NULL);
+    }
+    CHECK_NEAR(num(root, "inter_token_latency", "avg"), 5.0, 1e-9);
+    CHECK_NEAR(num(root, "time_to_second_token", "max"), 5.0, 1e-9);
+    CHECK_NEAR(num(root, "output_token_throughput_per_user", "avg"), 200.0, 1e-9);
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(root, "output_token_throughput_per_user"), "unit")),
+                 "tokens/sec/user") == 0);
+    CHECK_NEAR(num(root, "output_sequence_length", "avg"), 20, 0);
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(root, "input_sequence_length"), "unit")),
+                 "tokens") == 0);
+    /* schedule lag: 1 ms for all 12 (the failed ones were sent) */
+    CHECK_NEAR(num(root, "schedule_lag", "count"), 12, 0);
+    CHECK_NEAR(num(root, "schedule_lag", "p99_9"), 1.0, 1e-9);
+
+    /* Duration: T0 .. T0 + 1000 ms. 200 tokens and 10 requests over 1 s. */
+    CHECK_NEAR(num(root, "benchmark_duration", "avg"), 1.0, 1e-12);
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(root, "benchmark_duration"), "unit")), "sec") == 0);
+    CHECK_NEAR(num(root, "output_token_throughput", "avg"), 200.0, 1e-9);
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(root, "output_token_throughput"), "unit")),
+                 "tokens/sec") == 0);
+    CHECK_NEAR(num(root, "request_throughput", "avg"), 10.0, 1e-9);
+    CHECK_NEAR(num(root, "request_count", "avg"), 10, 0);
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(root, "request_count"), "unit")), "requests") == 0);
+    CHECK_NEAR(num(root, "error_request_count", "avg"), 2, 0);
+    CHECK_NEAR(num(root, "goodput", "avg"), 6.0, 1e-9); /* TTFT 10..15 ms: 6 requests */
+    CHECK_NEAR(num(root, "warmup_request_count", "avg"), 4, 0);
+
+    json_t *es = json_object_get(root, "error_summary");
+    CHECK(json_is_array(es) && json_array_size(es) == 1);
+    json_t *e0 = json_array_get(es, 0);
+    CHECK(strcmp(json_string_value(json_object_get(e0, "class")), "http") == 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(e0, "code")), 500);
+    CHECK(strcmp(json_string_value(json_object_get(e0, "message")), "Internal Server Error") == 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(e0, "count")), 2);
+
+    json_t *src = json_object_get(root, "osl_source");
+    CHECK_EQ_INT(json_integer_value(json_object_get(src, "tokenizer")), 10);
+    CHECK_EQ_INT(json_integer_value(json_object_get(src, "usage")), 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(src, "events")), 0);
+    CHECK(json_is_true(json_object_get(root, "was_interrupted")));
+    json_t *ic = json_object_get(root, "input_config");
+    CHECK(json_is_object(ic));
+    CHECK_EQ_INT(json_integer_value(json_object_get(ic, "concurrency")), 8);
+    json_decref(root);
+
+    /* Not streamed, no SLOs, a config that is not JSON: no TTFT family, no goodput, the config kept as text. */
+    sg_metrics_t *p = sg_metrics_new(NULL, 0);
+    sg_record_t r = streamed(1, 0, T0, 10, 5, 1);
+    r.first_token_ns = r.second_token_ns = 0;
+    r.n_events = 0;
+    r.streaming = false;
+    sg_metrics_add(p, &r);
+    sg_run_info_t pinfo = {.input_config_json = "{not json"};
+    CHECK_EQ_INT(sg_export_json(path, p, &pinfo), 0);
+    root = json_load_file(path, 0, &jerr);
+    CHECK(root != NULL);
+    CHECK(json_object_get(root, "time_to_first_token") == NULL);
+    CHECK(json_object_get(root, "inter_token_latency") == NULL);
+    CHECK(json_object_get(root, "output_token_throughput_per_user") == NULL);
+    CHECK(json_object_get(root, "request_latency") != NULL);
+    CHECK(json_object_get(root, "goodput") == NULL);
+    CHECK(json_is_false(json_object_get(root, "was_interrupted")));
+    CHECK(json_is_string(json_object_get(root, "input_config")));
+    CHECK(strcmp(json_string_value(json_object_get(root, "input_config")), "{not json") == 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(root, "error_summary")), 0);
+    json_decref(root);
+
+    /* A path that cannot be written: an error, and nothing left behind. */
+    CHECK(sg_export_json("/nonexistent-dir/x.json", p, &pinfo) < 0);
+    sg_metrics_free(p);
+    sg_metrics_free(m);
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void test_csv(void)
+{
+    sg_slo_t slos[] = {{SG_M_TTFT, 15.0}};
+    sg_metrics_t *m = streamed_run(slos, 1);
+    sg_run_info_t info = {.streaming = true, .has_slos = true, .warmup_count = 2};
+    char path[128];
+    path_in(path, sizeof(path), "profile_export_surge.csv");
+    CHECK_EQ_INT(sg_export_csv(path, m, &info), 0);
+    CHECK_EQ_INT(count_tmp_files(), 0);
+    char *text = read_all(path);
+    CHECK(text != NULL);
+    if (!text) {
+        sg_metrics_free(m);
+        return;
+    }
+    const char *header = "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,p99_9,std,count\n";
+    CHECK(strncmp(text, header, strlen(header)) == 0);
+    /* Part one: 11 distribution rows with 16 fields each; then a blank line; then Metric,Value rows. */
+    char *part2 = strstr(text, "\n\nMetric,Value\n");
+    CHECK(part2 != NULL);
+    if (!part2) {
+        sg_metrics_free(m);
+        return;
+    }
+    int rows = 0, bad_fields = 0;
+    for (char *line = text + strlen(header); line < part2;) {
+        char *nl = strchr(line, '\n');
+        int commas = 0;
+        for (char *c = line; c < nl; c++)
+            commas += *c == ',';
+        bad_fields += commas != 15;
+        rows++;
+        line = nl + 1;
+    }
+    CHECK_EQ_INT(rows, 11);
+    CHECK_EQ_INT(bad_fields, 0);
+    CHECK(strstr(text, "\nTime to first token (ms),14.50,10.00,19.00,") != NULL);
+    CHECK(strstr(text, "\nOutput sequence length (tokens),20.00,20.00,20.00,") != NULL);
+    CHECK(strstr(text, ",10\nTime to first token from send (ms),") != NULL);
+    CHECK(strstr(part2, "\nOutput token throughput (tokens/sec),200.00\n") != NULL);
+    CHECK(strstr(part2, "\nRequest throughput (per sec),10.00\n") != NULL);
+    CHECK(strstr(part2, "\nRequest count,10\n") != NULL);
+    CHECK(strstr(part2, "\nError request count,2\n") != NULL);
+    CHECK(strstr(part2, "\nGoodput (per sec),6.00\n") != NULL);
+    CHECK(strstr(part2, "\nWarmup request count,2\n") != NULL);
+    CHECK(strstr(part2, "\nBenchmark duration (sec),1.000\n") != NULL);
+    sg_metrics_free(m);
+}
+
+/* Every line of the box must have the same display width (code points; our box characters are narrow). */
+static void check_box(const char *text, size_t *width_out)
+{
+    size_t width = 0;
+    int lines = 0, bad = 0;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        if (!nl)
+            break;
+        bool box = strncmp(line, "┏", 3) == 0 || strncmp(line, "┃", 3) == 0 || strncmp(line, "┡", 3) == 0 ||
+                   strncmp(line, "│", 3) == 0 || strncmp(line, "└", 3) == 0;
+        if (box) {
+            size_t w = 0;
+            for (const char *c = line; c < nl; c++)
+                w += ((unsigned char)*c & 0xC0) != 0x80;
+            if (width == 0)
+                width = w;
+            bad += w != width;
+            lines++;
+        }
+        line = nl + 1;
+    }
+    CHECK(lines >= 5);
+    CHECK_EQ_INT(bad, 0);
+    *width_out = width;
+}
+
+static void test_table(void)
+{
+    sg_metrics_t *m = streamed_run(NULL, 0);
+    /* One slow request: 1,915.41 ms latency puts a thousands separator in the table. */
+    sg_record_t r = streamed(20, 0, T0, 15, 2, 0);
+    r.end_ns = T0 + 1915410000LL;
+    sg_metrics_add(m, &r);
+    sg_record_t c = failed(21, 0, T0, 0, "connection refused");
+    c.err_class = SG_ERRC_CONNECT;
+    sg_metrics_add(m, &c);
+    sg_run_info_t info = {.title = "surge | LLM Metrics", .streaming = true, .interrupted = true, .warmup_count = 3};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_EQ_INT(sg_export_table(f, m, &info), 0);
+    fclose(f);
+    static const char *const want[] = {
+        "surge | LLM Metrics\n",
+        "┏━━━",
+        "┃                                          Statistic ┃",
+        "┃      avg ┃      min ┃      max ┃      p99 ┃      p90 ┃      p75 ┃\n",
+        "┡━━━",
+        "│                           Time to first token (ms) │",
+        "│                 Time to first token from send (ms) │",
+        "│                          Time to second token (ms) │",
+        "│                           Inter token latency (ms) │",
+        "│                           Inter chunk latency (ms) │",
+        "│                               Request latency (ms) │",
+        "│                     Request latency from send (ms) │",
+        "│                                  Schedule lag (ms) │",
+        "│                    Output sequence length (tokens) │",
+        "│                     Input sequence length (tokens) │",
+        "│ Output token throughput per user (tokens/sec/user) │",
+        "│               Output token throughput (tokens/sec) │",
+        "│                       Request throughput (per sec) │",
+        ("│                                      Request count │       11 │      N/A │      N/A │      N/A │      "
+         "N/A │      N/A │\n"),
+        "└───",
+        "─┘\n",
+        "1,915.41",
+        "Errors: 3 of 14 requests failed\n",
+        "  http 500: 2 (Internal Server Error)\n",
+        "  connect: 1 (connection refused)\n",
+        "Warmup requests (not counted): 3\n",
+        "Run INTERRUPTED: results cover what completed before SIGINT\n",
+        "Output sequence length source: usage 0, tokenizer 11, events 0\n",
+    };
+    for (size_t i = 0; i < SG_ARRAY_LEN(want); i++) {
+        bool found = buf && strstr(buf, want[i]) != NULL;
+        CHECK(found);
+        if (!found)
+            fprintf(stderr, "missing in table: [%s]\n", want[i]);
+    }
+    CHECK(strstr(buf, "Goodput") == NULL);
+    size_t width;
+    check_box(buf, &width);
+    /* The title is centered over the box. */
+    size_t title_pad = strspn(buf, " ");
+    CHECK_EQ_INT(title_pad, (width - strlen("surge | LLM Metrics")) / 2);
+    if (test_failures)
+        fputs(buf, stderr);
+    else
+        fputs(buf, stdout);
+    free(buf);
+    sg_metrics_free(m);
+
+    /* A plain run: no streamed rows, goodput with SLOs, no error lines; narrower columns. */
+    sg_slo_t slos[] = {{SG_M_LATENCY, 100.0}};
+    sg_metrics_t *p = sg_metrics_new(slos, 1);
+    for (int i = 0; i < 4; i++) {
+        sg_record_t q = streamed((uint64_t)i, 0, T0 + i * 250 * MS, 10, 5, 1);
+        q.first_token_ns = q.second_token_ns = 0;
+        q.n_events = 0;
+        q.end_ns = T0 + i * 250 * MS + (i + 1) * 40 * MS; /* 40, 80, 120, 160 ms; duration 0.91 s */
+        q.osl_source = SG_OSL_USAGE;
+        sg_metrics_add(p, &q);
+    }
+    sg_run_info_t pinfo = {.title = "Plain", .has_slos = true};
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    CHECK_EQ_INT(sg_export_table(f, p, &pinfo), 0);
+    fclose(f);
+    CHECK(strstr(buf, "Time to first token") == NULL);
+    CHECK(strstr(buf, "Inter token latency") == NULL);
+    /* p99/p90/p75 are bucket midpoints (within 1/2048); avg, min and max are exact. */
+    CHECK(strstr(buf, "│                 Request latency (ms) │ 100.00 │  40.00 │ 160.00 │ 1") != NULL);
+    CHECK(strstr(buf, "│                    Goodput (per sec) │   2.20 │    N/A │") != NULL);
+    CHECK(strstr(buf, "Errors") == NULL);
+    CHECK(strstr(buf, "INTERRUPTED") == NULL);
+    CHECK(strstr(buf, "Warmup") == NULL);
+    CHECK(strstr(buf, "usage 4, tokenizer 0, events 0") != NULL);
+    check_box(buf, &width);
+    if (test_failures)
+        fputs(buf, stderr);
+    free(buf);
+    sg_metrics_free(p);
+}
+
+/* ---------- record log ---------- */
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_EQ_INT(fwrite(data, 1, len, f), len);
+        fclose(f);
+    }
+}
+
+static void test_reclog(void)
+{
+    char logs[3][128], out[128];
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "worker%d.reclog", i);
+        path_in(logs[i], sizeof(logs[i]), name);
+    }
+    path_in(out, sizeof(out), "profile_export.jsonl");
+
+    /*
+     * Three workers, requests interleaved in time and appended in completion order (not intended order).
+     * Worker w's request k is intended at T0 + (3k + w) * 10 ms, with ids assigned so that worker 2's first
+     * request ties worker 1's in time and must come after it by id.
+     */
+    uint32_t big[20000]; /* one record larger than the 64 KiB buffer */
+    for (uint32_t i = 0; i < SG_ARRAY_LEN(big); i++)
+        big[i] = i * 10;
+    int expected = 0;
+    for (uint32_t w = 0; w < 3; w++) {
+        int err = 1;
+        sg_reclog_t *l = sg_reclog_open(logs[w], &err);
+        CHECK(l != NULL);
+        CHECK_EQ_INT(err, 0);
+        if (!l)
+            return;
+        for (int k = 9; k >= 0; k--) {
+            int64_t at = T0 + (3 * k + (int)w) * 10 * MS;
+            if (w == 2 && k == 0)
+                at = T0 + 10 * MS; /* same time as worker 1's k = 0 */
+            uint64_t id = (uint64_t)(100 * w + (uint32_t)k);
+            sg_record_t r;
+            if (k == 4)
+                r = failed(id, w, at, 500, "bad \"quote\"\n\ttab \\ \x01 \xff end");
+            else
+                r = streamed(id, w, at, 5 + k, 3 + (uint32_t)k, 2);
+            r.model = w % 2;
+            if (w == 1 && k == 7) {
+                r.event_us = big;
+                r.n_events = SG_ARRAY_LEN(big);
+            }
+            CHECK_EQ_INT(sg_reclog_append(l, &r), 0);
+            expected++;
+        }
+        /* Warmup records are logged but never exported. */
+        sg_record_t wu = streamed(999 + w, w, T0 - 1000 * MS, 5, 3, 1);
+        wu.warmup = true;
+        CHECK_EQ_INT(sg_reclog_append(l, &wu), 0);
+        CHECK_EQ_INT(sg_reclog_close(l), 0);
+    }
+    const char *const paths[3] = {logs[0], logs[1], logs[2]};
+    const char *const models[2] = {"model-a", "model-b"};
+    CHECK_EQ_INT(sg_export_jsonl(out, paths, 3, models, 2), 0);
+    CHECK_EQ_INT(count_tmp_files(), 0);
+
+    FILE *f = fopen(out, "r");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0, order_bad = 0, parse_bad = 0;
+    int64_t prev_t = -1;
+    uint64_t prev_id = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_error_t jerr;
+        json_t *o = json_loads(line, 0, &jerr);
+        if (!o) {
+            parse_bad++;
+            fprintf(stderr, "line %d: %s\n", n, jerr.text);
+            continue;
+        }
+        int64_t t = json_integer_value(json_object_get(o, "intended_ns"));
+        uint64_t id = (uint64_t)json_integer_value(json_object_get(o, "id"));
+        if (n == 0) {
+            CHECK_EQ_INT(t, 0); /* relative to the earliest measured request, not to the warmup */
+            CHECK_EQ_INT(id, 0);
+        }
+        if (n > 0 && (t < prev_t || (t == prev_t && id <= prev_id)))
+            order_bad++;
+        if (n == 1 || n == 2) { /* the tie at 10 ms: worker 1's id 100 before worker 2's id 200 */
+            CHECK_EQ_INT(t, 10 * MS);
+            CHECK_EQ_INT(id, n == 1 ? 100 : 200);
+        }
+        prev_t = t;
+        prev_id = id;
+        uint32_t w = (uint32_t)json_integer_value(json_object_get(o, "worker"));
+        CHECK(strcmp(json_string_value(json_object_get(o, "model")), models[w % 2]) == 0);
+        const char *status = json_string_value(json_object_get(o, "status"));
+        if (id % 100 == 4) {
+            CHECK(status && strcmp(status, "error") == 0);
+            CHECK(strcmp(json_string_value(json_object_get(o, "error_class")), "http") == 0);
+            const char *msg = json_string_value(json_object_get(o, "error"));
+            CHECK(msg && strcmp(msg, "bad \"quote\"\n\ttab \\ \x01 \xef\xbf\xbd end") == 0);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "http_status")), 500);
+            CHECK(json_is_null(json_object_get(o, "first_token_ns")));
+            CHECK(json_is_null(json_object_get(o, "time_to_first_token_ms")));
+            CHECK(json_is_null(json_object_get(o, "input_sequence_length_server")));
+            CHECK(json_is_null(json_object_get(o, "max_tokens")));
+            CHECK_EQ_INT(json_array_size(json_object_get(o, "token_times_ms")), 0);
+            CHECK(json_is_false(json_object_get(o, "streaming")));
+        } else {
+            int k = (int)(id % 100);
+            CHECK(status && strcmp(status, "ok") == 0);
+            CHECK(json_object_get(o, "error") == NULL);
+            CHECK(json_object_get(o, "error_class") == NULL);
+            CHECK(json_is_true(json_object_get(o, "streaming")));
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "sent_ns")), t + MS);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "first_byte_ns")), t + 2 * MS);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "first_token_ns")), t + (5 + k) * MS);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "end_ns")), t + (5 + k + 2 * (2 + k)) * MS);
+            CHECK_NEAR(json_real_value(json_object_get(o, "schedule_lag_ms")), 1.0, 1e-9);
+            CHECK_NEAR(json_real_value(json_object_get(o, "time_to_first_token_ms")), 5 + k, 1e-9);
+            CHECK_NEAR(json_real_value(json_object_get(o, "request_latency_ms")), 5 + k + 2 * (2 + k), 1e-9);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "input_sequence_length")), 200);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "input_sequence_length_server")), 201);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "output_sequence_length")), 3 + k);
+            CHECK(json_is_null(json_object_get(o, "output_sequence_length_server")));
+            CHECK(strcmp(json_string_value(json_object_get(o, "osl_source")), "tokenizer") == 0);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "max_tokens")), 3 + k);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "content_events")), 3 + k);
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "response_bytes")), 100 * (3 + k));
+            json_t *tt = json_object_get(o, "token_times_ms");
+            if (id == 107) {
+                CHECK_EQ_INT(json_array_size(tt), SG_ARRAY_LEN(big));
+                CHECK_NEAR(json_number_value(json_array_get(tt, 19999)), 12 + 199.99, 1e-9);
+            } else {
+                CHECK_EQ_INT(json_array_size(tt), 3 + k);
+                for (size_t i = 0; i < json_array_size(tt); i++)
+                    CHECK_NEAR(json_number_value(json_array_get(tt, i)), 5 + k + 2.0 * (double)i, 1e-9);
+            }
+        }
+        json_decref(o);
+        n++;
+    }
+    free(line);
+    fclose(f);
+    CHECK_EQ_INT(parse_bad, 0);
+    CHECK_EQ_INT(n, expected);
+    CHECK_EQ_INT(order_bad, 0);
+
+    /* Without model names the index is written. */
+    CHECK_EQ_INT(sg_export_jsonl(out, paths, 1, NULL, 0), 0);
+    f = fopen(out, "r");
+    char first[512] = "";
+    CHECK(f && fgets(first, sizeof(first), f));
+    if (f)
+        fclose(f);
+    CHECK(strncmp(first, "{\"id\":0,\"worker\":0,\"model\":0,", 29) == 0);
+
+    /* Corruption: truncated in a record, bad magic, a flipped marker, an empty file. Each is rejected, and the
+     * output of a previous run is neither replaced nor joined by a partial file. */
+    char *orig = NULL;
+    size_t orig_len = 0;
+    {
+        FILE *lf = fopen(logs[1], "rb");
+        fseek(lf, 0, SEEK_END);
+        orig_len = (size_t)ftell(lf);
+        fseek(lf, 0, SEEK_SET);
+        orig = calloc(1, orig_len + 8); /* room for the trailing-garbage case below */
+        CHECK_EQ_INT(fread(orig, 1, orig_len, lf), orig_len);
+        fclose(lf);
+    }
+    char bad_path[128], bad_out[128];
+    path_in(bad_path, sizeof(bad_path), "bad.reclog");
+    path_in(bad_out, sizeof(bad_out), "bad.jsonl");
+    const char *const bad_paths[3] = {logs[0], bad_path, logs[2]};
+
+    write_file(bad_path, orig, orig_len - 7);
+    CHECK_EQ_INT(sg_export_jsonl(bad_out, bad_paths, 3, models, 2), SG_EPROTO);
+    CHECK(!exists(bad_out));
+    write_file(bad_path, orig, 16 + 60);
+    CHECK_EQ_INT(sg_export_jsonl(bad_out, bad_paths, 3, models, 2), SG_EPROTO);
+    CHECK(!exists(bad_out));
+    orig[0] ^= 1;
+    write_file(bad_path, orig, orig_len);
+    CHECK_EQ_INT(sg_export_jsonl(bad_out, bad_paths, 3, models, 2), SG_EPROTO);
+    orig[0] ^= 1;
+    orig[16] ^= 0x40; /* first record's marker */
+    write_file(bad_path, orig, orig_len);
+    CHECK_EQ_INT(sg_export_jsonl(bad_out, bad_paths, 3, models, 2), SG_EPROTO);
+    orig[16] ^= 0x40;
+    write_file(bad_path, orig, orig_len + 3); /* trailing garbage: a torn next record */
+    CHECK_EQ_INT(sg_export_jsonl(bad_out, bad_paths, 3, models, 2), SG_EPROTO);
+    write_file(bad_path, "", 0);
+    CHECK_EQ_INT(sg_export_jsonl(bad_out, bad_paths, 3, models, 2), SG_EPROTO);
+    CHECK(!exists(bad_out));
+    write_file(bad_path, orig, orig_len); /* intact again: accepted */
+    CHECK_EQ_INT(sg_export_jsonl(bad_out, bad_paths, 3, models, 2), 0);
+    CHECK(exists(bad_out));
+    /* A previous good output survives a failed export untouched. */
+    write_file(bad_path, orig, orig_len - 1);
+    CHECK_EQ_INT(sg_export_jsonl(bad_out, bad_paths, 3, models, 2), SG_EPROTO);
+    CHECK(exists(bad_out));
+    CHECK_EQ_INT(count_tmp_files(), 0);
+    free(orig);
+
+    const char *const missing[1] = {"/nonexistent-dir/w.reclog"};
+    CHECK(sg_export_jsonl(bad_out, missing, 1, NULL, 0) < 0);
+    int err = 0;
+    CHECK(sg_reclog_open("/nonexistent-dir/w.reclog", &err) == NULL);
+    CHECK(err < 0);
+
+    /* No logs at all: an empty file. */
+    CHECK_EQ_INT(sg_export_jsonl(bad_out, NULL, 0, NULL, 0), 0);
+    struct stat st;
+    CHECK(stat(bad_out, &st) == 0 && st.st_size == 0);
+}
+
+static void cleanup(void)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[512];
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/sg_test_export.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_json();
+    test_csv();
+    test_table();
+    test_reclog();
+    cleanup();
+    return test_finish("test_export");
+}
