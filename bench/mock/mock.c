@@ -1,0 +1,233 @@
+/*
+ * `surge mock`: process lifecycle. The main thread parses flags, binds one listening socket per worker (the
+ * first picks the port, the rest join it with SO_REUSEPORT), starts the workers, announces the port once all
+ * of them accept, then sleeps in sigtimedwait until SIGINT/SIGTERM or --exit-after, and stops them.
+ */
+#define _GNU_SOURCE
+#include "sg_mock.h"
+
+#include "mock_internal.h"
+#include "sg_tcp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Write the port so that a reader never sees a partial file: a temporary beside it, then rename. */
+static int write_port_file(const char *path, int port)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return -ENOMEM;
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    int err = 0;
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        err = -errno;
+        goto out;
+    }
+    fprintf(f, "%d\n", port);
+    if (fclose(f) != 0) {
+        err = -errno;
+        unlink(tmp);
+        goto out;
+    }
+    if (rename(tmp, path) != 0) {
+        err = -errno;
+        unlink(tmp);
+    }
+out:
+    free(tmp);
+    return err;
+}
+
+static void set_port(sg_addr_t *a, int port)
+{
+    if (a->addr.ss_family == AF_INET)
+        ((struct sockaddr_in *)&a->addr)->sin_port = htons((uint16_t)port);
+    else if (a->addr.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&a->addr)->sin6_port = htons((uint16_t)port);
+}
+
+/* Sleep until a stop signal or the --exit-after deadline (absolute, CLOCK_MONOTONIC; INT64_MAX: none). */
+static void wait_for_stop(const sigset_t *set, int64_t deadline_ns)
+{
+    for (;;) {
+        int sig;
+        if (deadline_ns == INT64_MAX) {
+            if (sigwait(set, &sig) == 0)
+                return;
+            continue;
+        }
+        int64_t left = deadline_ns - sg_now_ns();
+        if (left <= 0)
+            return;
+        struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+        if (sigtimedwait(set, NULL, &ts) >= 0)
+            return;
+        /* EAGAIN: the timeout (checked above on the next turn); EINTR: some other signal */
+    }
+}
+
+int sg_mock_main(int argc, char **argv)
+{
+    sg_mock_opts_t o;
+    int rc = sg_mock_parse_args(argc, argv, &o);
+    if (rc == 1)
+        return 0;
+    if (rc != 0)
+        return 2;
+
+    char err[256];
+    sg_addr_t addr;
+    if (sg_tcp_resolve(o.host, o.port, &addr, err, sizeof(err)) < 0) {
+        fprintf(stderr, "surge mock: --host: %s\n", err);
+        return 2;
+    }
+    sg_mock_render_init();
+
+    sg_mock_server_t *s = calloc(1, sizeof(*s));
+    sg_mock_worker_t **workers = calloc(o.workers, sizeof(*workers));
+    int *fds = malloc(o.workers * sizeof(*fds));
+    if (!s || !workers || !fds) {
+        fprintf(stderr, "surge mock: out of memory\n");
+        free(s);
+        free(workers);
+        free(fds);
+        return 1;
+    }
+    int exit_code = 1;
+    unsigned n_fds = 0, n_workers = 0;
+    int port = o.port;
+    s->opts = o;
+    s->record_fd = -1;
+    s->ttft_ns = llround(o.ttft_ms * 1e6);
+    s->itl_ns = llround(o.itl_ms * 1e6);
+    atomic_init(&s->conns_open, 0);
+    atomic_init(&s->conn_serial, 0);
+    atomic_init(&s->stop, false);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+
+    /* connections are capped by descriptors; keep some for the rings, eventfds, listeners and the record */
+    uint64_t nofile = sg_raise_nofile();
+    uint64_t reserve = 32 + 8 * (uint64_t)o.workers;
+    s->max_conns = nofile > reserve + 16 ? nofile - reserve : 16;
+
+    if (o.record_path) {
+        s->record_fd = open(o.record_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (s->record_fd < 0) {
+            fprintf(stderr, "surge mock: --record: cannot open %s: %s\n", o.record_path, strerror(errno));
+            goto out;
+        }
+    }
+
+    char where[128];
+    for (unsigned i = 0; i < o.workers; i++) {
+        int fd = sg_tcp_listen(&addr, 4096);
+        if (fd < 0) {
+            sg_addr_format(&addr, where, sizeof(where));
+            fprintf(stderr, "surge mock: cannot listen on %s: %s\n", where, sg_strerror(fd));
+            goto out;
+        }
+        fds[n_fds++] = fd;
+        if (i == 0) {
+            /* --port 0: the kernel picked one; the other workers join that port */
+            port = sg_tcp_local_port(fd);
+            if (port < 0) {
+                fprintf(stderr, "surge mock: cannot read the bound port: %s\n", sg_strerror(port));
+                goto out;
+            }
+            set_port(&addr, port);
+        }
+    }
+
+    /* Signals are taken synchronously by this thread; workers inherit the mask and never see them. */
+    sigset_t stop_set, old_set;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGINT);
+    sigaddset(&stop_set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_set, &old_set);
+
+    s->start_ns = sg_now_ns();
+    s->stall_start_ns = s->stall_end_ns = INT64_MAX;
+    if (o.stall_ms > 0) {
+        s->stall_start_ns = s->start_ns + llround(o.stall_start_ms * 1e6);
+        s->stall_end_ns = s->stall_start_ns + llround(o.stall_ms * 1e6);
+    }
+    int64_t exit_ns = o.exit_after_s > 0 ? s->start_ns + llround(o.exit_after_s * 1e9) : INT64_MAX;
+
+    for (unsigned i = 0; i < o.workers; i++) {
+        workers[i] = sg_mock_worker_new(s, i, fds[i]);
+        if (!workers[i]) {
+            fprintf(stderr, "surge mock: out of memory\n");
+            goto stop;
+        }
+        fds[i] = -1; /* the worker owns it now */
+        n_workers++;
+        int e = sg_mock_worker_start(workers[i]);
+        if (e < 0) {
+            fprintf(stderr, "surge mock: cannot start worker thread: %s\n", sg_strerror(e));
+            goto stop;
+        }
+        pthread_mutex_lock(&s->mu);
+        while (s->reported < i + 1)
+            pthread_cond_wait(&s->cv, &s->mu);
+        pthread_mutex_unlock(&s->mu);
+        const char *what = NULL;
+        e = sg_mock_worker_init_error(workers[i], &what);
+        if (e < 0) {
+            fprintf(stderr, "surge mock: %s: %s\n", what, sg_strerror(e));
+            goto stop;
+        }
+    }
+
+    sg_addr_format(&addr, where, sizeof(where));
+    if (!o.quiet) {
+        printf("surge mock listening on %s\n", where);
+        fflush(stdout);
+    }
+    if (o.port_file) {
+        int e = write_port_file(o.port_file, port);
+        if (e < 0) {
+            fprintf(stderr, "surge mock: --port-file: cannot write %s: %s\n", o.port_file, sg_strerror(e));
+            goto stop;
+        }
+    }
+
+    wait_for_stop(&stop_set, exit_ns);
+    exit_code = 0;
+
+stop:
+    atomic_store(&s->stop, true);
+    for (unsigned i = 0; i < n_workers; i++)
+        sg_mock_worker_wake(workers[i]);
+    sg_mock_stats_t st = {0};
+    for (unsigned i = 0; i < n_workers; i++)
+        sg_mock_worker_finish(workers[i], &st);
+    if (exit_code == 0 && !o.quiet)
+        fprintf(stderr,
+                "surge mock: %llu requests served (%llu completions, %llu streamed), %llu errors injected, "
+                "%llu connections dropped\n",
+                (unsigned long long)st.requests, (unsigned long long)st.completions, (unsigned long long)st.streamed,
+                (unsigned long long)st.errors, (unsigned long long)st.drops);
+    pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+out:
+    for (unsigned i = 0; i < n_fds; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    if (s->record_fd >= 0)
+        close(s->record_fd);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(fds);
+    free(workers);
+    free(s);
+    return exit_code;
+}

@@ -1,0 +1,223 @@
+/*
+ * The mock server's pieces, shared between its files only (nothing outside bench/mock includes this):
+ * options (mock_opts.c), response and record rendering (mock_render.c), the per-thread worker with its
+ * connections and timed jobs (mock_worker.c), and the process lifecycle (mock.c).
+ */
+#ifndef SG_MOCK_INTERNAL_H
+#define SG_MOCK_INTERNAL_H
+
+#include "sg_common.h"
+#include "sg_openai.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+/* ---------- options ---------- */
+
+typedef struct {
+    const char *host;
+    uint16_t port;
+    double ttft_ms, itl_ms;
+    uint32_t output_tokens; /* 0: honour the request's max_tokens */
+    unsigned workers;
+    double error_rate, drop_rate;
+    double stall_start_ms, stall_ms;
+    const char *record_path; /* NULL: no record */
+    const char *port_file;   /* NULL: none */
+    double exit_after_s;     /* 0: run until a signal */
+    bool quiet;
+} sg_mock_opts_t;
+
+#define SG_MOCK_MAX_WORKERS 256
+#define SG_MOCK_DEFAULT_TOKENS 16      /* when neither the request nor --output-tokens says */
+#define SG_MOCK_MAX_TOKENS (1u << 20)  /* cap on tokens per response, whatever the request asks */
+#define SG_MOCK_MAX_REQUEST (8u << 20) /* head + body of one request */
+
+/* Parse argv (after "mock"). Returns 0 to run, 1 when --help was printed, 2 after printing a bad-flag line. */
+int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o);
+
+/* ---------- output buffers ---------- */
+
+/*
+ * A growable byte buffer. Appends never fail loudly: on allocation failure oom is set, later appends are
+ * dropped, and the owner checks oom once after rendering (the connection is then closed).
+ */
+typedef struct {
+    char *p;
+    size_t len;
+    size_t cap;
+    bool oom;
+} sg_mock_buf_t;
+
+/* Make room for n more bytes; slow path of sg_mock_buf_room. 0 or -ENOMEM (and oom set). */
+int sg_mock_buf_grow(sg_mock_buf_t *b, size_t n);
+
+static inline char *sg_mock_buf_room(sg_mock_buf_t *b, size_t n)
+{
+    if (SG_UNLIKELY(b->oom))
+        return NULL;
+    if (SG_UNLIKELY(b->cap - b->len < n) && sg_mock_buf_grow(b, n) < 0)
+        return NULL;
+    return b->p + b->len;
+}
+
+static inline void sg_mock_buf_mem(sg_mock_buf_t *b, const void *p, size_t n)
+{
+    char *d = sg_mock_buf_room(b, n);
+    if (d) {
+        memcpy(d, p, n);
+        b->len += n;
+    }
+}
+
+#define SG_MOCK_BUF_LIT(b, lit) sg_mock_buf_mem((b), (lit), sizeof(lit) - 1)
+
+static inline void sg_mock_buf_slice(sg_mock_buf_t *b, sg_slice_t s)
+{
+    sg_mock_buf_mem(b, s.base, s.len);
+}
+
+/* Decimal digits of v written at d (room for 20); returns the count. */
+static inline size_t sg_mock_u64_fmt(char *d, uint64_t v)
+{
+    char tmp[20];
+    size_t i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    memcpy(d, tmp + i, sizeof(tmp) - i);
+    return sizeof(tmp) - i;
+}
+
+static inline void sg_mock_buf_u64(sg_mock_buf_t *b, uint64_t v)
+{
+    char *d = sg_mock_buf_room(b, 20);
+    if (d)
+        b->len += sg_mock_u64_fmt(d, v);
+}
+
+/* ---------- jobs: one per request, from arrival until its last byte is rendered ---------- */
+
+typedef enum {
+    SG_MOCK_JOB_STATIC = 0, /* a constant response (health, models, errors) */
+    SG_MOCK_JOB_FULL = 1,   /* non-streamed completion, rendered whole at its due time */
+    SG_MOCK_JOB_STREAM = 2, /* SSE completion: head and role chunk at start, then one event per token */
+} sg_mock_job_type_t;
+
+typedef enum {
+    SG_MOCK_ST_HEALTH = 0,
+    SG_MOCK_ST_MODELS,
+    SG_MOCK_ST_NOT_FOUND,
+    SG_MOCK_ST_METHOD,
+    SG_MOCK_ST_BAD_JSON,
+    SG_MOCK_ST_NO_PROMPT,
+    SG_MOCK_ST_BAD_HTTP,
+    SG_MOCK_ST_TOO_BIG,
+    SG_MOCK_ST_INJECTED,
+    SG_MOCK_ST_COUNT
+} sg_mock_static_t;
+
+#define SG_MOCK_NOT_IN_HEAP UINT32_MAX
+#define SG_MOCK_NO_DROP UINT32_MAX
+#define SG_MOCK_HEAD_INLINE 176
+
+struct sg_mock_conn;
+typedef struct sg_mock_job sg_mock_job_t;
+struct sg_mock_job {
+    sg_mock_job_t *next; /* connection's response queue, or the worker's free list */
+    struct sg_mock_conn *conn;
+    int64_t arrival_ns;
+    int64_t due_ns; /* when the next thing is to be rendered */
+    uint32_t heap_idx;
+    uint32_t n;       /* completion tokens */
+    uint32_t k;       /* next token to render (streams) */
+    uint32_t drop_at; /* streams: token index at which the connection is cut; SG_MOCK_NO_DROP: never */
+    uint64_t prompt_words;
+    uint8_t type; /* sg_mock_job_type_t */
+    uint8_t kind; /* sg_oai_kind_t */
+    uint8_t static_id;
+    bool include_usage;
+    bool drop_full; /* non-streamed: close instead of answering */
+    bool close_after;
+    bool started;
+    bool blocked; /* waiting for the connection's output to drain */
+    /*
+     * The JSON object's opening, rendered once per request: {"id":..,"object":..,"created":..,"model":..,
+     * "choices":[ ; every chunk and the whole response start with it.
+     */
+    char *head;
+    uint32_t head_len;
+    char head_inline[SG_MOCK_HEAD_INLINE];
+};
+
+/* ---------- rendering (mock_render.c) ---------- */
+
+/* Build the constant responses and token fragments once, before any worker starts. */
+void sg_mock_render_init(void);
+
+/* The bytes of a constant response; close adds "Connection: close". */
+sg_slice_t sg_mock_static_response(sg_mock_static_t id, bool close);
+
+/*
+ * Render j->head for a completion: id, object (by kind and streaming), created, model (raw, echoed; empty or
+ * absent: "mock-model"). Uses head_inline when it fits, else mallocs. 0 or -ENOMEM.
+ */
+SG_WUR int sg_mock_render_head(sg_mock_job_t *j, uint64_t id, int64_t created, sg_slice_t model, bool stream);
+
+/* Whole non-streamed HTTP response for j (n tokens). */
+void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j);
+/* Streamed response: HTTP head plus, for chat, the role-only chunk. */
+void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j);
+/* One content event for token k (the last carries finish_reason). */
+void sg_mock_render_token(sg_mock_buf_t *b, const sg_mock_job_t *j, uint32_t k);
+/* Usage chunk (when asked), [DONE] and the terminating zero-size chunk. */
+void sg_mock_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j);
+
+/* Raw JSON string content copied into a JSON string: control bytes escaped, everything else verbatim. */
+void sg_mock_buf_json_raw(sg_mock_buf_t *b, sg_slice_t s);
+/* Arbitrary bytes escaped into a JSON string body. */
+void sg_mock_buf_json_escape(sg_mock_buf_t *b, sg_slice_t s);
+
+/* ---------- server and workers ---------- */
+
+typedef struct {
+    uint64_t requests;    /* HTTP requests parsed */
+    uint64_t completions; /* completion requests (any outcome after the body was scanned) */
+    uint64_t streamed;
+    uint64_t errors; /* injected 500s */
+    uint64_t drops;  /* connections cut on purpose */
+} sg_mock_stats_t;
+
+typedef struct sg_mock_worker sg_mock_worker_t;
+
+/* Shared by all workers; read-only after start except the atomics. */
+typedef struct {
+    sg_mock_opts_t opts;
+    int64_t start_ns;
+    int64_t ttft_ns, itl_ns;
+    int64_t stall_start_ns, stall_end_ns; /* equal: no stall window */
+    int record_fd;                        /* -1: no record */
+    uint64_t max_conns;
+    atomic_uint_fast64_t conns_open;
+    atomic_uint_fast64_t conn_serial;
+    atomic_bool stop;
+    /* start-up hand-shake: each worker reports once its ring is up and accepting */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned reported;
+} sg_mock_server_t;
+
+/* A worker for listen_fd (owned by the worker from now on). NULL on allocation failure. Main thread. */
+sg_mock_worker_t *sg_mock_worker_new(sg_mock_server_t *srv, unsigned idx, int listen_fd);
+/* Start its thread. 0 or -errno. */
+SG_WUR int sg_mock_worker_start(sg_mock_worker_t *w);
+/* After the worker reported: 0 when it runs, else the -errno that stopped it, with a message in err. */
+int sg_mock_worker_init_error(const sg_mock_worker_t *w, const char **what);
+/* Make a running worker look at srv->stop now. Any thread. */
+void sg_mock_worker_wake(sg_mock_worker_t *w);
+/* Join the thread, release everything, add its counters into st. Main thread. */
+void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st);
+
+#endif

@@ -1,0 +1,180 @@
+/* `surge mock` flags: --name value or --name=value; every bad value is named on one stderr line. */
+#include "mock_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char usage_text[] =
+    "usage: surge mock [options]\n"
+    "\n"
+    "An OpenAI-compatible mock LLM server: POST /v1/chat/completions and /v1/completions (any path ending so),\n"
+    "GET /v1/models, GET /health. Answers with synthetic tokens after --ttft-ms, then one every --itl-ms,\n"
+    "streamed over SSE when the request says \"stream\": true.\n"
+    "\n"
+    "  --port P             TCP port; 0 picks a free one (default 8000)\n"
+    "  --host H             address to bind (default 127.0.0.1)\n"
+    "  --ttft-ms X          time to first token, from request arrival (default 20)\n"
+    "  --itl-ms Y           time between tokens (default 5)\n"
+    "  --output-tokens N    tokens per response; 0 = the request's max_tokens / max_completion_tokens,\n"
+    "                       16 when it has none (default 0)\n"
+    "  --workers N          threads, each with its own listening socket (SO_REUSEPORT) and ring (default 1)\n"
+    "  --error-rate F       fraction of completion requests answered 500 (0..1)\n"
+    "  --drop-rate F        fraction of completion requests whose connection is closed mid-response (0..1):\n"
+    "                       streams after about half their tokens, non-streamed before the response\n"
+    "  --stall-start-ms S   with --stall-ms: start of a window, from server start, in which nothing is sent\n"
+    "  --stall-ms D         length of that window; what falls due inside it goes out at its end\n"
+    "  --record FILE        append one JSON line per completion request received\n"
+    "  --port-file FILE     write the bound port to FILE (atomically) once listening\n"
+    "  --exit-after SEC     stop after SEC seconds, as on SIGINT\n"
+    "  --quiet              print neither the listening line nor the exit summary\n"
+    "  --help               this text\n";
+
+static int bad(const char *flag, const char *val, const char *why)
+{
+    if (val)
+        fprintf(stderr, "surge mock: %s: invalid value \"%s\": %s\n", flag, val, why);
+    else
+        fprintf(stderr, "surge mock: %s: %s\n", flag, why);
+    return 2;
+}
+
+static bool parse_double(const char *s, double lo, double hi, double *out)
+{
+    if (!*s)
+        return false;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v) || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_uint(const char *s, uint64_t hi, uint64_t *out)
+{
+    if (*s < '0' || *s > '9')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->host = "127.0.0.1";
+    o->port = 8000;
+    o->ttft_ms = 20;
+    o->itl_ms = 5;
+    o->workers = 1;
+    bool have_stall_start = false, have_stall = false;
+
+    int i = 0;
+    if (argc > 0 && strcmp(argv[0], "mock") == 0)
+        i = 1;
+    for (; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 1;
+        }
+        if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
+            o->quiet = true;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0)
+            return bad(arg, NULL, "unexpected argument (see surge mock --help)");
+
+        /* --name=value or --name value */
+        char name[64];
+        const char *val;
+        const char *eq = strchr(arg, '=');
+        if (eq) {
+            size_t n = (size_t)(eq - arg);
+            if (n >= sizeof(name))
+                return bad(arg, NULL, "unknown flag (see surge mock --help)");
+            memcpy(name, arg, n);
+            name[n] = 0;
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof(name), "%s", arg);
+            val = NULL;
+        }
+        static const char *const known[] = {"--port",           "--host",     "--ttft-ms",    "--itl-ms",
+                                            "--output-tokens",  "--workers",  "--error-rate", "--drop-rate",
+                                            "--stall-start-ms", "--stall-ms", "--record",     "--port-file",
+                                            "--exit-after"};
+        bool is_known = false;
+        for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
+            is_known |= strcmp(name, known[k]) == 0;
+        if (!is_known)
+            return bad(name, NULL, "unknown flag (see surge mock --help)");
+        if (!val) {
+            if (i + 1 >= argc)
+                return bad(name, NULL, "needs a value");
+            val = argv[++i];
+        }
+
+        uint64_t u;
+        double d;
+        if (strcmp(name, "--port") == 0) {
+            if (!parse_uint(val, 65535, &u))
+                return bad(name, val, "expected a port number 0..65535");
+            o->port = (uint16_t)u;
+        } else if (strcmp(name, "--host") == 0) {
+            if (!*val)
+                return bad(name, val, "expected a host name or address");
+            o->host = val;
+        } else if (strcmp(name, "--ttft-ms") == 0) {
+            if (!parse_double(val, 0, 86400e3, &o->ttft_ms))
+                return bad(name, val, "expected milliseconds >= 0");
+        } else if (strcmp(name, "--itl-ms") == 0) {
+            if (!parse_double(val, 0, 86400e3, &o->itl_ms))
+                return bad(name, val, "expected milliseconds >= 0");
+        } else if (strcmp(name, "--output-tokens") == 0) {
+            if (!parse_uint(val, SG_MOCK_MAX_TOKENS, &u))
+                return bad(name, val, "expected a token count 0..1048576");
+            o->output_tokens = (uint32_t)u;
+        } else if (strcmp(name, "--workers") == 0) {
+            if (!parse_uint(val, SG_MOCK_MAX_WORKERS, &u) || u == 0)
+                return bad(name, val, "expected a thread count 1..256");
+            o->workers = (unsigned)u;
+        } else if (strcmp(name, "--error-rate") == 0) {
+            if (!parse_double(val, 0, 1, &o->error_rate))
+                return bad(name, val, "expected a fraction 0..1");
+        } else if (strcmp(name, "--drop-rate") == 0) {
+            if (!parse_double(val, 0, 1, &o->drop_rate))
+                return bad(name, val, "expected a fraction 0..1");
+        } else if (strcmp(name, "--stall-start-ms") == 0) {
+            if (!parse_double(val, 0, 86400e3, &o->stall_start_ms))
+                return bad(name, val, "expected milliseconds >= 0");
+            have_stall_start = true;
+        } else if (strcmp(name, "--stall-ms") == 0) {
+            if (!parse_double(val, 0, 86400e3, &o->stall_ms))
+                return bad(name, val, "expected milliseconds >= 0");
+            have_stall = true;
+        } else if (strcmp(name, "--record") == 0) {
+            if (!*val)
+                return bad(name, val, "expected a file name");
+            o->record_path = val;
+        } else if (strcmp(name, "--port-file") == 0) {
+            if (!*val)
+                return bad(name, val, "expected a file name");
+            o->port_file = val;
+        } else if (strcmp(name, "--exit-after") == 0) {
+            if (!parse_double(val, 0, 1e9, &d) || d <= 0)
+                return bad(name, val, "expected seconds > 0");
+            o->exit_after_s = d;
+        }
+    }
+    if (have_stall_start && !have_stall)
+        return bad("--stall-start-ms", NULL, "needs --stall-ms (the length of the window)");
+    return 0;
+}

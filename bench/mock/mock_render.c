@@ -1,0 +1,356 @@
+/*
+ * The bytes the mock sends. Everything constant (whole error responses, the per-token JSON fragments, the
+ * text of n tokens) is rendered once at start; a request adds only its head (id, created, model) and numbers.
+ * Lengths are computed before writing, so a response is written once, front to back, with no scratch copy.
+ */
+#include "mock_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---------- buffers ---------- */
+
+int sg_mock_buf_grow(sg_mock_buf_t *b, size_t n)
+{
+    size_t need = b->len + n;
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < need)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->oom = true;
+        return -ENOMEM;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static const char hex_digits[] = "0123456789abcdef";
+
+void sg_mock_buf_json_raw(sg_mock_buf_t *b, sg_slice_t s)
+{
+    /*
+     * The scanner hands strings over still escaped, so they can go back out verbatim; only raw control bytes
+     * (which a lenient scanner might have let through) would break the JSON we write.
+     */
+    size_t run = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char ch = (unsigned char)s.base[i];
+        if (SG_LIKELY(ch >= 0x20))
+            continue;
+        sg_mock_buf_mem(b, s.base + run, i - run);
+        char esc[6] = {'\\', 'u', '0', '0', hex_digits[ch >> 4], hex_digits[ch & 15]};
+        sg_mock_buf_mem(b, esc, sizeof(esc));
+        run = i + 1;
+    }
+    sg_mock_buf_mem(b, s.base + run, s.len - run);
+}
+
+void sg_mock_buf_json_escape(sg_mock_buf_t *b, sg_slice_t s)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char ch = (unsigned char)s.base[i];
+        if (SG_LIKELY(ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\'))
+            continue;
+        sg_mock_buf_mem(b, s.base + run, i - run);
+        if (ch == '"' || ch == '\\') {
+            char esc[2] = {'\\', (char)ch};
+            sg_mock_buf_mem(b, esc, sizeof(esc));
+        } else {
+            /* control bytes and bytes >= 0x7f (a path need not be UTF-8): keep the output valid JSON */
+            char esc[6] = {'\\', 'u', '0', '0', hex_digits[ch >> 4], hex_digits[ch & 15]};
+            sg_mock_buf_mem(b, esc, sizeof(esc));
+        }
+        run = i + 1;
+    }
+    sg_mock_buf_mem(b, s.base + run, s.len - run);
+}
+
+/* ---------- constant parts ---------- */
+
+/*
+ * The token vocabulary: common English words that GPT-family BPE tokenizers encode as one token each when
+ * preceded by a space, so a client counting tokens with a real tokenizer sees n tokens for n words.
+ */
+static const char *const words[] = {" the", " of", " and",  " to",  " in", " is", " that", " for",
+                                    " it",  " as", " with", " was", " on", " be", " at",   " by"};
+#define N_WORDS SG_ARRAY_LEN(words)
+
+static char cycle_text[128]; /* all words once, in order */
+static size_t cycle_len;
+static size_t prefix_len[N_WORDS + 1]; /* text length of the first i words */
+
+/* One token's choices fragment, per kind, word and whether it is the last token. */
+#define FRAG_CAP 112
+static char frag[2][N_WORDS][2][FRAG_CAP];
+static uint8_t frag_len[2][N_WORDS][2];
+
+typedef struct {
+    char ka[512];
+    size_t ka_len;
+    char close[512];
+    size_t close_len;
+} static_resp_t;
+static static_resp_t statics[SG_MOCK_ST_COUNT];
+
+static void static_set(sg_mock_static_t id, const char *status, const char *body)
+{
+    static_resp_t *r = &statics[id];
+    size_t blen = strlen(body);
+    int n =
+        snprintf(r->ka, sizeof(r->ka), "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                 status, blen, body);
+    r->ka_len = (size_t)n;
+    n = snprintf(r->close, sizeof(r->close),
+                 "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                 status, blen, body);
+    r->close_len = (size_t)n;
+}
+
+void sg_mock_render_init(void)
+{
+    cycle_len = 0;
+    for (size_t i = 0; i < N_WORDS; i++) {
+        prefix_len[i] = cycle_len;
+        size_t wl = strlen(words[i]);
+        memcpy(cycle_text + cycle_len, words[i], wl);
+        cycle_len += wl;
+    }
+    prefix_len[N_WORDS] = cycle_len;
+
+    for (int last = 0; last < 2; last++) {
+        const char *fin = last ? "\"length\"" : "null";
+        for (size_t i = 0; i < N_WORDS; i++) {
+            int n = snprintf(frag[SG_OAI_CHAT][i][last], FRAG_CAP,
+                             "{\"index\":0,\"delta\":{\"content\":\"%s\"},\"logprobs\":null,\"finish_reason\":%s}]}",
+                             words[i], fin);
+            frag_len[SG_OAI_CHAT][i][last] = (uint8_t)n;
+            n = snprintf(frag[SG_OAI_COMPLETIONS][i][last], FRAG_CAP,
+                         "{\"index\":0,\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":%s}]}", words[i], fin);
+            frag_len[SG_OAI_COMPLETIONS][i][last] = (uint8_t)n;
+        }
+    }
+
+    static_set(SG_MOCK_ST_HEALTH, "200 OK", "");
+    static_set(SG_MOCK_ST_MODELS, "200 OK",
+               "{\"object\":\"list\",\"data\":[{\"id\":\"mock-model\",\"object\":\"model\",\"owned_by\":\"surge\"}]}");
+    static_set(SG_MOCK_ST_NOT_FOUND, "404 Not Found",
+               "{\"error\":{\"message\":\"no route for this path\",\"type\":\"not_found_error\",\"code\":404}}");
+    static_set(SG_MOCK_ST_METHOD, "405 Method Not Allowed",
+               "{\"error\":{\"message\":\"method not allowed for this path\",\"type\":\"invalid_request_error\","
+               "\"code\":405}}");
+    static_set(SG_MOCK_ST_BAD_JSON, "400 Bad Request",
+               "{\"error\":{\"message\":\"request body is not a valid JSON object\",\"type\":\"invalid_request_error\","
+               "\"code\":400}}");
+    static_set(SG_MOCK_ST_NO_PROMPT, "400 Bad Request",
+               "{\"error\":{\"message\":\"request has no messages (chat) or prompt (completions)\","
+               "\"type\":\"invalid_request_error\",\"code\":400}}");
+    static_set(SG_MOCK_ST_BAD_HTTP, "400 Bad Request",
+               "{\"error\":{\"message\":\"malformed HTTP request\",\"type\":\"invalid_request_error\",\"code\":400}}");
+    static_set(SG_MOCK_ST_TOO_BIG, "413 Content Too Large",
+               "{\"error\":{\"message\":\"request larger than 8 MiB\",\"type\":\"invalid_request_error\","
+               "\"code\":413}}");
+    static_set(SG_MOCK_ST_INJECTED, "500 Internal Server Error",
+               "{\"error\":{\"message\":\"injected error (--error-rate)\",\"type\":\"server_error\",\"code\":500}}");
+}
+
+sg_slice_t sg_mock_static_response(sg_mock_static_t id, bool close)
+{
+    const static_resp_t *r = &statics[id];
+    return close ? (sg_slice_t){r->close, r->close_len} : (sg_slice_t){r->ka, r->ka_len};
+}
+
+/* ---------- per request ---------- */
+
+int sg_mock_render_head(sg_mock_job_t *j, uint64_t id, int64_t created, sg_slice_t model, bool stream)
+{
+    static const char def_model[] = "mock-model";
+    if (!model.base || model.len == 0)
+        model = (sg_slice_t){def_model, sizeof(def_model) - 1};
+    const char *object;
+    if (j->kind == SG_OAI_CHAT)
+        object = stream ? "chat.completion.chunk" : "chat.completion";
+    else
+        object = "text_completion";
+
+    /* Render into a buffer that starts as the inline array; it only leaves it for very long model names. */
+    sg_mock_buf_t b = {.p = NULL, .len = 0, .cap = 0};
+    char num[20];
+    size_t model_out = model.len;
+    for (size_t i = 0; i < model.len; i++)
+        if ((unsigned char)model.base[i] < 0x20)
+            model_out += 5;
+    /* fixed text 80 bytes, two numbers of up to 20 digits, the object name, the model as written */
+    size_t worst = 80 + 40 + strlen(object) + model_out;
+    if (worst <= sizeof(j->head_inline)) {
+        b.p = j->head_inline;
+        b.cap = sizeof(j->head_inline);
+    }
+    SG_MOCK_BUF_LIT(&b, "{\"id\":\"mock-");
+    sg_mock_buf_mem(&b, num, sg_mock_u64_fmt(num, id));
+    SG_MOCK_BUF_LIT(&b, "\",\"object\":\"");
+    sg_mock_buf_mem(&b, object, strlen(object));
+    SG_MOCK_BUF_LIT(&b, "\",\"created\":");
+    sg_mock_buf_mem(&b, num, sg_mock_u64_fmt(num, (uint64_t)(created > 0 ? created : 0)));
+    SG_MOCK_BUF_LIT(&b, ",\"model\":\"");
+    sg_mock_buf_json_raw(&b, model);
+    SG_MOCK_BUF_LIT(&b, "\",\"choices\":[");
+    if (b.oom) {
+        if (b.p != j->head_inline)
+            free(b.p);
+        return -ENOMEM;
+    }
+    j->head = b.p;
+    j->head_len = (uint32_t)b.len;
+    return 0;
+}
+
+static size_t text_len(uint32_t n)
+{
+    return (size_t)(n / N_WORDS) * cycle_len + prefix_len[n % N_WORDS];
+}
+
+static void put_text(char *d, uint32_t n)
+{
+    for (uint32_t c = 0; c < n / N_WORDS; c++) {
+        memcpy(d, cycle_text, cycle_len);
+        d += cycle_len;
+    }
+    memcpy(d, cycle_text, prefix_len[n % N_WORDS]);
+}
+
+/* "prompt_tokens":W,"completion_tokens":n,"total_tokens":T}  into d (room for 120); returns the length. */
+static size_t put_usage(char *d, const sg_mock_job_t *j)
+{
+    static const char a[] = "{\"prompt_tokens\":", b[] = ",\"completion_tokens\":", c[] = ",\"total_tokens\":";
+    char *p = d;
+    memcpy(p, a, sizeof(a) - 1);
+    p += sizeof(a) - 1;
+    p += sg_mock_u64_fmt(p, j->prompt_words);
+    memcpy(p, b, sizeof(b) - 1);
+    p += sizeof(b) - 1;
+    p += sg_mock_u64_fmt(p, j->n);
+    memcpy(p, c, sizeof(c) - 1);
+    p += sizeof(c) - 1;
+    p += sg_mock_u64_fmt(p, j->prompt_words + j->n);
+    *p++ = '}';
+    return (size_t)(p - d);
+}
+
+void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j)
+{
+    static const char chat_open[] = "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"";
+    static const char chat_close[] = "\"},\"logprobs\":null,\"finish_reason\":\"length\"}],\"usage\":";
+    static const char cmpl_open[] = "{\"index\":0,\"text\":\"";
+    static const char cmpl_close[] = "\",\"logprobs\":null,\"finish_reason\":\"length\"}],\"usage\":";
+    bool chat = j->kind == SG_OAI_CHAT;
+    char usage[128];
+    size_t usage_len = put_usage(usage, j);
+    size_t tl = text_len(j->n);
+    size_t body = j->head_len +
+                  (chat ? sizeof(chat_open) + sizeof(chat_close) : sizeof(cmpl_open) + sizeof(cmpl_close)) - 2 + tl +
+                  usage_len + 1;
+
+    static const char h1[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ";
+    static const char h_ka[] = "\r\n\r\n", h_close[] = "\r\nConnection: close\r\n\r\n";
+    char *d = sg_mock_buf_room(b, sizeof(h1) + 20 + sizeof(h_close) + body);
+    if (!d)
+        return;
+    char *p = d;
+    memcpy(p, h1, sizeof(h1) - 1);
+    p += sizeof(h1) - 1;
+    p += sg_mock_u64_fmt(p, body);
+    if (j->close_after) {
+        memcpy(p, h_close, sizeof(h_close) - 1);
+        p += sizeof(h_close) - 1;
+    } else {
+        memcpy(p, h_ka, sizeof(h_ka) - 1);
+        p += sizeof(h_ka) - 1;
+    }
+    memcpy(p, j->head, j->head_len);
+    p += j->head_len;
+    if (chat) {
+        memcpy(p, chat_open, sizeof(chat_open) - 1);
+        p += sizeof(chat_open) - 1;
+    } else {
+        memcpy(p, cmpl_open, sizeof(cmpl_open) - 1);
+        p += sizeof(cmpl_open) - 1;
+    }
+    put_text(p, j->n);
+    p += tl;
+    if (chat) {
+        memcpy(p, chat_close, sizeof(chat_close) - 1);
+        p += sizeof(chat_close) - 1;
+    } else {
+        memcpy(p, cmpl_close, sizeof(cmpl_close) - 1);
+        p += sizeof(cmpl_close) - 1;
+    }
+    memcpy(p, usage, usage_len);
+    p += usage_len;
+    *p++ = '}';
+    b->len += (size_t)(p - d);
+}
+
+/* One HTTP chunk holding one SSE event: "data: " head frag "\n\n". */
+static void put_event(sg_mock_buf_t *b, const sg_mock_job_t *j, const char *frag_p, size_t frag_n)
+{
+    size_t payload = 6 + j->head_len + frag_n + 2;
+    char *d = sg_mock_buf_room(b, 8 + 2 + payload + 2);
+    if (!d)
+        return;
+    char *p = d;
+    char hex[8];
+    size_t hn = 0;
+    for (size_t v = payload; v; v >>= 4)
+        hex[hn++] = hex_digits[v & 15];
+    while (hn)
+        *p++ = hex[--hn];
+    memcpy(p, "\r\ndata: ", 8);
+    p += 8;
+    memcpy(p, j->head, j->head_len);
+    p += j->head_len;
+    memcpy(p, frag_p, frag_n);
+    p += frag_n;
+    memcpy(p, "\n\n\r\n", 4);
+    p += 4;
+    b->len += (size_t)(p - d);
+}
+
+void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j)
+{
+    if (j->close_after)
+        SG_MOCK_BUF_LIT(b, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                           "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+    else
+        SG_MOCK_BUF_LIT(b, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n");
+    if (j->kind == SG_OAI_CHAT) {
+        static const char role[] = "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
+                                   "\"finish_reason\":null}]}";
+        put_event(b, j, role, sizeof(role) - 1);
+    }
+}
+
+void sg_mock_render_token(sg_mock_buf_t *b, const sg_mock_job_t *j, uint32_t k)
+{
+    int last = k + 1 == j->n;
+    size_t w = k % N_WORDS;
+    put_event(b, j, frag[j->kind][w][last], frag_len[j->kind][w][last]);
+}
+
+void sg_mock_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j)
+{
+    if (j->include_usage) {
+        char u[160];
+        static const char open[] = "],\"usage\":";
+        memcpy(u, open, sizeof(open) - 1);
+        size_t n = sizeof(open) - 1;
+        n += put_usage(u + n, j);
+        u[n++] = '}';
+        put_event(b, j, u, n);
+    }
+    SG_MOCK_BUF_LIT(b, "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n");
+}

@@ -1,0 +1,923 @@
+/*
+ * One mock worker: a thread with its own ring, listening socket (SO_REUSEPORT), connections, timer heap and
+ * record buffer. Nothing is shared with other workers on the hot path.
+ *
+ * A connection answers its requests in order (HTTP/1.1 pipelining), so each keeps a FIFO of jobs; only the head
+ * job is ever scheduled. A job renders into the connection's pending buffer when it falls due; at the end of
+ * every loop turn each connection that got bytes is flushed with one send, so events due together leave
+ * together. One send per connection is in flight at a time; the buffer it reads from is left alone until its
+ * CQE, while new bytes go to the other buffer.
+ */
+#define _GNU_SOURCE
+#include "mock_internal.h"
+
+#include "sg_h1.h"
+#include "sg_loop.h"
+#include "sg_workload.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RING_ENTRIES 4096
+#define RECV_BUFS 1024
+#define RECV_BUF_SIZE 8192
+#define POOL_BUF 4096             /* output buffers of this size are recycled per worker */
+#define POOL_MAX 4096             /* at most this many idle ones are kept */
+#define OUT_HIGH_WATER (1u << 20) /* stop rendering a stream while this much waits to be sent */
+#define RECORD_FLUSH_BYTES (64u << 10)
+#define RECORD_FLUSH_NS (50 * 1000000LL) /* a record line reaches the file within this */
+#define ACCEPT_RETRY_NS (10 * 1000000LL) /* after EMFILE and the like */
+#define JOBS_KEPT 4096
+
+typedef struct sg_mock_conn conn_t;
+struct sg_mock_conn {
+    sg_op_t recv_op;
+    sg_op_t send_op;
+    sg_mock_worker_t *w;
+    conn_t *prev, *next; /* the worker's open connections */
+    conn_t *dirty_next;  /* the worker's list of connections to flush */
+    sg_mock_job_t *q_head, *q_tail;
+    sg_h1_req_t parser;
+    sg_mock_buf_t out;  /* rendered, not yet handed to the kernel */
+    sg_mock_buf_t wire; /* being sent; untouched until its CQE */
+    size_t wire_off;
+    uint64_t serial;
+    int64_t recv_ns; /* when the bytes being parsed were reaped: the arrival time of requests in them */
+    int fd;
+    bool recv_armed;
+    bool send_inflight;
+    bool dirty;
+    bool closing;           /* shut down; freed once no operation is in flight */
+    bool close_after_flush; /* no more responses; close once what is rendered has been sent */
+    bool read_stopped;      /* ignore further requests (after Connection: close or a parse error) */
+};
+
+struct sg_mock_worker {
+    sg_mock_server_t *srv;
+    unsigned idx;
+    int listen_fd;
+    sg_loop_t loop;
+    bool loop_ok;
+    int init_err;
+    const char *init_what;
+    pthread_t thread;
+    bool thread_started;
+
+    sg_op_t accept_op;
+    bool accept_armed;
+    int64_t accept_retry_ns;
+
+    sg_rng_t rng;
+    uint64_t next_id;
+    conn_t *conns;
+    conn_t *dirty;
+    sg_mock_job_t **heap;
+    uint32_t heap_n, heap_cap;
+    sg_mock_job_t *free_jobs;
+    unsigned free_jobs_n;
+    char **pool;
+    unsigned pool_n;
+
+    sg_mock_buf_t rec;
+    int64_t rec_first_ns;
+
+    sg_mock_stats_t st;
+};
+
+static inline bool in_stall(const sg_mock_server_t *s, int64_t now)
+{
+    return now >= s->stall_start_ns && now < s->stall_end_ns;
+}
+
+/* ---------- timer heap of head jobs, keyed by due_ns ---------- */
+
+static inline void heap_set(sg_mock_worker_t *w, uint32_t i, sg_mock_job_t *j)
+{
+    w->heap[i] = j;
+    j->heap_idx = i;
+}
+
+static void heap_up(sg_mock_worker_t *w, uint32_t i)
+{
+    sg_mock_job_t *j = w->heap[i];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (w->heap[parent]->due_ns <= j->due_ns)
+            break;
+        heap_set(w, i, w->heap[parent]);
+        i = parent;
+    }
+    heap_set(w, i, j);
+}
+
+static void heap_down(sg_mock_worker_t *w, uint32_t i)
+{
+    sg_mock_job_t *j = w->heap[i];
+    for (;;) {
+        uint32_t child = 2 * i + 1;
+        if (child >= w->heap_n)
+            break;
+        if (child + 1 < w->heap_n && w->heap[child + 1]->due_ns < w->heap[child]->due_ns)
+            child++;
+        if (w->heap[child]->due_ns >= j->due_ns)
+            break;
+        heap_set(w, i, w->heap[child]);
+        i = child;
+    }
+    heap_set(w, i, j);
+}
+
+static int heap_push(sg_mock_worker_t *w, sg_mock_job_t *j)
+{
+    if (w->heap_n == w->heap_cap) {
+        uint32_t cap = w->heap_cap ? w->heap_cap * 2 : 256;
+        sg_mock_job_t **h = realloc(w->heap, cap * sizeof(*h));
+        if (!h)
+            return -ENOMEM;
+        w->heap = h;
+        w->heap_cap = cap;
+    }
+    w->heap[w->heap_n] = j;
+    j->heap_idx = w->heap_n++;
+    heap_up(w, j->heap_idx);
+    return 0;
+}
+
+static void heap_remove(sg_mock_worker_t *w, sg_mock_job_t *j)
+{
+    uint32_t i = j->heap_idx;
+    j->heap_idx = SG_MOCK_NOT_IN_HEAP;
+    sg_mock_job_t *last = w->heap[--w->heap_n];
+    if (i == w->heap_n)
+        return;
+    heap_set(w, i, last);
+    heap_up(w, i);
+    heap_down(w, last->heap_idx);
+}
+
+/* ---------- jobs ---------- */
+
+static sg_mock_job_t *job_new(sg_mock_worker_t *w)
+{
+    sg_mock_job_t *j = w->free_jobs;
+    if (j) {
+        w->free_jobs = j->next;
+        w->free_jobs_n--;
+    } else {
+        j = malloc(sizeof(*j));
+        if (!j)
+            return NULL;
+    }
+    /* only the fields every job relies on; the rest is set by whoever builds it */
+    j->next = NULL;
+    j->heap_idx = SG_MOCK_NOT_IN_HEAP;
+    j->k = 0;
+    j->n = 0;
+    j->drop_at = SG_MOCK_NO_DROP;
+    j->prompt_words = 0;
+    j->include_usage = false;
+    j->drop_full = false;
+    j->close_after = false;
+    j->started = false;
+    j->blocked = false;
+    j->head = j->head_inline;
+    j->head_len = 0;
+    return j;
+}
+
+static void job_free(sg_mock_worker_t *w, sg_mock_job_t *j)
+{
+    if (j->heap_idx != SG_MOCK_NOT_IN_HEAP)
+        heap_remove(w, j);
+    if (j->head != j->head_inline)
+        free(j->head);
+    if (w->free_jobs_n < JOBS_KEPT) {
+        j->next = w->free_jobs;
+        w->free_jobs = j;
+        w->free_jobs_n++;
+    } else {
+        free(j);
+    }
+}
+
+/* ---------- output buffers ---------- */
+
+static void buf_release(sg_mock_worker_t *w, sg_mock_buf_t *b)
+{
+    if (b->p) {
+        if (b->cap == POOL_BUF && w->pool_n < POOL_MAX)
+            w->pool[w->pool_n++] = b->p;
+        else
+            free(b->p);
+    }
+    b->p = NULL;
+    b->len = b->cap = 0;
+    b->oom = false;
+}
+
+/* The pending buffer, taken from the pool when the connection had none (it gives them back when idle). */
+static sg_mock_buf_t *conn_out(conn_t *c)
+{
+    sg_mock_buf_t *b = &c->out;
+    if (!b->p) {
+        sg_mock_worker_t *w = c->w;
+        if (w->pool_n) {
+            b->p = w->pool[--w->pool_n];
+            b->cap = POOL_BUF;
+        } else if ((b->p = malloc(POOL_BUF))) {
+            b->cap = POOL_BUF;
+        }
+        /* on failure the first append retries through realloc and flags oom */
+    }
+    return b;
+}
+
+/* ---------- connections ---------- */
+
+static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe);
+static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe);
+static void conn_pump(conn_t *c, int64_t now);
+
+static void mark_dirty(conn_t *c)
+{
+    if (!c->dirty) {
+        c->dirty = true;
+        c->dirty_next = c->w->dirty;
+        c->w->dirty = c;
+    }
+}
+
+static void conn_discard_jobs(conn_t *c)
+{
+    sg_mock_job_t *j = c->q_head;
+    while (j) {
+        sg_mock_job_t *next = j->next;
+        job_free(c->w, j);
+        j = next;
+    }
+    c->q_head = c->q_tail = NULL;
+}
+
+/* Stop everything on c; its memory goes once the kernel has returned every operation (conn_maybe_free). */
+static void conn_close(conn_t *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    conn_discard_jobs(c);
+    /* FIN to the peer now; the multishot receive then ends with 0, and a cancel makes sure of it */
+    shutdown(c->fd, SHUT_RDWR);
+    if (c->recv_armed) {
+        struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, NULL);
+        io_uring_prep_cancel(sqe, &c->recv_op, 0);
+    }
+}
+
+static void conn_maybe_free(conn_t *c)
+{
+    if (!c->closing || c->recv_armed || c->send_inflight || c->dirty)
+        return;
+    sg_mock_worker_t *w = c->w;
+    close(c->fd);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    sg_h1_req_free(&c->parser);
+    buf_release(w, &c->out);
+    buf_release(w, &c->wire);
+    atomic_fetch_sub_explicit(&w->srv->conns_open, 1, memory_order_relaxed);
+    free(c);
+}
+
+static void conn_arm_recv(conn_t *c)
+{
+    sg_loop_recv_multishot(&c->w->loop, c->fd, &c->recv_op);
+    c->recv_armed = true;
+}
+
+/* Hand the pending bytes to the kernel unless a send is in flight or the stall window holds them. */
+static void conn_flush(conn_t *c, int64_t now)
+{
+    if (c->closing || c->send_inflight)
+        return;
+    if (c->out.len == 0) {
+        if (c->close_after_flush)
+            conn_close(c);
+        return;
+    }
+    if (in_stall(c->w->srv, now)) {
+        mark_dirty(c);
+        return;
+    }
+    if (SG_UNLIKELY(c->out.oom)) {
+        conn_close(c);
+        return;
+    }
+    sg_mock_buf_t t = c->wire;
+    c->wire = c->out;
+    c->out = t;
+    c->out.len = 0;
+    c->wire_off = 0;
+    struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
+    io_uring_prep_send(sqe, c->fd, c->wire.p, c->wire.len, MSG_NOSIGNAL);
+    c->send_inflight = true;
+}
+
+static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
+{
+    conn_t *c = SG_CONTAINER_OF(op, conn_t, send_op);
+    c->send_inflight = false;
+    if (c->closing || cqe->res <= 0) {
+        conn_close(c);
+        conn_maybe_free(c);
+        return;
+    }
+    c->wire_off += (size_t)cqe->res;
+    if (c->wire_off < c->wire.len) {
+        /* short send: the rest of the same buffer, which stays untouched until it is all out */
+        struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
+        io_uring_prep_send(sqe, c->fd, c->wire.p + c->wire_off, c->wire.len - c->wire_off, MSG_NOSIGNAL);
+        c->send_inflight = true;
+        return;
+    }
+    c->wire.len = 0;
+    c->wire_off = 0;
+    int64_t now = sg_now_ns();
+    sg_mock_job_t *head = c->q_head;
+    if (head && head->blocked) {
+        head->blocked = false;
+        conn_pump(c, now);
+    }
+    if (c->out.len || c->close_after_flush) {
+        conn_flush(c, now);
+    } else if (!c->q_head) {
+        /* idle: an idle keep-alive connection holds no output memory */
+        buf_release(c->w, &c->out);
+        buf_release(c->w, &c->wire);
+    }
+    conn_maybe_free(c);
+}
+
+/* ---------- request handling ---------- */
+
+static bool slice_eq(sg_slice_t s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.len == n && memcmp(s.base, lit, n) == 0;
+}
+
+static bool ends_with(sg_slice_t s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.len >= n && memcmp(s.base + s.len - n, lit, n) == 0;
+}
+
+static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice_t path, const sg_oai_request_t *r)
+{
+    sg_mock_buf_t *b = &w->rec;
+    if (b->len == 0)
+        w->rec_first_ns = now;
+    SG_MOCK_BUF_LIT(b, "{\"t_ns\":");
+    sg_mock_buf_u64(b, (uint64_t)now);
+    SG_MOCK_BUF_LIT(b, ",\"worker\":");
+    sg_mock_buf_u64(b, w->idx);
+    SG_MOCK_BUF_LIT(b, ",\"conn\":");
+    sg_mock_buf_u64(b, c->serial);
+    SG_MOCK_BUF_LIT(b, ",\"path\":\"");
+    sg_mock_buf_json_escape(b, path);
+    SG_MOCK_BUF_LIT(b, "\",\"model\":\"");
+    sg_mock_buf_json_raw(b, r->model); /* "" when the request named none */
+    SG_MOCK_BUF_LIT(b, "\"");
+    if (r->stream)
+        SG_MOCK_BUF_LIT(b, ",\"stream\":true,\"max_tokens\":");
+    else
+        SG_MOCK_BUF_LIT(b, ",\"stream\":false,\"max_tokens\":");
+    if (r->max_tokens >= 0)
+        sg_mock_buf_u64(b, (uint64_t)r->max_tokens);
+    else
+        SG_MOCK_BUF_LIT(b, "null");
+    SG_MOCK_BUF_LIT(b, ",\"prompt_words\":");
+    sg_mock_buf_u64(b, r->prompt_words);
+    SG_MOCK_BUF_LIT(b, ",\"prompt\":\"");
+    if (r->prompt.base)
+        sg_mock_buf_json_raw(b, r->prompt);
+    SG_MOCK_BUF_LIT(b, "\"}\n");
+}
+
+/* Write whole lines with one O_APPEND write each, so lines from several workers never interleave. */
+static void record_flush(sg_mock_worker_t *w)
+{
+    sg_mock_buf_t *b = &w->rec;
+    if (b->oom) {
+        /* a partial line may sit at the end; keep only complete lines */
+        while (b->len && b->p[b->len - 1] != '\n')
+            b->len--;
+        b->oom = false;
+    }
+    size_t off = 0;
+    while (off < b->len) {
+        ssize_t n = write(w->srv->record_fd, b->p + off, b->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* disk full or the like: the record is best effort, serving goes on */
+        off += (size_t)n;
+    }
+    b->len = 0;
+    if (b->cap > (4u << 20)) {
+        /* a burst of huge prompts grew it: give the memory back */
+        free(b->p);
+        b->p = NULL;
+        b->cap = 0;
+    }
+}
+
+static uint32_t tokens_for(const sg_mock_server_t *s, int64_t max_tokens)
+{
+    uint64_t n = s->opts.output_tokens;
+    if (!n)
+        n = max_tokens >= 0 ? (uint64_t)max_tokens : SG_MOCK_DEFAULT_TOKENS;
+    if (n < 1)
+        n = 1; /* max_tokens 0 still gets one token: every response has a first token to time */
+    if (n > SG_MOCK_MAX_TOKENS)
+        n = SG_MOCK_MAX_TOKENS;
+    return (uint32_t)n;
+}
+
+static void conn_enqueue(conn_t *c, sg_mock_job_t *j, int64_t now)
+{
+    j->conn = c;
+    if (c->q_tail)
+        c->q_tail->next = j;
+    else
+        c->q_head = j;
+    c->q_tail = j;
+    if (j == c->q_head)
+        conn_pump(c, now);
+}
+
+/* A request the worker answers with a constant response. */
+static void build_static(sg_mock_job_t *j, sg_mock_static_t id, int64_t now)
+{
+    j->type = SG_MOCK_JOB_STATIC;
+    j->static_id = (uint8_t)id;
+    j->due_ns = now;
+}
+
+static int on_request(void *ud, const sg_h1_request_t *req)
+{
+    conn_t *c = ud;
+    sg_mock_worker_t *w = c->w;
+    const sg_mock_server_t *s = w->srv;
+    if (c->read_stopped || c->closing)
+        return SG_EABORT;
+    int64_t now = c->recv_ns;
+    w->st.requests++;
+
+    sg_mock_job_t *j = job_new(w);
+    if (!j)
+        return SG_ENOMEM;
+    j->arrival_ns = now;
+    j->close_after = !req->keep_alive;
+
+    sg_slice_t path = req->path;
+    const char *q = memchr(path.base, '?', path.len);
+    if (q)
+        path.len = (size_t)(q - path.base);
+    bool is_get = slice_eq(req->method, "GET"), is_post = slice_eq(req->method, "POST");
+    if (!is_get && !is_post)
+        j->close_after = true; /* HEAD and friends: our bodies would break their framing, so end there */
+
+    int kind = -1;
+    if (ends_with(path, "/chat/completions"))
+        kind = SG_OAI_CHAT;
+    else if (ends_with(path, "/completions"))
+        kind = SG_OAI_COMPLETIONS;
+    else if (ends_with(path, "/models"))
+        build_static(j, is_get ? SG_MOCK_ST_MODELS : SG_MOCK_ST_METHOD, now);
+    else if (ends_with(path, "/health"))
+        build_static(j, is_get ? SG_MOCK_ST_HEALTH : SG_MOCK_ST_METHOD, now);
+    else
+        build_static(j, SG_MOCK_ST_NOT_FOUND, now);
+
+    if (kind >= 0 && !is_post) {
+        build_static(j, SG_MOCK_ST_METHOD, now);
+    } else if (kind >= 0) {
+        sg_oai_request_t r;
+        int err = sg_oai_scan_request((sg_oai_kind_t)kind, req->body.base, req->body.len, &r);
+        if (err < 0) {
+            build_static(j, err == SG_EJSON ? SG_MOCK_ST_BAD_JSON : SG_MOCK_ST_NO_PROMPT, now);
+        } else {
+            w->st.completions++;
+            if (s->record_fd >= 0)
+                record_request(w, c, now, req->path, &r);
+            if (s->opts.error_rate > 0 && sg_rng_uniform(&w->rng) <= s->opts.error_rate) {
+                w->st.errors++;
+                build_static(j, SG_MOCK_ST_INJECTED, now);
+            } else {
+                bool drop = s->opts.drop_rate > 0 && sg_rng_uniform(&w->rng) <= s->opts.drop_rate;
+                j->kind = (uint8_t)kind;
+                j->n = tokens_for(s, r.max_tokens);
+                j->prompt_words = r.prompt_words;
+                j->include_usage = r.include_usage;
+                /* ids are unique across workers: worker w hands out w, w + N, w + 2N, ... */
+                uint64_t id = w->next_id++ * s->opts.workers + w->idx;
+                if (sg_mock_render_head(j, id, (int64_t)time(NULL), r.model, r.stream) < 0) {
+                    job_free(w, j);
+                    return SG_ENOMEM;
+                }
+                if (r.stream) {
+                    w->st.streamed++;
+                    j->type = SG_MOCK_JOB_STREAM;
+                    j->due_ns = now; /* the head and role chunk go out on arrival */
+                    if (drop)
+                        j->drop_at = j->n / 2;
+                } else {
+                    j->type = SG_MOCK_JOB_FULL;
+                    j->due_ns = now + s->ttft_ns + s->itl_ns * (int64_t)(j->n - 1);
+                    j->drop_full = drop;
+                }
+            }
+        }
+    }
+    conn_enqueue(c, j, now);
+    if (j->close_after || c->close_after_flush || c->closing) {
+        c->read_stopped = true;
+        return SG_EABORT;
+    }
+    return 0;
+}
+
+static const sg_h1_req_cb_t req_cb = {.on_request = on_request};
+
+/* The connection is cut on purpose (--drop-rate): what was rendered goes out, then FIN. */
+static void conn_drop(conn_t *c)
+{
+    c->w->st.drops++;
+    conn_discard_jobs(c);
+    c->close_after_flush = true;
+    c->read_stopped = true;
+    mark_dirty(c);
+}
+
+/*
+ * Render what the head job has due. Returns true when the job is finished (the caller pops it), false when
+ * it waits (in the heap, or blocked on output) or the connection went away.
+ */
+static bool job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
+{
+    sg_mock_worker_t *w = c->w;
+    const sg_mock_server_t *s = w->srv;
+    if (!j->started) {
+        j->started = true;
+        if (j->type == SG_MOCK_JOB_STREAM) {
+            sg_mock_render_stream_start(conn_out(c), j);
+            mark_dirty(c);
+        }
+    }
+    switch (j->type) {
+    case SG_MOCK_JOB_STATIC:
+        sg_mock_buf_slice(conn_out(c), sg_mock_static_response(j->static_id, j->close_after));
+        return true;
+    case SG_MOCK_JOB_FULL:
+        if (j->due_ns > now)
+            break;
+        if (j->drop_full) {
+            conn_drop(c);
+            return false;
+        }
+        sg_mock_render_full(conn_out(c), j);
+        return true;
+    default:
+        while (j->k < j->n) {
+            int64_t due = j->arrival_ns + s->ttft_ns + s->itl_ns * (int64_t)j->k;
+            if (due > now) {
+                j->due_ns = due;
+                goto wait;
+            }
+            if (j->k == j->drop_at) {
+                conn_drop(c);
+                return false;
+            }
+            if (c->out.len >= OUT_HIGH_WATER) {
+                /* the peer reads slower than we render: go on when the send in flight completes */
+                j->blocked = true;
+                return false;
+            }
+            sg_mock_render_token(conn_out(c), j, j->k);
+            j->k++;
+        }
+        sg_mock_render_stream_end(conn_out(c), j);
+        return true;
+    }
+wait:
+    if (heap_push(w, j) < 0) {
+        conn_close(c);
+        return false;
+    }
+    return false;
+}
+
+/* Run the head job and, as each finishes, the next one in order. */
+static void conn_pump(conn_t *c, int64_t now)
+{
+    sg_mock_job_t *j;
+    while ((j = c->q_head) && !c->closing && j->heap_idx == SG_MOCK_NOT_IN_HEAP && !j->blocked) {
+        bool done = job_run(c, j, now);
+        if (c->out.len)
+            mark_dirty(c);
+        if (!done)
+            break;
+        c->q_head = j->next;
+        if (!c->q_head)
+            c->q_tail = NULL;
+        if (j->close_after) {
+            c->close_after_flush = true;
+            job_free(c->w, j);
+            conn_discard_jobs(c);
+            break;
+        }
+        job_free(c->w, j);
+    }
+}
+
+static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
+{
+    conn_t *c = SG_CONTAINER_OF(op, conn_t, recv_op);
+    sg_mock_worker_t *w = c->w;
+    bool more = cqe->flags & IORING_CQE_F_MORE;
+    if (!more)
+        c->recv_armed = false;
+    int res = cqe->res;
+    if (res > 0 && (cqe->flags & IORING_CQE_F_BUFFER)) {
+        unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+        if (!c->closing && !c->read_stopped) {
+            c->recv_ns = sg_now_ns();
+            int err = sg_h1_req_feed(&c->parser, sg_loop_buf(&w->loop, bid), (size_t)res, &req_cb, c);
+            if (err < 0 && err != SG_EABORT && !c->closing) {
+                /* answer what we can say about it, in order after what is already queued, then close */
+                sg_mock_job_t *j = job_new(w);
+                c->read_stopped = true;
+                if (j && (err == SG_ETOOBIG || err == SG_EPROTO)) {
+                    build_static(j, err == SG_ETOOBIG ? SG_MOCK_ST_TOO_BIG : SG_MOCK_ST_BAD_HTTP, c->recv_ns);
+                    j->close_after = true;
+                    conn_enqueue(c, j, c->recv_ns);
+                } else {
+                    if (j)
+                        job_free(w, j);
+                    conn_close(c);
+                }
+            }
+        }
+        sg_loop_buf_release(&w->loop, bid);
+    } else if (res == -ENOBUFS) {
+        /* every provided buffer was in use; they come back at the end of this dispatch, so just re-arm */
+    } else if (res <= 0 && res != -ENOBUFS) {
+        conn_close(c); /* 0: the peer closed; <0: reset, or our own cancel */
+    }
+    if (!more && !c->closing)
+        conn_arm_recv(c);
+    conn_maybe_free(c);
+}
+
+/* ---------- accepting ---------- */
+
+static void accept_arm(sg_mock_worker_t *w)
+{
+    struct io_uring_sqe *sqe = sg_loop_sqe(&w->loop, &w->accept_op);
+    io_uring_prep_multishot_accept(sqe, w->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    w->accept_armed = true;
+}
+
+static void on_accept(sg_op_t *op, const struct io_uring_cqe *cqe)
+{
+    sg_mock_worker_t *w = SG_CONTAINER_OF(op, sg_mock_worker_t, accept_op);
+    sg_mock_server_t *s = w->srv;
+    if (!(cqe->flags & IORING_CQE_F_MORE)) {
+        w->accept_armed = false;
+        /* out of descriptors and the like: back off briefly instead of spinning on the error */
+        w->accept_retry_ns = cqe->res < 0 ? sg_now_ns() + ACCEPT_RETRY_NS : 0;
+    }
+    if (cqe->res < 0)
+        return;
+    int fd = cqe->res;
+    if (atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+        close(fd);
+        return;
+    }
+    /* the descriptor budget is shared by all workers: past it, new connections are closed at once */
+    if (atomic_fetch_add_explicit(&s->conns_open, 1, memory_order_relaxed) >= s->max_conns) {
+        atomic_fetch_sub_explicit(&s->conns_open, 1, memory_order_relaxed);
+        close(fd);
+        return;
+    }
+    conn_t *c = calloc(1, sizeof(*c));
+    if (!c) {
+        atomic_fetch_sub_explicit(&s->conns_open, 1, memory_order_relaxed);
+        close(fd);
+        return;
+    }
+    int one = 1;
+    /* SSE events are small and timed: never let Nagle hold one back */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->w = w;
+    c->fd = fd;
+    c->recv_op.fn = on_recv;
+    c->send_op.fn = on_send;
+    c->serial = atomic_fetch_add_explicit(&s->conn_serial, 1, memory_order_relaxed);
+    sg_h1_req_init(&c->parser, SG_MOCK_MAX_REQUEST);
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    conn_arm_recv(c);
+}
+
+/* ---------- the loop ---------- */
+
+static void flush_dirty(sg_mock_worker_t *w, int64_t now)
+{
+    conn_t *c = w->dirty;
+    w->dirty = NULL;
+    if (in_stall(w->srv, now)) {
+        /* nothing leaves in the window; keep the list, the loop wakes at its end */
+        w->dirty = c;
+        return;
+    }
+    while (c) {
+        conn_t *next = c->dirty_next;
+        c->dirty = false;
+        c->dirty_next = NULL;
+        conn_flush(c, now);
+        conn_maybe_free(c);
+        c = next;
+    }
+}
+
+static int64_t next_deadline(const sg_mock_worker_t *w, int64_t now)
+{
+    int64_t d = INT64_MAX;
+    if (w->heap_n)
+        d = w->heap[0]->due_ns;
+    if (w->dirty && in_stall(w->srv, now) && w->srv->stall_end_ns < d)
+        d = w->srv->stall_end_ns;
+    if (!w->accept_armed && w->accept_retry_ns < d)
+        d = w->accept_retry_ns;
+    if (w->rec.len && w->rec_first_ns + RECORD_FLUSH_NS < d)
+        d = w->rec_first_ns + RECORD_FLUSH_NS;
+    return d;
+}
+
+static void worker_report(sg_mock_worker_t *w)
+{
+    sg_mock_server_t *s = w->srv;
+    pthread_mutex_lock(&s->mu);
+    s->reported++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *worker_main(void *arg)
+{
+    sg_mock_worker_t *w = arg;
+    sg_mock_server_t *s = w->srv;
+    /* sleeps end on time: the heap's deadlines are what the tests measure */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+
+    int err = sg_loop_init(&w->loop, RING_ENTRIES, RECV_BUFS, RECV_BUF_SIZE);
+    if (err < 0) {
+        w->init_err = err;
+        w->init_what = "cannot set up io_uring";
+        worker_report(w);
+        return NULL;
+    }
+    w->loop_ok = true;
+    w->accept_op.fn = on_accept;
+    accept_arm(w);
+    err = io_uring_submit(&w->loop.ring);
+    if (err < 0) {
+        w->init_err = err;
+        w->init_what = "cannot submit to io_uring";
+        worker_report(w);
+        return NULL;
+    }
+    worker_report(w);
+
+    int64_t now = sg_now_ns();
+    while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+        int rc = sg_loop_run_once(&w->loop, next_deadline(w, now));
+        if (rc < 0) {
+            fprintf(stderr, "surge mock: worker %u: io_uring wait failed: %s\n", w->idx, sg_strerror(rc));
+            break;
+        }
+        now = sg_now_ns();
+        while (w->heap_n && w->heap[0]->due_ns <= now) {
+            sg_mock_job_t *j = w->heap[0];
+            heap_remove(w, j);
+            conn_pump(j->conn, now);
+        }
+        if (!w->accept_armed && now >= w->accept_retry_ns)
+            accept_arm(w);
+        flush_dirty(w, now);
+        if (w->rec.len && (w->rec.len >= RECORD_FLUSH_BYTES || now - w->rec_first_ns >= RECORD_FLUSH_NS))
+            record_flush(w);
+    }
+
+    /* stop: no more accepts, connections closed (the ring's teardown in finish completes the closes) */
+    close(w->listen_fd);
+    w->listen_fd = -1;
+    for (conn_t *c = w->conns; c; c = c->next) {
+        shutdown(c->fd, SHUT_RDWR);
+    }
+    if (w->rec.len)
+        record_flush(w);
+    return NULL;
+}
+
+sg_mock_worker_t *sg_mock_worker_new(sg_mock_server_t *srv, unsigned idx, int listen_fd)
+{
+    sg_mock_worker_t *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->pool = malloc(POOL_MAX * sizeof(*w->pool));
+    if (!w->pool) {
+        free(w);
+        return NULL;
+    }
+    w->srv = srv;
+    w->idx = idx;
+    w->listen_fd = listen_fd;
+    /* deterministic per worker, so a fault pattern can be reproduced */
+    sg_rng_seed(&w->rng, 0x6d6f636bULL, idx);
+    return w;
+}
+
+int sg_mock_worker_start(sg_mock_worker_t *w)
+{
+    int err = pthread_create(&w->thread, NULL, worker_main, w);
+    if (err)
+        return -err;
+    w->thread_started = true;
+    return 0;
+}
+
+int sg_mock_worker_init_error(const sg_mock_worker_t *w, const char **what)
+{
+    *what = w->init_what;
+    return w->init_err;
+}
+
+void sg_mock_worker_wake(sg_mock_worker_t *w)
+{
+    if (w->loop_ok)
+        sg_loop_wake(&w->loop);
+}
+
+void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
+{
+    if (w->thread_started)
+        pthread_join(w->thread, NULL);
+    /* the ring goes first: it cancels the sends still reading from buffers freed below */
+    if (w->loop_ok)
+        sg_loop_destroy(&w->loop);
+    conn_t *c = w->conns;
+    while (c) {
+        conn_t *next = c->next;
+        conn_discard_jobs(c);
+        close(c->fd);
+        sg_h1_req_free(&c->parser);
+        free(c->out.p);
+        free(c->wire.p);
+        atomic_fetch_sub_explicit(&w->srv->conns_open, 1, memory_order_relaxed);
+        free(c);
+        c = next;
+    }
+    if (w->listen_fd >= 0)
+        close(w->listen_fd);
+    while (w->free_jobs) {
+        sg_mock_job_t *j = w->free_jobs;
+        w->free_jobs = j->next;
+        free(j);
+    }
+    for (unsigned i = 0; i < w->pool_n; i++)
+        free(w->pool[i]);
+    free(w->pool);
+    free(w->heap);
+    free(w->rec.p);
+    st->requests += w->st.requests;
+    st->completions += w->st.completions;
+    st->streamed += w->st.streamed;
+    st->errors += w->st.errors;
+    st->drops += w->st.drops;
+    free(w);
+}

@@ -1,0 +1,243 @@
+"""Shared helpers for surge's integration tests (Python standard library only).
+
+Every tests/integration/test_*.py runs as `python3 test_x.py <path-to-surge>` and exits 0 (pass), 77 (skip) or
+anything else (fail). A test typically does:
+
+    import harness
+    def main(h):
+        with h.mock("--ttft-ms", "20") as m:          # surge mock on 127.0.0.1, port 0, bounded lifetime
+            rc = h.run([h.surge, "profile", "-u", m.url, ...], timeout=60)
+            h.check(rc.returncode == 0, "profile exits 0", rc.stderr)
+    harness.main(main)
+
+Nothing here waits without a bound: the mock always gets --exit-after, every subprocess a timeout.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+SKIP = 77
+
+
+class Skip(Exception):
+    """Raise (or call h.skip) to end the test with exit status 77."""
+
+
+class MockError(RuntimeError):
+    """The mock did not come up; the message carries its stderr."""
+
+
+class Mock:
+    """One `surge mock` process on 127.0.0.1 with --port 0, found through --port-file.
+
+    Use as a context manager, or call start() and stop(). Attributes once started: port, url
+    ("http://127.0.0.1:PORT"), record (the --record path when record=True), stdout_path, stderr_path.
+    """
+
+    def __init__(self, surge, args=(), tmpdir=None, exit_after=120.0, startup_timeout=15.0, record=False,
+                 quiet=False):
+        self.surge = surge
+        self.args = [str(a) for a in args]
+        self.exit_after = exit_after
+        self.startup_timeout = startup_timeout
+        self._own_tmp = tmpdir is None
+        self.tmpdir = tmpdir or tempfile.mkdtemp(prefix="surge-mock-")
+        self.port = None
+        self.url = None
+        self.proc = None
+        self.returncode = None
+        self.started_ns = None  # CLOCK_MONOTONIC just before the process was launched
+        self.ready_ns = None  # CLOCK_MONOTONIC when the port file was seen
+        tag = "mock-%d-%d" % (os.getpid(), time.monotonic_ns() % 1000000007)
+        self.port_file = os.path.join(self.tmpdir, tag + ".port")
+        self.stdout_path = os.path.join(self.tmpdir, tag + ".stdout")
+        self.stderr_path = os.path.join(self.tmpdir, tag + ".stderr")
+        self.record = os.path.join(self.tmpdir, tag + ".record.jsonl") if record else None
+        self.quiet = quiet
+
+    def command(self):
+        cmd = [self.surge, "mock", "--port", "0", "--port-file", self.port_file,
+               "--exit-after", "%g" % self.exit_after]
+        if self.record:
+            cmd += ["--record", self.record]
+        if self.quiet:
+            cmd.append("--quiet")
+        return cmd + self.args
+
+    def start(self):
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.started_ns = time.monotonic_ns()
+            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(self.port_file):
+                with open(self.port_file) as f:
+                    text = f.read().strip()
+                if text:
+                    self.ready_ns = time.monotonic_ns()
+                    self.port = int(text)
+                    self.url = "http://127.0.0.1:%d" % self.port
+                    return self
+            if self.proc.poll() is not None:
+                raise MockError("surge mock exited with %d before listening: %s"
+                                % (self.proc.returncode, self.stderr().strip()))
+            time.sleep(0.005)
+        self.kill()
+        raise MockError("surge mock did not write its port file within %.0f s: %s"
+                        % (self.startup_timeout, self.stderr().strip()))
+
+    def stop(self, timeout=10.0):
+        """SIGINT, then wait; SIGKILL when it does not exit in time. Returns the exit status."""
+        if self.proc is None:
+            return self.returncode
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.returncode = self.proc.returncode
+        return self.returncode
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stdout(self):
+        return _read(self.stdout_path)
+
+    def stderr(self):
+        return _read(self.stderr_path)
+
+    def records(self):
+        """The --record lines as parsed JSON objects (call after stop() to have them all)."""
+        import json
+        if not self.record or not os.path.exists(self.record):
+            return []
+        with open(self.record) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def cleanup(self):
+        self.kill()
+        if self._own_tmp and not os.environ.get("SURGE_KEEP_TMP"):
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.cleanup()
+        return False
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def run(cmd, timeout=60.0, input=None, env=None, cwd=None):
+    """Run a command to completion with a time bound; returns subprocess.CompletedProcess (text output).
+    On timeout the process is killed and subprocess.TimeoutExpired propagates."""
+    return subprocess.run([str(c) for c in cmd], input=input, capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=cwd)
+
+
+class Harness:
+    """What a test's main(h) gets: the surge path, a private tmpdir, mock(), run(), check() and skip()."""
+
+    def __init__(self, surge, tmpdir):
+        self.surge = surge
+        self.tmpdir = tmpdir
+        self.failures = []
+        self.checks = 0
+
+    def mock(self, *args, **kw):
+        """A Mock (not yet started) with the given extra flags; use it in a with statement."""
+        kw.setdefault("tmpdir", self.tmpdir)
+        return Mock(self.surge, args, **kw)
+
+    def run(self, cmd, timeout=60.0, **kw):
+        return run(cmd, timeout=timeout, **kw)
+
+    def path(self, name):
+        return os.path.join(self.tmpdir, name)
+
+    def check(self, cond, what, detail=None):
+        """Record a failed expectation and go on (the test fails at the end)."""
+        self.checks += 1
+        if not cond:
+            msg = "FAIL: %s" % what
+            if detail is not None:
+                msg += "\n      %s" % str(detail)[:2000]
+            print(msg, flush=True)
+            self.failures.append(what)
+        return cond
+
+    def near(self, value, want, tol, what):
+        return self.check(abs(value - want) <= tol, "%s: %.3f within %.3f of %.3f" % (what, value, tol, want))
+
+    def skip(self, reason):
+        raise Skip(reason)
+
+
+def main(test_main):
+    """Entry point for a test file: main(fn) with fn(h: Harness). Exits 0, 77 or 1."""
+    if len(sys.argv) < 2:
+        print("usage: %s <path-to-surge>" % sys.argv[0], file=sys.stderr)
+        sys.exit(2)
+    surge = os.path.abspath(sys.argv[1])
+    if not os.access(surge, os.X_OK):
+        print("surge binary not found: %s" % surge, file=sys.stderr)
+        sys.exit(1)
+    tmpdir = tempfile.mkdtemp(prefix="surge-test-")
+    h = Harness(surge, tmpdir)
+    code = 0
+    try:
+        test_main(h)
+    except Skip as e:
+        print("SKIP: %s" % e, flush=True)
+        code = SKIP
+    except MockError as e:
+        # a host without io_uring (e.g. a container's seccomp profile) cannot run the mock at all
+        text = str(e)
+        if "io_uring" in text and ("Operation not permitted" in text or "not implemented" in text):
+            print("SKIP: io_uring unavailable: %s" % text, flush=True)
+            code = SKIP
+        else:
+            traceback.print_exc()
+            code = 1
+    except Exception:
+        traceback.print_exc()
+        code = 1
+    finally:
+        if os.environ.get("SURGE_KEEP_TMP"):
+            print("kept %s" % tmpdir)
+        else:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    if code == 0 and h.failures:
+        print("%d of %d checks failed" % (len(h.failures), h.checks), flush=True)
+        code = 1
+    elif code == 0:
+        print("ok: %d checks" % h.checks, flush=True)
+    sys.exit(code)
