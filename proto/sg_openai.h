@@ -17,8 +17,8 @@ typedef enum {
 } sg_oai_kind_t;
 
 typedef struct {
-    sg_slice_t content;      /* raw (escaped) first-choice text; len 0 when absent, null or "" */
-    sg_slice_t reasoning;    /* raw reasoning_content / reasoning (chat), when a server sends it */
+    sg_slice_t content;        /* raw (escaped) first-choice text; len 0 when absent, null or "" */
+    sg_slice_t reasoning;      /* raw reasoning_content / reasoning (chat), when a server sends it */
     int64_t completion_tokens; /* usage.completion_tokens, -1 when absent */
     int64_t prompt_tokens;     /* usage.prompt_tokens, -1 when absent */
     bool has_finish_reason;    /* choices[0].finish_reason is a non-null string */
@@ -31,6 +31,15 @@ typedef struct {
  * Decode one SSE data payload (not "[DONE]") or one whole non-streamed body; both shapes are accepted by both
  * kinds (delta or message for chat). Returns 0, or SG_EJSON when the text is not a JSON object.
  * Unknown fields are skipped. Never allocates.
+ *
+ * Exactly: the whole text must be one valid JSON object (RFC 8259; whitespace around it allowed, nesting at most
+ * 64 deep, UTF-8 not validated). "choices[0]" is the first element of "choices" that is an object whose "index"
+ * is 0, null or absent (with n > 1 a server streams other indexes in chunks of their own: those report no
+ * content). Chat reads delta, or message when there is no delta object; content and reasoning must be strings
+ * (reasoning_content wins over reasoning). Completions reads text. A member of the wrong type counts as absent;
+ * where a key repeats, the last one wins (as in jansson). is_error: "error" is an object (message and code from
+ * it) or a string (the message), or "object" is "error" (vLLM: message and code at the top level).
+ * Slices point into json; absent ones are an empty non-NULL slice.
  */
 SG_WUR int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_result_t *out);
 
@@ -39,20 +48,31 @@ bool sg_oai_is_done(const char *data, size_t len);
 
 /* What the mock server needs from a request body. */
 typedef struct {
-    sg_slice_t model;        /* raw */
-    int64_t max_tokens;      /* max_tokens or max_completion_tokens; -1 when absent */
+    sg_slice_t model;   /* raw */
+    int64_t max_tokens; /* max_tokens or max_completion_tokens; -1 when absent */
     bool stream;
-    bool include_usage;      /* stream_options.include_usage */
-    sg_slice_t prompt;       /* completions: raw "prompt" string; chat: raw content of the last message */
-    uint64_t prompt_words;   /* whitespace-separated words across all message contents / the prompt */
+    bool include_usage;    /* stream_options.include_usage */
+    sg_slice_t prompt;     /* completions: raw "prompt" string; chat: raw content of the last message */
+    uint64_t prompt_words; /* whitespace-separated words across all message contents / the prompt */
 } sg_oai_request_t;
 
-/* Returns 0, SG_EJSON (not a JSON object), or SG_EPROTO (no messages/prompt for the kind). */
+/*
+ * Returns 0, SG_EJSON (not a JSON object), or SG_EPROTO (no messages/prompt for the kind).
+ *
+ * Chat: "messages" must be a non-empty array. Each message's "content" counts: a string, or an array of parts
+ * where those with "type":"text" add their "text"; prompt is the last message's content (its first text part).
+ * Completions: "prompt" is a string, or a non-empty array whose first element decides: strings (the first is
+ * the prompt), token ids (each id counts as a word, prompt empty), or arrays of ids (the first one's ids count).
+ * max_tokens: max_completion_tokens when present (as vLLM does), else max_tokens. stream and include_usage are
+ * true only for a literal true. Words are runs of non-whitespace (ASCII space, \t \n \v \f \r, escaped or not).
+ */
 SG_WUR int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_request_t *out);
 
 /*
  * Decode a raw JSON string body (escapes included) into UTF-8. Writes at most cap bytes; returns the decoded
  * length (which may exceed cap: then the output is truncated) or SG_EJSON for a bad escape.
+ * Surrogate pairs combine; a lone surrogate (a server that split a pair) becomes U+FFFD rather than an error.
+ * Other bytes are copied as they are (no UTF-8 validation). out may be NULL when cap is 0 (to measure).
  */
 SG_WUR ssize_t sg_json_unescape(const char *raw, size_t len, char *out, size_t cap);
 

@@ -1,0 +1,570 @@
+/*
+ * OpenAI-compatible response decoding (per streamed chunk: the client's hot path) and request scanning (the
+ * mock server). Both walk the few members they need with the pull scanner and skip the rest.
+ *
+ * Where a key repeats, the last occurrence wins, as in jansson (which the fuzz target compares us with).
+ */
+#include "sg_openai.h"
+#include "json_scan.h"
+
+#include <string.h>
+
+static const sg_slice_t empty = {"", 0};
+
+/* Typed reads: a value of another type is skipped and reported absent. */
+static int read_string(sg_js_t *js, sg_slice_t *out, bool *present)
+{
+    *present = false;
+    if (sg_js_peek(js) != '"')
+        return sg_js_skip(js);
+    int rc = sg_js_string(js, out);
+    *present = rc == 0;
+    return rc;
+}
+
+static int read_int(sg_js_t *js, int64_t *out, bool *present)
+{
+    int c = sg_js_peek(js);
+    *present = false;
+    if (c != '-' && (c < '0' || c > '9'))
+        return sg_js_skip(js);
+    bool is_int = false;
+    int rc = sg_js_number(js, out, &is_int);
+    *present = is_int;
+    return rc;
+}
+
+/* true/false; anything else (null included) reads as false. */
+static int read_bool(sg_js_t *js, bool *out)
+{
+    int c = sg_js_peek(js);
+    *out = c == 't';
+    return sg_js_skip(js);
+}
+
+/* ---------- responses ---------- */
+
+typedef struct {
+    sg_slice_t content;
+    bool has_content;
+    sg_slice_t reasoning_content;
+    bool has_reasoning_content;
+    sg_slice_t reasoning;
+    bool has_reasoning;
+} msg_t;
+
+typedef struct {
+    bool index_ok; /* "index" absent, null or 0 */
+    msg_t delta, message;
+    bool has_delta, has_message;
+    sg_slice_t text;
+    bool has_text;
+    bool has_finish_reason;
+} choice_t;
+
+static int parse_msg(sg_js_t *js, msg_t *m, bool *is_obj)
+{
+    memset(m, 0, sizeof *m);
+    *is_obj = sg_js_peek(js) == '{';
+    if (!*is_obj)
+        return sg_js_skip(js);
+    int rc = sg_js_obj_begin(js), n = 0;
+    sg_slice_t key;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
+        if (SG_JS_EQ(key, "content"))
+            rc = read_string(js, &m->content, &m->has_content);
+        else if (SG_JS_EQ(key, "reasoning_content"))
+            rc = read_string(js, &m->reasoning_content, &m->has_reasoning_content);
+        else if (SG_JS_EQ(key, "reasoning"))
+            rc = read_string(js, &m->reasoning, &m->has_reasoning);
+        else
+            rc = sg_js_skip(js);
+    }
+    return rc;
+}
+
+static int parse_choice(sg_js_t *js, choice_t *ch)
+{
+    memset(ch, 0, sizeof *ch);
+    ch->index_ok = true;
+    int rc = sg_js_obj_begin(js), n = 0;
+    sg_slice_t key;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
+        if (SG_JS_EQ(key, "index")) {
+            int c = sg_js_peek(js);
+            if (c == 'n') {
+                ch->index_ok = true;
+                rc = sg_js_skip(js);
+            } else {
+                int64_t idx;
+                bool is_int;
+                rc = read_int(js, &idx, &is_int);
+                ch->index_ok = is_int && idx == 0;
+            }
+        } else if (SG_JS_EQ(key, "delta")) {
+            rc = parse_msg(js, &ch->delta, &ch->has_delta);
+        } else if (SG_JS_EQ(key, "message")) {
+            rc = parse_msg(js, &ch->message, &ch->has_message);
+        } else if (SG_JS_EQ(key, "text")) {
+            rc = read_string(js, &ch->text, &ch->has_text);
+        } else if (SG_JS_EQ(key, "finish_reason")) {
+            sg_slice_t fr;
+            rc = read_string(js, &fr, &ch->has_finish_reason);
+        } else {
+            rc = sg_js_skip(js);
+        }
+    }
+    return rc;
+}
+
+/* choices: the first element that is an object with index 0 (or no index) is the one we report. */
+static int parse_choices(sg_js_t *js, choice_t *chosen, bool *found)
+{
+    *found = false;
+    if (sg_js_peek(js) != '[')
+        return sg_js_skip(js);
+    int rc = sg_js_arr_begin(js), n = 0;
+    while (rc == 0 && (rc = sg_js_arr_next(js, &n)) == 1) {
+        if (*found || sg_js_peek(js) != '{') {
+            rc = sg_js_skip(js);
+            continue;
+        }
+        choice_t ch;
+        rc = parse_choice(js, &ch);
+        if (rc == 0 && ch.index_ok) {
+            *chosen = ch;
+            *found = true;
+        }
+    }
+    return rc;
+}
+
+static int parse_usage(sg_js_t *js, sg_oai_result_t *out)
+{
+    out->prompt_tokens = -1;
+    out->completion_tokens = -1;
+    if (sg_js_peek(js) != '{')
+        return sg_js_skip(js);
+    int rc = sg_js_obj_begin(js), n = 0;
+    sg_slice_t key;
+    bool present;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
+        if (SG_JS_EQ(key, "prompt_tokens")) {
+            rc = read_int(js, &out->prompt_tokens, &present);
+            if (!present)
+                out->prompt_tokens = -1;
+        } else if (SG_JS_EQ(key, "completion_tokens")) {
+            rc = read_int(js, &out->completion_tokens, &present);
+            if (!present)
+                out->completion_tokens = -1;
+        } else {
+            rc = sg_js_skip(js);
+        }
+    }
+    return rc;
+}
+
+typedef struct {
+    bool is_error;
+    sg_slice_t message;
+    int64_t code;
+} err_t;
+
+static int parse_error(sg_js_t *js, err_t *e)
+{
+    e->is_error = false;
+    e->message = empty;
+    e->code = -1;
+    int c = sg_js_peek(js);
+    if (c == '"') {
+        e->is_error = true;
+        return sg_js_string(js, &e->message);
+    }
+    if (c != '{')
+        return sg_js_skip(js);
+    e->is_error = true;
+    int rc = sg_js_obj_begin(js), n = 0;
+    sg_slice_t key;
+    bool present;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
+        if (SG_JS_EQ(key, "message")) {
+            rc = read_string(js, &e->message, &present);
+            if (!present)
+                e->message = empty;
+        } else if (SG_JS_EQ(key, "code")) {
+            rc = read_int(js, &e->code, &present);
+            if (!present)
+                e->code = -1;
+        } else {
+            rc = sg_js_skip(js);
+        }
+    }
+    return rc;
+}
+
+enum { K_OTHER, K_CHOICES, K_USAGE, K_ERROR, K_OBJECT, K_MESSAGE, K_CODE };
+
+/* Which top-level member a key names; one switch on the length keeps the common case to one memcmp. */
+static int top_key(sg_slice_t key)
+{
+    char buf[16];
+    if (memchr(key.base, '\\', key.len)) {
+        ssize_t n = sg_json_unescape(key.base, key.len, buf, sizeof buf);
+        if (n < 0 || (size_t)n > sizeof buf)
+            return K_OTHER;
+        key = (sg_slice_t){buf, (size_t)n};
+    }
+    switch (key.len) {
+    case 4:
+        return memcmp(key.base, "code", 4) == 0 ? K_CODE : K_OTHER;
+    case 5:
+        if (memcmp(key.base, "usage", 5) == 0)
+            return K_USAGE;
+        return memcmp(key.base, "error", 5) == 0 ? K_ERROR : K_OTHER;
+    case 6:
+        return memcmp(key.base, "object", 6) == 0 ? K_OBJECT : K_OTHER;
+    case 7:
+        if (memcmp(key.base, "choices", 7) == 0)
+            return K_CHOICES;
+        return memcmp(key.base, "message", 7) == 0 ? K_MESSAGE : K_OTHER;
+    default:
+        return K_OTHER;
+    }
+}
+
+int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_result_t *out)
+{
+    out->content = empty;
+    out->reasoning = empty;
+    out->completion_tokens = -1;
+    out->prompt_tokens = -1;
+    out->has_finish_reason = false;
+    out->is_error = false;
+    out->error_message = empty;
+    out->error_code = -1;
+
+    choice_t ch;
+    bool have_choice = false;
+    err_t err = {false, {"", 0}, -1};
+    /* vLLM's error shape: {"object":"error","message":...,"code":...} at the top level. */
+    bool object_is_error = false;
+    sg_slice_t top_message = empty;
+    int64_t top_code = -1;
+
+    sg_js_t js;
+    sg_js_init(&js, json, len);
+    int rc = sg_js_obj_begin(&js), n = 0;
+    sg_slice_t key, obj;
+    bool present;
+    while (rc == 0 && (rc = sg_js_obj_next(&js, &n, &key)) == 1) {
+        switch (top_key(key)) {
+        case K_CHOICES:
+            rc = parse_choices(&js, &ch, &have_choice);
+            break;
+        case K_USAGE:
+            rc = parse_usage(&js, out);
+            break;
+        case K_ERROR:
+            rc = parse_error(&js, &err);
+            break;
+        case K_OBJECT:
+            rc = read_string(&js, &obj, &present);
+            object_is_error = present && SG_JS_EQ(obj, "error");
+            break;
+        case K_MESSAGE:
+            rc = read_string(&js, &top_message, &present);
+            if (!present)
+                top_message = empty;
+            break;
+        case K_CODE:
+            rc = read_int(&js, &top_code, &present);
+            if (!present)
+                top_code = -1;
+            break;
+        default:
+            rc = sg_js_skip(&js);
+            break;
+        }
+    }
+    if (rc < 0 || !sg_js_at_end(&js))
+        return SG_EJSON;
+
+    if (have_choice) {
+        out->has_finish_reason = ch.has_finish_reason;
+        if (kind == SG_OAI_COMPLETIONS) {
+            if (ch.has_text)
+                out->content = ch.text;
+        } else {
+            /* A streamed chunk has delta, a whole response has message; delta wins if a server sent both. */
+            const msg_t *m = ch.has_delta ? &ch.delta : ch.has_message ? &ch.message : NULL;
+            if (m) {
+                if (m->has_content)
+                    out->content = m->content;
+                if (m->has_reasoning_content)
+                    out->reasoning = m->reasoning_content;
+                else if (m->has_reasoning)
+                    out->reasoning = m->reasoning;
+            }
+        }
+    }
+    if (err.is_error) {
+        out->is_error = true;
+        out->error_message = err.message;
+        out->error_code = err.code;
+    } else if (object_is_error) {
+        out->is_error = true;
+        out->error_message = top_message;
+        out->error_code = top_code;
+    }
+    return 0;
+}
+
+bool sg_oai_is_done(const char *data, size_t len)
+{
+    while (len && (data[0] == ' ' || data[0] == '\t' || data[0] == '\r' || data[0] == '\n')) {
+        data++;
+        len--;
+    }
+    while (len && (data[len - 1] == ' ' || data[len - 1] == '\t' || data[len - 1] == '\r' || data[len - 1] == '\n'))
+        len--;
+    return len == 6 && memcmp(data, "[DONE]", 6) == 0;
+}
+
+/* ---------- requests ---------- */
+
+static bool ascii_space(uint32_t c)
+{
+    return c == ' ' || (c >= 0x09 && c <= 0x0d);
+}
+
+/* Words in a raw (escaped, already validated) JSON string, judging whitespace after decoding escapes. */
+static uint64_t count_words(sg_slice_t raw)
+{
+    const char *p = raw.base, *end = raw.base + raw.len;
+    uint64_t words = 0;
+    bool in_word = false;
+    while (p < end) {
+        uint32_t c = (unsigned char)*p++;
+        if (c == '\\' && p < end) {
+            char e = *p++;
+            switch (e) {
+            case 'n':
+                c = '\n';
+                break;
+            case 't':
+                c = '\t';
+                break;
+            case 'r':
+                c = '\r';
+                break;
+            case 'f':
+                c = '\f';
+                break;
+            case 'u': {
+                uint32_t cp = 0;
+                for (int i = 0; i < 4 && p < end; i++, p++) {
+                    char h = *p;
+                    cp = (cp << 4) | (uint32_t)(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+                }
+                c = cp;
+                break;
+            }
+            default:
+                c = (unsigned char)e; /* \" \\ \/ \b: not whitespace */
+                break;
+            }
+        }
+        bool ws = ascii_space(c);
+        if (!ws && !in_word)
+            words++;
+        in_word = !ws;
+    }
+    return words;
+}
+
+/* A message's content: a string, or an array of parts of which the {"type":"text","text":...} ones count. */
+static int scan_content(sg_js_t *js, uint64_t *words, sg_slice_t *first_text, bool *has_text)
+{
+    *has_text = false;
+    int c = sg_js_peek(js);
+    if (c == '"') {
+        int rc = sg_js_string(js, first_text);
+        if (rc == 0) {
+            *has_text = true;
+            *words += count_words(*first_text);
+        }
+        return rc;
+    }
+    if (c != '[')
+        return sg_js_skip(js);
+    int rc = sg_js_arr_begin(js), n = 0;
+    while (rc == 0 && (rc = sg_js_arr_next(js, &n)) == 1) {
+        if (sg_js_peek(js) != '{') {
+            rc = sg_js_skip(js);
+            continue;
+        }
+        bool is_text = false, present = false;
+        sg_slice_t text = empty, key;
+        int m = 0;
+        rc = sg_js_obj_begin(js);
+        while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
+            if (SG_JS_EQ(key, "type")) {
+                sg_slice_t type;
+                bool is_str;
+                rc = read_string(js, &type, &is_str);
+                is_text = is_str && SG_JS_EQ(type, "text");
+            } else if (SG_JS_EQ(key, "text")) {
+                rc = read_string(js, &text, &present);
+            } else {
+                rc = sg_js_skip(js);
+            }
+        }
+        if (rc == 0 && is_text && present) {
+            *words += count_words(text);
+            if (!*has_text) {
+                *first_text = text;
+                *has_text = true;
+            }
+        }
+    }
+    return rc;
+}
+
+/* messages: words over every message; the prompt is the last message's content. */
+static int scan_messages(sg_js_t *js, sg_oai_request_t *out, bool *found)
+{
+    out->prompt = empty;
+    out->prompt_words = 0;
+    *found = false;
+    if (sg_js_peek(js) != '[')
+        return sg_js_skip(js);
+    int rc = sg_js_arr_begin(js), n = 0;
+    while (rc == 0 && (rc = sg_js_arr_next(js, &n)) == 1) {
+        *found = true;
+        out->prompt = empty; /* this message is now the last one */
+        if (sg_js_peek(js) != '{') {
+            rc = sg_js_skip(js);
+            continue;
+        }
+        int m = 0;
+        sg_slice_t key;
+        rc = sg_js_obj_begin(js);
+        while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
+            if (SG_JS_EQ(key, "content")) {
+                sg_slice_t text;
+                bool has_text;
+                rc = scan_content(js, &out->prompt_words, &text, &has_text);
+                out->prompt = has_text ? text : empty;
+            } else {
+                rc = sg_js_skip(js);
+            }
+        }
+    }
+    return rc;
+}
+
+/*
+ * prompt: a string; or an array whose first element decides: strings (the first is the prompt), token ids
+ * (each one counts as a word), or arrays of token ids (the first array's ids count).
+ */
+static int scan_prompt(sg_js_t *js, sg_oai_request_t *out, bool *found)
+{
+    out->prompt = empty;
+    out->prompt_words = 0;
+    *found = false;
+    int c = sg_js_peek(js);
+    if (c == '"') {
+        int rc = sg_js_string(js, &out->prompt);
+        *found = rc == 0;
+        out->prompt_words = count_words(out->prompt);
+        return rc;
+    }
+    if (c != '[')
+        return sg_js_skip(js);
+    int rc = sg_js_arr_begin(js), n = 0;
+    int first = -1;
+    while (rc == 0 && (rc = sg_js_arr_next(js, &n)) == 1) {
+        c = sg_js_peek(js);
+        if (first < 0) {
+            first = c;
+            *found = true;
+            if (c == '"') {
+                rc = sg_js_string(js, &out->prompt);
+                out->prompt_words = count_words(out->prompt);
+                continue;
+            }
+            if (c == '[') {
+                int m = 0;
+                rc = sg_js_arr_begin(js);
+                while (rc == 0 && (rc = sg_js_arr_next(js, &m)) == 1) {
+                    out->prompt_words++;
+                    rc = sg_js_skip(js);
+                }
+                continue;
+            }
+        }
+        if (first == '-' || (first >= '0' && first <= '9'))
+            out->prompt_words++; /* a token id */
+        rc = sg_js_skip(js);
+    }
+    return rc;
+}
+
+int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_request_t *out)
+{
+    out->model = empty;
+    out->max_tokens = -1;
+    out->stream = false;
+    out->include_usage = false;
+    out->prompt = empty;
+    out->prompt_words = 0;
+
+    int64_t max_tokens = -1, max_completion_tokens = -1;
+    bool found = false, present;
+    sg_js_t js;
+    sg_js_init(&js, json, len);
+    int rc = sg_js_obj_begin(&js), n = 0;
+    sg_slice_t key;
+    while (rc == 0 && (rc = sg_js_obj_next(&js, &n, &key)) == 1) {
+        if (SG_JS_EQ(key, "model")) {
+            rc = read_string(&js, &out->model, &present);
+            if (!present)
+                out->model = empty;
+        } else if (SG_JS_EQ(key, "max_tokens")) {
+            rc = read_int(&js, &max_tokens, &present);
+            if (!present)
+                max_tokens = -1;
+        } else if (SG_JS_EQ(key, "max_completion_tokens")) {
+            rc = read_int(&js, &max_completion_tokens, &present);
+            if (!present)
+                max_completion_tokens = -1;
+        } else if (SG_JS_EQ(key, "stream")) {
+            rc = read_bool(&js, &out->stream);
+        } else if (SG_JS_EQ(key, "stream_options")) {
+            out->include_usage = false;
+            if (sg_js_peek(&js) != '{') {
+                rc = sg_js_skip(&js);
+                continue;
+            }
+            int m = 0;
+            rc = sg_js_obj_begin(&js);
+            while (rc == 0 && (rc = sg_js_obj_next(&js, &m, &key)) == 1) {
+                if (SG_JS_EQ(key, "include_usage"))
+                    rc = read_bool(&js, &out->include_usage);
+                else
+                    rc = sg_js_skip(&js);
+            }
+        } else if (kind == SG_OAI_CHAT && SG_JS_EQ(key, "messages")) {
+            rc = scan_messages(&js, out, &found);
+        } else if (kind == SG_OAI_COMPLETIONS && SG_JS_EQ(key, "prompt")) {
+            rc = scan_prompt(&js, out, &found);
+        } else {
+            rc = sg_js_skip(&js);
+        }
+    }
+    if (rc < 0 || !sg_js_at_end(&js))
+        return SG_EJSON;
+    /* The newer name wins, as in vLLM. */
+    out->max_tokens = max_completion_tokens >= 0 ? max_completion_tokens : max_tokens;
+    return found ? 0 : SG_EPROTO;
+}

@@ -1,0 +1,545 @@
+/*
+ * OpenAI payloads: the decoder on every shape servers send, the request scanner the mock uses, the JSON
+ * string decoder, and the scanner's refusals (every truncation of a valid body, and classic malformations).
+ */
+#include "sg_openai.h"
+#include "test.h"
+
+#include <stdlib.h>
+
+#define S(lit) lit, sizeof(lit) - 1
+
+static sg_oai_result_t decode_ok(sg_oai_kind_t kind, const char *json, size_t len, int line)
+{
+    sg_oai_result_t r;
+    int rc = sg_oai_decode(kind, json, len, &r);
+    test_checks++;
+    if (rc != 0) {
+        test_failures++;
+        fprintf(stderr, "test_openai.c:%d: decode returned %d for %.*s\n", line, rc, (int)len, json);
+    }
+    return r;
+}
+#define DECODE(kind, lit) decode_ok((kind), S(lit), __LINE__)
+
+/* The decoded form of a raw slice, NUL-terminated in a static buffer (tests only). */
+static const char *unesc(sg_slice_t raw)
+{
+    static char buf[1024];
+    ssize_t n = sg_json_unescape(raw.base, raw.len, buf, sizeof buf - 1);
+    CHECK(n >= 0 && n < (ssize_t)sizeof buf);
+    if (n < 0 || n >= (ssize_t)sizeof buf)
+        return "<bad>";
+    buf[n] = '\0';
+    return buf;
+}
+
+static void test_chat_stream(void)
+{
+    sg_oai_result_t r =
+        DECODE(SG_OAI_CHAT, "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
+                            "\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+                            "\"content\":\"Hi\"},\"logprobs\":null,\"finish_reason\":null}]}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "Hi");
+    CHECK_EQ_INT(r.reasoning.len, 0);
+    CHECK(!r.has_finish_reason);
+    CHECK(!r.is_error);
+    CHECK_EQ_INT(r.completion_tokens, -1);
+    CHECK_EQ_INT(r.prompt_tokens, -1);
+    CHECK_EQ_INT(r.error_code, -1);
+
+    /* The role-only first chunk, and the last chunk with a finish reason and empty content. */
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"},\"finish_reason\":null}]}");
+    CHECK_EQ_INT(r.content.len, 0);
+    CHECK(r.content.base != NULL);
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"stop\","
+                            "\"stop_reason\":null}]}");
+    CHECK_EQ_INT(r.content.len, 0);
+    CHECK(r.has_finish_reason);
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"delta\":{\"content\":null},\"finish_reason\":\"length\"}]}");
+    CHECK_EQ_INT(r.content.len, 0);
+    CHECK(r.has_finish_reason);
+
+    /* The usage chunk (stream_options.include_usage). */
+    r = DECODE(SG_OAI_CHAT, "{\"id\":\"x\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":7,"
+                            "\"total_tokens\":12}}");
+    CHECK_EQ_INT(r.prompt_tokens, 5);
+    CHECK_EQ_INT(r.completion_tokens, 7);
+    CHECK_EQ_INT(r.content.len, 0);
+    CHECK(!r.has_finish_reason);
+    /* vLLM's continuous usage stats ride on content chunks. */
+    r = DECODE(SG_OAI_CHAT,
+               "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"}}],\"usage\":{\"prompt_tokens\":3,"
+               "\"total_tokens\":5,\"completion_tokens\":2}}");
+    CHECK_EQ_STR(r.content.base, r.content.len, " tok");
+    CHECK_EQ_INT(r.completion_tokens, 2);
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[],\"usage\":null}");
+    CHECK_EQ_INT(r.completion_tokens, -1);
+
+    /* Reasoning deltas, in either name; reasoning_content wins when both come. */
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\",\"content\":null}}]}");
+    CHECK_EQ_STR(r.reasoning.base, r.reasoning.len, "hmm");
+    CHECK_EQ_INT(r.content.len, 0);
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"delta\":{\"reasoning\":\"r\"}}]}");
+    CHECK_EQ_STR(r.reasoning.base, r.reasoning.len, "r");
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"delta\":{\"reasoning\":\"b\",\"reasoning_content\":\"a\"}}]}");
+    CHECK_EQ_STR(r.reasoning.base, r.reasoning.len, "a");
+
+    /* Tool calls and logprobs are skipped whole, however nested. */
+    r = DECODE(
+        SG_OAI_CHAT,
+        "{\"choices\":[{\"index\":0,\"logprobs\":{\"content\":[{\"token\":\"x\",\"logprob\":-0.25e-3,\"bytes\":[120],"
+        "\"top_logprobs\":[{\"token\":\"y\",\"logprob\":-1.5E+2,\"bytes\":null}]}]},\"delta\":{\"tool_calls\":[{"
+        "\"index\":0,\"function\":{\"arguments\":\"{\\\"a\\\": [1, {\\\"b\\\": true}]}\"}}],\"content\":\"after\"},"
+        "\"finish_reason\":null}],\"system_fingerprint\":null,\"flag\":false,\"n\":-0}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "after");
+
+    /* Whitespace anywhere JSON allows it. */
+    r = DECODE(SG_OAI_CHAT, " \r\n\t{ \"choices\" : [ { \"delta\" : { \"content\" : \"ws\" } } ] }\n ");
+    CHECK_EQ_STR(r.content.base, r.content.len, "ws");
+}
+
+static void test_chat_whole_and_completions(void)
+{
+    sg_oai_result_t r = DECODE(
+        SG_OAI_CHAT,
+        "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+        "\"content\":\"Hello there\",\"tool_calls\":[]},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":"
+        "11,\"completion_tokens\":2,\"total_tokens\":13,\"prompt_tokens_details\":null}}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "Hello there");
+    CHECK(r.has_finish_reason);
+    CHECK_EQ_INT(r.prompt_tokens, 11);
+    CHECK_EQ_INT(r.completion_tokens, 2);
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"message\":{\"content\":\"m\",\"reasoning_content\":\"think\"}}]}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "m");
+    CHECK_EQ_STR(r.reasoning.base, r.reasoning.len, "think");
+    /* delta wins over message when a server sends both. */
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"message\":{\"content\":\"m\"},\"delta\":{\"content\":\"d\"}}]}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "d");
+
+    static const char comp[] = "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"text\":\" world\","
+                               "\"index\":0,\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}";
+    r = DECODE(SG_OAI_COMPLETIONS, comp);
+    CHECK_EQ_STR(r.content.base, r.content.len, " world");
+    CHECK(!r.has_finish_reason);
+    /* Each kind reads its own field. */
+    r = DECODE(SG_OAI_CHAT, comp);
+    CHECK_EQ_INT(r.content.len, 0);
+    r = DECODE(SG_OAI_COMPLETIONS, "{\"choices\":[{\"delta\":{\"content\":\"x\"}}]}");
+    CHECK_EQ_INT(r.content.len, 0);
+    r = DECODE(SG_OAI_COMPLETIONS, "{\"choices\":[{\"text\":\"done\",\"finish_reason\":\"stop\"}],\"usage\":{"
+                                   "\"prompt_tokens\":4,\"completion_tokens\":16}}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "done");
+    CHECK(r.has_finish_reason);
+    CHECK_EQ_INT(r.completion_tokens, 16);
+}
+
+static void test_choice_selection(void)
+{
+    /* Only index 0 counts; with n > 1 other indexes arrive in chunks of their own. */
+    sg_oai_result_t r =
+        DECODE(SG_OAI_CHAT, "{\"choices\":[{\"index\":1,\"delta\":{\"content\":\"B\"},\"finish_reason\":\"stop\"}]}");
+    CHECK_EQ_INT(r.content.len, 0);
+    CHECK(!r.has_finish_reason);
+    r = DECODE(SG_OAI_CHAT,
+               "{\"choices\":[{\"index\":1,\"delta\":{\"content\":\"B\"}},{\"index\":0,\"delta\":{\"content\":"
+               "\"A\"}},{\"index\":0,\"delta\":{\"content\":\"C\"}}]}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "A");
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"index\":null,\"delta\":{\"content\":\"N\"}}]}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "N");
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"index\":0.0,\"delta\":{\"content\":\"F\"}}]}");
+    CHECK_EQ_INT(r.content.len, 0);
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[null,7,\"s\",{\"delta\":{\"content\":\"obj\"}}]}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "obj");
+    /* Wrong types count as absent. */
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":{\"delta\":{\"content\":\"x\"}},\"usage\":[1]}");
+    CHECK_EQ_INT(r.content.len, 0);
+    CHECK_EQ_INT(r.prompt_tokens, -1);
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"delta\":{\"content\":42},\"finish_reason\":7}]}");
+    CHECK_EQ_INT(r.content.len, 0);
+    CHECK(!r.has_finish_reason);
+    r = DECODE(SG_OAI_CHAT, "{\"usage\":{\"prompt_tokens\":7.0,\"completion_tokens\":99999999999999999999}}");
+    CHECK_EQ_INT(r.prompt_tokens, -1);
+    CHECK_EQ_INT(r.completion_tokens, -1);
+    r = DECODE(SG_OAI_CHAT, "{\"usage\":{\"prompt_tokens\":9223372036854775807,\"completion_tokens\":-3}}");
+    CHECK_EQ_INT(r.prompt_tokens, INT64_MAX);
+    CHECK_EQ_INT(r.completion_tokens, -3);
+    /* Repeated keys: the last one wins, as jansson has it. */
+    r = DECODE(SG_OAI_CHAT, "{\"usage\":{\"prompt_tokens\":1},\"usage\":null}");
+    CHECK_EQ_INT(r.prompt_tokens, -1);
+    r = DECODE(SG_OAI_CHAT,
+               "{\"choices\":[{\"delta\":{\"content\":\"a\",\"content\":\"b\"}}],\"usage\":{\"completion_tokens\":"
+               "1,\"completion_tokens\":2}}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "b");
+    CHECK_EQ_INT(r.completion_tokens, 2);
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"choices\":[]}");
+    CHECK_EQ_INT(r.content.len, 0);
+    /* Keys spelled with escapes are the same keys. */
+    r = DECODE(SG_OAI_CHAT, "{\"\\u0063hoices\":[{\"d\\u0065lta\":{\"cont\\u0065nt\":\"k\"}}],\"\\u0075sage\":{"
+                            "\"completion_tokens\":3}}");
+    CHECK_EQ_STR(r.content.base, r.content.len, "k");
+    CHECK_EQ_INT(r.completion_tokens, 3);
+}
+
+static void test_errors(void)
+{
+    sg_oai_result_t r =
+        DECODE(SG_OAI_CHAT, "{\"error\":{\"message\":\"boom\",\"type\":\"server_error\",\"param\":null,\"code\":500}}");
+    CHECK(r.is_error);
+    CHECK_EQ_STR(r.error_message.base, r.error_message.len, "boom");
+    CHECK_EQ_INT(r.error_code, 500);
+    r = DECODE(SG_OAI_CHAT, "{\"error\":\"upstream \\\"x\\\" failed\"}");
+    CHECK(r.is_error);
+    CHECK_EQ_STR(unesc(r.error_message), strlen(unesc(r.error_message)), "upstream \"x\" failed");
+    CHECK_EQ_INT(r.error_code, -1);
+    r = DECODE(SG_OAI_CHAT,
+               "{\"object\":\"error\",\"message\":\"max_tokens is too large\",\"type\":\"BadRequestError\","
+               "\"param\":null,\"code\":400}");
+    CHECK(r.is_error);
+    CHECK_EQ_STR(r.error_message.base, r.error_message.len, "max_tokens is too large");
+    CHECK_EQ_INT(r.error_code, 400);
+    r = DECODE(SG_OAI_CHAT, "{\"error\":{\"message\":\"Incorrect API key\",\"code\":\"invalid_api_key\"}}");
+    CHECK(r.is_error);
+    CHECK_EQ_INT(r.error_code, -1);
+    r = DECODE(SG_OAI_CHAT, "{\"error\":{}}");
+    CHECK(r.is_error);
+    CHECK_EQ_INT(r.error_message.len, 0);
+    /* Not errors: a null error, an "object" that is not "error", a message without the error object. */
+    r = DECODE(SG_OAI_CHAT, "{\"error\":null,\"choices\":[{\"delta\":{\"content\":\"x\"}}]}");
+    CHECK(!r.is_error);
+    r = DECODE(SG_OAI_CHAT, "{\"object\":\"chat.completion.chunk\",\"message\":\"m\",\"code\":1}");
+    CHECK(!r.is_error);
+    r = DECODE(SG_OAI_CHAT, "{\"message\":\"m\"}");
+    CHECK(!r.is_error);
+    /* The error object wins over vLLM's top-level shape. */
+    r = DECODE(SG_OAI_CHAT,
+               "{\"object\":\"error\",\"message\":\"top\",\"code\":1,\"error\":{\"message\":\"inner\",\"code\":2}}");
+    CHECK(r.is_error);
+    CHECK_EQ_STR(r.error_message.base, r.error_message.len, "inner");
+    CHECK_EQ_INT(r.error_code, 2);
+}
+
+/* Every proper prefix of a valid body is malformed; the body itself and trailing whitespace are fine. */
+static void check_truncations(sg_oai_kind_t kind, const char *json, int line)
+{
+    size_t len = strlen(json);
+    sg_oai_result_t r;
+    for (size_t n = 0; n < len; n++) {
+        char *copy = malloc(n + 1); /* exact size, so ASan sees any read past the end */
+        memcpy(copy, json, n);
+        int rc = sg_oai_decode(kind, copy, n, &r);
+        if (rc != SG_EJSON) {
+            CHECK(!"a truncated body decoded");
+            fprintf(stderr, "  line %d: prefix %zu -> %d\n", line, n, rc);
+        }
+        sg_oai_request_t q;
+        rc = sg_oai_scan_request(kind, copy, n, &q);
+        if (rc != SG_EJSON) {
+            CHECK(!"a truncated request scanned");
+            fprintf(stderr, "  line %d: request prefix %zu -> %d\n", line, n, rc);
+        }
+        free(copy);
+    }
+    CHECK_EQ_INT(sg_oai_decode(kind, json, len, &r), 0);
+}
+
+static void test_malformed(void)
+{
+    static const char *const bad[] = {
+        "",
+        " ",
+        "[]",
+        "null",
+        "\"s\"",
+        "1",
+        "{",
+        "}",
+        "{\"a\":}",
+        "{\"a\":1,}",
+        "{,\"a\":1}",
+        "{\"a\" 1}",
+        "{\"a\":1 \"b\":2}",
+        "{'a':1}",
+        "{a:1}",
+        "{\"a\":01}",
+        "{\"a\":-01}",
+        "{\"a\":1.}",
+        "{\"a\":.5}",
+        "{\"a\":+1}",
+        "{\"a\":-}",
+        "{\"a\":1e}",
+        "{\"a\":1e+}",
+        "{\"a\":0x10}",
+        "{\"a\":NaN}",
+        "{\"a\":Infinity}",
+        "{\"a\":tru}",
+        "{\"a\":truex}",
+        "{\"a\":nul}",
+        "{\"a\":True}",
+        "{\"a\":\"\\x\"}",
+        "{\"a\":\"\\u12G4\"}",
+        "{\"a\":\"\\u12\"}",
+        "{\"a\":\"\\\"}",
+        "{\"a\":\"unterminated}",
+        "{\"a\":\"raw\ttab\"}",
+        "{\"a\":\"raw\nnewline\"}",
+        "{\"a\":[1,]}",
+        "{\"a\":[,1]}",
+        "{\"a\":[1 2]}",
+        "{\"a\":{\"b\"}}",
+        "{\"a\":{\"b\":1,}}",
+        "{\"a\":[}",
+        "{\"a\":{]}",
+        "{\"a\":1}x",
+        "{\"a\":1}{}",
+        "{\"a\":1}}",
+        "{\"a\":1}\x0b",
+        "\xef\xbb\xbf{}",
+        "{\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]",
+        "{\"choices\":[{\"delta\":{\"content\":\"Hi\"}]}",
+        "{\"a\":\"x\"\"y\"}",
+        "{\"a\" : 1 , }",
+        "{\"a\":[[[[]]]}",
+    };
+    for (size_t i = 0; i < SG_ARRAY_LEN(bad); i++) {
+        sg_oai_result_t r;
+        int rc = sg_oai_decode(SG_OAI_CHAT, bad[i], strlen(bad[i]), &r);
+        if (rc != SG_EJSON) {
+            CHECK(!"malformed JSON decoded");
+            fprintf(stderr, "  bad[%zu] = %s -> %d\n", i, bad[i], rc);
+        }
+        sg_oai_request_t q;
+        rc = sg_oai_scan_request(SG_OAI_CHAT, bad[i], strlen(bad[i]), &q);
+        if (rc != SG_EJSON) {
+            CHECK(!"malformed JSON scanned");
+            fprintf(stderr, "  bad[%zu] = %s -> %d (request)\n", i, bad[i], rc);
+        }
+    }
+    /* Embedded NUL bytes are not JSON whitespace. */
+    sg_oai_result_t r;
+    CHECK_EQ_INT(sg_oai_decode(SG_OAI_CHAT, "{\"a\":1}\0", 8, &r), SG_EJSON);
+    CHECK_EQ_INT(sg_oai_decode(SG_OAI_CHAT, "{\"a\":\"\0\"}", 9, &r), SG_EJSON);
+    /* Valid oddities. */
+    CHECK_EQ_INT(sg_oai_decode(SG_OAI_CHAT, S("{}"), &r), 0);
+    CHECK_EQ_INT(sg_oai_decode(SG_OAI_CHAT, S("{\"\":\"\",\"a\":[],\"b\":{},\"c\":-0.0e-0,\"d\":[[],{}]}"), &r), 0);
+    CHECK_EQ_INT(sg_oai_decode(SG_OAI_CHAT, S("{\"a\":\"\\u0000\\/\\b\\f\\n\\r\\t\\\"\\\\\"}"), &r), 0);
+
+    check_truncations(
+        SG_OAI_CHAT,
+        "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"H\\u00e9\\n\"},\"logprobs\":null,"
+        "\"finish_reason\":null}],\"usage\":{\"prompt_tokens\":-5,\"completion_tokens\":7e0},\"x\":true,"
+        "\"y\":false,\"z\":[1.5,-2]}",
+        __LINE__);
+    check_truncations(SG_OAI_COMPLETIONS, "{\"error\":{\"message\":\"e\",\"code\":500},\"object\":\"error\"}",
+                      __LINE__);
+}
+
+static void test_depth(void)
+{
+    /* Nesting up to 64 levels (the top-level object is level 1) is accepted; 65 is refused, and a million is
+     * refused quickly without recursion. */
+    size_t big = 1000000;
+    char *buf = malloc(big * 2 + 16);
+    for (int depth = 63; depth <= 66; depth++) {
+        size_t n = 0;
+        int inner = depth - 1;
+        memcpy(buf, "{\"a\":", 5);
+        n = 5;
+        for (int i = 0; i < inner; i++)
+            buf[n++] = '[';
+        for (int i = 0; i < inner; i++)
+            buf[n++] = ']';
+        buf[n++] = '}';
+        sg_oai_result_t r;
+        int rc = sg_oai_decode(SG_OAI_CHAT, buf, n, &r);
+        CHECK_EQ_INT(rc, depth <= 64 ? 0 : SG_EJSON);
+        /* The same depth reached through the fields the decoder walks itself. */
+        n = 0;
+        const char *pre = "{\"choices\":[{\"delta\":{\"x\":";
+        memcpy(buf, pre, strlen(pre));
+        n = strlen(pre);
+        for (int i = 0; i < depth - 4; i++)
+            buf[n++] = '[';
+        for (int i = 0; i < depth - 4; i++)
+            buf[n++] = ']';
+        memcpy(buf + n, "}}]}", 4);
+        n += 4;
+        rc = sg_oai_decode(SG_OAI_CHAT, buf, n, &r);
+        CHECK_EQ_INT(rc, depth <= 64 ? 0 : SG_EJSON);
+    }
+    memset(buf, '[', big);
+    buf[0] = '{';
+    sg_oai_result_t r;
+    CHECK_EQ_INT(sg_oai_decode(SG_OAI_CHAT, buf, big, &r), SG_EJSON);
+    free(buf);
+}
+
+static void test_is_done(void)
+{
+    CHECK(sg_oai_is_done(S("[DONE]")));
+    CHECK(sg_oai_is_done(S(" [DONE] \r\n")));
+    CHECK(sg_oai_is_done(S("\t[DONE]")));
+    CHECK(!sg_oai_is_done(S("[DONE]x")));
+    CHECK(!sg_oai_is_done(S("[done]")));
+    CHECK(!sg_oai_is_done(S("[DONE")));
+    CHECK(!sg_oai_is_done(S("")));
+    CHECK(!sg_oai_is_done(S("  ")));
+    CHECK(!sg_oai_is_done(S("{\"choices\":[]}")));
+}
+
+static void check_unescape(const char *raw, const char *want, size_t want_len, int line)
+{
+    char out[64];
+    ssize_t n = sg_json_unescape(raw, strlen(raw), out, sizeof out);
+    test_checks++;
+    if (n != (ssize_t)want_len || memcmp(out, want, want_len) != 0) {
+        test_failures++;
+        fprintf(stderr, "test_openai.c:%d: unescape(%s) -> %zd\n", line, raw, n);
+    }
+}
+#define CHECK_UNESC(raw, want) check_unescape((raw), (want), sizeof(want) - 1, __LINE__)
+
+static void test_unescape(void)
+{
+    CHECK_UNESC("plain text", "plain text");
+    CHECK_UNESC("", "");
+    CHECK_UNESC("\\n\\t\\\"\\\\\\/\\b\\f\\r", "\n\t\"\\/\b\f\r");
+    CHECK_UNESC("caf\\u00e9 \\u00E9", "caf\xc3\xa9 \xc3\xa9");
+    CHECK_UNESC("\\u20ac\\u0041\\u0000z", "\xe2\x82\xac"
+                                          "A\0z");
+    CHECK_UNESC("\\ud83d\\ude00!", "\xf0\x9f\x98\x80!");
+    CHECK_UNESC("\\uDBFF\\uDFFF", "\xf4\x8f\xbf\xbf");
+    /* Lone surrogates become U+FFFD. */
+    CHECK_UNESC("\\ud83d", "\xef\xbf\xbd");
+    CHECK_UNESC("\\ud83dx", "\xef\xbf\xbdx");
+    CHECK_UNESC("\\ude00", "\xef\xbf\xbd");
+    CHECK_UNESC("\\ud83d\\u0041", "\xef\xbf\xbd"
+                                  "A");
+    CHECK_UNESC("\\ud83d\\ud83d\\ude00", "\xef\xbf\xbd\xf0\x9f\x98\x80");
+    CHECK_UNESC("raw \xc3\xa9 \xff bytes", "raw \xc3\xa9 \xff bytes");
+    static const char *const bad[] = {"\\", "x\\", "\\x", "\\u", "\\u12", "\\u12g4", "\\U0041", "\\ud83d\\"};
+    char out[16];
+    for (size_t i = 0; i < SG_ARRAY_LEN(bad); i++)
+        CHECK_EQ_INT(sg_json_unescape(bad[i], strlen(bad[i]), out, sizeof out), SG_EJSON);
+    /* Truncation: the full length comes back, at most cap bytes are written. */
+    memset(out, '#', sizeof out);
+    CHECK_EQ_INT(sg_json_unescape(S("hello"), out, 3), 5);
+    CHECK_EQ_STR(out, 4, "hel#");
+    CHECK_EQ_INT(sg_json_unescape(S("\\u20ac\\u20ac"), out, 4), 6);
+    CHECK_EQ_STR(out, 5, "\xe2\x82\xac\xe2#");
+    CHECK_EQ_INT(sg_json_unescape(S("a\\nb"), NULL, 0), 3);
+}
+
+static sg_oai_request_t scan_ok(sg_oai_kind_t kind, const char *json, size_t len, int line)
+{
+    sg_oai_request_t q;
+    int rc = sg_oai_scan_request(kind, json, len, &q);
+    test_checks++;
+    if (rc != 0) {
+        test_failures++;
+        fprintf(stderr, "test_openai.c:%d: scan_request returned %d\n", line, rc);
+    }
+    return q;
+}
+#define SCAN(kind, lit) scan_ok((kind), S(lit), __LINE__)
+
+static void test_scan_request(void)
+{
+    sg_oai_request_t q =
+        SCAN(SG_OAI_CHAT, "{\"model\":\"llama-3\",\"messages\":[{\"role\":\"system\",\"content\":\"You are "
+                          "helpful.\"},{\"role\":\"user\",\"content\":\"Hello  there\\nfriend\"}],"
+                          "\"max_tokens\":128,\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+    CHECK_EQ_STR(q.model.base, q.model.len, "llama-3");
+    CHECK_EQ_INT(q.max_tokens, 128);
+    CHECK(q.stream);
+    CHECK(q.include_usage);
+    CHECK_EQ_STR(q.prompt.base, q.prompt.len, "Hello  there\\nfriend");
+    CHECK_EQ_INT(q.prompt_words, 6);
+
+    /* Content parts: text parts count (keys in any order), others do not; the prompt is the first text part. */
+    q = SCAN(SG_OAI_CHAT,
+             "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"one two\"},{\"type\":"
+             "\"image_url\",\"image_url\":{\"url\":\"http://x/a b\"},\"text\":\"no\"},{\"text\":\"three\","
+             "\"type\":\"text\"}]}]}");
+    CHECK_EQ_INT(q.prompt_words, 3);
+    CHECK_EQ_STR(q.prompt.base, q.prompt.len, "one two");
+    CHECK_EQ_INT(q.max_tokens, -1);
+    CHECK(!q.stream);
+    CHECK(!q.include_usage);
+    CHECK_EQ_INT(q.model.len, 0);
+
+    /* The prompt is the last message's; a last message without text content leaves it empty. */
+    q = SCAN(SG_OAI_CHAT,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"a b\"},{\"role\":\"assistant\",\"content\":null,"
+             "\"tool_calls\":[]}]}");
+    CHECK_EQ_INT(q.prompt.len, 0);
+    CHECK_EQ_INT(q.prompt_words, 2);
+
+    /* max_completion_tokens wins over max_tokens, in either order; null is absent. */
+    q = SCAN(SG_OAI_CHAT, "{\"messages\":[{\"content\":\"a\"}],\"max_tokens\":5,\"max_completion_tokens\":9}");
+    CHECK_EQ_INT(q.max_tokens, 9);
+    q = SCAN(SG_OAI_CHAT, "{\"max_completion_tokens\":9,\"messages\":[{\"content\":\"a\"}],\"max_tokens\":5}");
+    CHECK_EQ_INT(q.max_tokens, 9);
+    q = SCAN(SG_OAI_CHAT, "{\"max_completion_tokens\":null,\"messages\":[{\"content\":\"a\"}],\"max_tokens\":5}");
+    CHECK_EQ_INT(q.max_tokens, 5);
+    q = SCAN(SG_OAI_CHAT,
+             "{\"messages\":[{\"content\":\"a\"}],\"stream\":\"yes\",\"stream_options\":{\"include_usage\":1}}");
+    CHECK(!q.stream);
+    CHECK(!q.include_usage);
+    q = SCAN(SG_OAI_CHAT, "{\"messages\":[{\"content\":\"a\"}],\"stream\":false,\"stream_options\":null}");
+    CHECK(!q.stream);
+
+    /* Words are judged after decoding escapes; non-ASCII spaces are not separators. */
+    q = SCAN(SG_OAI_CHAT, "{\"messages\":[{\"content\":\"a\\tb\\u0020c\\u00a0d\\r\\n\\u000be \\\" \\/\"}]}");
+    CHECK_EQ_INT(q.prompt_words, 6);
+    q = SCAN(SG_OAI_CHAT, "{\"messages\":[{\"content\":\"\"},{\"content\":\"   \"},{\"content\":\" x \"}]}");
+    CHECK_EQ_INT(q.prompt_words, 1);
+
+    /* Completions: a string, an array of strings, token ids, arrays of token ids. */
+    q = SCAN(SG_OAI_COMPLETIONS,
+             "{\"model\":\"m\",\"prompt\":\"The quick brown fox\",\"max_tokens\":16,\"stream\":true}");
+    CHECK_EQ_STR(q.prompt.base, q.prompt.len, "The quick brown fox");
+    CHECK_EQ_INT(q.prompt_words, 4);
+    CHECK_EQ_INT(q.max_tokens, 16);
+    q = SCAN(SG_OAI_COMPLETIONS, "{\"prompt\":[\"first one\",\"second two three\"]}");
+    CHECK_EQ_STR(q.prompt.base, q.prompt.len, "first one");
+    CHECK_EQ_INT(q.prompt_words, 2);
+    q = SCAN(SG_OAI_COMPLETIONS, "{\"prompt\":[101, 2023, 2003, 102]}");
+    CHECK_EQ_INT(q.prompt.len, 0);
+    CHECK_EQ_INT(q.prompt_words, 4);
+    q = SCAN(SG_OAI_COMPLETIONS, "{\"prompt\":[[1,2],[3]]}");
+    CHECK_EQ_INT(q.prompt_words, 2);
+    /* Each kind reads its own field. */
+    q = SCAN(SG_OAI_COMPLETIONS, "{\"messages\":[{\"content\":\"ignored words\"}],\"prompt\":\"x\"}");
+    CHECK_EQ_INT(q.prompt_words, 1);
+
+    sg_oai_request_t r;
+    CHECK_EQ_INT(sg_oai_scan_request(SG_OAI_CHAT, S("{\"model\":\"m\"}"), &r), SG_EPROTO);
+    CHECK_EQ_INT(sg_oai_scan_request(SG_OAI_CHAT, S("{\"messages\":[]}"), &r), SG_EPROTO);
+    CHECK_EQ_INT(sg_oai_scan_request(SG_OAI_CHAT, S("{\"messages\":\"hi\"}"), &r), SG_EPROTO);
+    CHECK_EQ_INT(sg_oai_scan_request(SG_OAI_CHAT, S("{\"prompt\":\"hi\"}"), &r), SG_EPROTO);
+    CHECK_EQ_INT(sg_oai_scan_request(SG_OAI_COMPLETIONS, S("{\"messages\":[{\"content\":\"a\"}]}"), &r), SG_EPROTO);
+    CHECK_EQ_INT(sg_oai_scan_request(SG_OAI_COMPLETIONS, S("{\"prompt\":null}"), &r), SG_EPROTO);
+    CHECK_EQ_INT(sg_oai_scan_request(SG_OAI_COMPLETIONS, S("{\"prompt\":[]}"), &r), SG_EPROTO);
+    CHECK_EQ_INT(sg_oai_scan_request(SG_OAI_COMPLETIONS, S("{\"prompt\":\"x\"} x"), &r), SG_EJSON);
+    CHECK_EQ_INT(sg_oai_scan_request(SG_OAI_CHAT, S("[{\"messages\":[]}]"), &r), SG_EJSON);
+    check_truncations(
+        SG_OAI_CHAT,
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a b\"}]},"
+        "{\"content\":\"c\"}],\"max_tokens\":3,\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
+        __LINE__);
+}
+
+int main(void)
+{
+    test_chat_stream();
+    test_chat_whole_and_completions();
+    test_choice_selection();
+    test_errors();
+    test_malformed();
+    test_depth();
+    test_is_done();
+    test_unescape();
+    test_scan_request();
+    return test_finish("test_openai");
+}
