@@ -120,7 +120,7 @@ struct sg_worker {
     uint64_t warmup_done;
     bool cancelled_any;
     int fatal;
-    char fatal_msg[256];
+    char fatal_msg[4400];
 
     sg_worker_progress_t progress;
 };
