@@ -29,12 +29,12 @@
 #define RECV_BUFS 1024
 #define RECV_BUF_SIZE 8192
 #define POOL_BUF 4096             /* output buffers of this size are recycled per worker */
-#define POOL_MAX 4096             /* at most this many idle ones are kept */
+#define POOL_MAX 256              /* at most this many idle ones are kept (1 MiB) */
 #define OUT_HIGH_WATER (1u << 20) /* stop rendering a stream while this much waits to be sent */
 #define RECORD_FLUSH_BYTES (64u << 10)
 #define RECORD_FLUSH_NS (50 * 1000000LL) /* a record line reaches the file within this */
 #define ACCEPT_RETRY_NS (10 * 1000000LL) /* after EMFILE and the like */
-#define JOBS_KEPT 4096
+#define JOBS_KEPT 1024
 
 typedef struct sg_mock_conn conn_t;
 struct sg_mock_conn {
@@ -299,6 +299,20 @@ static void conn_maybe_free(conn_t *c)
     free(c);
 }
 
+/*
+ * An idle keep-alive connection holds no output memory, and no request buffer unless a request is half in:
+ * thousands of idle connections then cost a few hundred bytes each.
+ */
+static void conn_trim(conn_t *c)
+{
+    buf_release(c->w, &c->out);
+    buf_release(c->w, &c->wire);
+    if (c->parser.len == 0 && c->parser.cap) {
+        sg_h1_req_free(&c->parser);
+        sg_h1_req_init(&c->parser, SG_MOCK_MAX_REQUEST);
+    }
+}
+
 static void conn_arm_recv(conn_t *c)
 {
     sg_loop_recv_multishot(&c->w->loop, c->fd, &c->recv_op);
@@ -361,9 +375,7 @@ static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
     if (c->out.len || c->close_after_flush) {
         conn_flush(c, now);
     } else if (!c->q_head) {
-        /* idle: an idle keep-alive connection holds no output memory */
-        buf_release(c->w, &c->out);
-        buf_release(c->w, &c->wire);
+        conn_trim(c);
     }
     conn_maybe_free(c);
 }

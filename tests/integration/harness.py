@@ -23,6 +23,7 @@ import time
 import traceback
 
 SKIP = 77
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "WARNING: ThreadSanitizer")
 
 
 class Skip(Exception):
@@ -171,11 +172,23 @@ class Harness:
         self.tmpdir = tmpdir
         self.failures = []
         self.checks = 0
+        self.mocks = []
 
     def mock(self, *args, **kw):
         """A Mock (not yet started) with the given extra flags; use it in a with statement."""
         kw.setdefault("tmpdir", self.tmpdir)
-        return Mock(self.surge, args, **kw)
+        m = Mock(self.surge, args, **kw)
+        self.mocks.append(m)
+        return m
+
+    def check_mocks(self):
+        """Every mock this test started exited 0 (when stopped) and its stderr holds no sanitizer report."""
+        for m in self.mocks:
+            err = m.stderr()
+            self.check(not any(mark in err for mark in SANITIZER_MARKS), "no sanitizer report from surge mock",
+                       err[-3000:])
+            if m.returncode is not None:
+                self.check(m.returncode == 0, "surge mock exited 0 when stopped", (m.returncode, err[-2000:]))
 
     def run(self, cmd, timeout=60.0, **kw):
         return run(cmd, timeout=timeout, **kw)
@@ -215,6 +228,7 @@ def main(test_main):
     code = 0
     try:
         test_main(h)
+        h.check_mocks()
     except Skip as e:
         print("SKIP: %s" % e, flush=True)
         code = SKIP

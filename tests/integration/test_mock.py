@@ -233,6 +233,11 @@ def test_non_streamed(h, m):
     h.check(o["usage"]["completion_tokens"] == 9, "max_completion_tokens honoured", o["usage"])
     r, body = post(c, "/base/v1/chat/completions", chat_body(n=1))
     h.check(r.status == 200, "a base path before /chat/completions works")
+    for words in (2000, 150000):  # requests spanning many receive buffers, on the same connection
+        r, body = post(c, "/v1/completions", cmpl_body(n=2, prompt=" ".join(["word"] * words)))
+        o = json.loads(body)
+        h.check(r.status == 200 and o["usage"]["prompt_tokens"] == words, "large prompt (%d words)" % words,
+                o.get("usage"))
     c.close()
 
 
