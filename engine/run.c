@@ -316,6 +316,11 @@ int sg_profile_main(int argc, char **argv)
     int cpus[1024];
     unsigned n_cpus = cpu_list(cpus, SG_ARRAY_LEN(cpus));
     n_workers = cfg.workers;
+    /* A worker without a slot would hold a share of the requests it can never send. */
+    if (cfg.request_rate == 0 && cfg.concurrency < n_workers)
+        n_workers = cfg.concurrency;
+    if (cfg.max_concurrency && cfg.max_concurrency < n_workers)
+        n_workers = cfg.max_concurrency;
     ws = calloc(n_workers, sizeof(*ws));
     if (!ws) {
         exit_code = EXIT_FATAL;

@@ -370,7 +370,8 @@ static int on_sse_event(void *ud, const sg_sse_event_t *ev)
     }
     sg_oai_result_t res;
     if (sg_oai_decode(c->w->cfg->endpoint_type, ev->data.base, ev->data.len, &res) < 0) {
-        set_error(r, SG_ERRC_PROTOCOL, "malformed JSON in SSE event: %.60s", ev->data.base);
+        set_error(r, SG_ERRC_PROTOCOL, "malformed JSON in SSE event: %.*s",
+                  (int)(ev->data.len > 60 ? 60 : ev->data.len), ev->data.base);
         return 0; /* keep reading so the connection stays in step; the request is failed */
     }
     if (res.is_error) {

@@ -1,0 +1,90 @@
+"""Arrival statistics measured at the server: Poisson passes a KS test, constant rate is on the asked rate,
+concurrency limits hold, and --max-concurrency delays requests without re-spacing them."""
+import math
+
+import harness
+from profiling import profile
+
+
+def ks_exponential(gaps, rate):
+    """Kolmogorov-Smirnov statistic of gaps against the exponential distribution with the given rate."""
+    xs = sorted(gaps)
+    n = len(xs)
+    d = 0.0
+    for i, x in enumerate(xs):
+        cdf = 1.0 - math.exp(-rate * x)
+        d = max(d, (i + 1) / n - cdf, cdf - i / n)
+    return d
+
+
+def max_overlap(intervals):
+    events = []
+    for a, b in intervals:
+        events.append((a, 1))
+        events.append((b, -1))
+    events.sort(key=lambda e: (e[0], e[1]))
+    cur = best = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+def main(h):
+    with h.mock("--ttft-ms", 2, "--itl-ms", 1, "--workers", 1, record=True) as m:
+        rate, n = 400.0, 1600
+        r = profile(h, m.url, "--request-rate", rate, "--request-count", n, "--output-tokens-mean", 2,
+                    "--synthetic-input-tokens-mean", 20, "--random-seed", 7, timeout=120)
+        m.stop()
+        t = sorted(x["t_ns"] for x in m.records())
+        h.check(len(t) == n, "server saw %d requests" % n, len(t))
+        gaps = [(b - a) / 1e9 for a, b in zip(t, t[1:])]
+        d = ks_exponential(gaps, rate)
+        crit = 1.628 / math.sqrt(len(gaps))  # alpha = 0.01
+        h.check(d < crit, "Poisson arrivals at the server pass KS (D=%.4f < %.4f)" % (d, crit))
+        mean = sum(gaps) / len(gaps)
+        h.check(abs(1 / mean - rate) / rate < 0.1, "Poisson mean rate within 10%% (%.1f/s)" % (1 / mean))
+        if r.summary:
+            h.check("schedule_lag" in r.summary, "schedule lag reported")
+        # The client's own intended times: exponential too, and the same with the same seed.
+        intended = sorted(x["intended_ns"] for x in r.records)
+        cg = [(b - a) / 1e9 for a, b in zip(intended, intended[1:])]
+        h.check(ks_exponential(cg, rate) < crit, "intended times pass KS")
+
+    with h.mock("--ttft-ms", 2, "--itl-ms", 1, record=True) as m:
+        rate, n = 250.0, 500
+        profile(h, m.url, "--request-rate", rate, "--request-distribution", "constant", "--request-count", n,
+                "--output-tokens-mean", 2, "--synthetic-input-tokens-mean", 20, "--workers", 2)
+        m.stop()
+        t = sorted(x["t_ns"] for x in m.records())
+        h.check(len(t) == n, "server saw %d constant-rate requests" % n, len(t))
+        got = (len(t) - 1) / ((t[-1] - t[0]) / 1e9)
+        h.check(abs(got - rate) / rate < 0.02, "constant rate within 2%% at the server (%.2f/s)" % got)
+        gaps = sorted((b - a) / 1e6 for a, b in zip(t, t[1:]))
+        p50 = gaps[len(gaps) // 2]
+        h.check(abs(p50 - 1000 / rate) < 0.5, "constant gaps p50 %.3f ms ~ %.3f ms" % (p50, 1000 / rate))
+
+    with h.mock("--ttft-ms", 30, "--itl-ms", 2) as m:
+        # closed loop: never more than N in flight, and always about N
+        r = profile(h, m.url, "--concurrency", 6, "--request-count", 60, "--streaming", "--output-tokens-mean", 5,
+                    "--workers", 2)
+        iv = [(x["sent_ns"], x["end_ns"]) for x in r.records]
+        h.check(max_overlap(iv) <= 6, "closed loop: at most 6 in flight", max_overlap(iv))
+        h.check(max_overlap(iv) == 6, "closed loop: 6 in flight at some point", max_overlap(iv))
+        # open loop above what 4 slots can carry: requests wait, keep their intended time, and the lag shows
+        r = profile(h, m.url, "--request-rate", 300, "--max-concurrency", 4, "--request-count", 120,
+                    "--output-tokens-mean", 2, "--random-seed", 3, "--workers", 1)
+        iv = [(x["sent_ns"], x["end_ns"]) for x in r.records]
+        h.check(max_overlap(iv) <= 4, "--max-concurrency 4 holds", max_overlap(iv))
+        intended = sorted(x["intended_ns"] for x in r.records)
+        span = (intended[-1] - intended[0]) / 1e9
+        h.check(abs(119 / span - 300) / 300 < 0.3, "intended times keep the asked rate (%.0f/s)" % (119 / span))
+        if r.summary:
+            lag = r.summary["schedule_lag"]
+            h.check(lag["max"] > 100, "schedule lag shows the queueing (max %.1f ms)" % lag["max"])
+            lat, lat_send = r.summary["request_latency"], r.summary["request_latency_from_send"]
+            h.check(lat["p90"] > lat_send["p90"] + 50, "latency from intended start exceeds latency from send",
+                    (lat["p90"], lat_send["p90"]))
+
+
+harness.main(main)
