@@ -13,6 +13,7 @@
 #include "sg_h1.h"
 #include "sg_loop.h"
 #include "sg_openai.h"
+#include "sg_sched.h"
 #include "sg_sse.h"
 
 #include <errno.h>
@@ -86,11 +87,10 @@ struct sg_worker {
     sg_loop_t loop;
 
     /* schedule */
-    sg_rng_t rng;
+    sg_sched_t sched;
     double rate; /* this worker's share of the request rate; 0 = closed loop */
     int64_t next_arrival_ns;
-    int64_t interval_ns; /* constant distribution */
-    uint64_t quota;      /* requests this worker issues, warmup included; UINT64_MAX = until the duration */
+    uint64_t quota; /* requests this worker issues, warmup included; UINT64_MAX = until the duration */
     uint64_t warmup_quota;
     uint64_t issued;
     int64_t stop_issue_ns;  /* INT64_MAX until the measured phase starts with a duration */
@@ -825,11 +825,6 @@ static void issue_closed(sg_worker_t *w, int64_t intended)
     conn_dispatch(w);
 }
 
-static int64_t next_gap_ns(sg_worker_t *w)
-{
-    return (int64_t)llround(sg_rng_exp(&w->rng, w->rate) * 1e9);
-}
-
 static void issue_due(sg_worker_t *w, int64_t now)
 {
     bool any = false;
@@ -838,13 +833,7 @@ static void issue_due(sg_worker_t *w, int64_t now)
             break;
         new_request(w, w->next_arrival_ns);
         any = true;
-        if (w->cfg->distribution == SG_DIST_CONSTANT) {
-            /* from the index, not by adding intervals, so rounding never accumulates */
-            double global = (double)w->index + (double)w->issued * w->n;
-            w->next_arrival_ns = w->run->start_ns + (int64_t)llround(global * 1e9 / w->cfg->request_rate);
-        } else {
-            w->next_arrival_ns += next_gap_ns(w);
-        }
+        w->next_arrival_ns = sg_sched_next(&w->sched);
     }
     if (any)
         conn_dispatch(w);
@@ -944,10 +933,9 @@ static void *worker_main(void *arg)
 
     int64_t start = w->run->start_ns;
     if (w->rate > 0) {
-        if (w->cfg->distribution == SG_DIST_CONSTANT)
-            w->next_arrival_ns = start + (int64_t)llround((double)w->index * 1e9 / w->cfg->request_rate);
-        else
-            w->next_arrival_ns = start + next_gap_ns(w);
+        sg_sched_init(&w->sched, w->cfg->distribution == SG_DIST_CONSTANT ? SG_SCHED_CONSTANT : SG_SCHED_POISSON,
+                      w->cfg->request_rate, w->index, w->n, w->cfg->random_seed, start);
+        w->next_arrival_ns = sg_sched_next(&w->sched);
     } else {
         while (sg_now_ns() < start)
             ;
@@ -1018,7 +1006,6 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->index = index;
     w->n = n;
     w->cpu = cpu;
-    sg_rng_seed(&w->rng, cfg->random_seed, 0x5eed0000ULL + index);
     w->rate = cfg->request_rate > 0 ? cfg->request_rate / n : 0;
     w->slots = cfg->request_rate > 0 ? 0 : (uint32_t)share(cfg->concurrency, index, n);
     w->max_in_flight = cfg->max_concurrency ? (uint32_t)share(cfg->max_concurrency, index, n) : 0;

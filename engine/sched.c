@@ -1,0 +1,28 @@
+#include "sg_sched.h"
+
+#include <math.h>
+
+void sg_sched_init(sg_sched_t *s, sg_sched_kind_t kind, double rate, unsigned index, unsigned n, uint64_t seed,
+                   int64_t start_ns)
+{
+    s->kind = kind;
+    s->rate = rate;
+    s->index = index;
+    s->n = n ? n : 1;
+    s->start_ns = start_ns;
+    s->k = 0;
+    s->last_ns = start_ns;
+    sg_rng_seed(&s->rng, seed, 0x5eed0000ULL + index);
+}
+
+int64_t sg_sched_next(sg_sched_t *s)
+{
+    if (s->kind == SG_SCHED_CONSTANT) {
+        double global = (double)s->index + (double)s->k * s->n;
+        s->last_ns = s->start_ns + (int64_t)llround(global * 1e9 / s->rate);
+    } else {
+        s->last_ns += (int64_t)llround(sg_rng_exp(&s->rng, s->rate / s->n) * 1e9);
+    }
+    s->k++;
+    return s->last_ns;
+}

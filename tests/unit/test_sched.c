@@ -1,0 +1,133 @@
+/* Arrival schedules: Poisson gaps are exponential (KS test, mean, CV), the superposition of the workers'
+ * streams is Poisson at the total rate, constant arrivals interleave into one evenly spaced stream. */
+#include "sg_sched.h"
+#include "test.h"
+
+#include <stdlib.h>
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Kolmogorov-Smirnov statistic of n gaps (ns) against the exponential with the given rate (per second). */
+static double ks_exp(int64_t *gaps, size_t n, double rate)
+{
+    qsort(gaps, n, sizeof(*gaps), cmp_i64);
+    double d = 0;
+    for (size_t i = 0; i < n; i++) {
+        double cdf = 1.0 - exp(-rate * (double)gaps[i] / 1e9);
+        double hi = (double)(i + 1) / (double)n - cdf, lo = cdf - (double)i / (double)n;
+        if (hi > d)
+            d = hi;
+        if (lo > d)
+            d = lo;
+    }
+    return d;
+}
+
+static void test_poisson_one_worker(void)
+{
+    enum { N = 100000 };
+    int64_t *gaps = malloc(N * sizeof(*gaps));
+    sg_sched_t s;
+    sg_sched_init(&s, SG_SCHED_POISSON, 1000.0, 0, 1, 42, 0);
+    int64_t prev = 0;
+    double sum = 0, sum2 = 0;
+    bool monotone = true;
+    for (size_t i = 0; i < N; i++) {
+        int64_t t = sg_sched_next(&s);
+        monotone &= t >= prev;
+        gaps[i] = t - prev;
+        sum += (double)gaps[i];
+        sum2 += (double)gaps[i] * (double)gaps[i];
+        prev = t;
+    }
+    CHECK(monotone);
+    double mean = sum / N, var = sum2 / N - mean * mean;
+    CHECK_NEAR(mean, 1e6, 1e6 * 0.01);       /* 1 ms mean gap at 1000/s */
+    CHECK_NEAR(sqrt(var) / mean, 1.0, 0.02); /* exponential: coefficient of variation 1 */
+    double d = ks_exp(gaps, N, 1000.0);
+    CHECK(d < 1.628 / sqrt((double)N)); /* alpha = 0.01 */
+    /* and a KS test that must fail: the same gaps against the wrong rate */
+    CHECK(ks_exp(gaps, N, 1100.0) > 1.628 / sqrt((double)N));
+    free(gaps);
+}
+
+static void test_poisson_superposition(void)
+{
+    enum { W = 4, PER = 25000 };
+    int64_t *all = malloc(W * PER * sizeof(*all));
+    for (unsigned w = 0; w < W; w++) {
+        sg_sched_t s;
+        sg_sched_init(&s, SG_SCHED_POISSON, 2000.0, w, W, 7, 1000);
+        for (size_t i = 0; i < PER; i++)
+            all[w * PER + i] = sg_sched_next(&s);
+    }
+    /* only the window every stream covers */
+    int64_t horizon = INT64_MAX;
+    for (unsigned w = 0; w < W; w++)
+        if (all[w * PER + PER - 1] < horizon)
+            horizon = all[w * PER + PER - 1];
+    qsort(all, W * PER, sizeof(*all), cmp_i64);
+    size_t n = 0;
+    while (n < W * PER && all[n] <= horizon)
+        n++;
+    int64_t *gaps = malloc(n * sizeof(*gaps));
+    for (size_t i = 1; i < n; i++)
+        gaps[i - 1] = all[i] - all[i - 1];
+    double d = ks_exp(gaps, n - 1, 2000.0);
+    CHECK(d < 1.628 / sqrt((double)(n - 1)));
+    double rate = (double)(n - 1) / ((double)(all[n - 1] - all[0]) / 1e9);
+    CHECK_NEAR(rate, 2000.0, 2000.0 * 0.02);
+    free(gaps);
+    free(all);
+}
+
+static void test_constant_interleaves(void)
+{
+    enum { W = 3, PER = 1000 };
+    int64_t all[W * PER];
+    for (unsigned w = 0; w < W; w++) {
+        sg_sched_t s;
+        sg_sched_init(&s, SG_SCHED_CONSTANT, 300.0, w, W, 0, 5000);
+        for (size_t i = 0; i < PER; i++)
+            all[w * PER + i] = sg_sched_next(&s);
+    }
+    qsort(all, W * PER, sizeof(*all), cmp_i64);
+    CHECK_EQ_INT(all[0], 5000);
+    int64_t worst = 0;
+    for (size_t i = 0; i < W * PER; i++) {
+        int64_t want = 5000 + llround((double)i * 1e9 / 300.0);
+        int64_t err = llabs(all[i] - want);
+        if (err > worst)
+            worst = err;
+    }
+    CHECK(worst <= 1); /* no drift after 3000 arrivals */
+}
+
+static void test_deterministic(void)
+{
+    sg_sched_t a, b, c;
+    sg_sched_init(&a, SG_SCHED_POISSON, 50.0, 1, 2, 99, 0);
+    sg_sched_init(&b, SG_SCHED_POISSON, 50.0, 1, 2, 99, 0);
+    sg_sched_init(&c, SG_SCHED_POISSON, 50.0, 0, 2, 99, 0);
+    bool same = true, differ = false;
+    for (int i = 0; i < 100; i++) {
+        int64_t x = sg_sched_next(&a), y = sg_sched_next(&b), z = sg_sched_next(&c);
+        same &= x == y;
+        differ |= x != z;
+    }
+    CHECK(same);
+    CHECK(differ);
+}
+
+int main(void)
+{
+    test_poisson_one_worker();
+    test_poisson_superposition();
+    test_constant_interleaves();
+    test_deterministic();
+    return test_finish("test_sched");
+}
