@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -122,6 +123,16 @@ static void progress_line(sg_worker_t **ws, unsigned n, const sg_config_t *cfg, 
     if (final)
         fputc('\n', stderr);
     fflush(stderr);
+}
+
+/* User + system CPU of the whole process so far: the workers' cost (and the controller's, which sleeps). */
+static double process_cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static char *path_join(const char *dir, const char *name)
@@ -370,6 +381,7 @@ int sg_profile_main(int argc, char **argv)
         usleep(1000);
     }
     run.start_ns = sg_now_ns() + 2000000; /* 2 ms: every worker is past its wait before the first arrival */
+    double cpu_at_start = process_cpu_s();
     atomic_store(&run.go, 1);
 
     bool show = cfg.progress > 0 || (cfg.progress < 0 && isatty(STDERR_FILENO));
@@ -396,6 +408,7 @@ int sg_profile_main(int argc, char **argv)
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
+    double client_cpu = process_cpu_s() - cpu_at_start;
     if (show)
         progress_line(ws, n_workers, &cfg, run.start_ns, &last_done, &last_ns, true);
 
@@ -424,6 +437,7 @@ int sg_profile_main(int argc, char **argv)
         .warmup_count = warmup,
         .input_config_json = input_json ? input_json : "{}",
         .has_slos = cfg.n_slos > 0,
+        .client_cpu_s = client_cpu,
     };
     sg_export_table(stdout, merged, &info);
     fflush(stdout);

@@ -274,25 +274,71 @@ static int cmp_idx(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static void put_rel_ns(FILE *f, const char *key, int64_t t, int64_t base)
+/* A line under construction: JSONL lines are built in memory and written with one fwrite, because printf per field
+ * was most of the export's CPU. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    bool oom;
+} line_t;
+
+static void lb_reserve(line_t *l, size_t more)
 {
-    if (t)
-        fprintf(f, ",\"%s\":%" PRId64, key, t - base);
-    else
-        fprintf(f, ",\"%s\":null", key);
+    if (l->len + more <= l->cap || l->oom)
+        return;
+    size_t nc = l->cap ? l->cap : 1024;
+    while (nc < l->len + more)
+        nc *= 2;
+    char *nb = realloc(l->buf, nc);
+    if (!nb) {
+        l->oom = true;
+        return;
+    }
+    l->buf = nb;
+    l->cap = nc;
+}
+
+static void lb_mem(line_t *l, const char *s, size_t n)
+{
+    lb_reserve(l, n);
+    if (l->oom)
+        return;
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
+}
+
+static void lb_str(line_t *l, const char *s)
+{
+    lb_mem(l, s, strlen(s));
+}
+
+static void lb_i64(line_t *l, int64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    lb_reserve(l, n + 1);
+    if (l->oom)
+        return;
+    if (v < 0)
+        l->buf[l->len++] = '-';
+    while (n)
+        l->buf[l->len++] = tmp[--n];
 }
 
 /*
  * v / 10^decimals in fixed point, from integers: exact (no double rounding) and much cheaper than printf's
- * %f, which matters for token_times_ms (one number per token, millions of tokens). Returns the end.
+ * %f, which matters for token_times_ms (one number per token, millions of tokens).
  */
-static char *fmt_fixed(char *p, int64_t v, unsigned decimals)
+static void lb_fixed(line_t *l, int64_t v, unsigned decimals)
 {
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     char tmp[32];
     size_t n = 0;
-    if (v < 0)
-        *p++ = '-';
     for (unsigned i = 0; i < decimals; i++, u /= 10)
         tmp[n++] = (char)('0' + u % 10);
     tmp[n++] = '.';
@@ -300,31 +346,78 @@ static char *fmt_fixed(char *p, int64_t v, unsigned decimals)
         tmp[n++] = (char)('0' + u % 10);
         u /= 10;
     } while (u);
+    lb_reserve(l, n + 1);
+    if (l->oom)
+        return;
+    if (v < 0)
+        l->buf[l->len++] = '-';
     while (n)
-        *p++ = tmp[--n];
-    return p;
+        l->buf[l->len++] = tmp[--n];
 }
 
-static void put_ms(FILE *f, const char *key, bool have, int64_t ns)
+static void lb_key(line_t *l, const char *key)
 {
-    if (have) {
-        char num[32];
-        char *end = fmt_fixed(num, ns, 6);
-        fprintf(f, ",\"%s\":%.*s", key, (int)(end - num), num);
-    } else {
-        fprintf(f, ",\"%s\":null", key);
-    }
+    lb_mem(l, ",\"", 2);
+    lb_str(l, key);
+    lb_mem(l, "\":", 2);
 }
 
-static void put_opt_int(FILE *f, const char *key, bool have, int64_t v)
+static void put_rel_ns(line_t *l, const char *key, int64_t t, int64_t base)
 {
-    if (have)
-        fprintf(f, ",\"%s\":%" PRId64, key, v);
+    lb_key(l, key);
+    if (t)
+        lb_i64(l, t - base);
     else
-        fprintf(f, ",\"%s\":null", key);
+        lb_mem(l, "null", 4);
 }
 
-static void write_line(FILE *f, const unsigned char *rec, int64_t base, const char *const *model_names, size_t n_models)
+static void put_ms(line_t *l, const char *key, bool have, int64_t ns)
+{
+    lb_key(l, key);
+    if (have)
+        lb_fixed(l, ns, 6);
+    else
+        lb_mem(l, "null", 4);
+}
+
+static void put_opt_int(line_t *l, const char *key, bool have, int64_t v)
+{
+    lb_key(l, key);
+    if (have)
+        lb_i64(l, v);
+    else
+        lb_mem(l, "null", 4);
+}
+
+static void lb_json_string(line_t *l, const char *s, size_t n)
+{
+    bool plain = true;
+    for (size_t i = 0; i < n && plain; i++) {
+        unsigned char c = (unsigned char)s[i];
+        plain = c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+    }
+    if (plain) { /* the common case (model names, most messages): no escaping needed */
+        lb_mem(l, "\"", 1);
+        lb_mem(l, s, n);
+        lb_mem(l, "\"", 1);
+        return;
+    }
+    /* the shared escaper (UTF-8 checks included) writes to a FILE: give it one over memory */
+    char *mem = NULL;
+    size_t mlen = 0;
+    FILE *m = open_memstream(&mem, &mlen);
+    if (!m) {
+        l->oom = true;
+        return;
+    }
+    sg_json_put_string(m, s, n);
+    fclose(m);
+    lb_mem(l, mem, mlen);
+    free(mem);
+}
+
+static void write_line(FILE *f, line_t *l, const unsigned char *rec, int64_t base, const char *const *model_names,
+                       size_t n_models)
 {
     struct wire_rec w;
     memcpy(&w, rec, sizeof(w));
@@ -332,55 +425,60 @@ static void write_line(FILE *f, const unsigned char *rec, int64_t base, const ch
     const unsigned char *ev = rec + sizeof(w) + w.msg_len;
     bool ok = w.err_class == SG_ERRC_NONE;
 
-    fprintf(f, "{\"id\":%" PRIu64 ",\"worker\":%" PRIu32 ",\"model\":", w.id, w.worker);
+    l->len = 0;
+    lb_str(l, "{\"id\":");
+    lb_i64(l, (int64_t)w.id);
+    lb_str(l, ",\"worker\":");
+    lb_i64(l, w.worker);
+    lb_str(l, ",\"model\":");
     if (model_names && w.model < n_models && model_names[w.model])
-        sg_json_put_string(f, model_names[w.model], strlen(model_names[w.model]));
+        lb_json_string(l, model_names[w.model], strlen(model_names[w.model]));
     else
-        fprintf(f, "%" PRIu32, w.model);
-    fprintf(f, ",\"streaming\":%s,\"status\":\"%s\"", (w.flags & FLAG_STREAMING) ? "true" : "false",
-            ok ? "ok" : "error");
+        lb_i64(l, w.model);
+    lb_str(l, (w.flags & FLAG_STREAMING) ? ",\"streaming\":true" : ",\"streaming\":false");
+    lb_str(l, ok ? ",\"status\":\"ok\"" : ",\"status\":\"error\"");
     if (!ok) {
-        fprintf(f, ",\"error_class\":\"%s\",\"error\":", sg_err_class_name((sg_err_class_t)w.err_class));
-        sg_json_put_string(f, msg, w.msg_len);
+        lb_str(l, ",\"error_class\":\"");
+        lb_str(l, sg_err_class_name((sg_err_class_t)w.err_class));
+        lb_str(l, "\",\"error\":");
+        lb_json_string(l, msg, w.msg_len);
     }
-    put_opt_int(f, "http_status", w.http_status != 0, w.http_status);
-    put_rel_ns(f, "intended_ns", w.intended_ns, base);
-    put_rel_ns(f, "sent_ns", w.sent_ns, base);
-    put_rel_ns(f, "first_byte_ns", w.first_byte_ns, base);
-    put_rel_ns(f, "first_token_ns", w.first_token_ns, base);
-    put_rel_ns(f, "end_ns", w.end_ns, base);
-    put_ms(f, "schedule_lag_ms", w.sent_ns != 0, w.sent_ns - w.intended_ns);
-    put_ms(f, "time_to_first_token_ms", w.first_token_ns != 0, w.first_token_ns - w.intended_ns);
-    put_ms(f, "request_latency_ms", w.end_ns != 0, w.end_ns - w.intended_ns);
-    fprintf(f, ",\"input_sequence_length\":%" PRIu32, w.isl);
-    put_opt_int(f, "input_sequence_length_server", w.isl_server != -1, w.isl_server);
-    fprintf(f, ",\"output_sequence_length\":%" PRIu32 ",\"osl_source\":\"%s\"", w.osl,
-            sg_osl_source_name((sg_osl_source_t)w.osl_source));
-    put_opt_int(f, "output_sequence_length_server", w.osl_server != -1, w.osl_server);
-    put_opt_int(f, "max_tokens", w.max_tokens != 0, w.max_tokens);
-    fprintf(f, ",\"content_events\":%" PRIu32 ",\"response_bytes\":%" PRIu64 ",\"token_times_ms\":[", w.content_events,
-            w.response_bytes);
+    put_opt_int(l, "http_status", w.http_status != 0, w.http_status);
+    put_rel_ns(l, "intended_ns", w.intended_ns, base);
+    put_rel_ns(l, "sent_ns", w.sent_ns, base);
+    put_rel_ns(l, "first_byte_ns", w.first_byte_ns, base);
+    put_rel_ns(l, "first_token_ns", w.first_token_ns, base);
+    put_rel_ns(l, "end_ns", w.end_ns, base);
+    put_ms(l, "schedule_lag_ms", w.sent_ns != 0, w.sent_ns - w.intended_ns);
+    put_ms(l, "time_to_first_token_ms", w.first_token_ns != 0, w.first_token_ns - w.intended_ns);
+    put_ms(l, "request_latency_ms", w.end_ns != 0, w.end_ns - w.intended_ns);
+    put_opt_int(l, "input_sequence_length", true, w.isl);
+    put_opt_int(l, "input_sequence_length_server", w.isl_server != -1, w.isl_server);
+    put_opt_int(l, "output_sequence_length", true, w.osl);
+    lb_str(l, ",\"osl_source\":\"");
+    lb_str(l, sg_osl_source_name((sg_osl_source_t)w.osl_source));
+    lb_str(l, "\"");
+    put_opt_int(l, "output_sequence_length_server", w.osl_server != -1, w.osl_server);
+    put_opt_int(l, "max_tokens", w.max_tokens != 0, w.max_tokens);
+    put_opt_int(l, "content_events", true, w.content_events);
+    put_opt_int(l, "response_bytes", true, (int64_t)w.response_bytes);
+    lb_str(l, ",\"token_times_ms\":[");
     if (w.first_token_ns) {
         int64_t first_ns = w.first_token_ns - w.intended_ns;
-        char buf[4096];
-        size_t used = 0;
         for (uint32_t i = 0; i < w.n_events; i++) {
             uint32_t us;
             memcpy(&us, ev + (size_t)i * sizeof(us), sizeof(us)); /* events follow the message: unaligned */
             int64_t ns = first_ns + (int64_t)us * 1000;
             /* round to the microsecond: 3 decimals of ms */
             int64_t rounded_us = ns >= 0 ? (ns + 500) / 1000 : -((-ns + 500) / 1000);
-            if (used > sizeof(buf) - 32) {
-                fwrite(buf, 1, used, f);
-                used = 0;
-            }
             if (i)
-                buf[used++] = ',';
-            used = (size_t)(fmt_fixed(buf + used, rounded_us, 3) - buf);
+                lb_mem(l, ",", 1);
+            lb_fixed(l, rounded_us, 3);
         }
-        fwrite(buf, 1, used, f);
     }
-    fputs("]}\n", f);
+    lb_str(l, "]}\n");
+    if (!l->oom)
+        fwrite(l->buf, 1, l->len, f);
 }
 
 int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n_logs, const char *const *model_names,
@@ -414,11 +512,17 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
             char *iobuf = malloc(1u << 20);
             if (iobuf)
                 setvbuf(of.f, iobuf, _IOFBF, 1u << 20);
+            line_t line = {0};
             for (size_t i = 0; i < n; i++) {
                 const mapped_t *mp = &maps[idx[i].loc & ((1u << LOC_LOG_BITS) - 1)];
-                write_line(of.f, mp->base + (idx[i].loc >> LOC_LOG_BITS), base, model_names, n_models);
+                write_line(of.f, &line, mp->base + (idx[i].loc >> LOC_LOG_BITS), base, model_names, n_models);
             }
-            if (ferror(of.f)) {
+            bool oom = line.oom;
+            free(line.buf);
+            if (oom) {
+                sg_outfile_abort(&of);
+                rc = -ENOMEM;
+            } else if (ferror(of.f)) {
                 sg_outfile_abort(&of);
                 rc = -EIO;
             } else {

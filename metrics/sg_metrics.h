@@ -101,6 +101,7 @@ typedef struct {
     uint64_t warmup_count;         /* warmup requests (not in the metrics) */
     const char *input_config_json; /* a JSON object (text) describing the run's configuration */
     bool has_slos;
+    double client_cpu_s; /* CPU time surge spent from the start instant to the last response; 0 = unknown */
 } sg_run_info_t;
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
