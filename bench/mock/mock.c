@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* Write the port so that a reader never sees a partial file: a temporary beside it, then rename. */
@@ -53,6 +54,20 @@ static void set_port(sg_addr_t *a, int port)
         ((struct sockaddr_in *)&a->addr)->sin_port = htons((uint16_t)port);
     else if (a->addr.ss_family == AF_INET6)
         ((struct sockaddr_in6 *)&a->addr)->sin6_port = htons((uint16_t)port);
+}
+
+/* 0 when nothing listens on addr's port (a bind without SO_REUSEPORT succeeds), else -errno. */
+static int probe_port_free(const sg_addr_t *a)
+{
+    int fd = socket(a->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0)
+        return -errno;
+    int one = 1, err = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)); /* TIME_WAIT leftovers are no conflict */
+    if (bind(fd, (const struct sockaddr *)&a->addr, a->len) < 0)
+        err = -errno;
+    close(fd);
+    return err;
 }
 
 /* Sleep until a stop signal or the --exit-after deadline (absolute, CLOCK_MONOTONIC; INT64_MAX: none). */
@@ -129,6 +144,18 @@ int sg_mock_main(int argc, char **argv)
     }
 
     char where[128];
+    if (o.port != 0) {
+        /*
+         * SO_REUSEPORT would let us join a port that another process (an older mock, a real server) already
+         * listens on, and silently split its connections with it. Bind once without it first, to fail loudly.
+         */
+        int e = probe_port_free(&addr);
+        if (e < 0) {
+            sg_addr_format(&addr, where, sizeof(where));
+            fprintf(stderr, "surge mock: cannot listen on %s: %s\n", where, sg_strerror(e));
+            goto out;
+        }
+    }
     for (unsigned i = 0; i < o.workers; i++) {
         int fd = sg_tcp_listen(&addr, 4096);
         if (fd < 0) {

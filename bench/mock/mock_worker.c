@@ -26,7 +26,9 @@
 #include <unistd.h>
 
 #define RING_ENTRIES 4096
+#ifndef RECV_BUFS /* overridable so tests can starve the provided-buffer ring (-ENOBUFS) */
 #define RECV_BUFS 1024
+#endif
 #define RECV_BUF_SIZE 8192
 #define POOL_BUF 4096             /* output buffers of this size are recycled per worker */
 #define POOL_MAX 256              /* at most this many idle ones are kept (1 MiB) */

@@ -304,6 +304,8 @@ def test_timing(h):
             full.append((time.monotonic_ns() - t0) / 1e6)
             c.close()
         if ttfts:
+            print("timing: median TTFT %.2f ms (want %.0f), median ITL %.2f ms (want %.0f), non-streamed %.2f ms"
+                  % (statistics.median(ttfts), ttft_ms, statistics.median(itls), itl_ms, statistics.median(full)))
             h.near(statistics.median(ttfts), ttft_ms, 5.0, "median TTFT ms")
             h.near(statistics.median(itls), itl_ms, 3.0, "median ITL ms")
             h.check(min(ttfts) >= ttft_ms - 1.0, "no token before ttft", ttfts)
@@ -485,6 +487,9 @@ def main(h):
         test_streamed(h, m)
         test_pipelining(h, m)
         test_limits(h, m)
+        r = h.run([h.surge, "mock", "--port", m.port, "--exit-after", "2"], timeout=10)
+        h.check(r.returncode == 1 and "in use" in r.stderr, "a port another server listens on is refused",
+                (r.returncode, r.stderr))
     test_flags(h)
     test_timing(h)
     test_output_tokens_flag(h)
