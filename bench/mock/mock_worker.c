@@ -59,6 +59,7 @@ struct sg_mock_conn {
     bool closing;           /* shut down; freed once no operation is in flight */
     bool close_after_flush; /* no more responses; close once what is rendered has been sent */
     bool read_stopped;      /* ignore further requests (after Connection: close or a parse error) */
+    bool expect_checked;    /* the buffered partial request's head was looked at for Expect: 100-continue */
 };
 
 struct sg_mock_worker {
@@ -665,6 +666,47 @@ static void conn_pump(conn_t *c, int64_t now)
     }
 }
 
+/* Case-insensitive: does the head's line at p (up to end) start with the header name (lowercase, with ':')? */
+static bool header_is(const char *p, const char *end, const char *name)
+{
+    for (; *name; name++, p++)
+        if (p >= end || (*p | 0x20) != *name)
+            return false;
+    return true;
+}
+
+/*
+ * A client that sent "Expect: 100-continue" (curl does for large bodies) waits for an interim 100 before
+ * sending the body; without one it stalls a second or more, which would pass for server latency. The request
+ * parser hands over whole requests only, so look at the head it has buffered: once per request, and only when
+ * no earlier response is still queued (the 100 must not overtake those).
+ */
+static void maybe_continue(conn_t *c)
+{
+    const char *buf = c->parser.buf;
+    size_t len = c->parser.len;
+    const char *head_end = memmem(buf, len < SG_H1_MAX_HEAD + 4 ? len : SG_H1_MAX_HEAD + 4, "\r\n\r\n", 4);
+    if (!head_end)
+        return; /* the head is not all here yet: look again on the next receive */
+    c->expect_checked = true;
+    if (c->q_head)
+        return;
+    for (const char *line = memchr(buf, '\n', (size_t)(head_end - buf)); line && line < head_end;
+         line = memchr(line + 1, '\n', (size_t)(head_end - line - 1))) {
+        const char *p = line + 1;
+        if (!header_is(p, head_end, "expect:"))
+            continue;
+        p += 7;
+        while (p < head_end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (header_is(p, head_end, "100-continue")) {
+            SG_MOCK_BUF_LIT(conn_out(c), "HTTP/1.1 100 Continue\r\n\r\n");
+            mark_dirty(c);
+        }
+        return;
+    }
+}
+
 static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
 {
     conn_t *c = SG_CONTAINER_OF(op, conn_t, recv_op);
@@ -678,6 +720,10 @@ static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
         if (!c->closing && !c->read_stopped) {
             c->recv_ns = sg_now_ns();
             int err = sg_h1_req_feed(&c->parser, sg_loop_buf(&w->loop, bid), (size_t)res, &req_cb, c);
+            if (err >= 0 && c->parser.len == 0)
+                c->expect_checked = false;
+            else if (err >= 0 && !c->expect_checked)
+                maybe_continue(c);
             if (err < 0 && err != SG_EABORT && !c->closing) {
                 /* answer what we can say about it, in order after what is already queued, then close */
                 sg_mock_job_t *j = job_new(w);

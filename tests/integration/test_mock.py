@@ -444,6 +444,28 @@ def test_limits(h, m):
     h.check(data.startswith(b"HTTP/1.1 413"), "request over 8 MiB -> 413", data[:80])
 
 
+def test_expect_continue(h, m):
+    body = json.dumps(cmpl_body(n=2)).encode()
+    sock = socket.create_connection(("127.0.0.1", m.port), timeout=2)
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nEXPECT:  100-Continue\r\nContent-Length: %d\r\n\r\n"
+                 % len(body))
+    try:
+        interim = sock.recv(4096)
+    except socket.timeout:
+        interim = b""
+    h.check(interim == b"HTTP/1.1 100 Continue\r\n\r\n", "Expect: 100-continue gets an interim 100", interim)
+    sock.sendall(body)
+    data = b""
+    deadline = time.monotonic() + TIMEOUT
+    while not data.endswith(b"}}") and time.monotonic() < deadline:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    h.check(data.startswith(b"HTTP/1.1 200 OK"), "then the final response", data[:60])
+
+
 def test_workers_and_exit(h):
     with h.mock("--workers", 2, "--ttft-ms", 0, "--itl-ms", 0) as m:
         ok = 0
@@ -487,6 +509,7 @@ def main(h):
         test_streamed(h, m)
         test_pipelining(h, m)
         test_limits(h, m)
+        test_expect_continue(h, m)
         r = h.run([h.surge, "mock", "--port", m.port, "--exit-after", "2"], timeout=10)
         h.check(r.returncode == 1 and "in use" in r.stderr, "a port another server listens on is refused",
                 (r.returncode, r.stderr))
