@@ -70,16 +70,25 @@ class Mock:
 
 
 def measured(cmd, timeout=600):
-    """Run cmd; return (stdout, cpu seconds, peak RSS KiB, wall seconds)."""
+    """Run cmd; return (stdout, cpu seconds, peak RSS KiB (sampled every 10 ms), wall seconds)."""
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = t0 + timeout
     out_chunks = []
-    # wait4 gives this child's own rusage (not the sum over all children)
+    # wait4 gives this child's own CPU. Its ru_maxrss is no good here: it keeps the high-water mark of the
+    # forked Python image from before exec, so the peak RSS is read from /proc (VmHWM of the exec'd image).
+    hwm = 0
     while True:
         pid, status, ru = os.wait4(p.pid, os.WNOHANG)
         if pid:
             break
+        try:
+            with open("/proc/%d/status" % p.pid) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        hwm = max(hwm, int(line.split()[1]))
+        except OSError:
+            pass
         if time.monotonic() > deadline:
             p.kill()
             raise RuntimeError("timed out: " + " ".join(cmd))
@@ -92,7 +101,7 @@ def measured(cmd, timeout=600):
         sys.stderr.write(err[-2000:])
         raise RuntimeError("exit %d: %s" % (p.returncode, " ".join(cmd)))
     out_chunks.append(out)
-    return out, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, wall
+    return out, ru.ru_utime + ru.ru_stime, hwm, wall
 
 
 def prompt_words(n):
