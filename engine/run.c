@@ -371,6 +371,9 @@ int sg_profile_main(int argc, char **argv)
     }
 
     describe(&run, n_workers);
+    if (cfg.verbose)
+        fprintf(stderr, "surge: %zu distinct payloads, RLIMIT_NOFILE %llu, artifacts in %s\n", payloads.n,
+                (unsigned long long)run.nofile, run.artifact_dir);
     /* Wait for every worker's set-up, then release them all at one start instant. */
     for (;;) {
         unsigned ready = 0;
@@ -425,6 +428,16 @@ int sg_profile_main(int argc, char **argv)
             fatal = true;
         }
         warmup += sg_worker_warmup_count(ws[i]);
+        if (cfg.verbose) {
+            sg_worker_stats_t st;
+            sg_worker_stats(ws[i], &st);
+            fprintf(stderr,
+                    "surge: worker %u (cpu %d): %llu requests issued, %llu connections opened (peak %llu open, %llu "
+                    "failed to connect), %llu re-sent after a closed keep-alive connection\n",
+                    i, st.cpu, (unsigned long long)st.issued, (unsigned long long)st.conns_opened,
+                    (unsigned long long)st.conns_peak, (unsigned long long)st.connect_failures,
+                    (unsigned long long)st.resent);
+        }
         if (sg_metrics_merge(merged, sg_worker_metrics(ws[i])) < 0)
             fatal = true;
     }

@@ -40,6 +40,17 @@ sg_metrics_t *sg_worker_metrics(sg_worker_t *w);
 const char *sg_worker_log_path(const sg_worker_t *w);
 uint64_t sg_worker_warmup_count(const sg_worker_t *w);
 bool sg_worker_cancelled_any(const sg_worker_t *w);
+
+/* After the join: what the worker did, for --verbose. */
+typedef struct {
+    int cpu;
+    uint64_t issued; /* requests issued, warmup included */
+    uint64_t conns_opened;
+    uint64_t conns_peak; /* most connections open at once */
+    uint64_t connect_failures;
+    uint64_t resent; /* requests re-sent once after a kept-alive connection turned out closed */
+} sg_worker_stats_t;
+void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out);
 void sg_worker_free(sg_worker_t *w);
 
 #endif

@@ -113,6 +113,7 @@ struct sg_worker {
     uint64_t n_connecting;
     uint64_t max_conns;
     int last_connect_err;
+    uint64_t conns_opened, conns_peak, connect_failures, resent;
 
     sg_metrics_t *metrics;
     sg_reclog_t *log;
@@ -561,6 +562,7 @@ static bool maybe_retry(sg_conn_t *c, sg_req_t *r)
     if (r->retried || c->served == 0 || sg_h1_resp_started(&c->h1) || r->rec.first_byte_ns)
         return false;
     r->retried = true;
+    w->resent++;
     fl_remove(w, r);
     r->conn = NULL;
     r->rec.sent_ns = 0;
@@ -698,6 +700,7 @@ static void on_connect(sg_op_t *op, const struct io_uring_cqe *cqe)
         w->n_connecting--;
         if (cqe->res < 0) {
             w->last_connect_err = cqe->res;
+            w->connect_failures++;
             c->state = C_BUSY; /* so conn_close does not count it twice */
             conn_close(c);
             if (!c->for_setup)
@@ -743,6 +746,9 @@ static sg_conn_t *conn_open(sg_worker_t *w, bool for_setup)
     w->all_head = c;
     w->n_conns++;
     w->n_connecting++;
+    w->conns_opened++;
+    if (w->n_conns > w->conns_peak)
+        w->conns_peak = w->n_conns;
     struct io_uring_sqe *sqe = sg_loop_sqe(&w->loop, &c->connect_op);
     io_uring_prep_connect(sqe, fd, (const struct sockaddr *)&w->run->addr.addr, w->run->addr.len);
     c->ops++;
@@ -1084,6 +1090,16 @@ uint64_t sg_worker_warmup_count(const sg_worker_t *w)
 bool sg_worker_cancelled_any(const sg_worker_t *w)
 {
     return w->cancelled_any;
+}
+
+void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
+{
+    out->cpu = w->cpu;
+    out->issued = w->issued;
+    out->conns_opened = w->conns_opened;
+    out->conns_peak = w->conns_peak;
+    out->connect_failures = w->connect_failures;
+    out->resent = w->resent;
 }
 
 void sg_worker_free(sg_worker_t *w)
