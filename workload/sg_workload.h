@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 typedef struct {
-    char *bytes;         /* whole HTTP request, len bytes, not NUL-terminated; owned by the table */
+    char *bytes; /* whole HTTP request, len bytes, not NUL-terminated; owned by the table */
     size_t len;
     uint32_t isl;        /* prompt tokens, client estimate */
     uint32_t max_tokens; /* 0 when not asked */
@@ -33,7 +33,7 @@ typedef struct {
     sg_oai_kind_t kind;
     const char *const *models;
     size_t n_models;
-    int model_strategy;          /* 0 round robin, 1 random */
+    int model_strategy; /* 0 round robin, 1 random */
     bool streaming;
     const char *extra_inputs_json; /* JSON object text, merged last (overrides ours) */
     /* prompts */
@@ -81,8 +81,8 @@ typedef struct sg_rng {
 } sg_rng_t;
 void sg_rng_seed(sg_rng_t *r, uint64_t seed, uint64_t stream);
 uint64_t sg_rng_next(sg_rng_t *r);
-double sg_rng_uniform(sg_rng_t *r); /* (0, 1] never 0 */
-double sg_rng_normal(sg_rng_t *r);  /* standard normal */
+double sg_rng_uniform(sg_rng_t *r);          /* (0, 1] never 0 */
+double sg_rng_normal(sg_rng_t *r);           /* standard normal */
 double sg_rng_exp(sg_rng_t *r, double rate); /* exponential with the given rate */
 
 #endif
