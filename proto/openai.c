@@ -448,17 +448,20 @@ static int scan_messages(sg_js_t *js, sg_oai_request_t *out, bool *found)
         }
         int m = 0;
         sg_slice_t key;
+        uint64_t words = 0; /* a repeated "content" replaces the earlier one, words included */
         rc = sg_js_obj_begin(js);
         while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
             if (SG_JS_EQ(key, "content")) {
                 sg_slice_t text;
                 bool has_text;
-                rc = scan_content(js, &out->prompt_words, &text, &has_text);
+                words = 0;
+                rc = scan_content(js, &words, &text, &has_text);
                 out->prompt = has_text ? text : empty;
             } else {
                 rc = sg_js_skip(js);
             }
         }
+        out->prompt_words += words;
     }
     return rc;
 }

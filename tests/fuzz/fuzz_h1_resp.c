@@ -1,0 +1,186 @@
+/*
+ * HTTP/1.1 response parser. The first three input bytes choose how to feed the rest: the options (HEAD request,
+ * EOF at the end) and where to cut it. The trace of events (heads, body bytes, completions, the error) must not
+ * depend on the cuts, and the callbacks must keep their promises (body only between head and completion,
+ * Content-Length bodies exactly that long, consumed bytes never past the buffer).
+ */
+#include "sg_h1.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+} str_t;
+
+static void str_add(str_t *t, const void *s, size_t n)
+{
+    if (t->len + n > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 256;
+        while (cap < t->len + n)
+            cap *= 2;
+        t->s = realloc(t->s, cap);
+        if (!t->s)
+            abort();
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+}
+
+typedef struct {
+    str_t trace;
+    bool in_body;
+    bool head_seen;
+    bool done;
+    bool cl_framed;
+    bool no_body;
+    bool head_req;
+    int64_t content_length;
+    uint64_t body_total;
+} rec_t;
+
+static int on_head(void *ud, const sg_h1_resp_head_t *h)
+{
+    rec_t *r = ud;
+    if (r->head_seen || r->done || h->status < 200 || h->status > 999 || h->minor_version < 0 || h->minor_version > 9)
+        abort();
+    if (h->body_until_close && (h->keep_alive || h->chunked))
+        abort();
+    if (h->chunked && h->content_length >= 0)
+        abort(); /* Transfer-Encoding with Content-Length is refused */
+    r->head_seen = true;
+    r->in_body = false;
+    r->content_length = h->content_length;
+    r->cl_framed = !h->chunked && !h->body_until_close && h->content_length >= 0;
+    r->no_body = r->head_req || h->status == 204 || h->status == 304;
+    r->body_total = 0;
+    char tmp[128];
+    int n = snprintf(tmp, sizeof tmp, "[head %d 1.%d cl=%lld ch=%d ka=%d es=%d uc=%d]", h->status, h->minor_version,
+                     (long long)h->content_length, h->chunked, h->keep_alive, h->event_stream, h->body_until_close);
+    str_add(&r->trace, tmp, (size_t)n);
+    return 0;
+}
+
+static int on_body(void *ud, const char *data, size_t len)
+{
+    rec_t *r = ud;
+    if (!r->head_seen || r->done || len == 0)
+        abort();
+    if (!r->in_body)
+        str_add(&r->trace, "[body ", 6);
+    str_add(&r->trace, data, len);
+    r->in_body = true;
+    r->body_total += len;
+    return 0;
+}
+
+static int on_complete(void *ud)
+{
+    rec_t *r = ud;
+    if (!r->head_seen || r->done)
+        abort();
+    /* A Content-Length body is exactly that long; 204/304/HEAD deliver nothing at all. */
+    if (r->no_body ? r->body_total != 0 : r->cl_framed && r->body_total != (uint64_t)r->content_length)
+        abort();
+    r->in_body = false;
+    r->done = true;
+    str_add(&r->trace, "[done]", 6);
+    return 0;
+}
+
+static const sg_h1_resp_cb_t cb = {on_head, on_body, on_complete};
+
+static str_t run(const char *in, size_t len, const size_t *cuts, size_t ncuts, bool head_req, bool eof)
+{
+    rec_t r = {0};
+    r.head_req = head_req;
+    sg_h1_resp_t p;
+    sg_h1_resp_init(&p);
+    sg_h1_resp_set_head_request(&p, head_req);
+    size_t start = 0;
+    bool failed = false;
+    for (size_t c = 0; c <= ncuts && !failed; c++) {
+        size_t end = c < ncuts ? cuts[c] : len;
+        size_t off = start;
+        while (off < end) {
+            ssize_t n = sg_h1_resp_feed(&p, in + off, end - off, &cb, &r);
+            if (n < 0) {
+                char tmp[32];
+                int k = snprintf(tmp, sizeof tmp, "[err %zd]", n);
+                str_add(&r.trace, tmp, (size_t)k);
+                failed = true;
+                break;
+            }
+            if (n == 0 || (size_t)n > end - off)
+                abort();
+            off += (size_t)n;
+            if (r.done) {
+                if (sg_h1_resp_started(&p))
+                    abort();
+                sg_h1_resp_reset(&p);
+                sg_h1_resp_set_head_request(&p, head_req);
+                r.done = r.head_seen = false;
+            } else if (off != end) {
+                abort(); /* only a completed response may stop short */
+            }
+        }
+        start = end;
+    }
+    if (eof && !failed) {
+        int rc = sg_h1_resp_eof(&p, &cb, &r);
+        char tmp[32];
+        int k = snprintf(tmp, sizeof tmp, "[eof %d]", rc);
+        str_add(&r.trace, tmp, (size_t)k);
+    }
+    sg_h1_resp_free(&p);
+    return r.trace;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 3)
+        return 0;
+    uint8_t mode = data[0];
+    uint32_t seed = (uint32_t)data[1] | (uint32_t)data[2] << 8 | 1u;
+    const char *in = (const char *)data + 3;
+    size_t len = size - 3;
+    bool head_req = mode & 1, eof = mode & 2;
+
+    str_t whole = run(in, len, NULL, 0, head_req, eof);
+
+    size_t ncuts = 0;
+    size_t *cuts = malloc((len + 1) * sizeof *cuts);
+    if (mode & 4) {
+        for (size_t i = 1; i < len; i++)
+            cuts[ncuts++] = i; /* byte by byte */
+    } else if (len > 1) {
+        /* Up to 16 cuts at pseudo-random places, ascending. */
+        size_t want = (size_t)(mode >> 3) % 16 + 1, pos = 0;
+        for (size_t i = 0; i < want; i++) {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            size_t left = len - 1 - pos;
+            if (left == 0)
+                break;
+            pos += 1 + seed % (left < 64 ? left : (i % 2 ? 64 : left));
+            if (pos >= len)
+                break;
+            cuts[ncuts++] = pos;
+        }
+    }
+    str_t split = run(in, len, cuts, ncuts, head_req, eof);
+    if (whole.len != split.len || (whole.len && memcmp(whole.s, split.s, whole.len) != 0)) {
+        fprintf(stderr, "split feeding differs (%zu cuts)\nwhole: %.*s\nsplit: %.*s\n", ncuts, (int)whole.len, whole.s,
+                (int)split.len, split.s);
+        abort();
+    }
+    free(cuts);
+    free(whole.s);
+    free(split.s);
+    return 0;
+}
