@@ -327,6 +327,17 @@ static void conn_flush(conn_t *c, int64_t now)
 {
     if (c->closing || c->send_inflight)
         return;
+    if (c->wire_off < c->wire.len) {
+        /* the rest of a short send that the stall window held back */
+        if (in_stall(c->w->srv, now)) {
+            mark_dirty(c);
+            return;
+        }
+        struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
+        io_uring_prep_send(sqe, c->fd, c->wire.p + c->wire_off, c->wire.len - c->wire_off, MSG_NOSIGNAL);
+        c->send_inflight = true;
+        return;
+    }
     if (c->out.len == 0) {
         if (c->close_after_flush)
             conn_close(c);
@@ -360,16 +371,14 @@ static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
         return;
     }
     c->wire_off += (size_t)cqe->res;
+    int64_t now = sg_now_ns();
     if (c->wire_off < c->wire.len) {
         /* short send: the rest of the same buffer, which stays untouched until it is all out */
-        struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
-        io_uring_prep_send(sqe, c->fd, c->wire.p + c->wire_off, c->wire.len - c->wire_off, MSG_NOSIGNAL);
-        c->send_inflight = true;
+        conn_flush(c, now);
         return;
     }
     c->wire.len = 0;
     c->wire_off = 0;
-    int64_t now = sg_now_ns();
     sg_mock_job_t *head = c->q_head;
     if (head && head->blocked) {
         head->blocked = false;
