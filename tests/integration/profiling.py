@@ -63,3 +63,79 @@ def profile(h, url, *args, timeout=120, model="mock-model", check_rc=0):
 
 def median(xs):
     return statistics.median(xs) if xs else float("nan")
+
+
+class HttpServer:
+    """A tiny threaded HTTP/1.1 server on 127.0.0.1 for answers surge mock never gives (malformed bytes, exact
+    captures). respond(request_line, headers, body) returns the raw response bytes; with close=True the
+    connection closes after each response. Every request is kept in .requests. Bounded: it stops after 60 s."""
+
+    def __init__(self, respond, close=False):
+        import socket
+        import threading
+        self.respond = respond
+        self.close = close
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.requests = []
+        self.lock = threading.Lock()
+        self.stop_flag = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self):
+        import socket
+        import threading
+        import time
+        deadline = time.monotonic() + 60
+        while not self.stop_flag and time.monotonic() < deadline:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            threading.Thread(target=self._handle, args=(c,), daemon=True).start()
+
+    def _handle(self, c):
+        c.settimeout(5)
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                head, rest = buf.split(b"\r\n\r\n", 1)
+                lines = head.decode("latin-1").split("\r\n")
+                headers = {}
+                for line in lines[1:]:
+                    k, v = line.split(":", 1)
+                    headers[k.strip().lower()] = v.strip()
+                n = int(headers.get("content-length", "0"))
+                while len(rest) < n:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    rest += d
+                body, buf = rest[:n], rest[n:]
+                with self.lock:
+                    self.requests.append((lines[0], headers, body))
+                c.sendall(self.respond(lines[0], headers, body))
+                if self.close:
+                    return
+        except OSError:
+            return
+        finally:
+            c.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop_flag = True
+        self.thread.join(5)
+        self.sock.close()

@@ -1,74 +1,16 @@
 """Failures are clear messages or counted by class, never lost; exit statuses; SIGINT still writes results."""
 import os
 import signal
-import socket
 import subprocess
-import threading
 import time
 
 import harness
-from profiling import profile, Result
+from profiling import HttpServer, Result, profile
 
 
-class RawServer:
-    """A one-purpose HTTP server on 127.0.0.1 that answers every request with fixed bytes (and then, optionally,
-    closes). For responses surge mock never sends: malformed HTTP, SSE or JSON."""
-
-    def __init__(self, response, close=True):
-        self.response = response
-        self.close = close
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.stop_flag = False
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-
-    def serve(self):
-        deadline = time.monotonic() + 60
-        while not self.stop_flag and time.monotonic() < deadline:
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            threading.Thread(target=self.handle, args=(c,), daemon=True).start()
-
-    def handle(self, c):
-        c.settimeout(5)
-        buf = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    d = c.recv(65536)
-                    if not d:
-                        return
-                    buf += d
-                head, rest = buf.split(b"\r\n\r\n", 1)
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":")[1])
-                while len(rest) < length:
-                    rest += c.recv(65536)
-                buf = rest[length:]
-                c.sendall(self.response)
-                if self.close:
-                    return
-        except OSError:
-            return
-        finally:
-            c.close()
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *a):
-        self.stop_flag = True
-        self.thread.join(5)
-        self.sock.close()
+def RawServer(response, close=True):
+    """Answers every request with the same bytes (and closes the connection after each, by default)."""
+    return HttpServer(lambda line, headers, body: response, close=close)
 
 
 def sse_response(events):

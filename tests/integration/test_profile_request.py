@@ -1,95 +1,38 @@
 """The bytes surge puts on the wire: request line, base path, headers, API key, and the JSON body with
 max_tokens, stream, stream_options and --extra-inputs typed and merged."""
 import json
-import socket
-import threading
-import time
 
 import harness
-from profiling import profile
+from profiling import HttpServer, profile
 
 
-class CaptureServer:
-    """Answers every request with a fixed OpenAI reply (streamed or not) and keeps what it received."""
+def openai_reply(line, headers, body):
+    """A fixed OpenAI answer, streamed when the request asks for it."""
+    if json.loads(body).get("stream"):
+        events = [b'{"choices":[{"delta":{"role":"assistant","content":""}}]}',
+                  b'{"choices":[{"delta":{"content":" hi"}}]}', b'{"choices":[{"delta":{"content":" there"}}]}',
+                  b'{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}', b"[DONE]"]
+        payload = b"".join(b"data: " + e + b"\n\n" for e in events)
+        ctype = b"text/event-stream"
+    else:
+        payload = b'{"choices":[{"message":{"content":"hi there"}}],"usage":{"completion_tokens":2}}'
+        ctype = b"application/json"
+    return b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s" % (ctype, len(payload), payload)
 
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.requests = []
-        self.lock = threading.Lock()
-        self.stop_flag = False
-        self.thread = threading.Thread(target=self.serve, daemon=True)
 
-    def serve(self):
-        deadline = time.monotonic() + 60
-        while not self.stop_flag and time.monotonic() < deadline:
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            threading.Thread(target=self.handle, args=(c,), daemon=True).start()
-
-    def handle(self, c):
-        c.settimeout(5)
-        buf = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    d = c.recv(65536)
-                    if not d:
-                        return
-                    buf += d
-                head, rest = buf.split(b"\r\n\r\n", 1)
-                lines = head.decode().split("\r\n")
-                headers = {}
-                for line in lines[1:]:
-                    k, v = line.split(":", 1)
-                    headers[k.strip().lower()] = v.strip()
-                n = int(headers.get("content-length", "0"))
-                while len(rest) < n:
-                    rest += c.recv(65536)
-                body, buf = rest[:n], rest[n:]
-                with self.lock:
-                    self.requests.append((lines[0], headers, json.loads(body)))
-                if json.loads(body).get("stream"):
-                    events = [b'{"choices":[{"delta":{"role":"assistant","content":""}}]}',
-                              b'{"choices":[{"delta":{"content":" hi"}}]}',
-                              b'{"choices":[{"delta":{"content":" there"}}]}',
-                              b'{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}', b"[DONE]"]
-                    payload = b"".join(b"data: " + e + b"\n\n" for e in events)
-                    ctype = b"text/event-stream"
-                else:
-                    payload = b'{"choices":[{"message":{"content":"hi there"}}],"usage":{"completion_tokens":2}}'
-                    ctype = b"application/json"
-                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s"
-                          % (ctype, len(payload), payload))
-        except OSError:
-            return
-        finally:
-            c.close()
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *a):
-        self.stop_flag = True
-        self.thread.join(5)
-        self.sock.close()
+def captured(s):
+    return [(line, headers, json.loads(body)) for line, headers, body in list(s.requests)]
 
 
 def main(h):
-    with CaptureServer() as s:
+    with HttpServer(openai_reply) as s:
         r = profile(h, "http://127.0.0.1:%d/base" % s.port, "--streaming", "--concurrency", 1, "--request-count", 4,
                     "--output-tokens-mean", 7, "--synthetic-input-tokens-mean", 12, "-H", "X-Trace: abc",
                     "--header", "X-Other: 1", "--api-key", "sk-test",
                     "--extra-inputs", "temperature:0.5", "--extra-inputs", "ignore_eos:true",
                     "--extra-inputs", "top_k:40", "--extra-inputs", 'stop:["a","b"]', "--extra-inputs", "note:hello",
                     model="org/model-1")
-        reqs = list(s.requests)
+        reqs = captured(s)
         h.check(len(reqs) == 4, "server received 4 requests", len(reqs))
         line, hdr, body = reqs[0]
         h.check(line == "POST /base/v1/chat/completions HTTP/1.1", "request line with the base path", line)
@@ -115,7 +58,7 @@ def main(h):
         s.requests.clear()
         profile(h, "127.0.0.1:%d" % s.port, "--endpoint-type", "completions", "--endpoint", "custom/path",
                 "--request-count", 2, "--extra-inputs", '{"max_tokens": 3, "echo": false}')
-        line, hdr, body = s.requests[0]
+        line, hdr, body = captured(s)[0]
         h.check(line == "POST /custom/path HTTP/1.1", "--endpoint overrides the path", line)
         h.check(isinstance(body.get("prompt"), str) and "messages" not in body, "completions body has a prompt", body)
         h.check(body.get("max_tokens") == 3 and body.get("echo") is False, "a JSON object of extra inputs overrides",
