@@ -167,12 +167,14 @@ def bench_stream(surge, n, tokens, repeat, client_cpu, mock_cpu):
                 "--synthetic-input-tokens-mean", "20", "--output-tokens-mean", str(tokens)]))
             s = summary()
             events = s["output_sequence_length"]["avg"] * s["request_count"]["avg"]
-            rows.append((events / s_cpu, events / s_wall))
+            rows.append((events / s_cpu, events / s_wall, events / s["client_cpu_time"]["avg"]))
     tps = statistics.median(r[0] for r in rows)
+    tps_run = statistics.median(r[2] for r in rows)
     print("stream: %d streamed requests x %d tokens, 64 in flight, one worker, median of %d" % (n, tokens, repeat))
-    print("  surge %.2f M tokens per client CPU-second (%.2f M tokens/s wall)  (target >= 2.0)" %
-          (tps / 1e6, statistics.median(r[1] for r in rows) / 1e6))
-    return {"tokens_per_cpu_s": tps}
+    print("  surge %.2f M tokens per client CPU-second, whole process; %.2f M in the load phase "
+          "(%.2f M tokens/s wall)  (target >= 2.0)" % (tps / 1e6, tps_run / 1e6,
+                                                       statistics.median(r[1] for r in rows) / 1e6))
+    return {"tokens_per_cpu_s": tps, "tokens_per_cpu_s_run": tps_run}
 
 
 def bench_memory(surge, repeat, client_cpu, mock_cpu):
