@@ -927,7 +927,10 @@ static void *worker_main(void *arg)
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     int err = sg_loop_init(&w->loop, 4096, 1024, 4096);
     if (err < 0) {
-        fatal(w, err, "io_uring set-up");
+        fatal(w, err,
+              err == -EPERM || err == -ENOSYS
+                  ? "io_uring is unavailable (a seccomp profile or kernel.io_uring_disabled blocks it)"
+                  : "io_uring set-up");
         atomic_store(&w->progress.ready, 1);
         atomic_store(&w->progress.finished, 1);
         return NULL;
