@@ -122,10 +122,11 @@ static int parse_request_line(sg_slice_t l, sg_h1_request_t *req)
 
 /*
  * Walk chunked framing in s[start..len). Returns the offset just past the trailer section, 0 when more bytes
- * are needed, or negative. With dst, chunk data is moved there as it is found (dst may alias s at or before
- * the data, which is how a buffered request is decoded in place).
+ * are needed (then *need, if it can tell, is how many bytes s must hold before a new walk can get further), or
+ * negative. With dst, chunk data is moved there as it is found (dst may alias s at or before the data, which
+ * is how a buffered request is decoded in place).
  */
-static ssize_t walk_chunked(const char *s, size_t len, size_t start, char *dst, size_t *body_len)
+static ssize_t walk_chunked(const char *s, size_t len, size_t start, char *dst, size_t *body_len, size_t *need)
 {
     size_t i = start, out = 0;
     for (;;) {
@@ -143,8 +144,11 @@ static ssize_t walk_chunked(const char *s, size_t len, size_t start, char *dst, 
             return rc;
         if (size == 0)
             break;
-        if (size > len - i)
+        if (size > len - i) {
+            /* A big chunk arriving in pieces is not walked again until all of it is here. */
+            *need = size > SIZE_MAX - i - 1 ? SIZE_MAX : i + (size_t)size + 1;
             return 0;
+        }
         if (dst)
             memmove(dst + out, s + i, (size_t)size);
         out += (size_t)size;
@@ -235,12 +239,14 @@ static ssize_t parse_one(sg_h1_req_t *p, char *mut, const char *s, size_t len, c
          * it is a smuggling attempt. Both are errors. */
         if (cl >= 0 || !(flags & SG_H1F_TE_CHUNKED_LAST))
             return SG_EPROTO;
-        size_t body_len = 0;
-        ssize_t end = walk_chunked(s, lim, head_len, NULL, &body_len);
+        size_t body_len = 0, need = 0;
+        ssize_t end = walk_chunked(s, lim, head_len, NULL, &body_len, &need);
         if (end < 0)
             return end;
-        if (end == 0)
+        if (end == 0) {
+            p->need = need;
             return at_cap ? SG_ETOOBIG : 0;
+        }
         char *dst;
         if (mut) {
             dst = mut + head_len;
@@ -251,7 +257,7 @@ static ssize_t parse_one(sg_h1_req_t *p, char *mut, const char *s, size_t len, c
                 return rc;
             dst = p->buf;
         }
-        (void)walk_chunked(s, lim, head_len, dst, &body_len);
+        (void)walk_chunked(s, lim, head_len, dst, &body_len, &need);
         req.body = (sg_slice_t){dst, body_len};
         total = (size_t)end;
     } else {
@@ -305,8 +311,8 @@ static int feed(sg_h1_req_t *p, const char *data, size_t len, const sg_h1_req_cb
         if (rc < 0)
             return rc;
         off += take;
-        if (p->need && p->len < p->need)
-            continue;
+        if (p->need && p->len < p->need && p->len < p->max_request)
+            continue; /* cannot be complete yet; a full buffer is judged below */
         ssize_t n = parse_one(p, p->buf, p->buf, p->len, cb, ud);
         if (n < 0)
             return (int)n;

@@ -34,13 +34,35 @@ static int hex4(const char *s, const char *end, uint32_t *out)
     return 0;
 }
 
+static inline uint64_t swar_has_zero(uint64_t w)
+{
+    return (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+}
+
+/* Some byte of w is below n (n <= 128). */
+static inline uint64_t swar_has_less(uint64_t w, unsigned n)
+{
+    return (w - 0x0101010101010101ull * n) & ~w & 0x8080808080808080ull;
+}
+
 int sg_js_string(sg_js_t *js, sg_slice_t *raw)
 {
     const char *p = js->p, *end = js->end;
     if (p >= end || *p != '"')
         return SG_EJSON;
     const char *start = ++p;
+    bool escaped = false;
     for (;;) {
+        /* Eight bytes at a time until one of them may be a quote, a backslash or a control character (SWAR:
+         * the tests can flag a byte wrongly, never miss one; the byte loop below decides). */
+        while (end - p >= 8) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            if (swar_has_zero(w ^ 0x2222222222222222ull) | swar_has_zero(w ^ 0x5c5c5c5c5c5c5c5cull) |
+                swar_has_less(w, 0x20))
+                break;
+            p += 8;
+        }
         while (p < end && !str_stop[(unsigned char)*p])
             p++;
         if (p >= end)
@@ -49,6 +71,7 @@ int sg_js_string(sg_js_t *js, sg_slice_t *raw)
             break;
         if (*p != '\\')
             return SG_EJSON; /* a raw control character */
+        escaped = true;
         if (++p >= end)
             return SG_EJSON;
         switch (*p) {
@@ -76,6 +99,7 @@ int sg_js_string(sg_js_t *js, sg_slice_t *raw)
     raw->base = start;
     raw->len = (size_t)(p - start);
     js->p = p + 1;
+    js->escaped = escaped;
     return 0;
 }
 
@@ -156,6 +180,7 @@ static int member_key(sg_js_t *js, sg_slice_t *key)
     int rc = sg_js_string(js, key);
     if (rc < 0)
         return rc;
+    js->key_escaped = js->escaped;
     if (sg_js_peek(js) != ':')
         return SG_EJSON;
     js->p++;

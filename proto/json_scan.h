@@ -11,12 +11,16 @@
 
 #include "sg_common.h"
 
+#include <string.h>
+
 #define SG_JSON_MAX_DEPTH 64
 
 typedef struct {
     const char *p;
     const char *end;
-    int depth; /* containers open around p */
+    int depth;        /* containers open around p */
+    bool escaped;     /* the last string scanned had a backslash in it */
+    bool key_escaped; /* the same for the last key from sg_js_obj_next */
 } sg_js_t;
 
 static inline void sg_js_init(sg_js_t *js, const char *s, size_t len)
@@ -24,6 +28,8 @@ static inline void sg_js_init(sg_js_t *js, const char *s, size_t len)
     js->p = s;
     js->end = s + len;
     js->depth = 0;
+    js->escaped = false;
+    js->key_escaped = false;
 }
 
 static inline void sg_js_ws(sg_js_t *js)
@@ -62,6 +68,29 @@ int sg_js_arr_next(sg_js_t *js, int *count);
 
 /* A raw key or string equals lit once decoded (escaped spellings of the same text match too). */
 bool sg_js_raw_eq(sg_slice_t raw, const char *lit, size_t lit_len);
-#define SG_JS_EQ(raw, lit) sg_js_raw_eq((raw), (lit), sizeof(lit) - 1)
+
+/*
+ * The same, for a lit without backslashes, with the common cases inline: an escape only ever makes the raw
+ * form longer than the text, so a raw string of lit's length is equal exactly when its bytes are, and a
+ * shorter one never is.
+ */
+static inline bool sg_js_raw_eq_lit(sg_slice_t raw, const char *lit, size_t lit_len)
+{
+    if (raw.len == lit_len)
+        return memcmp(raw.base, lit, lit_len) == 0;
+    if (raw.len < lit_len)
+        return false;
+    return sg_js_raw_eq(raw, lit, lit_len);
+}
+#define SG_JS_EQ(raw, lit) sg_js_raw_eq_lit((raw), (lit), sizeof(lit) - 1)
+
+/* The key sg_js_obj_next just returned equals lit (no backslashes in lit): one memcmp unless it had escapes. */
+static inline bool sg_js_key_is(const sg_js_t *js, sg_slice_t key, const char *lit, size_t lit_len)
+{
+    if (!js->key_escaped)
+        return key.len == lit_len && memcmp(key.base, lit, lit_len) == 0;
+    return sg_js_raw_eq(key, lit, lit_len);
+}
+#define SG_JS_KEY(js, key, lit) sg_js_key_is((js), (key), (lit), sizeof(lit) - 1)
 
 #endif

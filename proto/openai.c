@@ -71,11 +71,11 @@ static int parse_msg(sg_js_t *js, msg_t *m, bool *is_obj)
     int rc = sg_js_obj_begin(js), n = 0;
     sg_slice_t key;
     while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
-        if (SG_JS_EQ(key, "content"))
+        if (SG_JS_KEY(js, key, "content"))
             rc = read_string(js, &m->content, &m->has_content);
-        else if (SG_JS_EQ(key, "reasoning_content"))
+        else if (SG_JS_KEY(js, key, "reasoning_content"))
             rc = read_string(js, &m->reasoning_content, &m->has_reasoning_content);
-        else if (SG_JS_EQ(key, "reasoning"))
+        else if (SG_JS_KEY(js, key, "reasoning"))
             rc = read_string(js, &m->reasoning, &m->has_reasoning);
         else
             rc = sg_js_skip(js);
@@ -90,7 +90,7 @@ static int parse_choice(sg_js_t *js, choice_t *ch)
     int rc = sg_js_obj_begin(js), n = 0;
     sg_slice_t key;
     while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
-        if (SG_JS_EQ(key, "index")) {
+        if (SG_JS_KEY(js, key, "index")) {
             int c = sg_js_peek(js);
             if (c == 'n') {
                 ch->index_ok = true;
@@ -101,13 +101,13 @@ static int parse_choice(sg_js_t *js, choice_t *ch)
                 rc = read_int(js, &idx, &is_int);
                 ch->index_ok = is_int && idx == 0;
             }
-        } else if (SG_JS_EQ(key, "delta")) {
+        } else if (SG_JS_KEY(js, key, "delta")) {
             rc = parse_msg(js, &ch->delta, &ch->has_delta);
-        } else if (SG_JS_EQ(key, "message")) {
+        } else if (SG_JS_KEY(js, key, "message")) {
             rc = parse_msg(js, &ch->message, &ch->has_message);
-        } else if (SG_JS_EQ(key, "text")) {
+        } else if (SG_JS_KEY(js, key, "text")) {
             rc = read_string(js, &ch->text, &ch->has_text);
-        } else if (SG_JS_EQ(key, "finish_reason")) {
+        } else if (SG_JS_KEY(js, key, "finish_reason")) {
             sg_slice_t fr;
             rc = read_string(js, &fr, &ch->has_finish_reason);
         } else {
@@ -149,11 +149,11 @@ static int parse_usage(sg_js_t *js, sg_oai_result_t *out)
     sg_slice_t key;
     bool present;
     while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
-        if (SG_JS_EQ(key, "prompt_tokens")) {
+        if (SG_JS_KEY(js, key, "prompt_tokens")) {
             rc = read_int(js, &out->prompt_tokens, &present);
             if (!present)
                 out->prompt_tokens = -1;
-        } else if (SG_JS_EQ(key, "completion_tokens")) {
+        } else if (SG_JS_KEY(js, key, "completion_tokens")) {
             rc = read_int(js, &out->completion_tokens, &present);
             if (!present)
                 out->completion_tokens = -1;
@@ -187,11 +187,11 @@ static int parse_error(sg_js_t *js, err_t *e)
     sg_slice_t key;
     bool present;
     while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
-        if (SG_JS_EQ(key, "message")) {
+        if (SG_JS_KEY(js, key, "message")) {
             rc = read_string(js, &e->message, &present);
             if (!present)
                 e->message = empty;
-        } else if (SG_JS_EQ(key, "code")) {
+        } else if (SG_JS_KEY(js, key, "code")) {
             rc = read_int(js, &e->code, &present);
             if (!present)
                 e->code = -1;
@@ -205,10 +205,10 @@ static int parse_error(sg_js_t *js, err_t *e)
 enum { K_OTHER, K_CHOICES, K_USAGE, K_ERROR, K_OBJECT, K_MESSAGE, K_CODE };
 
 /* Which top-level member a key names; one switch on the length keeps the common case to one memcmp. */
-static int top_key(sg_slice_t key)
+static int top_key(const sg_js_t *js, sg_slice_t key)
 {
     char buf[16];
-    if (memchr(key.base, '\\', key.len)) {
+    if (js->key_escaped) {
         ssize_t n = sg_json_unescape(key.base, key.len, buf, sizeof buf);
         if (n < 0 || (size_t)n > sizeof buf)
             return K_OTHER;
@@ -257,7 +257,7 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
     sg_slice_t key, obj;
     bool present;
     while (rc == 0 && (rc = sg_js_obj_next(&js, &n, &key)) == 1) {
-        switch (top_key(key)) {
+        switch (top_key(&js, key)) {
         case K_CHOICES:
             rc = parse_choices(&js, &ch, &have_choice);
             break;
@@ -408,12 +408,12 @@ static int scan_content(sg_js_t *js, uint64_t *words, sg_slice_t *first_text, bo
         int m = 0;
         rc = sg_js_obj_begin(js);
         while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
-            if (SG_JS_EQ(key, "type")) {
+            if (SG_JS_KEY(js, key, "type")) {
                 sg_slice_t type;
                 bool is_str;
                 rc = read_string(js, &type, &is_str);
                 is_text = is_str && SG_JS_EQ(type, "text");
-            } else if (SG_JS_EQ(key, "text")) {
+            } else if (SG_JS_KEY(js, key, "text")) {
                 rc = read_string(js, &text, &present);
             } else {
                 rc = sg_js_skip(js);
@@ -451,7 +451,7 @@ static int scan_messages(sg_js_t *js, sg_oai_request_t *out, bool *found)
         uint64_t words = 0; /* a repeated "content" replaces the earlier one, words included */
         rc = sg_js_obj_begin(js);
         while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
-            if (SG_JS_EQ(key, "content")) {
+            if (SG_JS_KEY(js, key, "content")) {
                 sg_slice_t text;
                 bool has_text;
                 words = 0;
@@ -529,21 +529,21 @@ int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai
     int rc = sg_js_obj_begin(&js), n = 0;
     sg_slice_t key;
     while (rc == 0 && (rc = sg_js_obj_next(&js, &n, &key)) == 1) {
-        if (SG_JS_EQ(key, "model")) {
+        if (SG_JS_KEY(&js, key, "model")) {
             rc = read_string(&js, &out->model, &present);
             if (!present)
                 out->model = empty;
-        } else if (SG_JS_EQ(key, "max_tokens")) {
+        } else if (SG_JS_KEY(&js, key, "max_tokens")) {
             rc = read_int(&js, &max_tokens, &present);
             if (!present)
                 max_tokens = -1;
-        } else if (SG_JS_EQ(key, "max_completion_tokens")) {
+        } else if (SG_JS_KEY(&js, key, "max_completion_tokens")) {
             rc = read_int(&js, &max_completion_tokens, &present);
             if (!present)
                 max_completion_tokens = -1;
-        } else if (SG_JS_EQ(key, "stream")) {
+        } else if (SG_JS_KEY(&js, key, "stream")) {
             rc = read_bool(&js, &out->stream);
-        } else if (SG_JS_EQ(key, "stream_options")) {
+        } else if (SG_JS_KEY(&js, key, "stream_options")) {
             out->include_usage = false;
             if (sg_js_peek(&js) != '{') {
                 rc = sg_js_skip(&js);
@@ -552,14 +552,14 @@ int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai
             int m = 0;
             rc = sg_js_obj_begin(&js);
             while (rc == 0 && (rc = sg_js_obj_next(&js, &m, &key)) == 1) {
-                if (SG_JS_EQ(key, "include_usage"))
+                if (SG_JS_KEY(&js, key, "include_usage"))
                     rc = read_bool(&js, &out->include_usage);
                 else
                     rc = sg_js_skip(&js);
             }
-        } else if (kind == SG_OAI_CHAT && SG_JS_EQ(key, "messages")) {
+        } else if (kind == SG_OAI_CHAT && SG_JS_KEY(&js, key, "messages")) {
             rc = scan_messages(&js, out, &found);
-        } else if (kind == SG_OAI_COMPLETIONS && SG_JS_EQ(key, "prompt")) {
+        } else if (kind == SG_OAI_COMPLETIONS && SG_JS_KEY(&js, key, "prompt")) {
             rc = scan_prompt(&js, out, &found);
         } else {
             rc = sg_js_skip(&js);

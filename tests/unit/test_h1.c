@@ -646,6 +646,47 @@ static void test_req_api(void)
     sg_h1_req_free(&p);
 }
 
+static int count_request(void *ud, const sg_h1_request_t *req)
+{
+    size_t *body_len = ud;
+    *body_len = req->body.len;
+    for (size_t i = 0; i < req->body.len; i++)
+        if (req->body.base[i] != (char)('a' + i % 26))
+            return SG_EPROTO;
+    return 0;
+}
+
+static void test_req_big(void)
+{
+    /* Big bodies trickling in 1 KiB pieces are delivered whole and intact, and the buffer is empty after. */
+    size_t body = 4u << 20;
+    char *buf = malloc(body + 256);
+    for (int chunked = 0; chunked <= 1; chunked++) {
+        size_t n = (size_t)sprintf(buf,
+                                   chunked ? "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n"
+                                           : "POST / HTTP/1.1\r\nContent-Length: %zu\r\n\r\n",
+                                   body);
+        for (size_t i = 0; i < body; i++)
+            buf[n++] = (char)('a' + i % 26);
+        if (chunked) {
+            memcpy(buf + n, "\r\n0\r\n\r\n", 7);
+            n += 7;
+        }
+        size_t got = 0;
+        sg_h1_req_t p;
+        sg_h1_req_init(&p, 8u << 20);
+        sg_h1_req_cb_t cb = {count_request};
+        int rc = 0;
+        for (size_t off = 0; off < n && rc == 0; off += 1024)
+            rc = sg_h1_req_feed(&p, buf + off, n - off < 1024 ? n - off : 1024, &cb, &got);
+        CHECK_EQ_INT(rc, 0);
+        CHECK_EQ_INT(got, body);
+        CHECK_EQ_INT(p.len, 0);
+        sg_h1_req_free(&p);
+    }
+    free(buf);
+}
+
 /* ---------- request writer ---------- */
 
 static int roundtrip_request(void *ud, const sg_h1_request_t *req)
@@ -743,6 +784,7 @@ int main(void)
     test_req_vectors();
     test_req_errors();
     test_req_api();
+    test_req_big();
     test_writer();
     return test_finish("test_h1");
 }

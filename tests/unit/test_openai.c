@@ -494,6 +494,11 @@ static void test_scan_request(void)
     CHECK_EQ_INT(q.prompt_words, 6);
     q = SCAN(SG_OAI_CHAT, "{\"messages\":[{\"content\":\"\"},{\"content\":\"   \"},{\"content\":\" x \"}]}");
     CHECK_EQ_INT(q.prompt_words, 1);
+    /* A repeated key replaces the earlier value, words included (as jansson reads it). */
+    q = SCAN(SG_OAI_CHAT, "{\"messages\":[{\"content\":\"a b c\",\"content\":\"d\"}],\"messages\":[{\"content\":\"e "
+                          "f\",\"content\":[{\"type\":\"text\",\"text\":\"g\",\"text\":\"h i\"}]}]}");
+    CHECK_EQ_INT(q.prompt_words, 2);
+    CHECK_EQ_STR(q.prompt.base, q.prompt.len, "h i");
 
     /* Completions: a string, an array of strings, token ids, arrays of token ids. */
     q = SCAN(SG_OAI_COMPLETIONS,
