@@ -20,11 +20,11 @@
 #define SG_CACHELINE 64
 
 enum {
-    SG_EPROTO = -10000, /* the peer sent bytes that break the protocol */
-    SG_ETOOBIG = -10001, /* a peer-controlled size went past our hard cap */
+    SG_EPROTO = -10000,      /* the peer sent bytes that break the protocol */
+    SG_ETOOBIG = -10001,     /* a peer-controlled size went past our hard cap */
     SG_EINCOMPLETE = -10002, /* input ended inside a message */
-    SG_EJSON = -10003, /* malformed JSON */
-    SG_EABORT = -10004, /* a callback asked the parser to stop */
+    SG_EJSON = -10003,       /* malformed JSON */
+    SG_EABORT = -10004,      /* a callback asked the parser to stop */
     SG_ENOMEM = -10005,
     SG_EINVAL = -10006, /* bad argument from our own caller */
 };
