@@ -316,6 +316,12 @@ int sg_profile_main(int argc, char **argv)
         goto out;
     }
     run.nofile = sg_raise_nofile();
+    uint64_t want_conns = cfg.request_rate > 0 ? cfg.max_concurrency : cfg.concurrency;
+    if (want_conns && run.nofile < want_conns + 64)
+        fprintf(stderr,
+                "surge: warning: RLIMIT_NOFILE (%llu) leaves room for fewer connections than the %llu requests asked "
+                "to be in flight; the rest will wait, and that shows as schedule lag (raise it with ulimit -n)\n",
+                (unsigned long long)run.nofile, (unsigned long long)want_conns);
 
     /* Workers inherit a mask that blocks SIGINT/SIGTERM: only the controller handles them. */
     sigset_t block, old;
