@@ -989,7 +989,7 @@ static void *worker_main(void *arg)
         free(c);
     }
     w->idle_head = NULL;
-    sg_loop_destroy(&w->loop);
+    /* The ring (and its eventfd) stays until sg_worker_join: the controller may still be waking us. */
     if (w->log) {
         err = sg_reclog_close(w->log);
         w->log = NULL;
@@ -1055,7 +1055,8 @@ int sg_worker_start(sg_worker_t *w)
 
 void sg_worker_wake(sg_worker_t *w)
 {
-    if (atomic_load(&w->progress.ready) && !atomic_load(&w->progress.finished))
+    /* ready: the loop exists; it is destroyed only by sg_worker_join, on the controller's thread, like this call */
+    if (atomic_load(&w->progress.ready))
         sg_loop_wake(&w->loop);
 }
 
@@ -1065,6 +1066,7 @@ int sg_worker_join(sg_worker_t *w, char *err, size_t errlen)
         pthread_join(w->thread, NULL);
         w->started = false;
     }
+    sg_loop_destroy(&w->loop); /* here, not on the worker: sg_worker_wake runs on this thread */
     if (w->fatal)
         snprintf(err, errlen, "%s", w->fatal_msg);
     return w->fatal;
@@ -1109,6 +1111,7 @@ void sg_worker_free(sg_worker_t *w)
 {
     if (!w)
         return;
+    sg_loop_destroy(&w->loop); /* a no-op when join did it, or when the loop never came up */
     if (w->log) {
         int e = sg_reclog_close(w->log);
         (void)e;
