@@ -5,29 +5,7 @@
  */
 #include "sg_h1.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-typedef struct {
-    char *s;
-    size_t len, cap;
-} str_t;
-
-static void str_add(str_t *t, const void *s, size_t n)
-{
-    if (t->len + n > t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 256;
-        while (cap < t->len + n)
-            cap *= 2;
-        t->s = realloc(t->s, cap);
-        if (!t->s)
-            abort();
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-}
+#include "../unit/trace.h"
 
 typedef struct {
     str_t trace;
@@ -41,10 +19,8 @@ static int on_request(void *ud, const sg_h1_request_t *req)
         abort();
     if (memchr(req->path.base, ' ', req->path.len) || memchr(req->method.base, ' ', req->method.len))
         abort();
-    char tmp[64];
-    int n = snprintf(tmp, sizeof tmp, "[req 1.%d ka=%d m=%zu p=%zu b=%zu ", req->minor_version, req->keep_alive,
-                     req->method.len, req->path.len, req->body.len);
-    str_add(&r->trace, tmp, (size_t)n);
+    str_fmt(&r->trace, "[req 1.%d ka=%d m=%zu p=%zu b=%zu ", req->minor_version, req->keep_alive, req->method.len,
+            req->path.len, req->body.len);
     str_add(&r->trace, req->method.base, req->method.len);
     str_add(&r->trace, req->path.base, req->path.len);
     str_add(&r->trace, req->body.base, req->body.len);
@@ -54,8 +30,9 @@ static int on_request(void *ud, const sg_h1_request_t *req)
 
 static const sg_h1_req_cb_t cb = {on_request};
 
-static str_t run(const char *in, size_t len, const size_t *cuts, size_t ncuts, size_t max_request)
+static str_t run(const void *ctx, const char *in, size_t len, const size_t *cuts, size_t ncuts)
 {
+    size_t max_request = *(const size_t *)ctx;
     rec_t r = {{0}, max_request};
     sg_h1_req_t p;
     sg_h1_req_init(&p, max_request);
@@ -64,9 +41,7 @@ static str_t run(const char *in, size_t len, const size_t *cuts, size_t ncuts, s
         size_t end = c < ncuts ? cuts[c] : len;
         int rc = sg_h1_req_feed(&p, in + start, end - start, &cb, &r);
         if (rc < 0) {
-            char tmp[32];
-            int k = snprintf(tmp, sizeof tmp, "[err %d]", rc);
-            str_add(&r.trace, tmp, (size_t)k);
+            str_fmt(&r.trace, "[err %d]", rc);
             break;
         }
         if (rc != 0 || p.len > max_request)
@@ -91,36 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = size - 3;
     size_t max_request = max_requests[mode & 7];
 
-    str_t whole = run(in, len, NULL, 0, max_request);
-
-    size_t ncuts = 0;
-    size_t *cuts = malloc((len + 1) * sizeof *cuts);
-    if (mode & 8) {
-        for (size_t i = 1; i < len; i++)
-            cuts[ncuts++] = i;
-    } else if (len > 1) {
-        size_t want = (size_t)(mode >> 4) % 16 + 1, pos = 0;
-        for (size_t i = 0; i < want; i++) {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            size_t left = len - 1 - pos;
-            if (left == 0)
-                break;
-            pos += 1 + seed % (left < 64 ? left : (i % 2 ? 64 : left));
-            if (pos >= len)
-                break;
-            cuts[ncuts++] = pos;
-        }
-    }
-    str_t split = run(in, len, cuts, ncuts, max_request);
-    if (whole.len != split.len || (whole.len && memcmp(whole.s, split.s, whole.len) != 0)) {
-        fprintf(stderr, "split feeding differs (%zu cuts)\nwhole: %.*s\nsplit: %.*s\n", ncuts, (int)whole.len, whole.s,
-                (int)split.len, split.s);
-        abort();
-    }
-    free(cuts);
+    str_t whole = run(&max_request, in, len, NULL, 0);
+    trace_fuzz_splits(run, &max_request, in, len, &whole, mode & 8, (size_t)(mode >> 4) % 16 + 1, seed);
     free(whole.s);
-    free(split.s);
     return 0;
 }

@@ -6,29 +6,7 @@
  */
 #include "sg_h1.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-typedef struct {
-    char *s;
-    size_t len, cap;
-} str_t;
-
-static void str_add(str_t *t, const void *s, size_t n)
-{
-    if (t->len + n > t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 256;
-        while (cap < t->len + n)
-            cap *= 2;
-        t->s = realloc(t->s, cap);
-        if (!t->s)
-            abort();
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-}
+#include "../unit/trace.h"
 
 typedef struct {
     str_t trace;
@@ -57,10 +35,8 @@ static int on_head(void *ud, const sg_h1_resp_head_t *h)
     r->cl_framed = !h->chunked && !h->body_until_close && h->content_length >= 0;
     r->no_body = r->head_req || h->status == 204 || h->status == 304;
     r->body_total = 0;
-    char tmp[128];
-    int n = snprintf(tmp, sizeof tmp, "[head %d 1.%d cl=%lld ch=%d ka=%d es=%d uc=%d]", h->status, h->minor_version,
-                     (long long)h->content_length, h->chunked, h->keep_alive, h->event_stream, h->body_until_close);
-    str_add(&r->trace, tmp, (size_t)n);
+    str_fmt(&r->trace, "[head %d 1.%d cl=%lld ch=%d ka=%d es=%d uc=%d]", h->status, h->minor_version,
+            (long long)h->content_length, h->chunked, h->keep_alive, h->event_stream, h->body_until_close);
     return 0;
 }
 
@@ -93,8 +69,14 @@ static int on_complete(void *ud)
 
 static const sg_h1_resp_cb_t cb = {on_head, on_body, on_complete};
 
-static str_t run(const char *in, size_t len, const size_t *cuts, size_t ncuts, bool head_req, bool eof)
+typedef struct {
+    bool head_req, eof;
+} opts_t;
+
+static str_t run(const void *ctx, const char *in, size_t len, const size_t *cuts, size_t ncuts)
 {
+    const opts_t *o = ctx;
+    bool head_req = o->head_req, eof = o->eof;
     rec_t r = {0};
     r.head_req = head_req;
     sg_h1_resp_t p;
@@ -108,9 +90,7 @@ static str_t run(const char *in, size_t len, const size_t *cuts, size_t ncuts, b
         while (off < end) {
             ssize_t n = sg_h1_resp_feed(&p, in + off, end - off, &cb, &r);
             if (n < 0) {
-                char tmp[32];
-                int k = snprintf(tmp, sizeof tmp, "[err %zd]", n);
-                str_add(&r.trace, tmp, (size_t)k);
+                str_fmt(&r.trace, "[err %zd]", n);
                 failed = true;
                 break;
             }
@@ -131,9 +111,7 @@ static str_t run(const char *in, size_t len, const size_t *cuts, size_t ncuts, b
     }
     if (eof && !failed) {
         int rc = sg_h1_resp_eof(&p, &cb, &r);
-        char tmp[32];
-        int k = snprintf(tmp, sizeof tmp, "[eof %d]", rc);
-        str_add(&r.trace, tmp, (size_t)k);
+        str_fmt(&r.trace, "[eof %d]", rc);
     }
     sg_h1_resp_free(&p);
     return r.trace;
@@ -148,39 +126,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t seed = (uint32_t)data[1] | (uint32_t)data[2] << 8 | 1u;
     const char *in = (const char *)data + 3;
     size_t len = size - 3;
-    bool head_req = mode & 1, eof = mode & 2;
+    opts_t o = {mode & 1, mode & 2};
 
-    str_t whole = run(in, len, NULL, 0, head_req, eof);
-
-    size_t ncuts = 0;
-    size_t *cuts = malloc((len + 1) * sizeof *cuts);
-    if (mode & 4) {
-        for (size_t i = 1; i < len; i++)
-            cuts[ncuts++] = i; /* byte by byte */
-    } else if (len > 1) {
-        /* Up to 16 cuts at pseudo-random places, ascending. */
-        size_t want = (size_t)(mode >> 3) % 16 + 1, pos = 0;
-        for (size_t i = 0; i < want; i++) {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            size_t left = len - 1 - pos;
-            if (left == 0)
-                break;
-            pos += 1 + seed % (left < 64 ? left : (i % 2 ? 64 : left));
-            if (pos >= len)
-                break;
-            cuts[ncuts++] = pos;
-        }
-    }
-    str_t split = run(in, len, cuts, ncuts, head_req, eof);
-    if (whole.len != split.len || (whole.len && memcmp(whole.s, split.s, whole.len) != 0)) {
-        fprintf(stderr, "split feeding differs (%zu cuts)\nwhole: %.*s\nsplit: %.*s\n", ncuts, (int)whole.len, whole.s,
-                (int)split.len, split.s);
-        abort();
-    }
-    free(cuts);
+    str_t whole = run(&o, in, len, NULL, 0);
+    /* Byte by byte, or up to 16 cuts at pseudo-random places. */
+    trace_fuzz_splits(run, &o, in, len, &whole, mode & 4, (size_t)(mode >> 3) % 16 + 1, seed);
     free(whole.s);
-    free(split.s);
     return 0;
 }

@@ -5,48 +5,20 @@
  */
 #include "sg_sse.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-typedef struct {
-    char *s;
-    size_t len, cap;
-} str_t;
-
-static void str_add(str_t *t, const void *s, size_t n)
-{
-    if (t->len + n > t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 256;
-        while (cap < t->len + n)
-            cap *= 2;
-        t->s = realloc(t->s, cap);
-        if (!t->s)
-            abort();
-        t->cap = cap;
-    }
-    if (n)
-        memcpy(t->s + t->len, s, n);
-    t->len += n;
-}
+#include "../unit/trace.h"
 
 /* Length-prefixed, so no byte in the data can fake a boundary. */
 static void add_event(str_t *t, const char *ev, size_t ev_len, const char *data, size_t data_len)
 {
-    char tmp[64];
-    int n = snprintf(tmp, sizeof tmp, "E%zu:", ev_len);
-    str_add(t, tmp, (size_t)n);
+    str_fmt(t, "E%zu:", ev_len);
     str_add(t, ev, ev_len);
-    n = snprintf(tmp, sizeof tmp, "D%zu:", data_len);
-    str_add(t, tmp, (size_t)n);
+    str_fmt(t, "D%zu:", data_len);
     str_add(t, data, data_len);
 }
 
 static void add_end(str_t *t, int rc, bool pending)
 {
-    char tmp[64];
-    int n = snprintf(tmp, sizeof tmp, "|rc=%d pending=%d", rc, rc == 0 && pending);
-    str_add(t, tmp, (size_t)n);
+    str_fmt(t, "|rc=%d pending=%d", rc, rc == 0 && pending);
 }
 
 /* ---------- the reference ---------- */
@@ -128,8 +100,9 @@ static int on_event(void *ud, const sg_sse_event_t *ev)
 
 static const sg_sse_cb_t cb = {on_event};
 
-static str_t run(const char *in, size_t len, const size_t *cuts, size_t ncuts, size_t max_event)
+static str_t run(const void *ctx, const char *in, size_t len, const size_t *cuts, size_t ncuts)
 {
+    size_t max_event = *(const size_t *)ctx;
     str_t t = {0};
     sg_sse_t p;
     sg_sse_init(&p, max_event);
@@ -163,42 +136,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     str_t ref = {0};
     reference(in, len, max_event, &ref);
-    str_t whole = run(in, len, NULL, 0, max_event);
-    if (whole.len != ref.len || memcmp(whole.s, ref.s, ref.len) != 0) {
+    str_t whole = run(&max_event, in, len, NULL, 0);
+    if (!str_same(&whole, &ref)) {
         fprintf(stderr, "differs from the reference\nref:   %.*s\nwhole: %.*s\n", (int)ref.len, ref.s, (int)whole.len,
                 whole.s);
         abort();
     }
 
-    size_t ncuts = 0;
-    size_t *cuts = malloc((len + 1) * sizeof *cuts);
-    if (mode & 8) {
-        for (size_t i = 1; i < len; i++)
-            cuts[ncuts++] = i;
-    } else if (len > 1) {
-        size_t want = (size_t)(mode >> 4) % 16 + 1, pos = 0;
-        for (size_t i = 0; i < want; i++) {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            size_t left = len - 1 - pos;
-            if (left == 0)
-                break;
-            pos += 1 + seed % (left < 64 ? left : (i % 2 ? 64 : left));
-            if (pos >= len)
-                break;
-            cuts[ncuts++] = pos;
-        }
-    }
-    str_t split = run(in, len, cuts, ncuts, max_event);
-    if (whole.len != split.len || (whole.len && memcmp(whole.s, split.s, whole.len) != 0)) {
-        fprintf(stderr, "split feeding differs (%zu cuts)\nwhole: %.*s\nsplit: %.*s\n", ncuts, (int)whole.len, whole.s,
-                (int)split.len, split.s);
-        abort();
-    }
-    free(cuts);
+    trace_fuzz_splits(run, &max_event, in, len, &whole, mode & 8, (size_t)(mode >> 4) % 16 + 1, seed);
     free(ref.s);
     free(whole.s);
-    free(split.s);
     return 0;
 }

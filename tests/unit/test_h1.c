@@ -5,41 +5,7 @@
  */
 #include "sg_h1.h"
 #include "test.h"
-
-#include <stdarg.h>
-#include <stdlib.h>
-
-/* ---------- a growable trace string ---------- */
-
-typedef struct {
-    char *s;
-    size_t len, cap;
-} str_t;
-
-static void str_add(str_t *t, const char *s, size_t n)
-{
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        t->s = realloc(t->s, cap);
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-}
-
-static void str_fmt(str_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void str_fmt(str_t *t, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    str_add(t, tmp, (size_t)n);
-}
+#include "trace.h"
 
 /* ---------- response parser driver ---------- */
 
@@ -84,13 +50,19 @@ static int r_complete(void *ud)
 
 static const sg_h1_resp_cb_t resp_cb = {r_head, r_body, r_complete};
 
+typedef struct {
+    bool eof, head_req;
+} resp_opts_t;
+
 /*
  * Feed in[0..len) to a fresh parser, cut at the given offsets (ascending). After each completed response the
  * parser is reset and the rest of the buffer fed again, as a connection would. At the end, optionally signal
  * EOF. Returns the trace (caller frees).
  */
-static char *run_resp(const char *in, size_t len, const size_t *cuts, size_t ncuts, bool eof, bool head_req)
+static char *run_resp(const void *ctx, const char *in, size_t len, const size_t *cuts, size_t ncuts)
 {
+    const resp_opts_t *o = ctx;
+    bool eof = o->eof, head_req = o->head_req;
     resp_rec_t r = {0};
     sg_h1_resp_t p;
     sg_h1_resp_init(&p);
@@ -127,51 +99,14 @@ static char *run_resp(const char *in, size_t len, const size_t *cuts, size_t ncu
         str_fmt(&r.trace, "[eof %d]", rc);
     }
     sg_h1_resp_free(&p);
-    if (!r.trace.s)
-        str_add(&r.trace, "", 0);
-    return r.trace.s;
+    return str_take(&r.trace);
 }
 
 /* Feed every way and compare to the whole-buffer trace, which must equal want. */
 static void check_resp_ex(const char *in, size_t len, bool eof, bool head_req, const char *want, int line)
 {
-    char *whole = run_resp(in, len, NULL, 0, eof, head_req);
-    test_checks++;
-    if (strcmp(whole, want) != 0) {
-        test_failures++;
-        fprintf(stderr, "test_h1.c:%d: response trace\n  got  %s\n  want %s\n", line, whole, want);
-    }
-    for (size_t i = 1; i < len; i++) {
-        char *t = run_resp(in, len, &i, 1, eof, head_req);
-        if (strcmp(t, whole) != 0) {
-            CHECK(!"split changes the response trace");
-            fprintf(stderr, "  line %d split at %zu:\n  got  %s\n  want %s\n", line, i, t, whole);
-        }
-        free(t);
-    }
-    if (len <= 160) {
-        for (size_t i = 1; i < len; i++)
-            for (size_t j = i + 1; j < len; j++) {
-                size_t cuts[2] = {i, j};
-                char *t = run_resp(in, len, cuts, 2, eof, head_req);
-                if (strcmp(t, whole) != 0) {
-                    CHECK(!"two splits change the response trace");
-                    fprintf(stderr, "  line %d splits at %zu,%zu:\n  got  %s\n", line, i, j, t);
-                }
-                free(t);
-            }
-    }
-    size_t *cuts = malloc(len * sizeof *cuts);
-    for (size_t i = 0; i + 1 < len; i++)
-        cuts[i] = i + 1;
-    char *t = run_resp(in, len, cuts, len ? len - 1 : 0, eof, head_req);
-    if (strcmp(t, whole) != 0) {
-        CHECK(!"byte-by-byte feeding changes the response trace");
-        fprintf(stderr, "  line %d byte by byte:\n  got  %s\n", line, t);
-    }
-    free(t);
-    free(cuts);
-    free(whole);
+    resp_opts_t o = {eof, head_req};
+    trace_check_splits(run_resp, &o, in, len, 160, want, "response trace", "test_h1.c", line);
 }
 
 #define CHECK_RESP(in, want) check_resp_ex((in), sizeof(in) - 1, false, false, (want), __LINE__)
@@ -310,7 +245,7 @@ static void test_resp_caps(void)
         CHECK_EQ_INT(n, SG_H1_MAX_HEAD + (size_t)extra);
         size_t cuts[3] = {1, n / 2, n - 1};
         for (size_t k = 0; k <= 3; k++) {
-            char *t = run_resp(buf, n, cuts, k, false, false);
+            char *t = run_resp(&(resp_opts_t){false, false}, buf, n, cuts, k);
             if (extra == 0) {
                 CHECK_EQ_STR(t, strlen(t), "[head 200 1.1 cl=0 ch=0 ka=1 es=0 uc=0][done]");
             } else {
@@ -483,8 +418,9 @@ static int q_request(void *ud, const sg_h1_request_t *req)
 
 static const sg_h1_req_cb_t req_cb = {q_request};
 
-static char *run_req(const char *in, size_t len, const size_t *cuts, size_t ncuts, size_t max_request)
+static char *run_req(const void *ctx, const char *in, size_t len, const size_t *cuts, size_t ncuts)
 {
+    size_t max_request = *(const size_t *)ctx;
     req_rec_t r = {0};
     sg_h1_req_t p;
     sg_h1_req_init(&p, max_request);
@@ -501,50 +437,12 @@ static char *run_req(const char *in, size_t len, const size_t *cuts, size_t ncut
     if (start == len && p.len)
         str_add(&r.trace, "[partial]", 9);
     sg_h1_req_free(&p);
-    if (!r.trace.s)
-        str_add(&r.trace, "", 0);
-    return r.trace.s;
+    return str_take(&r.trace);
 }
 
 static void check_req_ex(const char *in, size_t len, size_t max_request, const char *want, int line)
 {
-    char *whole = run_req(in, len, NULL, 0, max_request);
-    test_checks++;
-    if (strcmp(whole, want) != 0) {
-        test_failures++;
-        fprintf(stderr, "test_h1.c:%d: request trace\n  got  %s\n  want %s\n", line, whole, want);
-    }
-    for (size_t i = 1; i < len; i++) {
-        char *t = run_req(in, len, &i, 1, max_request);
-        if (strcmp(t, whole) != 0) {
-            CHECK(!"split changes the request trace");
-            fprintf(stderr, "  line %d split at %zu:\n  got  %s\n  want %s\n", line, i, t, whole);
-        }
-        free(t);
-    }
-    if (len <= 160) {
-        for (size_t i = 1; i < len; i++)
-            for (size_t j = i + 1; j < len; j++) {
-                size_t cuts[2] = {i, j};
-                char *t = run_req(in, len, cuts, 2, max_request);
-                if (strcmp(t, whole) != 0) {
-                    CHECK(!"two splits change the request trace");
-                    fprintf(stderr, "  line %d splits at %zu,%zu:\n  got  %s\n", line, i, j, t);
-                }
-                free(t);
-            }
-    }
-    size_t *cuts = malloc((len + 1) * sizeof *cuts);
-    for (size_t i = 0; i + 1 < len; i++)
-        cuts[i] = i + 1;
-    char *t = run_req(in, len, cuts, len ? len - 1 : 0, max_request);
-    if (strcmp(t, whole) != 0) {
-        CHECK(!"byte-by-byte feeding changes the request trace");
-        fprintf(stderr, "  line %d byte by byte:\n  got  %s\n", line, t);
-    }
-    free(t);
-    free(cuts);
-    free(whole);
+    trace_check_splits(run_req, &max_request, in, len, 160, want, "request trace", "test_h1.c", line);
 }
 
 #define CHECK_REQ(in, want) check_req_ex((in), sizeof(in) - 1, 1 << 20, (want), __LINE__)
@@ -611,7 +509,7 @@ static void test_req_errors(void)
     memset(big + 19, 'a', n - 19);
     size_t cuts[2] = {100, 10000};
     for (size_t k = 0; k <= 2; k++) {
-        char *t = run_req(big, n, cuts, k, 1 << 20);
+        char *t = run_req(&(size_t){1 << 20}, big, n, cuts, k);
         CHECK_EQ_STR(t, strlen(t), want);
         free(t);
     }

@@ -4,28 +4,7 @@
  */
 #include "sg_sse.h"
 #include "test.h"
-
-#include <stdarg.h>
-#include <stdlib.h>
-
-typedef struct {
-    char *s;
-    size_t len, cap;
-} str_t;
-
-static void str_add(str_t *t, const char *s, size_t n)
-{
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        t->s = realloc(t->s, cap);
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-}
+#include "trace.h"
 
 typedef struct {
     str_t trace;
@@ -55,8 +34,9 @@ static int on_event(void *ud, const sg_sse_event_t *ev)
 
 static const sg_sse_cb_t cb = {on_event};
 
-static char *run(const char *in, size_t len, const size_t *cuts, size_t ncuts, size_t max_event)
+static char *run(const void *ctx, const char *in, size_t len, const size_t *cuts, size_t ncuts)
 {
+    size_t max_event = *(const size_t *)ctx;
     rec_t r = {0};
     sg_sse_t p;
     sg_sse_init(&p, max_event);
@@ -67,9 +47,7 @@ static char *run(const char *in, size_t len, const size_t *cuts, size_t ncuts, s
         r.feed_len = end - start;
         int rc = sg_sse_feed(&p, in + start, end - start, &cb, &r);
         if (rc < 0) {
-            char tmp[32];
-            snprintf(tmp, sizeof tmp, "[err %d]", rc);
-            str_add(&r.trace, tmp, strlen(tmp));
+            str_fmt(&r.trace, "[err %d]", rc);
             break;
         }
         start = end;
@@ -77,50 +55,12 @@ static char *run(const char *in, size_t len, const size_t *cuts, size_t ncuts, s
     if (start == len && sg_sse_pending(&p))
         str_add(&r.trace, "[pending]", 9);
     sg_sse_free(&p);
-    if (!r.trace.s)
-        str_add(&r.trace, "", 0);
-    return r.trace.s;
+    return str_take(&r.trace);
 }
 
 static void check_ex(const char *in, size_t len, size_t max_event, const char *want, int line)
 {
-    char *whole = run(in, len, NULL, 0, max_event);
-    test_checks++;
-    if (strcmp(whole, want) != 0) {
-        test_failures++;
-        fprintf(stderr, "test_sse.c:%d:\n  got  %s\n  want %s\n", line, whole, want);
-    }
-    for (size_t i = 1; i < len; i++) {
-        char *t = run(in, len, &i, 1, max_event);
-        if (strcmp(t, whole) != 0) {
-            CHECK(!"a split changes the events");
-            fprintf(stderr, "  line %d split at %zu:\n  got  %s\n  want %s\n", line, i, t, whole);
-        }
-        free(t);
-    }
-    if (len <= 200) {
-        for (size_t i = 1; i < len; i++)
-            for (size_t j = i + 1; j < len; j++) {
-                size_t cuts[2] = {i, j};
-                char *t = run(in, len, cuts, 2, max_event);
-                if (strcmp(t, whole) != 0) {
-                    CHECK(!"two splits change the events");
-                    fprintf(stderr, "  line %d splits at %zu,%zu:\n  got  %s\n", line, i, j, t);
-                }
-                free(t);
-            }
-    }
-    size_t *cuts = malloc((len + 1) * sizeof *cuts);
-    for (size_t i = 0; i + 1 < len; i++)
-        cuts[i] = i + 1;
-    char *t = run(in, len, cuts, len ? len - 1 : 0, max_event);
-    if (strcmp(t, whole) != 0) {
-        CHECK(!"byte-by-byte feeding changes the events");
-        fprintf(stderr, "  line %d byte by byte:\n  got  %s\n", line, t);
-    }
-    free(t);
-    free(cuts);
-    free(whole);
+    trace_check_splits(run, &max_event, in, len, 200, want, "events", "test_sse.c", line);
 }
 
 #define CHECK_SSE(in, want) check_ex((in), sizeof(in) - 1, 1 << 16, (want), __LINE__)
