@@ -87,4 +87,5 @@ def main(h):
                     (lat["p90"], lat_send["p90"]))
 
 
-harness.main(main)
+if __name__ == "__main__":
+    harness.main(main)
