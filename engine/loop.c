@@ -10,10 +10,9 @@ static void wake_arm(sg_loop_t *l);
 
 static void on_wake(sg_op_t *op, const struct io_uring_cqe *cqe)
 {
-    sg_loop_t *l = SG_CONTAINER_OF(op, sg_loop_t, wake_op);
+    /* Waking is all it is for: the owner rechecks its own state after every sg_loop_run_once. */
     (void)cqe;
-    l->woken = true;
-    wake_arm(l);
+    wake_arm(SG_CONTAINER_OF(op, sg_loop_t, wake_op));
 }
 
 static void wake_arm(sg_loop_t *l)

@@ -36,7 +36,6 @@ typedef struct {
     int wake_fd;
     uint64_t wake_val;
     sg_op_t wake_op;
-    bool woken; /* set when another thread called sg_loop_wake; the owner clears it */
     bool defer_taskrun;
     int64_t spin_ns; /* a deadline closer than this is waited for by polling, not by sleeping */
 } sg_loop_t;
@@ -71,7 +70,7 @@ void sg_loop_buf_release(sg_loop_t *l, unsigned bid);
  */
 SG_WUR int sg_loop_run_once(sg_loop_t *l, int64_t deadline_ns);
 
-/* Thread-safe: make the owner's sg_loop_run_once return soon with woken set. */
+/* Thread-safe: make the owner's sg_loop_run_once return soon, so it rechecks its state. */
 void sg_loop_wake(sg_loop_t *l);
 
 #endif

@@ -39,7 +39,6 @@ const sg_worker_progress_t *sg_worker_progress(const sg_worker_t *w);
 sg_metrics_t *sg_worker_metrics(sg_worker_t *w);
 const char *sg_worker_log_path(const sg_worker_t *w);
 uint64_t sg_worker_warmup_count(const sg_worker_t *w);
-bool sg_worker_cancelled_any(const sg_worker_t *w);
 
 /* After the join: what the worker did, for --verbose. */
 typedef struct {

@@ -45,7 +45,6 @@ struct sg_req {
     sg_req_t *fl_next;
     uint32_t *events; /* content-event times for rec.event_us */
     uint32_t events_cap;
-    bool saw_done;
     bool in_flight;
     bool retried; /* re-sent once after a kept-alive connection turned out to be closed */
 };
@@ -119,7 +118,6 @@ struct sg_worker {
     sg_reclog_t *log;
     char log_path[4096];
     uint64_t warmup_done;
-    bool cancelled_any;
     int fatal;
     char fatal_msg[4400];
 
@@ -279,8 +277,6 @@ static void req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
         atomic_fetch_add_explicit(&w->progress.completed, 1, memory_order_relaxed);
         if (rec->err_class != SG_ERRC_NONE)
             atomic_fetch_add_explicit(&w->progress.errors, 1, memory_order_relaxed);
-        if (rec->err_class == SG_ERRC_CANCELLED)
-            w->cancelled_any = true;
     }
     if (w->log) {
         int err = sg_reclog_append(w->log, rec);
@@ -296,13 +292,6 @@ static void req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     /* Closed loop: the slot is free now, and that is the next request's intended start. */
     if (w->rate == 0 && !w->issuing_done && !atomic_load_explicit(&w->run->stop, memory_order_relaxed))
         issue_closed(w, now);
-}
-
-/* Fail a request that never reached a connection (or whose connection is gone). */
-static void req_fail(sg_worker_t *w, sg_req_t *r, sg_err_class_t cls, int64_t now, const char *msg)
-{
-    set_error(r, cls, "%s", msg);
-    req_finish(w, r, now);
 }
 
 /* ---------------- events from the parsers ---------------- */
@@ -364,11 +353,8 @@ static int on_sse_event(void *ud, const sg_sse_event_t *ev)
     sg_req_t *r = c->req;
     if (!r)
         return SG_EPROTO;
-    if (sg_oai_is_done(ev->data.base, ev->data.len)) {
-        r->saw_done = true;
-        r->rec.end_ns = t_recv_ns;
-        return 0;
-    }
+    if (sg_oai_is_done(ev->data.base, ev->data.len))
+        return 0; /* the end of the response is taken when the HTTP body ends, in the same read */
     sg_oai_result_t res;
     if (sg_oai_decode(c->w->cfg->endpoint_type, ev->data.base, ev->data.len, &res) < 0) {
         set_error(r, SG_ERRC_PROTOCOL, "malformed JSON in SSE event: %.*s",
@@ -687,9 +673,8 @@ static void fail_waiting_head(sg_worker_t *w, int err)
     sg_req_t *r = wait_pop(w);
     if (!r)
         return;
-    char msg[160];
-    snprintf(msg, sizeof(msg), "connect to %s: %s", w->run->addr_text, sg_strerror(err));
-    req_fail(w, r, SG_ERRC_CONNECT, sg_now_ns(), msg);
+    set_error(r, SG_ERRC_CONNECT, "connect to %s: %s", w->run->addr_text, sg_strerror(err));
+    req_finish(w, r, sg_now_ns());
 }
 
 static void on_connect(sg_op_t *op, const struct io_uring_cqe *cqe)
@@ -1090,11 +1075,6 @@ const char *sg_worker_log_path(const sg_worker_t *w)
 uint64_t sg_worker_warmup_count(const sg_worker_t *w)
 {
     return w->warmup_done;
-}
-
-bool sg_worker_cancelled_any(const sg_worker_t *w)
-{
-    return w->cancelled_any;
 }
 
 void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
