@@ -312,11 +312,19 @@ static void lb_str(line_t *l, const char *s)
     lb_mem(l, s, strlen(s));
 }
 
-static void lb_i64(line_t *l, int64_t v)
+/*
+ * v / 10^decimals in fixed point (decimals 0: a plain integer), from integers: exact (no double rounding) and
+ * much cheaper than printf's %f, which matters for token_times_ms (one number per token, millions of tokens).
+ */
+static void lb_fixed(line_t *l, int64_t v, unsigned decimals)
 {
-    char tmp[24];
-    size_t n = 0;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    char tmp[32];
+    size_t n = 0;
+    for (unsigned i = 0; i < decimals; i++, u /= 10)
+        tmp[n++] = (char)('0' + u % 10);
+    if (decimals)
+        tmp[n++] = '.';
     do {
         tmp[n++] = (char)('0' + u % 10);
         u /= 10;
@@ -330,29 +338,9 @@ static void lb_i64(line_t *l, int64_t v)
         l->buf[l->len++] = tmp[--n];
 }
 
-/*
- * v / 10^decimals in fixed point, from integers: exact (no double rounding) and much cheaper than printf's
- * %f, which matters for token_times_ms (one number per token, millions of tokens).
- */
-static void lb_fixed(line_t *l, int64_t v, unsigned decimals)
+static void lb_i64(line_t *l, int64_t v)
 {
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    char tmp[32];
-    size_t n = 0;
-    for (unsigned i = 0; i < decimals; i++, u /= 10)
-        tmp[n++] = (char)('0' + u % 10);
-    tmp[n++] = '.';
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    lb_reserve(l, n + 1);
-    if (l->oom)
-        return;
-    if (v < 0)
-        l->buf[l->len++] = '-';
-    while (n)
-        l->buf[l->len++] = tmp[--n];
+    lb_fixed(l, v, 0);
 }
 
 static void lb_key(line_t *l, const char *key)

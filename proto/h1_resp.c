@@ -220,6 +220,18 @@ static int deliver(const sg_h1_resp_cb_t *cb, void *ud, const char *s, size_t n)
     return 0;
 }
 
+/* Deliver what is left of a counted span (Content-Length body or chunk data) that lies in this buffer. */
+static int deliver_counted(sg_h1_resp_t *p, const char *data, size_t len, size_t *off, const sg_h1_resp_cb_t *cb,
+                           void *ud)
+{
+    size_t avail = len - *off;
+    size_t take = p->remaining < avail ? (size_t)p->remaining : avail;
+    int rc = deliver(cb, ud, data + *off, take);
+    *off += take;
+    p->remaining -= take;
+    return rc;
+}
+
 /* One step of the state machine at data[*off]; 1 when the response completed. */
 static int step(sg_h1_resp_t *p, const char *data, size_t len, size_t *off, const sg_h1_resp_cb_t *cb, void *ud)
 {
@@ -244,11 +256,7 @@ static int step(sg_h1_resp_t *p, const char *data, size_t len, size_t *off, cons
             return end_of_head(p, cb, ud);
         return sg_h1_header_line(l, n, &p->head.content_length, &p->hflags);
     case ST_BODY_LEN: {
-        size_t avail = len - *off;
-        size_t take = p->remaining < avail ? (size_t)p->remaining : avail;
-        rc = deliver(cb, ud, data + *off, take);
-        *off += take;
-        p->remaining -= take;
+        rc = deliver_counted(p, data, len, off, cb, ud);
         if (rc < 0)
             return rc;
         if (p->remaining == 0) {
@@ -276,11 +284,7 @@ static int step(sg_h1_resp_t *p, const char *data, size_t len, size_t *off, cons
         }
         return 0;
     case ST_CHUNK_DATA: {
-        size_t avail = len - *off;
-        size_t take = p->remaining < avail ? (size_t)p->remaining : avail;
-        rc = deliver(cb, ud, data + *off, take);
-        *off += take;
-        p->remaining -= take;
+        rc = deliver_counted(p, data, len, off, cb, ud);
         if (rc < 0)
             return rc;
         if (p->remaining == 0)

@@ -270,20 +270,29 @@ int sg_js_obj_begin(sg_js_t *js)
     return 0;
 }
 
-int sg_js_obj_next(sg_js_t *js, int *count, sg_slice_t *key)
+/* Between members or elements: 0 at the closing bracket (consumed), 1 when another follows (its comma consumed). */
+static int list_next(sg_js_t *js, int count, char close)
 {
     int c = sg_js_peek(js);
-    if (c == '}') {
+    if (c == close) {
         js->p++;
         js->depth--;
         return 0;
     }
-    if (*count > 0) {
+    if (count > 0) {
         if (c != ',')
             return SG_EJSON;
         js->p++;
     }
-    int rc = member_key(js, key);
+    return 1;
+}
+
+int sg_js_obj_next(sg_js_t *js, int *count, sg_slice_t *key)
+{
+    int rc = list_next(js, *count, '}');
+    if (rc <= 0)
+        return rc;
+    rc = member_key(js, key);
     if (rc < 0)
         return rc;
     (*count)++;
@@ -301,17 +310,9 @@ int sg_js_arr_begin(sg_js_t *js)
 
 int sg_js_arr_next(sg_js_t *js, int *count)
 {
-    int c = sg_js_peek(js);
-    if (c == ']') {
-        js->p++;
-        js->depth--;
-        return 0;
-    }
-    if (*count > 0) {
-        if (c != ',')
-            return SG_EJSON;
-        js->p++;
-    }
+    int rc = list_next(js, *count, ']');
+    if (rc <= 0)
+        return rc;
     if (sg_js_peek(js) < 0)
         return SG_EJSON;
     (*count)++;
