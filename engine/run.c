@@ -371,8 +371,10 @@ int sg_profile_main(int argc, char **argv)
         run.start_ns = sg_now_ns();
         atomic_store(&run.go, 1);
         for (unsigned i = 0; i < n_workers; i++)
-            if (ws[i])
+            if (ws[i]) {
                 sg_worker_join(ws[i], err, sizeof(err));
+                unlink(sg_worker_log_path(ws[i])); /* nothing was measured: leave no half-made files */
+            }
         goto out;
     }
 
