@@ -801,9 +801,10 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *ar
         cfg->osl_deterministic = true;
         return 0;
     case OPT_TOKENIZER:
-        /* refusing beats running: ISL would be labelled as counted by a tokenizer that was never applied */
-        return fail(opt, "real tokenizers are not supported yet; ISL is estimated as described in "
-                         "surge profile --help (drop --tokenizer to run with that estimate)");
+        if (!*arg)
+            return fail(opt, "expected a tokenizer.json file, a directory holding one, a *.tiktoken file or a "
+                             "Hugging Face model id, got an empty value");
+        return set_str(&cfg->tokenizer, arg);
     case OPT_INPUT_FILE:
         return fail(opt, "not supported yet: surge generates synthetic prompts "
                          "(--synthetic-input-tokens-mean/-stddev)");
@@ -1033,6 +1034,7 @@ void sg_config_free(sg_config_t *cfg)
     free(cfg->host_header);
     free(cfg->endpoint_path);
     free(cfg->extra_inputs_json);
+    free(cfg->tokenizer);
     free(cfg->artifact_dir);
     free(cfg->profile_export_file);
     free(cfg->profile_export_stem);
@@ -1157,6 +1159,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "output_tokens_mean", json_integer(cfg->osl_mean));
     json_object_set_new(o, "output_tokens_stddev", json_integer(cfg->osl_stddev));
     json_object_set_new(o, "output_tokens_mean_deterministic", json_boolean(cfg->osl_deterministic));
+    json_object_set_new(o, "tokenizer", cfg->tokenizer ? json_string(cfg->tokenizer) : json_null());
     json_object_set_new(o, "artifact_dir", cfg->artifact_dir ? json_string(cfg->artifact_dir) : json_null());
     json_object_set_new(o, "profile_export_file",
                         cfg->profile_export_file ? json_string(cfg->profile_export_file) : json_null());
@@ -1232,7 +1235,8 @@ void sg_config_usage(FILE *out)
                  "                                VALUE is typed: numbers, true/false, null, JSON arrays and\n"
                  "                                objects, \"quoted strings\" as JSON; anything else a string.\n"
                  "                                Or a whole JSON object: '{\"temperature\":0,\"ignore_eos\":true}'\n"
-                 "      --tokenizer NAME          not supported yet (see Input sequence length below)\n"
+                 "      --tokenizer T             count tokens with T: a tokenizer.json, a directory holding one, a\n"
+                 "                                *.tiktoken file, or a Hugging Face model id in the local cache\n"
                  "      --input-file PATH         not supported yet\n"
                  "\n"
                  "Output options:\n"

@@ -1,6 +1,7 @@
 /* surge: entry point. `surge profile ...` measures a server; `surge mock ...` is the bundled mock server. */
 #include "sg_mock.h"
 #include "sg_run.h"
+#include "sg_tokenizer.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@ static void usage(FILE *out)
             "surge %s: a load generator and benchmark for LLM inference servers\n\n"
             "usage:\n"
             "  surge profile -m MODEL -u URL [options]   measure a server (see `surge profile --help`)\n"
+            "  surge tokenize --tokenizer T [--count]   token ids of the text on stdin (`surge tokenize --help`)\n"
             "  surge mock --port P [options]             run the bundled mock OpenAI server (`surge mock --help`)\n"
             "  surge --version\n",
             SURGE_VERSION);
@@ -29,6 +31,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "profile") == 0)
         return sg_profile_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "tokenize") == 0)
+        return sg_tokenize_main(argc - 1, argv + 1);
     if (strcmp(cmd, "mock") == 0)
         return sg_mock_main(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {

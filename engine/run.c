@@ -248,6 +248,7 @@ int sg_profile_main(int argc, char **argv)
     int exit_code = EXIT_OK;
     char err[512];
     sg_payload_table_t payloads = {0};
+    sg_tokenizer_t *tok = NULL;
     sg_worker_t **ws = NULL;
     unsigned n_workers = 0;
     sg_metrics_t *merged = NULL;
@@ -259,20 +260,16 @@ int sg_profile_main(int argc, char **argv)
     run.cfg = &cfg;
     run.payloads = &payloads;
 
-    if (sg_tcp_resolve(cfg.host, cfg.port, &run.addr, err, sizeof(err)) < 0) {
-        fprintf(stderr, "surge: -u/--url %s: %s\n", cfg.url, err);
-        exit_code = EXIT_USAGE;
-        goto out;
+    /* Everything that reads local files comes first: a bad tokenizer or input file is reported before any
+     * connection is made. */
+    if (cfg.tokenizer) {
+        if (sg_tok_load(cfg.tokenizer, &tok, err, sizeof(err)) < 0) {
+            fprintf(stderr, "surge: --tokenizer %s: %s\n", cfg.tokenizer, err);
+            exit_code = EXIT_USAGE;
+            goto out;
+        }
+        run.tok = tok;
     }
-    sg_addr_format(&run.addr, run.addr_text, sizeof(run.addr_text));
-    int perr = preflight(&run, 5000);
-    if (perr < 0) {
-        fprintf(stderr, "surge: cannot connect to %s (from -u/--url %s): %s\n", run.addr_text, cfg.url,
-                sg_strerror(perr));
-        exit_code = EXIT_USAGE;
-        goto out;
-    }
-
     sg_workload_spec_t spec = {
         .host_header = cfg.host_header,
         .path = cfg.endpoint_path,
@@ -289,9 +286,24 @@ int sg_profile_main(int argc, char **argv)
         .osl_mean = cfg.osl_mean,
         .osl_stddev = cfg.osl_stddev,
         .seed = cfg.random_seed,
+        .tok = tok,
     };
     if (sg_workload_build(&spec, &payloads, err, sizeof(err)) < 0) {
         fprintf(stderr, "surge: building the workload: %s\n", err);
+        exit_code = EXIT_USAGE;
+        goto out;
+    }
+
+    if (sg_tcp_resolve(cfg.host, cfg.port, &run.addr, err, sizeof(err)) < 0) {
+        fprintf(stderr, "surge: -u/--url %s: %s\n", cfg.url, err);
+        exit_code = EXIT_USAGE;
+        goto out;
+    }
+    sg_addr_format(&run.addr, run.addr_text, sizeof(run.addr_text));
+    int perr = preflight(&run, 5000);
+    if (perr < 0) {
+        fprintf(stderr, "surge: cannot connect to %s (from -u/--url %s): %s\n", run.addr_text, cfg.url,
+                sg_strerror(perr));
         exit_code = EXIT_USAGE;
         goto out;
     }
@@ -488,6 +500,7 @@ out:
     free(ws);
     sg_metrics_free(merged);
     sg_workload_free(&payloads);
+    sg_tok_free(tok);
     free(run.artifact_dir);
     free(input_json);
     free(run_name);

@@ -41,7 +41,8 @@ typedef struct {
     uint64_t random_seed;
     unsigned workers;
 
-    /* workload (synthetic until a tokenizer exists) */
+    /* workload */
+    char *tokenizer; /* --tokenizer as given (file, directory or Hugging Face id), NULL when absent */
     uint32_t isl_mean, isl_stddev;
     uint32_t num_prompts;
     int32_t osl_mean; /* -1: do not ask for max_tokens */

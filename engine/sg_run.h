@@ -11,6 +11,7 @@
 
 #include "sg_config.h"
 #include "sg_tcp.h"
+#include "sg_tokenizer.h"
 #include "sg_workload.h"
 
 #include <stdatomic.h>
@@ -18,6 +19,7 @@
 typedef struct sg_run {
     const sg_config_t *cfg;
     const sg_payload_table_t *payloads;
+    const sg_tokenizer_t *tok; /* --tokenizer, NULL without one; read-only, shared */
     sg_addr_t addr;
     char addr_text[64];
     char *artifact_dir;

@@ -42,6 +42,7 @@ typedef struct {
     int32_t osl_mean; /* -1: no max_tokens */
     uint32_t osl_stddev;
     uint64_t seed;
+    const struct sg_tokenizer *tok; /* --tokenizer, or NULL: prompts are then counted in words */
 } sg_workload_spec_t;
 
 /*

@@ -308,7 +308,13 @@ static void test_bad_values(void)
     BAD("-m", "x", "--endpoint-type", "embeddings");
     BAD("-m", "x", "--endpoint-type", "rankings");
     BAD("-m", "x", "--endpoint-type", "images");
-    BAD("-m", "x", "--tokenizer", "gpt2");
+    {
+        sg_config_t c;
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--tokenizer", "org/name", NULL), 0);
+        CHECK_EQ_STR(c.tokenizer, strlen(c.tokenizer), "org/name");
+        sg_config_free(&c);
+    }
+    BAD("-m", "x", "--tokenizer", "");
     BAD("-m", "x", "--input-file", "prompts.jsonl");
     BAD("-m", "x", "--artifact-dir", "");
     BAD("-m", "x", "--profile-export-file", "dir/file.json");
