@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "sg_run.h"
 
+#include "sg_osl.h"
 #include "sg_worker.h"
 
 #include <errno.h>
@@ -458,9 +459,31 @@ int sg_profile_main(int argc, char **argv)
                     (unsigned long long)st.conns_peak, (unsigned long long)st.connect_failures,
                     (unsigned long long)st.resent);
         }
+    }
+    /* With a tokenizer the workers deferred their measured records: settle OSL from the logs, off the hot path
+     * (sg_osl.h), before anything reads the metrics. */
+    if (run.tok) {
+        const char **logs = calloc(n_workers, sizeof(*logs));
+        sg_metrics_t **wm = calloc(n_workers, sizeof(*wm));
+        int oerr = logs && wm ? 0 : SG_ENOMEM;
+        for (unsigned i = 0; i < n_workers && !oerr; i++) {
+            logs[i] = sg_worker_log_path(ws[i]);
+            wm[i] = sg_worker_metrics(ws[i]);
+        }
+        if (!oerr)
+            oerr = sg_osl_pass(run.tok, logs, wm, n_workers, err, sizeof(err));
+        else
+            snprintf(err, sizeof(err), "out of memory");
+        if (oerr < 0) {
+            fprintf(stderr, "surge: %s\n", err);
+            fatal = true;
+        }
+        free(logs);
+        free(wm);
+    }
+    for (unsigned i = 0; i < n_workers; i++)
         if (sg_metrics_merge(merged, sg_worker_metrics(ws[i])) < 0)
             fatal = true;
-    }
 
     input_json = sg_config_to_json(&cfg);
     sg_run_info_t info = {
@@ -471,6 +494,9 @@ int sg_profile_main(int argc, char **argv)
         .input_config_json = input_json ? input_json : "{}",
         .has_slos = cfg.n_slos > 0,
         .client_cpu_s = client_cpu,
+        .tokenizer = run.tok ? sg_tok_describe(run.tok) : NULL,
+        /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
+        .isl_source = run.tok ? "tokenizer" : "words",
     };
     sg_export_table(stdout, merged, &info);
     fflush(stdout);

@@ -6,6 +6,12 @@
  * Time: every request has an intended start (open loop: its arrival; closed loop: when its slot freed). A
  * request that cannot go out on time (no idle connection, the concurrency cap, the worker is behind) waits in
  * a FIFO and keeps that intended time; latencies are measured from it, and separately from the actual send.
+ *
+ * OSL with --tokenizer: the worker keeps each request's output text (content and reasoning, unescaped, appended
+ * to a buffer the request slot reuses) and writes it into its record log; it neither tokenizes nor adds the
+ * record to its metrics, because OSL (and ITL, throughput, goodput, which follow from it) is settled only after
+ * the join, when run.c's pass (osl.c) counts the text and adds every measured record from the log. Without a
+ * tokenizer nothing is kept and metrics are added here, at completion, as before.
  */
 #define _GNU_SOURCE
 #include "sg_worker.h"
@@ -45,6 +51,10 @@ struct sg_req {
     sg_req_t *fl_next;
     uint32_t *events; /* content-event times for rec.event_us */
     uint32_t events_cap;
+    char *text; /* --tokenizer: output text so far, unescaped */
+    uint32_t text_len;
+    uint32_t text_cap;
+    bool text_lost; /* over SG_RECORD_TEXT_MAX, a bad escape, or out of memory: no tokenizer count */
     bool in_flight;
     bool retried; /* re-sent once after a kept-alive connection turned out to be closed */
 };
@@ -115,6 +125,7 @@ struct sg_worker {
     uint64_t conns_opened, conns_peak, connect_failures, resent;
 
     sg_metrics_t *metrics;
+    bool keep_text; /* --tokenizer: keep output text, defer measured records' metrics to the post-run pass */
     sg_reclog_t *log;
     char log_path[4096];
     uint64_t warmup_done;
@@ -155,9 +166,13 @@ static sg_req_t *req_alloc(sg_worker_t *w)
         w->free_reqs = r->next;
         uint32_t *ev = r->events;
         uint32_t cap = r->events_cap;
+        char *text = r->text;
+        uint32_t text_cap = r->text_cap;
         memset(r, 0, sizeof(*r));
         r->events = ev;
         r->events_cap = cap;
+        r->text = text;
+        r->text_cap = text_cap;
     } else {
         r = calloc(1, sizeof(*r));
         if (!r)
@@ -173,6 +188,11 @@ static void req_release(sg_worker_t *w, sg_req_t *r)
         free(r->events);
         r->events = NULL;
         r->events_cap = 0;
+    }
+    if (r->text_cap > (64u << 10)) {
+        free(r->text);
+        r->text = NULL;
+        r->text_cap = 0;
     }
     r->next = w->free_reqs;
     w->free_reqs = r;
@@ -260,20 +280,17 @@ static void req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     if (rec->end_ns == 0)
         rec->end_ns = now;
     rec->event_us = r->events;
-    if (rec->err_class == SG_ERRC_NONE) {
-        if (rec->osl_server >= 0) {
-            rec->osl = (uint32_t)rec->osl_server;
-            rec->osl_source = SG_OSL_USAGE;
-        } else {
-            rec->osl = rec->streaming ? rec->content_events : (rec->content_events ? 1 : 0);
-            rec->osl_source = SG_OSL_EVENTS;
-        }
-    }
+    rec->osl_tokenizer = -1; /* counted after the run, from the log */
+    sg_record_settle_osl(rec);
+    rec->has_text = w->keep_text && !rec->warmup && !r->text_lost && rec->err_class == SG_ERRC_NONE;
+    rec->text = r->text;
+    rec->text_len = rec->has_text ? r->text_len : 0;
     if (rec->warmup) {
         w->warmup_done++;
         atomic_store_explicit(&w->progress.warmup_done, w->warmup_done, memory_order_relaxed);
     } else {
-        sg_metrics_add(w->metrics, rec);
+        if (!w->keep_text)
+            sg_metrics_add(w->metrics, rec);
         atomic_fetch_add_explicit(&w->progress.completed, 1, memory_order_relaxed);
         if (rec->err_class != SG_ERRC_NONE)
             atomic_fetch_add_explicit(&w->progress.errors, 1, memory_order_relaxed);
@@ -326,6 +343,45 @@ static void apply_decoded(sg_req_t *r, const sg_oai_result_t *res)
         r->rec.isl_server = (int32_t)res->prompt_tokens;
 }
 
+/* --tokenizer: append a raw (escaped) string's decoded bytes to the request's output text. */
+static void text_append(sg_req_t *r, sg_slice_t raw)
+{
+    if (raw.len == 0 || r->text_lost)
+        return;
+    /* Unescaping never lengthens a JSON string, so raw.len bytes of room always suffice. */
+    if (raw.len > SG_RECORD_TEXT_MAX - r->text_len) {
+        r->text_lost = true;
+        return;
+    }
+    uint32_t need = r->text_len + (uint32_t)raw.len;
+    if (need > r->text_cap) {
+        uint32_t ncap = r->text_cap ? r->text_cap : 1024;
+        while (ncap < need)
+            ncap *= 2;
+        char *nt = realloc(r->text, ncap);
+        if (!nt) {
+            r->text_lost = true;
+            return;
+        }
+        r->text = nt;
+        r->text_cap = ncap;
+    }
+    ssize_t n = sg_json_unescape(raw.base, raw.len, r->text + r->text_len, raw.len);
+    if (n < 0 || (size_t)n > raw.len) {
+        r->text_lost = true;
+        return;
+    }
+    r->text_len += (uint32_t)n;
+}
+
+static void capture_text(sg_worker_t *w, sg_req_t *r, const sg_oai_result_t *res)
+{
+    if (!w->keep_text || r->rec.warmup)
+        return;
+    text_append(r, res->reasoning); /* a server that sends both in one chunk thought before it answered */
+    text_append(r, res->content);
+}
+
 static int add_content_event(sg_req_t *r, int64_t t)
 {
     sg_record_t *rec = &r->rec;
@@ -368,8 +424,10 @@ static int on_sse_event(void *ud, const sg_sse_event_t *ev)
         return 0;
     }
     apply_decoded(r, &res);
-    if (res.content.len > 0 || res.reasoning.len > 0)
+    if (res.content.len > 0 || res.reasoning.len > 0) {
+        capture_text(c->w, r, &res);
         return add_content_event(r, t_recv_ns);
+    }
     return 0;
 }
 
@@ -452,8 +510,10 @@ static int on_complete(void *ud)
                           res.error_message.base ? res.error_message.base : "");
             } else {
                 apply_decoded(r, &res);
-                if (res.content.len > 0 || res.reasoning.len > 0)
+                if (res.content.len > 0 || res.reasoning.len > 0) {
                     rec->content_events = 1;
+                    capture_text(c->w, r, &res);
+                }
             }
         }
     }
@@ -1011,6 +1071,7 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->timeout_ns = (int64_t)llround(cfg->request_timeout_s * 1e9);
     uint64_t reserve = 64;
     w->max_conns = run->nofile > reserve * 2 ? (run->nofile - reserve) / n : 16;
+    w->keep_text = run->tok != NULL;
     w->metrics = sg_metrics_new(cfg->slos, cfg->n_slos);
     if (!w->metrics) {
         snprintf(err, errlen, "out of memory for metrics");
@@ -1101,6 +1162,7 @@ void sg_worker_free(sg_worker_t *w)
     while (r) {
         sg_req_t *next = r->next;
         free(r->events);
+        free(r->text);
         free(r);
         r = next;
     }

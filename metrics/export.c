@@ -277,6 +277,22 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
     fprintf(out, "Output sequence length source: usage %" PRIu64 ", tokenizer %" PRIu64 ", events %" PRIu64 "\n",
             sg_metrics_osl_source_count(m, SG_OSL_USAGE), sg_metrics_osl_source_count(m, SG_OSL_TOKENIZER),
             sg_metrics_osl_source_count(m, SG_OSL_EVENTS));
+    sg_len_cmp_t c;
+    sg_metrics_osl_cmp(m, &c);
+    if (c.compared)
+        fprintf(out,
+                "  usage vs tokenizer: %" PRIu64 " of %" PRIu64
+                " requests differ (mean |diff| %.2f, max |diff| %" PRIu64 " tokens)\n",
+                c.differ, c.compared, (double)c.sum_abs_diff / (double)c.compared, c.max_abs_diff);
+    else if (info && info->tokenizer)
+        fputs("  usage vs tokenizer: no request had both counts\n", out);
+    sg_metrics_isl_cmp(m, &c);
+    if (c.compared)
+        fprintf(out,
+                "Input sequence length, server usage minus client (%s): mean %+.2f, min %+" PRId64 ", max %+" PRId64
+                " over %" PRIu64 " requests (a chat server adds its template's tokens)\n",
+                info && info->isl_source ? info->isl_source : "client count", (double)c.sum_diff / (double)c.compared,
+                c.min_diff, c.max_diff, c.compared);
     return ferror(out) ? -EIO : 0;
 }
 
@@ -399,6 +415,36 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         for (int s = SG_OSL_USAGE; s <= SG_OSL_EVENTS && !rc; s++)
             rc = set(src, sg_osl_source_name((sg_osl_source_t)s),
                      json_integer((json_int_t)sg_metrics_osl_source_count(m, (sg_osl_source_t)s)));
+    }
+    if (!rc) {
+        sg_len_cmp_t c;
+        sg_metrics_osl_cmp(m, &c);
+        json_t *o = json_object();
+        rc = set(root, "osl_disagreement", o);
+        rc = rc ? rc : set(o, "compared", json_integer((json_int_t)c.compared));
+        rc = rc ? rc : set(o, "count", json_integer((json_int_t)c.differ));
+        rc = rc ? rc : set(o, "mean_abs_diff", real(c.compared ? (double)c.sum_abs_diff / (double)c.compared : 0));
+        rc = rc ? rc : set(o, "max_abs_diff", json_integer((json_int_t)c.max_abs_diff));
+        rc = rc ? rc : set(o, "mean_diff", real(c.compared ? (double)c.sum_diff / (double)c.compared : 0));
+    }
+    if (!rc) {
+        sg_len_cmp_t c;
+        sg_metrics_isl_cmp(m, &c);
+        json_t *o = json_object();
+        rc = set(root, "isl_server_minus_client", o);
+        rc = rc ? rc : set(o, "compared", json_integer((json_int_t)c.compared));
+        rc = rc ? rc : set(o, "differ", json_integer((json_int_t)c.differ));
+        rc = rc ? rc : set(o, "mean_diff", real(c.compared ? (double)c.sum_diff / (double)c.compared : 0));
+        rc = rc ? rc : set(o, "min_diff", json_integer((json_int_t)c.min_diff));
+        rc = rc ? rc : set(o, "max_diff", json_integer((json_int_t)c.max_diff));
+    }
+    rc = rc ? rc : set(root, "isl_source", info && info->isl_source ? json_string(info->isl_source) : json_null());
+    if (!rc && info && info->tokenizer) {
+        char desc[1024]; /* a path need not be UTF-8: the summary must stay valid JSON */
+        sg_utf8_sanitize(desc, sizeof(desc), info->tokenizer);
+        rc = set(root, "tokenizer", json_string(desc));
+    } else if (!rc) {
+        rc = set(root, "tokenizer", json_null());
     }
     rc = rc ? rc : set(root, "was_interrupted", json_boolean(info && info->interrupted));
     rc = rc ? rc : set(root, "input_config", input_config(info ? info->input_config_json : NULL));

@@ -28,6 +28,8 @@ struct sg_metrics {
     uint64_t good;
     uint64_t output_tokens;
     uint64_t osl_source[3];
+    sg_len_cmp_t osl_cmp;      /* usage.completion_tokens - tokenizer count */
+    sg_len_cmp_t isl_cmp;      /* usage.prompt_tokens - client isl */
     int64_t first_intended_ns; /* INT64_MAX until a request counts */
     int64_t last_end_ns;
     sg_slo_t *slos;
@@ -179,6 +181,38 @@ static void count_error(sg_metrics_t *m, sg_err_class_t cls, int32_t status, con
     g->count += n;
 }
 
+static void cmp_add(sg_len_cmp_t *c, int64_t server, int64_t client)
+{
+    int64_t d = server - client;
+    uint64_t a = d < 0 ? (uint64_t)-d : (uint64_t)d;
+    if (c->compared == 0 || d < c->min_diff)
+        c->min_diff = d;
+    if (c->compared == 0 || d > c->max_diff)
+        c->max_diff = d;
+    c->compared++;
+    c->differ += d != 0;
+    c->sum_diff += d;
+    c->sum_abs_diff += a;
+    if (a > c->max_abs_diff)
+        c->max_abs_diff = a;
+}
+
+static void cmp_merge(sg_len_cmp_t *dst, const sg_len_cmp_t *src)
+{
+    if (!src->compared)
+        return;
+    if (dst->compared == 0 || src->min_diff < dst->min_diff)
+        dst->min_diff = src->min_diff;
+    if (dst->compared == 0 || src->max_diff > dst->max_diff)
+        dst->max_diff = src->max_diff;
+    dst->compared += src->compared;
+    dst->differ += src->differ;
+    dst->sum_diff += src->sum_diff;
+    dst->sum_abs_diff += src->sum_abs_diff;
+    if (src->max_abs_diff > dst->max_abs_diff)
+        dst->max_abs_diff = src->max_abs_diff;
+}
+
 static uint64_t nonneg(int64_t d)
 {
     return d > 0 ? (uint64_t)d : 0;
@@ -248,6 +282,10 @@ void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
     m->output_tokens += r->osl;
     if (r->osl_source < SG_ARRAY_LEN(m->osl_source))
         m->osl_source[r->osl_source]++;
+    if (r->osl_server >= 0 && r->osl_tokenizer >= 0)
+        cmp_add(&m->osl_cmp, r->osl_server, r->osl_tokenizer);
+    if (r->isl_server >= 0)
+        cmp_add(&m->isl_cmp, r->isl_server, r->isl);
 
     if (r->first_token_ns) {
         uint64_t ttft = nonneg(r->first_token_ns - r->intended_ns);
@@ -304,6 +342,8 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
     dst->output_tokens += src->output_tokens;
     for (size_t i = 0; i < SG_ARRAY_LEN(dst->osl_source); i++)
         dst->osl_source[i] += src->osl_source[i];
+    cmp_merge(&dst->osl_cmp, &src->osl_cmp);
+    cmp_merge(&dst->isl_cmp, &src->isl_cmp);
     if (src->first_intended_ns < dst->first_intended_ns)
         dst->first_intended_ns = src->first_intended_ns;
     if (src->last_end_ns > dst->last_end_ns)
@@ -343,6 +383,16 @@ uint64_t sg_metrics_output_tokens(const sg_metrics_t *m)
 uint64_t sg_metrics_osl_source_count(const sg_metrics_t *m, sg_osl_source_t s)
 {
     return (unsigned)s < SG_ARRAY_LEN(m->osl_source) ? m->osl_source[s] : 0;
+}
+
+void sg_metrics_osl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out)
+{
+    *out = m->osl_cmp;
+}
+
+void sg_metrics_isl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out)
+{
+    *out = m->isl_cmp;
 }
 
 int64_t sg_metrics_first_intended_ns(const sg_metrics_t *m)

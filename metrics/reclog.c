@@ -3,8 +3,13 @@
  *
  * File format (host byte order: the log is read back on the machine that wrote it):
  *   file header: "SGRECLOG" magic, u32 version, u32 size of the record header
- *   per record:  the fixed header (struct wire_rec), err_msg bytes (msg_len, no NUL), n_events u32 offsets
+ *   per record:  the fixed header (struct wire_rec), err_msg bytes (msg_len, no NUL), n_events u32 offsets,
+ *                then text_len bytes of output text (version 2; only with --tokenizer, flag FLAG_TEXT)
  * Every record starts with a marker word so that a torn or shifted file is caught at the first bad record.
+ *
+ * With --tokenizer the log is also where OSL is settled: after the join, sg_reclog_finalize counts each
+ * record's text, writes the tokenizer count and the final OSL into the record's header in place, and adds the
+ * record to the worker's metrics (the worker deferred them). The JSONL merge then reads final values.
  *
  * The worker appends with one write(2) per 64 KiB; nothing is held in RAM beyond that buffer. After the run
  * sg_export_jsonl maps each log, checks it end to end, keeps a 24-byte index entry per measured record, sorts
@@ -26,11 +31,13 @@
 #include <unistd.h>
 
 #define RECLOG_MAGIC "SGRECLOG"
-#define RECLOG_VERSION 1u
+#define RECLOG_VERSION 2u
 #define RECLOG_BUF (64u * 1024u)
 #define REC_MARKER 0x31434552u /* "REC1" */
 #define FLAG_STREAMING 1u
 #define FLAG_WARMUP 2u
+#define FLAG_TEXT 4u /* output text follows the events */
+#define FLAG_ALL 7u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 
@@ -67,9 +74,11 @@ struct wire_rec {
     uint32_t msg_len;
     uint32_t n_events;
     uint64_t response_bytes;
+    uint32_t text_len;
+    int32_t osl_tokenizer;
 };
 _Static_assert(sizeof(struct file_header) == 16, "file header layout");
-_Static_assert(sizeof(struct wire_rec) == 120, "record header layout");
+_Static_assert(sizeof(struct wire_rec) == 128, "record header layout");
 
 struct sg_reclog {
     int fd;
@@ -144,6 +153,8 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
     if (l->err)
         return l->err;
     uint32_t n_events = r->event_us ? r->n_events : 0;
+    bool has_text = r->has_text && r->text_len <= SG_RECORD_TEXT_MAX && (r->text || !r->text_len);
+    uint32_t text_len = has_text ? r->text_len : 0;
     struct wire_rec w = {
         .marker = REC_MARKER,
         .worker = r->worker,
@@ -159,7 +170,8 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         .http_status = r->http_status,
         .err_class = r->err_class,
         .osl_source = r->osl_source,
-        .flags = (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0)),
+        .flags =
+            (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0)),
         .isl = r->isl,
         .isl_server = r->isl_server,
         .osl = r->osl,
@@ -169,10 +181,12 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         .msg_len = (uint32_t)strnlen(r->err_msg, SG_RECORD_MSG - 1),
         .n_events = n_events,
         .response_bytes = r->response_bytes,
+        .text_len = text_len,
+        .osl_tokenizer = r->osl_tokenizer,
     };
     /* Small records are copied whole into the buffer; a long event list streams through it in pieces. */
     if (put(l, &w, sizeof(w)) || put(l, r->err_msg, w.msg_len) ||
-        put(l, r->event_us, (size_t)n_events * sizeof(uint32_t)))
+        put(l, r->event_us, (size_t)n_events * sizeof(uint32_t)) || put(l, r->text, text_len))
         return l->err;
     return 0;
 }
@@ -204,9 +218,9 @@ typedef struct {
 
 #define LOC_LOG_BITS 16
 
-static int map_log(const char *path, mapped_t *mp)
+static int map_log(const char *path, mapped_t *mp, bool writable)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     struct stat st;
@@ -219,7 +233,9 @@ static int map_log(const char *path, mapped_t *mp)
         close(fd);
         return SG_EPROTO;
     }
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    /* writable: the finalize pass patches headers in place, shared so the JSONL merge sees them */
+    void *p = mmap(NULL, (size_t)st.st_size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                   writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
     int err = p == MAP_FAILED ? -errno : 0;
     close(fd);
     if (err)
@@ -229,41 +245,156 @@ static int map_log(const char *path, mapped_t *mp)
     return 0;
 }
 
-/* Check one log end to end and append its measured records to the index. */
-static int scan_log(const mapped_t *mp, uint32_t log, idx_t **idx, size_t *n, size_t *cap)
+static int check_file_header(const mapped_t *mp)
 {
     struct file_header h;
     memcpy(&h, mp->base, sizeof(h));
     if (memcmp(h.magic, RECLOG_MAGIC, sizeof(h.magic)) != 0 || h.version != RECLOG_VERSION ||
         h.rec_size != sizeof(struct wire_rec))
         return SG_EPROTO;
-    size_t off = sizeof(h);
+    return 0;
+}
+
+/* One record as it lies in a mapped log. msg, ev and text are unaligned and point into the map. */
+typedef struct {
+    struct wire_rec w;
+    size_t off; /* of the header */
+    const char *msg;
+    const unsigned char *ev;
+    const char *text;
+} rec_view_t;
+
+/* The record at *off, checked, and *off moved past it. 1: got one; 0: end of the log; SG_EPROTO: corrupt. */
+static int next_rec(const mapped_t *mp, size_t *off, rec_view_t *v)
+{
+    size_t o = *off;
+    if (o >= mp->size)
+        return 0;
+    if (mp->size - o < sizeof(v->w))
+        return SG_EPROTO;
+    memcpy(&v->w, mp->base + o, sizeof(v->w));
+    const struct wire_rec *w = &v->w;
+    size_t body = (size_t)w->msg_len + (size_t)w->n_events * sizeof(uint32_t) + (size_t)w->text_len;
+    if (w->marker != REC_MARKER || w->msg_len >= SG_RECORD_MSG || w->n_events > MAX_EVENTS ||
+        w->text_len > SG_RECORD_TEXT_MAX || (w->text_len && !(w->flags & FLAG_TEXT)) ||
+        w->err_class >= SG_ERRC__COUNT || w->osl_source > SG_OSL_EVENTS || (w->flags & ~FLAG_ALL) ||
+        w->osl_tokenizer < -1 || mp->size - o - sizeof(*w) < body)
+        return SG_EPROTO;
+    v->off = o;
+    v->msg = (const char *)mp->base + o + sizeof(*w);
+    v->ev = mp->base + o + sizeof(*w) + w->msg_len;
+    v->text = (const char *)v->ev + (size_t)w->n_events * sizeof(uint32_t);
+    *off = o + sizeof(*w) + body;
+    return 1;
+}
+
+/* Check one log end to end and append its measured records to the index. */
+static int scan_log(const mapped_t *mp, uint32_t log, idx_t **idx, size_t *n, size_t *cap)
+{
+    int rc = check_file_header(mp);
+    if (rc)
+        return rc;
     if (mp->size >> (64 - LOC_LOG_BITS))
         return SG_ETOOBIG;
-    while (off < mp->size) {
-        struct wire_rec w;
-        if (mp->size - off < sizeof(w))
-            return SG_EPROTO;
-        memcpy(&w, mp->base + off, sizeof(w));
-        size_t body = (size_t)w.msg_len + (size_t)w.n_events * sizeof(uint32_t);
-        if (w.marker != REC_MARKER || w.msg_len >= SG_RECORD_MSG || w.n_events > MAX_EVENTS ||
-            w.err_class >= SG_ERRC__COUNT || w.osl_source > SG_OSL_EVENTS || (w.flags & ~3u) ||
-            mp->size - off - sizeof(w) < body)
-            return SG_EPROTO;
-        if (!(w.flags & FLAG_WARMUP)) {
-            if (*n == *cap) {
-                size_t nc = *cap ? *cap * 2 : 4096;
-                idx_t *ni = realloc(*idx, nc * sizeof(*ni));
-                if (!ni)
-                    return -ENOMEM;
-                *idx = ni;
-                *cap = nc;
-            }
-            (*idx)[(*n)++] = (idx_t){w.intended_ns, w.id, ((uint64_t)off << LOC_LOG_BITS) | log};
+    size_t off = sizeof(struct file_header);
+    rec_view_t v;
+    while ((rc = next_rec(mp, &off, &v)) == 1) {
+        if (v.w.flags & FLAG_WARMUP)
+            continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 4096;
+            idx_t *ni = realloc(*idx, nc * sizeof(*ni));
+            if (!ni)
+                return -ENOMEM;
+            *idx = ni;
+            *cap = nc;
         }
-        off += sizeof(w) + body;
+        (*idx)[(*n)++] = (idx_t){v.w.intended_ns, v.w.id, ((uint64_t)v.off << LOC_LOG_BITS) | log};
     }
-    return 0;
+    return rc;
+}
+
+/* ---------- the post-run OSL pass ---------- */
+
+int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_metrics_t *m)
+{
+    mapped_t mp = {0};
+    int rc = map_log(path, &mp, true);
+    if (rc)
+        return rc;
+    rc = check_file_header(&mp);
+    /* Check the whole log before changing a byte of it or of m. */
+    size_t off = sizeof(struct file_header);
+    rec_view_t v;
+    while (!rc && (rc = next_rec(&mp, &off, &v)) == 1)
+        rc = 0;
+    uint32_t *events = NULL;
+    uint32_t events_cap = 0;
+    off = sizeof(struct file_header);
+    while (!rc && (rc = next_rec(&mp, &off, &v)) == 1) {
+        rc = 0;
+        struct wire_rec *w = &v.w;
+        if ((w->flags & FLAG_WARMUP))
+            continue;
+        sg_record_t r;
+        memset(&r, 0, sizeof(r));
+        r.id = w->id;
+        r.worker = w->worker;
+        r.payload = w->payload;
+        r.model = w->model;
+        r.streaming = w->flags & FLAG_STREAMING;
+        r.intended_ns = w->intended_ns;
+        r.sent_ns = w->sent_ns;
+        r.first_byte_ns = w->first_byte_ns;
+        r.first_token_ns = w->first_token_ns;
+        r.second_token_ns = w->second_token_ns;
+        r.end_ns = w->end_ns;
+        r.http_status = w->http_status;
+        r.err_class = w->err_class;
+        r.osl_source = w->osl_source;
+        r.isl = w->isl;
+        r.isl_server = w->isl_server;
+        r.osl = w->osl;
+        r.osl_server = w->osl_server;
+        r.osl_tokenizer = w->osl_tokenizer;
+        r.max_tokens = w->max_tokens;
+        r.content_events = w->content_events;
+        r.response_bytes = w->response_bytes;
+        memcpy(r.err_msg, v.msg, w->msg_len);
+        r.err_msg[w->msg_len] = '\0';
+        if (w->n_events) { /* the log's copy is unaligned: metrics read an aligned one */
+            if (w->n_events > events_cap) {
+                uint32_t *ne = realloc(events, (size_t)w->n_events * sizeof(*ne));
+                if (!ne) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                events = ne;
+                events_cap = w->n_events;
+            }
+            memcpy(events, v.ev, (size_t)w->n_events * sizeof(*events));
+            r.event_us = events;
+            r.n_events = w->n_events;
+        }
+        if ((w->flags & FLAG_TEXT) && count && r.err_class == SG_ERRC_NONE) {
+            ssize_t n = count(ctx, v.text, w->text_len);
+            if (n < 0) {
+                rc = (int)n;
+                break;
+            }
+            r.osl_tokenizer = n > INT32_MAX ? INT32_MAX : (int32_t)n;
+            sg_record_settle_osl(&r);
+            w->osl_tokenizer = r.osl_tokenizer;
+            w->osl = r.osl;
+            w->osl_source = r.osl_source;
+            memcpy((unsigned char *)mp.base + v.off, w, sizeof(*w));
+        }
+        if (m)
+            sg_metrics_add(m, &r);
+    }
+    free(events);
+    munmap((void *)mp.base, mp.size);
+    return rc;
 }
 
 static int cmp_idx(const void *a, const void *b)
@@ -404,13 +535,15 @@ static void lb_json_string(line_t *l, const char *s, size_t n)
     free(mem);
 }
 
-static void write_line(FILE *f, line_t *l, const unsigned char *rec, int64_t base, const char *const *model_names,
+static void write_line(FILE *f, line_t *l, const mapped_t *mp, size_t off, int64_t base, const char *const *model_names,
                        size_t n_models)
 {
-    struct wire_rec w;
-    memcpy(&w, rec, sizeof(w));
-    const char *msg = (const char *)rec + sizeof(w);
-    const unsigned char *ev = rec + sizeof(w) + w.msg_len;
+    rec_view_t v;
+    if (next_rec(mp, &off, &v) != 1)
+        return; /* cannot happen: every indexed record was checked by scan_log */
+    struct wire_rec w = v.w;
+    const char *msg = v.msg;
+    const unsigned char *ev = v.ev;
     bool ok = w.err_class == SG_ERRC_NONE;
 
     l->len = 0;
@@ -447,6 +580,7 @@ static void write_line(FILE *f, line_t *l, const unsigned char *rec, int64_t bas
     lb_str(l, sg_osl_source_name((sg_osl_source_t)w.osl_source));
     lb_str(l, "\"");
     put_opt_int(l, "output_sequence_length_server", w.osl_server != -1, w.osl_server);
+    put_opt_int(l, "output_sequence_length_tokenizer", w.osl_tokenizer >= 0, w.osl_tokenizer);
     put_opt_int(l, "max_tokens", w.max_tokens != 0, w.max_tokens);
     put_opt_int(l, "content_events", true, w.content_events);
     put_opt_int(l, "response_bytes", true, (int64_t)w.response_bytes);
@@ -479,7 +613,7 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
     size_t n = 0, cap = 0;
     int rc = maps ? 0 : -ENOMEM;
     for (size_t i = 0; i < n_logs && !rc; i++) {
-        rc = map_log(log_paths[i], &maps[i]);
+        rc = map_log(log_paths[i], &maps[i], false);
         if (!rc)
             rc = scan_log(&maps[i], (uint32_t)i, &idx, &n, &cap);
     }
@@ -503,7 +637,7 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
             line_t line = {0};
             for (size_t i = 0; i < n; i++) {
                 const mapped_t *mp = &maps[idx[i].loc & ((1u << LOC_LOG_BITS) - 1)];
-                write_line(of.f, &line, mp->base + (idx[i].loc >> LOC_LOG_BITS), base, model_names, n_models);
+                write_line(of.f, &line, mp, (size_t)(idx[i].loc >> LOC_LOG_BITS), base, model_names, n_models);
             }
             bool oom = line.oom;
             free(line.buf);

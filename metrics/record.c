@@ -22,3 +22,19 @@ const char *sg_osl_source_name(sg_osl_source_t s)
     }
     return "unknown";
 }
+
+void sg_record_settle_osl(sg_record_t *r)
+{
+    if (r->err_class != SG_ERRC_NONE)
+        return;
+    if (r->osl_server >= 0) {
+        r->osl = (uint32_t)r->osl_server;
+        r->osl_source = SG_OSL_USAGE;
+    } else if (r->osl_tokenizer >= 0) {
+        r->osl = (uint32_t)r->osl_tokenizer;
+        r->osl_source = SG_OSL_TOKENIZER;
+    } else {
+        r->osl = r->streaming ? r->content_events : (r->content_events ? 1 : 0);
+        r->osl_source = SG_OSL_EVENTS;
+    }
+}

@@ -20,6 +20,7 @@
 #include "sg_record.h"
 
 #include <stdio.h>
+#include <sys/types.h>
 
 typedef enum {
     SG_M_TTFT = 0,
@@ -76,6 +77,22 @@ uint64_t sg_metrics_errors(const sg_metrics_t *m);        /* failed requests, al
 uint64_t sg_metrics_good(const sg_metrics_t *m);          /* successful requests meeting every SLO */
 uint64_t sg_metrics_output_tokens(const sg_metrics_t *m); /* sum of OSL over successful requests */
 uint64_t sg_metrics_osl_source_count(const sg_metrics_t *m, sg_osl_source_t s);
+
+/*
+ * A server's count next to the client's for the same requests: OSL (usage.completion_tokens vs the tokenizer
+ * on the output text) and ISL (usage.prompt_tokens vs the client's prompt count; a chat server adds its
+ * template's tokens, so those differ by design). diff = server - client. Only successful requests with both.
+ */
+typedef struct {
+    uint64_t compared; /* requests that had both counts */
+    uint64_t differ;   /* of those, how many disagree */
+    int64_t sum_diff;
+    uint64_t sum_abs_diff;
+    int64_t min_diff, max_diff; /* 0 when compared is 0 */
+    uint64_t max_abs_diff;
+} sg_len_cmp_t;
+void sg_metrics_osl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out);
+void sg_metrics_isl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out);
 int64_t sg_metrics_first_intended_ns(const sg_metrics_t *m); /* min intended over counted requests; 0 if none */
 int64_t sg_metrics_last_end_ns(const sg_metrics_t *m);       /* max end over counted requests; 0 if none */
 
@@ -101,7 +118,9 @@ typedef struct {
     uint64_t warmup_count;         /* warmup requests (not in the metrics) */
     const char *input_config_json; /* a JSON object (text) describing the run's configuration */
     bool has_slos;
-    double client_cpu_s; /* CPU time surge spent from the start instant to the last response; 0 = unknown */
+    double client_cpu_s;    /* CPU time surge spent from the start instant to the last response; 0 = unknown */
+    const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */
+    const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
 } sg_run_info_t;
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
@@ -124,6 +143,15 @@ SG_WUR sg_reclog_t *sg_reclog_open(const char *path, int *err);
 SG_WUR int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r);
 /* Flush and close. 0 or -errno. */
 SG_WUR int sg_reclog_close(sg_reclog_t *l);
+/* Counts the tokens of len bytes of text; a negative SG_E* code on failure. */
+typedef ssize_t (*sg_token_count_fn)(void *ctx, const char *text, size_t len);
+/*
+ * The post-run OSL pass over one worker's log (after the join; one thread per log, each with its own ctx):
+ * checks the log end to end, then for each measured record with output text sets the tokenizer count (count)
+ * and the final OSL (sg_record_settle_osl) in the log itself, and adds every measured record to m (when not
+ * NULL) with those final values. 0, -errno, SG_EPROTO (corrupt log) or count's error.
+ */
+SG_WUR int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_metrics_t *m);
 /*
  * Read every worker's log, order records by intended time, and write one JSON object per non-warmup request to
  * out_path. model_names maps sg_record_t.model to a name (may be NULL). 0 or -errno / SG_EPROTO (corrupt log).

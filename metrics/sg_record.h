@@ -28,11 +28,15 @@ typedef enum {
     SG_OSL_USAGE = 0,     /* server's usage.completion_tokens */
     SG_OSL_TOKENIZER = 1, /* client tokenizer on the output text */
     SG_OSL_EVENTS = 2,    /* number of content events (stream) or 1 per response (no tokenizer, no usage) */
+    /* With a tokenizer, a record that lost its text (over SG_RECORD_TEXT_MAX, a bad escape) and has no usage
+     * falls back to events too. */
 } sg_osl_source_t;
 
 const char *sg_osl_source_name(sg_osl_source_t s); /* "usage", "tokenizer", "events" */
 
 #define SG_RECORD_MSG 120
+/* Most output text kept per request for the tokenizer (--tokenizer only); past it the text is dropped. */
+#define SG_RECORD_TEXT_MAX (16u << 20)
 
 typedef struct {
     uint64_t id; /* run-wide request index (unique across workers) */
@@ -56,6 +60,7 @@ typedef struct {
     int32_t isl_server;      /* usage.prompt_tokens, -1 when absent */
     uint32_t osl;            /* output tokens by osl_source */
     int32_t osl_server;      /* usage.completion_tokens, -1 when absent */
+    int32_t osl_tokenizer;   /* client tokenizer count of the output text, -1 when not counted */
     uint32_t max_tokens;     /* asked of the server, 0 when not asked */
     uint32_t content_events; /* SSE events that carried content */
     uint64_t response_bytes; /* body bytes received */
@@ -64,7 +69,21 @@ typedef struct {
     const uint32_t *event_us;
     uint32_t n_events;
 
+    /* --tokenizer only: the output text (content and reasoning, unescaped, in arrival order), written to the
+     * record log and counted after the run. has_text is false when nothing was kept (no tokenizer, warmup, an
+     * error, or the text was lost). Owned by the worker. */
+    const char *text;
+    uint32_t text_len;
+    bool has_text;
+
     char err_msg[SG_RECORD_MSG]; /* NUL-terminated; empty when ok */
 } sg_record_t;
+
+/*
+ * Settle osl and osl_source of a successful record from what it holds: usage.completion_tokens when the server
+ * sent it, else the tokenizer count when there is one, else the content events (streaming: one per event;
+ * not streaming: 1 when there was any content). Failed records are left as they are.
+ */
+void sg_record_settle_osl(sg_record_t *r);
 
 #endif
