@@ -135,6 +135,15 @@ int sg_mock_main(int argc, char **argv)
     uint64_t reserve = 32 + 8 * (uint64_t)o.workers;
     s->max_conns = nofile > reserve + 16 ? nofile - reserve : 16;
 
+    if (o.tokenizer) {
+        sg_tokenizer_t *tok = NULL;
+        if (sg_tok_load(o.tokenizer, &tok, err, sizeof(err)) < 0) {
+            fprintf(stderr, "surge mock: --tokenizer %s: %s\n", o.tokenizer, err);
+            exit_code = 2;
+            goto out;
+        }
+        s->tok = tok;
+    }
     if (o.record_path) {
         s->record_fd = open(o.record_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
         if (s->record_fd < 0) {
@@ -253,6 +262,7 @@ out:
         close(s->record_fd);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    sg_tok_free(s->tok);
     free(fds);
     free(workers);
     free(s);

@@ -8,6 +8,7 @@
 
 #include "sg_common.h"
 #include "sg_openai.h"
+#include "sg_tokenizer.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,9 +24,12 @@ typedef struct {
     unsigned workers;
     double error_rate, drop_rate;
     double stall_start_ms, stall_ms;
-    const char *record_path; /* NULL: no record */
-    const char *port_file;   /* NULL: none */
-    double exit_after_s;     /* 0: run until a signal */
+    const char *record_path;         /* NULL: no record */
+    const char *port_file;           /* NULL: none */
+    double exit_after_s;             /* 0: run until a signal */
+    const char *tokenizer;           /* NULL: usage counts words (prompt) and the one-token words sent (completion) */
+    int64_t usage_completion_offset; /* added to usage.completion_tokens (clamped at 0), to test disagreement */
+    bool no_usage;                   /* never send usage, even when the request asks for it */
     bool quiet;
 } sg_mock_opts_t;
 
@@ -135,11 +139,14 @@ struct sg_mock_job {
     uint32_t k;       /* next token to render (streams) */
     uint32_t drop_at; /* streams: token index at which the connection is cut; SG_MOCK_NO_DROP: never */
     uint64_t prompt_words;
-    uint8_t type; /* sg_mock_job_type_t */
-    uint8_t kind; /* sg_oai_kind_t */
+    uint64_t usage_prompt;     /* what usage reports: prompt_tokens */
+    uint64_t usage_completion; /* and completion_tokens */
+    uint8_t type;              /* sg_mock_job_type_t */
+    uint8_t kind;              /* sg_oai_kind_t */
     uint8_t static_id;
-    bool include_usage;
-    bool drop_full; /* non-streamed: close instead of answering */
+    bool include_usage; /* streams: the request asked for usage (and --no-usage is off) */
+    bool send_usage;    /* non-streamed: usage goes in the body */
+    bool drop_full;     /* non-streamed: close instead of answering */
     bool close_after;
     bool started;
     bool blocked; /* waiting for the connection's output to drain */
@@ -175,6 +182,10 @@ void sg_mock_render_token(sg_mock_buf_t *b, const sg_mock_job_t *j, uint32_t k);
 /* Usage chunk (when asked), [DONE] and the terminating zero-size chunk. */
 void sg_mock_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j);
 
+/* The text of n tokens, exactly as the responses carry it (unescaped: it needs no escaping). */
+size_t sg_mock_text_len(uint32_t n);
+void sg_mock_text(char *d, uint32_t n);
+
 /* Raw JSON string content copied into a JSON string: control bytes escaped, everything else verbatim. */
 void sg_mock_buf_json_raw(sg_mock_buf_t *b, sg_slice_t s);
 /* Arbitrary bytes escaped into a JSON string body. */
@@ -199,6 +210,7 @@ typedef struct {
     int64_t ttft_ns, itl_ns;
     int64_t stall_start_ns, stall_end_ns; /* equal: no stall window */
     int record_fd;                        /* -1: no record */
+    sg_tokenizer_t *tok;                  /* --tokenizer, NULL without; each worker has its own encoder */
     uint64_t max_conns;
     atomic_uint_fast64_t conns_open;
     atomic_uint_fast64_t conn_serial;

@@ -25,6 +25,15 @@ static const char usage_text[] =
     "                       streams after about half their tokens, non-streamed before the response\n"
     "  --stall-start-ms S   with --stall-ms: start of a window, from server start, in which nothing is sent\n"
     "  --stall-ms D         length of that window; what falls due inside it goes out at its end\n"
+    "  --tokenizer T        count usage with this tokenizer (a tokenizer.json, a *.tiktoken file, a directory or\n"
+    "                       a cached Hugging Face model id, as surge profile --tokenizer): prompt_tokens is the\n"
+    "                       count of the last message's content (completions: the prompt), completion_tokens the\n"
+    "                       count of the text sent. Without it: the prompt's words and the number of words sent\n"
+    "                       (each is one token in GPT-family vocabularies)\n"
+    "  --usage-completion-offset N\n"
+    "                       add N (may be negative; the result is at least 0) to usage.completion_tokens, so\n"
+    "                       that usage disagrees with the text (for testing a client's comparison)\n"
+    "  --no-usage           never send usage, even when stream_options.include_usage asks for it\n"
     "  --record FILE        append one JSON line per completion request received\n"
     "  --port-file FILE     write the bound port to FILE (atomically) once listening\n"
     "  --exit-after SEC     stop after SEC seconds, as on SIGINT\n"
@@ -89,6 +98,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             o->quiet = true;
             continue;
         }
+        if (strcmp(arg, "--no-usage") == 0) {
+            o->no_usage = true;
+            continue;
+        }
         if (strncmp(arg, "--", 2) != 0)
             return bad(arg, NULL, "unexpected argument (see surge mock --help)");
 
@@ -107,10 +120,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             snprintf(name, sizeof(name), "%s", arg);
             val = NULL;
         }
-        static const char *const known[] = {"--port",           "--host",     "--ttft-ms",    "--itl-ms",
-                                            "--output-tokens",  "--workers",  "--error-rate", "--drop-rate",
-                                            "--stall-start-ms", "--stall-ms", "--record",     "--port-file",
-                                            "--exit-after"};
+        static const char *const known[] = {
+            "--port",    "--host",       "--ttft-ms",    "--itl-ms",         "--output-tokens",
+            "--workers", "--error-rate", "--drop-rate",  "--stall-start-ms", "--stall-ms",
+            "--record",  "--port-file",  "--exit-after", "--tokenizer",      "--usage-completion-offset"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -168,6 +181,17 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             if (!*val)
                 return bad(name, val, "expected a file name");
             o->port_file = val;
+        } else if (strcmp(name, "--tokenizer") == 0) {
+            if (!*val)
+                return bad(name, val, "expected a tokenizer file, directory or model id");
+            o->tokenizer = val;
+        } else if (strcmp(name, "--usage-completion-offset") == 0) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(val, &end, 10);
+            if (!*val || errno || *end || v < -(1LL << 30) || v > (1LL << 30))
+                return bad(name, val, "expected an integer (tokens, may be negative)");
+            o->usage_completion_offset = v;
         } else if (strcmp(name, "--exit-after") == 0) {
             if (!parse_double(val, 0, 1e9, &d) || d <= 0)
                 return bad(name, val, "expected seconds > 0");

@@ -208,6 +208,20 @@ int sg_mock_render_head(sg_mock_job_t *j, uint64_t id, int64_t created, sg_slice
     return 0;
 }
 
+size_t sg_mock_text_len(uint32_t n)
+{
+    return (size_t)(n / N_WORDS) * cycle_len + prefix_len[n % N_WORDS];
+}
+
+void sg_mock_text(char *d, uint32_t n)
+{
+    for (uint32_t c = 0; c < n / N_WORDS; c++) {
+        memcpy(d, cycle_text, cycle_len);
+        d += cycle_len;
+    }
+    memcpy(d, cycle_text, prefix_len[n % N_WORDS]);
+}
+
 static size_t text_len(uint32_t n)
 {
     return (size_t)(n / N_WORDS) * cycle_len + prefix_len[n % N_WORDS];
@@ -229,13 +243,13 @@ static size_t put_usage(char *d, const sg_mock_job_t *j)
     char *p = d;
     memcpy(p, a, sizeof(a) - 1);
     p += sizeof(a) - 1;
-    p += sg_mock_u64_fmt(p, j->prompt_words);
+    p += sg_mock_u64_fmt(p, j->usage_prompt);
     memcpy(p, b, sizeof(b) - 1);
     p += sizeof(b) - 1;
-    p += sg_mock_u64_fmt(p, j->n);
+    p += sg_mock_u64_fmt(p, j->usage_completion);
     memcpy(p, c, sizeof(c) - 1);
     p += sizeof(c) - 1;
-    p += sg_mock_u64_fmt(p, j->prompt_words + j->n);
+    p += sg_mock_u64_fmt(p, j->usage_prompt + j->usage_completion);
     *p++ = '}';
     return (size_t)(p - d);
 }
@@ -243,12 +257,18 @@ static size_t put_usage(char *d, const sg_mock_job_t *j)
 void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j)
 {
     static const char chat_open[] = "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"";
-    static const char chat_close[] = "\"},\"logprobs\":null,\"finish_reason\":\"length\"}],\"usage\":";
+    static const char chat_close[] = "\"},\"logprobs\":null,\"finish_reason\":\"length\"}]";
     static const char cmpl_open[] = "{\"index\":0,\"text\":\"";
-    static const char cmpl_close[] = "\",\"logprobs\":null,\"finish_reason\":\"length\"}],\"usage\":";
+    static const char cmpl_close[] = "\",\"logprobs\":null,\"finish_reason\":\"length\"}]";
     bool chat = j->kind == SG_OAI_CHAT;
-    char usage[128];
-    size_t usage_len = put_usage(usage, j);
+    char usage[140];
+    size_t usage_len = 0;
+    if (j->send_usage) {
+        static const char key[] = ",\"usage\":";
+        memcpy(usage, key, sizeof(key) - 1);
+        usage_len = sizeof(key) - 1;
+        usage_len += put_usage(usage + usage_len, j);
+    }
     size_t tl = text_len(j->n);
     size_t body = j->head_len +
                   (chat ? sizeof(chat_open) + sizeof(chat_close) : sizeof(cmpl_open) + sizeof(cmpl_close)) - 2 + tl +

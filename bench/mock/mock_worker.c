@@ -91,6 +91,12 @@ struct sg_mock_worker {
     sg_mock_buf_t rec;
     int64_t rec_first_ns;
 
+    /* --tokenizer: this thread's encoder, a scratch buffer, and the count of the last n-token text */
+    sg_tok_enc_t *enc;
+    sg_mock_buf_t scratch;
+    uint32_t text_n;
+    int64_t text_tokens; /* -1: nothing cached */
+
     sg_mock_stats_t st;
 };
 
@@ -186,6 +192,9 @@ static sg_mock_job_t *job_new(sg_mock_worker_t *w)
     j->drop_at = SG_MOCK_NO_DROP;
     j->prompt_words = 0;
     j->include_usage = false;
+    j->send_usage = false;
+    j->usage_prompt = 0;
+    j->usage_completion = 0;
     j->drop_full = false;
     j->close_after = false;
     j->started = false;
@@ -498,6 +507,49 @@ static void build_static(sg_mock_job_t *j, sg_mock_static_t id, int64_t now)
     j->due_ns = now;
 }
 
+/*
+ * What usage reports for j. Without --tokenizer: the prompt's words and the n words sent (one token each in
+ * GPT-family vocabularies). With it: the tokenizer's count of the last message's content (or the prompt) and of
+ * the text sent. --usage-completion-offset is added to completion_tokens either way. 0 or SG_ENOMEM.
+ */
+static int usage_counts(sg_mock_worker_t *w, sg_mock_job_t *j, const sg_oai_request_t *r)
+{
+    j->usage_prompt = r->prompt_words;
+    int64_t completion = j->n;
+    if (w->enc) {
+        if (r->prompt.len) {
+            w->scratch.len = 0;
+            char *d = sg_mock_buf_room(&w->scratch, r->prompt.len);
+            if (!d)
+                return SG_ENOMEM;
+            ssize_t n = sg_json_unescape(r->prompt.base, r->prompt.len, d, r->prompt.len);
+            if (n >= 0) { /* a bad escape keeps the word count: the request is odd, not the mock's to judge */
+                ssize_t t = sg_tok_count(w->enc, d, (size_t)n);
+                if (t < 0)
+                    return (int)t;
+                j->usage_prompt = (uint64_t)t;
+            }
+        }
+        if (w->text_tokens < 0 || w->text_n != j->n) { /* requests mostly ask for the same length: cache it */
+            size_t tl = sg_mock_text_len(j->n);
+            w->scratch.len = 0;
+            char *d = sg_mock_buf_room(&w->scratch, tl ? tl : 1);
+            if (!d)
+                return SG_ENOMEM;
+            sg_mock_text(d, j->n);
+            ssize_t t = sg_tok_count(w->enc, d, tl);
+            if (t < 0)
+                return (int)t;
+            w->text_n = j->n;
+            w->text_tokens = t;
+        }
+        completion = w->text_tokens;
+    }
+    completion += w->srv->opts.usage_completion_offset;
+    j->usage_completion = completion < 0 ? 0 : (uint64_t)completion;
+    return 0;
+}
+
 static int on_request(void *ud, const sg_h1_request_t *req)
 {
     conn_t *c = ud;
@@ -553,7 +605,12 @@ static int on_request(void *ud, const sg_h1_request_t *req)
                 j->kind = (uint8_t)kind;
                 j->n = tokens_for(s, r.max_tokens);
                 j->prompt_words = r.prompt_words;
-                j->include_usage = r.include_usage;
+                j->include_usage = r.include_usage && !s->opts.no_usage;
+                j->send_usage = !s->opts.no_usage;
+                if (usage_counts(w, j, &r) < 0) {
+                    job_free(w, j);
+                    return SG_ENOMEM;
+                }
                 /* ids are unique across workers: worker w hands out w, w + N, w + 2N, ... */
                 uint64_t id = w->next_id++ * s->opts.workers + w->idx;
                 if (sg_mock_render_head(j, id, (int64_t)time(NULL), r.model, r.stream) < 0) {
@@ -919,10 +976,14 @@ sg_mock_worker_t *sg_mock_worker_new(sg_mock_server_t *srv, unsigned idx, int li
     if (!w)
         return NULL;
     w->pool = malloc(POOL_MAX * sizeof(*w->pool));
-    if (!w->pool) {
+    w->enc = srv->tok ? sg_tok_enc_new(srv->tok) : NULL;
+    if (!w->pool || (srv->tok && !w->enc)) {
+        free(w->pool);
+        sg_tok_enc_free(w->enc);
         free(w);
         return NULL;
     }
+    w->text_tokens = -1;
     w->srv = srv;
     w->idx = idx;
     w->listen_fd = listen_fd;
@@ -983,6 +1044,8 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     free(w->pool);
     free(w->heap);
     free(w->rec.p);
+    free(w->scratch.p);
+    sg_tok_enc_free(w->enc);
     st->requests += w->st.requests;
     st->completions += w->st.completions;
     st->streamed += w->st.streamed;

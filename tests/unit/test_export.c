@@ -56,6 +56,7 @@ static sg_record_t streamed(uint64_t id, uint32_t worker, int64_t at, int64_t tt
     r.isl = 200;
     r.isl_server = 201;
     r.osl_server = -1;
+    r.osl_tokenizer = (int32_t)osl;
     r.osl_source = SG_OSL_TOKENIZER;
     r.max_tokens = osl;
     r.content_events = osl;
@@ -82,6 +83,7 @@ static sg_record_t failed(uint64_t id, uint32_t worker, int64_t at, int status, 
     r.isl = 200;
     r.isl_server = -1;
     r.osl_server = -1;
+    r.osl_tokenizer = -1;
     snprintf(r.err_msg, sizeof(r.err_msg), "%s", msg);
     return r;
 }
@@ -196,6 +198,16 @@ static void test_json(void)
     CHECK_EQ_INT(json_integer_value(json_object_get(src, "tokenizer")), 10);
     CHECK_EQ_INT(json_integer_value(json_object_get(src, "usage")), 0);
     CHECK_EQ_INT(json_integer_value(json_object_get(src, "events")), 0);
+    json_t *od = json_object_get(root, "osl_disagreement");
+    CHECK_EQ_INT(json_integer_value(json_object_get(od, "compared")), 0); /* no usage in these records */
+    CHECK_EQ_INT(json_integer_value(json_object_get(od, "count")), 0);
+    json_t *id = json_object_get(root, "isl_server_minus_client");
+    CHECK_EQ_INT(json_integer_value(json_object_get(id, "compared")), 10);
+    CHECK_EQ_INT(json_integer_value(json_object_get(id, "differ")), 10);
+    CHECK_NEAR(json_number_value(json_object_get(id, "mean_diff")), 1.0, 1e-12);
+    CHECK_EQ_INT(json_integer_value(json_object_get(id, "max_diff")), 1);
+    CHECK(json_is_null(json_object_get(root, "tokenizer")));
+    CHECK(json_is_null(json_object_get(root, "isl_source")));
     CHECK(json_is_true(json_object_get(root, "was_interrupted")));
     json_t *ic = json_object_get(root, "input_config");
     CHECK(json_is_object(ic));
@@ -328,7 +340,11 @@ static void test_table(void)
     sg_record_t c = failed(21, 0, T0, 0, "connection refused");
     c.err_class = SG_ERRC_CONNECT;
     sg_metrics_add(m, &c);
-    sg_run_info_t info = {.title = "surge | LLM Metrics", .streaming = true, .interrupted = true, .warmup_count = 3};
+    sg_run_info_t info = {.title = "surge | LLM Metrics",
+                          .streaming = true,
+                          .interrupted = true,
+                          .warmup_count = 3,
+                          .isl_source = "tokenizer"};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -364,6 +380,7 @@ static void test_table(void)
         "Warmup requests (not counted): 3\n",
         "Run INTERRUPTED: results cover what completed before SIGINT\n",
         "Output sequence length source: usage 0, tokenizer 11, events 0\n",
+        "Input sequence length, server usage minus client (tokenizer): mean +1.00, min +1, max +1 over 11 requests",
     };
     for (size_t i = 0; i < SG_ARRAY_LEN(want); i++) {
         bool found = buf && strstr(buf, want[i]) != NULL;
@@ -393,6 +410,8 @@ static void test_table(void)
         q.n_events = 0;
         q.end_ns = T0 + i * 250 * MS + (i + 1) * 40 * MS; /* 40, 80, 120, 160 ms; duration 0.91 s */
         q.osl_source = SG_OSL_USAGE;
+        q.osl_server = i == 2 ? 7 : 5; /* one request where usage says 7 and the tokenizer 5 */
+        q.isl_server = -1;
         sg_metrics_add(p, &q);
     }
     sg_run_info_t pinfo = {.title = "Plain", .has_slos = true};
@@ -409,6 +428,9 @@ static void test_table(void)
     CHECK(strstr(buf, "INTERRUPTED") == NULL);
     CHECK(strstr(buf, "Warmup") == NULL);
     CHECK(strstr(buf, "usage 4, tokenizer 0, events 0") != NULL);
+    CHECK(strstr(buf, "  usage vs tokenizer: 1 of 4 requests differ (mean |diff| 0.50, max |diff| 2 tokens)\n") !=
+          NULL);
+    CHECK(strstr(buf, "Input sequence length, server") == NULL);
     check_box(buf, &width);
     if (test_failures)
         fputs(buf, stderr);
@@ -526,6 +548,7 @@ static void test_reclog(void)
             CHECK(json_is_null(json_object_get(o, "first_token_ns")));
             CHECK(json_is_null(json_object_get(o, "time_to_first_token_ms")));
             CHECK(json_is_null(json_object_get(o, "input_sequence_length_server")));
+            CHECK(json_is_null(json_object_get(o, "output_sequence_length_tokenizer")));
             CHECK(json_is_null(json_object_get(o, "max_tokens")));
             CHECK_EQ_INT(json_array_size(json_object_get(o, "token_times_ms")), 0);
             CHECK(json_is_false(json_object_get(o, "streaming")));
@@ -546,6 +569,7 @@ static void test_reclog(void)
             CHECK_EQ_INT(json_integer_value(json_object_get(o, "input_sequence_length_server")), 201);
             CHECK_EQ_INT(json_integer_value(json_object_get(o, "output_sequence_length")), 3 + k);
             CHECK(json_is_null(json_object_get(o, "output_sequence_length_server")));
+            CHECK_EQ_INT(json_integer_value(json_object_get(o, "output_sequence_length_tokenizer")), 3 + k);
             CHECK(strcmp(json_string_value(json_object_get(o, "osl_source")), "tokenizer") == 0);
             CHECK_EQ_INT(json_integer_value(json_object_get(o, "max_tokens")), 3 + k);
             CHECK_EQ_INT(json_integer_value(json_object_get(o, "content_events")), 3 + k);
