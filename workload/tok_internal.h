@@ -1,0 +1,150 @@
+/*
+ * Private to the tokenizer files (workload/tok_*.c): the loaded model every loader fills in, and the pieces
+ * the loaders share. One model serves both file kinds:
+ *
+ *   - every id has its decoded bytes (what decode writes for it) in one blob;
+ *   - a hash map from a token's bytes to its id (byte-level files: the raw bytes; SentencePiece-style files:
+ *     the token's own UTF-8 text, "\u2581" included), used for the first symbols and the direct lookup;
+ *   - a hash map from an adjacent pair of ids to (rank, merged id): HF merges in file order, or for tiktoken
+ *     every split of a token into two tokens, ranked by the token's own rank. Both algorithms then merge the
+ *     lowest-ranked pair first, leftmost on ties.
+ */
+#ifndef SG_TOK_INTERNAL_H
+#define SG_TOK_INTERNAL_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "sg_tokenizer.h"
+
+#include <pcre2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SG_TOK_NONE UINT32_MAX
+#define SG_TOK_MAX_IDS (1u << 24) /* ids past this are refused as malformed */
+
+enum sg_tok_kind {
+    SG_TOK_BYTELEVEL, /* tiktoken, HF ByteLevel: initial symbols are bytes */
+    SG_TOK_SPM,       /* HF BPE over characters with "\u2581" for spaces and <0xNN> byte fallback */
+};
+
+typedef struct {
+    uint32_t hash;
+    uint32_t id;
+} sg_tok_vslot_t;
+
+typedef struct {
+    uint64_t key; /* left << 32 | right; UINT64_MAX: empty */
+    uint32_t rank;
+    uint32_t merged;
+} sg_tok_pslot_t;
+
+/* An added token (HF added_tokens), cut out of the text before anything else. */
+typedef struct {
+    uint32_t off, len; /* content bytes in tok->atext */
+    uint32_t id;
+    bool lstrip, rstrip, single_word, normalized;
+} sg_tok_added_t;
+
+struct sg_tokenizer {
+    char *desc;
+    enum sg_tok_kind kind;
+    uint32_t n_ids;
+
+    /* decode: id -> bytes (blen[id] bytes at blob + off[id]); has[id] false for ids no token uses */
+    char *blob;
+    size_t blob_len, blob_cap;
+    uint32_t *off, *blen;
+    uint8_t *has;
+    uint32_t ids_cap;
+
+    /* encode lookups: token bytes -> id; the key bytes of id live in kblob (for byte-level files the decoded
+     * bytes, so kblob == blob) */
+    char *kblob; /* NULL: the keys are the decoded bytes */
+    size_t kblob_len, kblob_cap;
+    uint32_t *koff, *klen;
+    sg_tok_vslot_t *vmap;
+    uint32_t vmap_mask;
+    sg_tok_pslot_t *pmap;
+    uint32_t pmap_mask, pmap_count;
+    uint32_t byte_id[256]; /* byte-level: the id of each single byte; SPM: the id of <0xNN> (or NONE) */
+
+    bool direct;      /* a pre-token found whole in the vocabulary is one id (tiktoken, ignore_merges) */
+    pcre2_code *re;   /* pre-tokenizer split; NULL: the whole segment is one piece */
+    bool nfc;         /* NFC-normalize before splitting */
+    bool spm_prepend; /* SPM: prepend "\u2581" to each segment */
+    bool spm_replace; /* SPM: spaces become "\u2581" */
+    bool byte_fallback;
+    bool fuse_unk;
+    uint32_t unk_id; /* SG_TOK_NONE when the file has none */
+
+    sg_tok_added_t *added;
+    uint32_t n_added;
+    char *atext;
+    uint32_t *abucket;       /* 65536 heads by the first two bytes (index into aorder), SG_TOK_NONE: none */
+    uint32_t *anext;         /* chain, longest first */
+    uint32_t aone[256];      /* one-byte added tokens */
+    uint8_t afirst[256 / 8]; /* bytes an added token may start with (after any lstrip whitespace) */
+    bool any_lstrip;
+};
+
+/* Bytes hash used by both maps and the encoder's cache. */
+static inline uint64_t sg_tok_hash(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (len * 0xFF51AFD7ED558CCDULL);
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xC2B2AE3D27D4EB4FULL;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ w ^ ((uint64_t)len << 56)) * 0xC2B2AE3D27D4EB4FULL;
+    h ^= h >> 32;
+    return h;
+}
+
+static inline uint32_t sg_tok_pair_hash(uint64_t key)
+{
+    key *= 0x9E3779B97F4A7C15ULL;
+    return (uint32_t)(key >> 32);
+}
+
+/* Building a model (tok_model.c). All return 0 or SG_ENOMEM. */
+sg_tokenizer_t *sg_tok_new(enum sg_tok_kind kind);
+/* Make room for ids [0, n). */
+int sg_tok_reserve_ids(sg_tokenizer_t *tok, uint32_t n);
+/* Decoded bytes of id (kept for decode). Returns SG_EINVAL when id already has some. */
+int sg_tok_set_bytes(sg_tokenizer_t *tok, uint32_t id, const char *bytes, size_t len);
+/* SPM files: the lookup key of id differs from its decoded bytes. */
+int sg_tok_set_key(sg_tokenizer_t *tok, uint32_t id, const char *key, size_t len);
+/* After all ids are set: build the bytes -> id map from the ids in [0, n_keyed). Duplicate keys keep the lowest
+ * id and are reported through *dup (the id left out), SG_TOK_NONE when there were none. */
+int sg_tok_build_vmap(sg_tokenizer_t *tok, uint32_t n_keyed, uint32_t *dup);
+uint32_t sg_tok_lookup(const sg_tokenizer_t *tok, const char *key, size_t len);
+/* Pair map; sg_tok_add_pair keeps the first (lowest) rank of a pair given twice. */
+int sg_tok_pairs_init(sg_tokenizer_t *tok, size_t expected);
+int sg_tok_add_pair(sg_tokenizer_t *tok, uint32_t left, uint32_t right, uint32_t rank, uint32_t merged);
+/* tiktoken: every split of every keyed token into two keyed tokens, ranked by the token's id. */
+int sg_tok_pairs_from_ranks(sg_tokenizer_t *tok, uint32_t n_keyed);
+/* Added tokens: copy the list in and build the matcher. */
+int sg_tok_set_added(sg_tokenizer_t *tok, const sg_tok_added_t *added, uint32_t n, const char *text);
+/* Compile the pre-tokenizer regex (PCRE2, UTF + UCP, JIT). Writes a message into err on failure. */
+int sg_tok_set_regex(sg_tokenizer_t *tok, const char *pattern, char *err, size_t errlen);
+
+/* Loaders: path is the file; name is what errors call it. */
+int sg_tok_load_tiktoken(const char *path, const char *data, size_t len, sg_tokenizer_t **out, char *err,
+                         size_t errlen);
+int sg_tok_load_hf(const char *path, const char *data, size_t len, sg_tokenizer_t **out, char *err, size_t errlen);
+
+/* Write "fmt" into err and return code (one line). */
+__attribute__((format(printf, 4, 5))) int sg_tok_fail(char *err, size_t errlen, int code, const char *fmt, ...);
+
+/* The file name part of path. */
+const char *sg_tok_basename(const char *path);
+
+#endif
