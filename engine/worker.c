@@ -783,8 +783,9 @@ static void new_request(sg_worker_t *w, int64_t intended)
     sg_record_t *rec = &r->rec;
     rec->id = k * w->n + w->index;
     rec->worker = w->index;
-    r->payload = &w->run->payloads->items[rec->id % w->run->payloads->n];
-    rec->payload = (uint32_t)(rec->id % w->run->payloads->n);
+    uint32_t pi = 0;
+    r->payload = sg_payload_pick(w->run->payloads, rec->id, (int)w->cfg->model_strategy, w->cfg->random_seed, &pi);
+    rec->payload = pi;
     rec->model = r->payload->model;
     rec->isl = r->payload->isl;
     rec->max_tokens = r->payload->max_tokens;
@@ -926,7 +927,11 @@ static void *worker_main(void *arg)
         usleep(100);
 
     int64_t start = w->run->start_ns;
-    if (w->rate > 0) {
+    if (w->cfg->fixed_schedule) {
+        sg_sched_init_fixed(&w->sched, w->run->schedule_ns, w->run->schedule_n, w->cfg->fixed_schedule_speedup,
+                            w->index, w->n, start);
+        w->next_arrival_ns = sg_sched_next(&w->sched);
+    } else if (w->rate > 0) {
         sg_sched_init(&w->sched, w->cfg->distribution == SG_DIST_CONSTANT ? SG_SCHED_CONSTANT : SG_SCHED_POISSON,
                       w->cfg->request_rate, w->index, w->n, w->cfg->random_seed, start);
         w->next_arrival_ns = sg_sched_next(&w->sched);
@@ -1001,6 +1006,8 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->n = n;
     w->cpu = cpu;
     w->rate = cfg->request_rate > 0 ? cfg->request_rate / n : 0;
+    if (cfg->fixed_schedule)
+        w->rate = 1; /* open loop: any positive value says so; the arrival times come from the trace */
     w->slots = cfg->request_rate > 0 ? 0 : (uint32_t)share(cfg->concurrency, index, n);
     w->max_in_flight = cfg->max_concurrency ? (uint32_t)share(cfg->max_concurrency, index, n) : 0;
     if (cfg->max_concurrency && w->max_in_flight == 0)
