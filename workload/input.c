@@ -543,7 +543,7 @@ static int parse_jsonl(const ctx_t *c, const char *data, size_t len, sg_input_fo
         if (n == 0)
             continue;
         json_error_t je;
-        json_t *o = json_loadb(s, n, JSON_DECODE_ANY | JSON_PRESERVE_ORDER, &je);
+        json_t *o = json_loadb(s, n, JSON_DECODE_ANY | JSON_PRESERVE_ORDER | JSON_ALLOW_NUL, &je);
         if (!o)
             return fail_at(c, line, NULL, "not valid JSON: %s (column %d)", je.text, je.column);
         if (f == SG_INPUT_AUTO) {
@@ -600,7 +600,7 @@ int sg_input_parse(const char *name, const char *data, size_t len, sg_input_form
     if (fmt == SG_INPUT_AUTO || !jsonl_format(fmt)) {
         /* a whole JSON document: ShareGPT, perf_analyzer (or one JSON line, which is detected below) */
         json_error_t je;
-        doc = json_loadb(data, len, JSON_PRESERVE_ORDER, &je);
+        doc = json_loadb(data, len, JSON_PRESERVE_ORDER | JSON_ALLOW_NUL, &je);
         if (fmt == SG_INPUT_AUTO && doc) {
             if (json_is_array(doc))
                 fmt = SG_INPUT_SHAREGPT;
