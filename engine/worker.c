@@ -32,6 +32,7 @@
 #define MAX_BODY_BYTES (16u << 20) /* one non-streamed body */
 #define ERR_BODY_SAMPLE 200        /* bytes of an error body kept for the message */
 #define SETUP_CONNECT_NS 3000000000LL
+#define FIXED_PREOPEN 4 /* connections opened before a fixed schedule starts, per worker */
 
 typedef struct sg_conn sg_conn_t;
 typedef struct sg_req sg_req_t;
@@ -820,12 +821,16 @@ static void issue_closed(sg_worker_t *w, int64_t intended)
 static void issue_due(sg_worker_t *w, int64_t now)
 {
     bool any = false;
+    if (w->next_arrival_ns == INT64_MAX)
+        w->issuing_done = true; /* a fixed schedule with nothing more for this worker */
     while (!w->issuing_done && w->next_arrival_ns <= now) {
         if (!may_issue(w, w->next_arrival_ns))
             break;
         new_request(w, w->next_arrival_ns);
         any = true;
         w->next_arrival_ns = sg_sched_next(&w->sched);
+        if (w->next_arrival_ns == INT64_MAX)
+            w->issuing_done = true;
     }
     if (any)
         conn_dispatch(w);
@@ -891,6 +896,9 @@ static void preopen(sg_worker_t *w)
     /* Closed loop: open the connections before the clock starts, as h2load does, so the first requests do
      * not pay for the handshake. Open loop grows the pool to demand instead. */
     uint64_t n = w->rate == 0 ? w->slots : 0;
+    /* A trace's first requests are due at the start instant: have a few connections ready for them too. */
+    if (w->cfg->fixed_schedule)
+        n = w->quota < FIXED_PREOPEN ? w->quota : FIXED_PREOPEN;
     if (n > w->max_conns)
         n = w->max_conns;
     for (uint64_t i = 0; i < n; i++)

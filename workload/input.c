@@ -151,8 +151,8 @@ static int get_uint(const ctx_t *c, uint32_t where, const json_t *o, const char 
     if (!(d >= (double)min && d <= (double)max && d == floor(d))) {
         char got[96];
         show(v, got, sizeof got);
-        if (min == 1)
-            return fail_at(c, where, key, "must be a positive integer (at most %" PRIu64 "), got %s", max, got);
+        if (min == 1 && !(d > (double)max))
+            return fail_at(c, where, key, "must be a positive integer, got %s", got);
         return fail_at(c, where, key, "must be a whole number from %" PRIu64 " to %" PRIu64 ", got %s", min, max, got);
     }
     *out = (int64_t)d;
