@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "sg_config.h"
 
+#include "sg_input.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -27,6 +29,8 @@
 #define MAX_PROMPTS 10000000u /* each prompt is pre-rendered in memory; beyond this the table outgrows RAM */
 #define MAX_ISL 1000000u      /* words; far beyond any model's context, still a sane allocation */
 #define MAX_WORKERS 4096u
+#define DEFAULT_PREFIX_LEN 100 /* GenAI-Perf's default --prefix-prompt-length */
+#define DEFAULT_BLOCK_SIZE 512 /* AIPerf's default --isl-block-size: tokens per hash_ids block of a trace */
 
 enum {
     OPT_MODEL = 'm',
@@ -75,6 +79,11 @@ enum {
     OPT_INPUT_DATASET,
     OPT_GENERATE_PLOTS,
     OPT_FIXED_SCHEDULE,
+    OPT_FIXED_SPEEDUP,
+    OPT_INPUT_FORMAT,
+    OPT_PREFIX_LEN,
+    OPT_NUM_PREFIX,
+    OPT_BLOCK_SIZE,
 };
 
 /*
@@ -111,6 +120,13 @@ static const struct option long_options[] = {
     {"output-tokens-mean-deterministic", no_argument, NULL, OPT_OSL_DETERMINISTIC},
     {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
     {"input-file", required_argument, NULL, OPT_INPUT_FILE},
+    {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
+    {"prefix-prompt-length", required_argument, NULL, OPT_PREFIX_LEN},
+    {"num-prefix-prompts", required_argument, NULL, OPT_NUM_PREFIX},
+    {"prefix-prompt-pool-size", required_argument, NULL, OPT_NUM_PREFIX},
+    {"isl-block-size", required_argument, NULL, OPT_BLOCK_SIZE},
+    {"fixed-schedule", no_argument, NULL, OPT_FIXED_SCHEDULE},
+    {"fixed-schedule-speedup", required_argument, NULL, OPT_FIXED_SPEEDUP},
     {"artifact-dir", required_argument, NULL, OPT_ARTIFACT_DIR},
     {"profile-export-file", required_argument, NULL, OPT_EXPORT_FILE},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
@@ -127,7 +143,6 @@ static const struct option long_options[] = {
     {"request-rate-range", optional_argument, NULL, OPT_RATE_RANGE},
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
-    {"fixed-schedule", optional_argument, NULL, OPT_FIXED_SCHEDULE},
     {NULL, 0, NULL, 0},
 };
 
@@ -620,8 +635,6 @@ static int not_supported(int val)
     case OPT_GENERATE_PLOTS:
         return fail("generate-plots", "not supported yet: every request's timeline is in the <stem>.jsonl export "
                                       "in the artifact directory");
-    case OPT_FIXED_SCHEDULE:
-        return fail("fixed-schedule", "not supported yet: use --request-rate with --request-distribution");
     default:
         return fail(NULL, "unsupported option");
     }
@@ -660,6 +673,7 @@ typedef struct {
     json_t *extra;
     bool rate_given, concurrency_given, max_concurrency_given, distribution_given;
     bool count_given, duration_given, artifact_dir_given;
+    bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
     char *endpoint;
     const char *backend;
     const char *api_key;
@@ -765,6 +779,7 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *ar
         st->duration_given = true;
         return parse_num(opt, arg, "a positive number of seconds", 0, true, 1e9, &cfg->benchmark_duration_s);
     case OPT_WARMUP:
+        st->warmup_given = true;
         return parse_u64(opt, arg, 0, UINT64_MAX, &cfg->warmup_request_count);
     case OPT_TIMEOUT:
         return parse_num(opt, arg, "a positive number of seconds", 0, true, 1e9, &cfg->request_timeout_s);
@@ -776,11 +791,37 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *ar
         cfg->workers = (unsigned)u64;
         return 0;
     case OPT_ISL_MEAN:
+        st->isl_given = true;
         return parse_u32(opt, arg, 1, MAX_ISL, &cfg->isl_mean);
     case OPT_ISL_STDDEV:
+        st->isl_given = true;
         return parse_u32(opt, arg, 0, MAX_ISL, &cfg->isl_stddev);
     case OPT_NUM_PROMPTS:
+        st->num_prompts_given = true;
         return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->num_prompts);
+    case OPT_PREFIX_LEN:
+        st->prefix_len_given = true;
+        return parse_u32(opt, arg, 1, MAX_ISL, &cfg->prefix_len);
+    case OPT_NUM_PREFIX:
+        return parse_u32(opt, arg, 0, MAX_PROMPTS, &cfg->num_prefix);
+    case OPT_BLOCK_SIZE:
+        st->block_given = true;
+        return parse_u32(opt, arg, 1, MAX_ISL, &cfg->block_size);
+    case OPT_INPUT_FORMAT: {
+        sg_input_format_t f;
+        if (sg_input_format_parse(arg, &f) != 0)
+            return fail(opt, "expected one of auto, %s, got \"%s\"", sg_input_format_list(), arg);
+        st->format_given = f != SG_INPUT_AUTO;
+        cfg->input_format = (int)f;
+        return 0;
+    }
+    case OPT_FIXED_SCHEDULE:
+        cfg->fixed_schedule = true;
+        return 0;
+    case OPT_FIXED_SPEEDUP:
+        st->speedup_given = true;
+        return parse_num(opt, arg, "a positive number (2 replays twice as fast)", 0, true, 1e9,
+                         &cfg->fixed_schedule_speedup);
     case OPT_OSL_MEAN:
         if (strcmp(arg, "-1") == 0) {
             cfg->osl_mean = -1;
@@ -806,8 +847,9 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *ar
                              "Hugging Face model id, got an empty value");
         return set_str(&cfg->tokenizer, arg);
     case OPT_INPUT_FILE:
-        return fail(opt, "not supported yet: surge generates synthetic prompts "
-                         "(--synthetic-input-tokens-mean/-stddev)");
+        if (!*arg)
+            return fail(opt, "expected a file, got an empty value");
+        return set_str(&cfg->input_file, arg);
     case OPT_ARTIFACT_DIR:
         if (!*arg)
             return fail(opt, "expected a directory, got an empty value");
@@ -851,11 +893,61 @@ static int set_defaults(sg_config_t *cfg)
     cfg->isl_mean = 550;
     cfg->num_prompts = 100;
     cfg->osl_mean = -1;
+    cfg->prefix_len = DEFAULT_PREFIX_LEN;
+    cfg->block_size = DEFAULT_BLOCK_SIZE;
+    cfg->fixed_schedule_speedup = 1;
     cfg->progress = -1;
     cfg->headers = calloc(1, sizeof *cfg->headers);
     cfg->profile_export_file = strdup(DEFAULT_EXPORT_FILE);
     if (!cfg->headers || !cfg->profile_export_file)
         return oom();
+    return 0;
+}
+
+/* The workload flags that depend on one another: input file, prefixes, fixed schedule. */
+static int finish_workload(sg_config_t *cfg, parse_state_t *st)
+{
+    if (cfg->input_file) {
+        if (st->isl_given)
+            return fail("synthetic-input-tokens-mean", "sets synthetic prompt lengths; with --input-file the prompts "
+                                                       "come from the file");
+        if (st->num_prompts_given)
+            return fail("num-prompts", "sets how many synthetic prompts to make; with --input-file every entry of "
+                                       "the file is used, in file order");
+        if (cfg->num_prefix)
+            return fail("num-prefix-prompts", "applies to synthetic prompts, not with --input-file");
+    } else {
+        if (st->format_given)
+            return fail("input-format", "only applies with --input-file");
+        if (cfg->fixed_schedule)
+            return fail("fixed-schedule", "needs a trace: --input-file trace.jsonl (mooncake_trace: \"timestamp\" "
+                                          "in ms, \"input_length\", \"output_length\", \"hash_ids\")");
+        if (st->block_given)
+            return fail("isl-block-size", "only applies to a trace's hash_ids (--input-file)");
+    }
+    if (st->prefix_len_given && !cfg->num_prefix)
+        return fail("prefix-prompt-length", "has no effect without --num-prefix-prompts K (how many distinct "
+                                            "prefixes)");
+    if (st->speedup_given && !cfg->fixed_schedule)
+        return fail("fixed-schedule-speedup", "only applies with --fixed-schedule");
+    if (cfg->fixed_schedule) {
+        if (st->format_given && cfg->input_format != SG_INPUT_MOONCAKE)
+            return fail("fixed-schedule",
+                        "needs a mooncake_trace file (entries with \"timestamp\"), not --input-format "
+                        "%s",
+                        sg_input_format_name((sg_input_format_t)cfg->input_format));
+        const char *clash = st->rate_given           ? "request-rate"
+                            : st->concurrency_given  ? "concurrency"
+                            : st->distribution_given ? "request-distribution"
+                            : st->count_given        ? "request-count"
+                            : st->duration_given     ? "benchmark-duration"
+                            : st->warmup_given       ? "warmup-request-count"
+                                                     : NULL;
+        if (clash)
+            return fail(clash, "cannot be combined with --fixed-schedule: the trace's timestamps decide when each "
+                               "request goes out, and every entry is sent once (use --fixed-schedule-speedup to "
+                               "replay faster or slower)");
+    }
     return 0;
 }
 
@@ -869,19 +961,23 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     if (st->rate_given && st->concurrency_given)
         return fail("concurrency", "cannot be combined with --request-rate: choose a closed loop (--concurrency) "
                                    "or an open loop (--request-rate, optionally with --max-concurrency)");
-    if (st->max_concurrency_given && !st->rate_given)
-        return fail("max-concurrency", "only applies with --request-rate; for a closed loop use --concurrency");
+    if (st->max_concurrency_given && !st->rate_given && !cfg->fixed_schedule)
+        return fail("max-concurrency", "only applies with --request-rate or --fixed-schedule; for a closed loop use "
+                                       "--concurrency");
     if (st->distribution_given && !st->rate_given)
         return fail("request-distribution", "only applies with --request-rate");
-    if (!st->rate_given && !st->concurrency_given)
+    int rc = finish_workload(cfg, st);
+    if (rc)
+        return rc;
+    if (!st->rate_given && !st->concurrency_given && !cfg->fixed_schedule)
         cfg->concurrency = 1;
     if (st->rate_given)
         cfg->concurrency = 0;
-    if (!st->count_given && !st->duration_given)
-        cfg->request_count = DEFAULT_REQUEST_COUNT;
+    if (!st->count_given && !st->duration_given && !cfg->fixed_schedule)
+        cfg->request_count = DEFAULT_REQUEST_COUNT; /* a fixed schedule: the number of entries, once read */
 
     if (!cfg->url) {
-        int rc = parse_url(cfg, DEFAULT_URL);
+        rc = parse_url(cfg, DEFAULT_URL);
         if (rc)
             return rc;
     }
@@ -901,7 +997,7 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
         if (!line)
             return oom();
         snprintf(line, len, "Authorization: Bearer %s", st->api_key);
-        int rc = push_header(cfg, line);
+        rc = push_header(cfg, line);
         if (rc)
             return rc;
     }
@@ -1035,6 +1131,7 @@ void sg_config_free(sg_config_t *cfg)
     free(cfg->endpoint_path);
     free(cfg->extra_inputs_json);
     free(cfg->tokenizer);
+    free(cfg->input_file);
     free(cfg->artifact_dir);
     free(cfg->profile_export_file);
     free(cfg->profile_export_stem);
@@ -1054,7 +1151,9 @@ char *sg_config_run_name(const sg_config_t *cfg)
     if (!cfg->n_models)
         return NULL;
     char load[64];
-    if (cfg->request_rate > 0) {
+    if (cfg->fixed_schedule) {
+        snprintf(load, sizeof load, "fixed_schedule");
+    } else if (cfg->request_rate > 0) {
         char r[40];
         format_rate(r, sizeof r, cfg->request_rate);
         snprintf(load, sizeof load, "request_rate%s", r);
@@ -1154,7 +1253,17 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "workers", json_integer(cfg->workers));
     json_object_set_new(o, "synthetic_input_tokens_mean", json_integer(cfg->isl_mean));
     json_object_set_new(o, "synthetic_input_tokens_stddev", json_integer(cfg->isl_stddev));
-    json_object_set_new(o, "isl_estimate", json_string("words"));
+    json_object_set_new(o, "isl_estimate", json_string(cfg->tokenizer ? "tokens" : "words"));
+    json_object_set_new(o, "input_file", cfg->input_file ? json_string(cfg->input_file) : json_null());
+    json_object_set_new(o, "input_format",
+                        cfg->input_file ? json_string(sg_input_format_name((sg_input_format_t)cfg->input_format))
+                                        : json_null());
+    json_object_set_new(o, "num_prefix_prompts", json_integer(cfg->num_prefix));
+    json_object_set_new(o, "prefix_prompt_length", json_integer(cfg->num_prefix ? cfg->prefix_len : 0));
+    json_object_set_new(o, "fixed_schedule", json_boolean(cfg->fixed_schedule));
+    json_object_set_new(o, "fixed_schedule_speedup",
+                        cfg->fixed_schedule ? json_real(cfg->fixed_schedule_speedup) : json_null());
+    json_object_set_new(o, "isl_block_size", json_integer(cfg->block_size));
     json_object_set_new(o, "num_prompts", json_integer(cfg->num_prompts));
     json_object_set_new(o, "output_tokens_mean", json_integer(cfg->osl_mean));
     json_object_set_new(o, "output_tokens_stddev", json_integer(cfg->osl_stddev));
@@ -1221,10 +1330,15 @@ void sg_config_usage(FILE *out)
                  "\n"
                  "Input options:\n"
                  "      --synthetic-input-tokens-mean N\n"
-                 "                                mean prompt length in tokens (default: 550)\n"
+                 "                                mean prompt length in tokens (default: 550); exact with\n"
+                 "                                --tokenizer (see Input sequence length below)\n"
                  "      --synthetic-input-tokens-stddev N\n"
                  "                                its standard deviation (default: 0)\n"
                  "      --num-prompts N           distinct prompts, reused in turn (default: 100)\n"
+                 "      --num-prefix-prompts K    K distinct shared prefixes; each prompt starts with one of\n"
+                 "                                them, drawn at random (seeded) (default: 0, none)\n"
+                 "      --prefix-prompt-length N  tokens in each prefix, counted in the prompt's ISL\n"
+                 "                                (default: 100)\n"
                  "      --output-tokens-mean N    ask for N output tokens (max_tokens) per request; -1 leaves\n"
                  "                                max_tokens out (default: -1)\n"
                  "      --output-tokens-stddev N  standard deviation of the tokens asked for (default: 0)\n"
@@ -1237,7 +1351,21 @@ void sg_config_usage(FILE *out)
                  "                                Or a whole JSON object: '{\"temperature\":0,\"ignore_eos\":true}'\n"
                  "      --tokenizer T             count tokens with T: a tokenizer.json, a directory holding one, a\n"
                  "                                *.tiktoken file, or a Hugging Face model id in the local cache\n"
-                 "      --input-file PATH         not supported yet\n"
+                 "      --input-file PATH         prompts, request bodies or a trace from a file instead of\n"
+                 "                                synthetic prompts; requests go through its entries in file\n"
+                 "                                order, round robin (formats: docs/workloads.md)\n"
+                 "      --input-format F          genai_perf ({\"text_input\": ...} lines), llm_perf\n"
+                 "                                ({\"input\": ...} lines), sharegpt (JSON array of\n"
+                 "                                conversations), perf_analyzer ({\"data\": [{\"payload\": [...]}]}),\n"
+                 "                                raw_payload (lines of request bodies, sent as written),\n"
+                 "                                mooncake_trace (timestamp, input_length, output_length,\n"
+                 "                                hash_ids lines) (default: detected from the file)\n"
+                 "      --fixed-schedule          replay a mooncake_trace: each entry is sent at its timestamp\n"
+                 "                                (ms, relative to the first), once; not with --request-rate,\n"
+                 "                                --concurrency, --request-count or --benchmark-duration\n"
+                 "      --fixed-schedule-speedup X\n"
+                 "                                divide the trace's timestamps by X (default: 1)\n"
+                 "      --isl-block-size N        tokens per hash_ids block of a trace (default: 512, as AIPerf)\n"
                  "\n"
                  "Output options:\n"
                  "      --artifact-dir DIR        where the files go, used as given (default:\n"
@@ -1262,11 +1390,15 @@ void sg_config_usage(FILE *out)
                  "  -h, --help                    print this help and exit\n"
                  "\n"
                  "Input sequence length (ISL):\n"
-                 "  Until a tokenizer is configured, prompts are built from surge's vocabulary of common English\n"
-                 "  words that GPT-family BPE tokenizers encode as one token each after a space; ISL is reported\n"
-                 "  as the word count. When the server returns usage.prompt_tokens it is reported beside it.\n"
-                 "  Every prompt starts with three words spelling its index, so no two prompts share their\n"
-                 "  opening words and a server's prefix cache cannot shortcut them.\n"
+                 "  With --tokenizer, synthetic prompts are cut from English prose built into surge and hold\n"
+                 "  exactly the asked number of tokens by that tokenizer's count of the prompt text; ISL is that\n"
+                 "  count. It is the content's tokens only: the server's chat template adds tokens surge cannot\n"
+                 "  know, so the server's usage.prompt_tokens (reported beside it) is higher for chat. Each\n"
+                 "  prompt starts at its own place in the text, so a prefix cache cannot shortcut them.\n"
+                 "  Without --tokenizer, prompts are built from surge's vocabulary of common English words that\n"
+                 "  GPT-family BPE tokenizers encode as one token each after a space, and ISL is the word count;\n"
+                 "  every prompt starts with three words spelling its index. Prompts from --input-file are\n"
+                 "  counted with the tokenizer, or in words without one.\n"
                  "\n"
                  "Latency:\n"
                  "  Latencies are measured from each request's intended start (coordinated omission\n"

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "sg_run.h"
 
+#include "sg_input.h"
 #include "sg_osl.h"
 #include "sg_worker.h"
 
@@ -214,7 +215,11 @@ static void describe(const sg_run_t *run, unsigned n_workers)
 {
     const sg_config_t *cfg = run->cfg;
     char load[96];
-    if (cfg->request_rate > 0) {
+    if (cfg->fixed_schedule) {
+        int k = snprintf(load, sizeof(load), "fixed schedule from %s", cfg->input_file);
+        if (cfg->fixed_schedule_speedup != 1 && k > 0 && (size_t)k < sizeof(load))
+            snprintf(load + k, sizeof(load) - (size_t)k, " at %gx", cfg->fixed_schedule_speedup);
+    } else if (cfg->request_rate > 0) {
         int k = snprintf(load, sizeof(load), "request rate %g/s (%s)", cfg->request_rate,
                          cfg->distribution == SG_DIST_POISSON ? "poisson" : "constant");
         if (cfg->max_concurrency)
@@ -250,6 +255,8 @@ int sg_profile_main(int argc, char **argv)
     char err[512];
     sg_payload_table_t payloads = {0};
     sg_tokenizer_t *tok = NULL;
+    sg_input_t input = {0};
+    int64_t *schedule = NULL;
     sg_worker_t **ws = NULL;
     unsigned n_workers = 0;
     sg_metrics_t *merged = NULL;
@@ -271,6 +278,38 @@ int sg_profile_main(int argc, char **argv)
         }
         run.tok = tok;
     }
+    if (cfg.input_file) {
+        if (sg_input_load(cfg.input_file, (sg_input_format_t)cfg.input_format, &input, err, sizeof(err)) < 0) {
+            fprintf(stderr, "surge: --input-file: %s\n", err);
+            exit_code = EXIT_USAGE;
+            goto out;
+        }
+        if (input.skipped)
+            fprintf(stderr,
+                    "surge: --input-file %s: skipped %zu of %zu conversations without a human turn followed "
+                    "by a reply\n",
+                    cfg.input_file, input.skipped, input.skipped + input.n);
+        if (cfg.fixed_schedule) {
+            if (input.format != SG_INPUT_MOONCAKE) {
+                fprintf(stderr,
+                        "surge: --fixed-schedule: %s is %s, not a trace (mooncake_trace lines with "
+                        "\"timestamp\")\n",
+                        cfg.input_file, sg_input_format_name(input.format));
+                exit_code = EXIT_USAGE;
+                goto out;
+            }
+            schedule = malloc(input.n * sizeof(*schedule));
+            if (!schedule) {
+                exit_code = EXIT_FATAL;
+                goto out;
+            }
+            for (size_t i = 0; i < input.n; i++)
+                schedule[i] = input.e[i].t_ns; /* sorted, relative to the first */
+            run.schedule_ns = schedule;
+            run.schedule_n = input.n;
+            cfg.request_count = input.n; /* every entry once */
+        }
+    }
     sg_workload_spec_t spec = {
         .host_header = cfg.host_header,
         .path = cfg.endpoint_path,
@@ -288,12 +327,18 @@ int sg_profile_main(int argc, char **argv)
         .osl_stddev = cfg.osl_stddev,
         .seed = cfg.random_seed,
         .tok = tok,
+        .prefix_len = cfg.num_prefix ? cfg.prefix_len : 0,
+        .num_prefix = cfg.num_prefix,
+        .input = cfg.input_file ? &input : NULL,
+        .input_name = cfg.input_file,
+        .block_size = cfg.block_size,
     };
     if (sg_workload_build(&spec, &payloads, err, sizeof(err)) < 0) {
         fprintf(stderr, "surge: building the workload: %s\n", err);
         exit_code = EXIT_USAGE;
         goto out;
     }
+    sg_input_free(&input); /* the payloads hold what the requests need */
 
     if (sg_tcp_resolve(cfg.host, cfg.port, &run.addr, err, sizeof(err)) < 0) {
         fprintf(stderr, "surge: -u/--url %s: %s\n", cfg.url, err);
@@ -347,7 +392,7 @@ int sg_profile_main(int argc, char **argv)
     unsigned n_cpus = cpu_list(cpus, SG_ARRAY_LEN(cpus));
     n_workers = cfg.workers;
     /* A worker without a slot would hold a share of the requests it can never send. */
-    if (cfg.request_rate == 0 && cfg.concurrency < n_workers)
+    if (cfg.request_rate == 0 && !cfg.fixed_schedule && cfg.concurrency < n_workers)
         n_workers = cfg.concurrency;
     if (cfg.max_concurrency && cfg.max_concurrency < n_workers)
         n_workers = cfg.max_concurrency;
@@ -526,6 +571,8 @@ out:
     free(ws);
     sg_metrics_free(merged);
     sg_workload_free(&payloads);
+    sg_input_free(&input);
+    free(schedule);
     sg_tok_free(tok);
     free(run.artifact_dir);
     free(input_json);

@@ -48,6 +48,12 @@ typedef struct {
     int32_t osl_mean; /* -1: do not ask for max_tokens */
     uint32_t osl_stddev;
     bool osl_deterministic;
+    uint32_t prefix_len, num_prefix; /* shared prefixes: num_prefix prompts of prefix_len tokens; 0 = none */
+    char *input_file;                /* --input-file, NULL for synthetic prompts */
+    int input_format;                /* sg_input_format_t; 0 = detect */
+    uint32_t block_size;             /* tokens per hash_ids block of a trace */
+    bool fixed_schedule;             /* send each trace entry at its timestamp */
+    double fixed_schedule_speedup;   /* timestamps are divided by this */
 
     /* output */
     char *artifact_dir;

@@ -19,7 +19,9 @@
 typedef struct sg_run {
     const sg_config_t *cfg;
     const sg_payload_table_t *payloads;
-    const sg_tokenizer_t *tok; /* --tokenizer, NULL without one; read-only, shared */
+    const sg_tokenizer_t *tok;  /* --tokenizer, NULL without one; read-only, shared */
+    const int64_t *schedule_ns; /* --fixed-schedule: entry i's offset from the start (ns), sorted; else NULL */
+    size_t schedule_n;
     sg_addr_t addr;
     char addr_text[64];
     char *artifact_dir;

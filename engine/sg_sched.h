@@ -6,6 +6,8 @@
  * from a seed derived from the run seed and i (the superposition of W Poisson streams at R/W is Poisson at R).
  * Constant: worker i's k-th arrival is at start + (i + k*W)/R, computed from the index so rounding never
  * accumulates and the W streams interleave into one evenly spaced stream.
+ * Fixed (trace replay): entry i of a sorted list of offsets goes to worker i % W, at start + offset / speedup;
+ * after a worker's last entry the next arrival is INT64_MAX.
  */
 #ifndef SG_SCHED_H
 #define SG_SCHED_H
@@ -13,7 +15,7 @@
 #include "sg_common.h"
 #include "sg_workload.h"
 
-typedef enum { SG_SCHED_POISSON = 0, SG_SCHED_CONSTANT = 1 } sg_sched_kind_t;
+typedef enum { SG_SCHED_POISSON = 0, SG_SCHED_CONSTANT = 1, SG_SCHED_FIXED = 2 } sg_sched_kind_t;
 
 typedef struct {
     sg_sched_kind_t kind;
@@ -24,11 +26,17 @@ typedef struct {
     uint64_t k;       /* arrivals produced so far */
     int64_t last_ns;
     sg_rng_t rng;
+    const int64_t *times; /* fixed: offsets from the start, ns, non-decreasing */
+    size_t n_times;
+    double speedup;
 } sg_sched_t;
 
 void sg_sched_init(sg_sched_t *s, sg_sched_kind_t kind, double rate, unsigned index, unsigned n, uint64_t seed,
                    int64_t start_ns);
-/* The next arrival time (absolute ns); non-decreasing. */
+/* A fixed schedule: times (offsets in ns, non-decreasing, shared read-only) is not copied. speedup > 0. */
+void sg_sched_init_fixed(sg_sched_t *s, const int64_t *times, size_t n_times, double speedup, unsigned index,
+                         unsigned n, int64_t start_ns);
+/* The next arrival time (absolute ns); non-decreasing; INT64_MAX when a fixed schedule has no more for us. */
 int64_t sg_sched_next(sg_sched_t *s);
 
 #endif

@@ -38,6 +38,7 @@
 #define MAX_BODY_BYTES (16u << 20) /* one non-streamed body */
 #define ERR_BODY_SAMPLE 200        /* bytes of an error body kept for the message */
 #define SETUP_CONNECT_NS 3000000000LL
+#define FIXED_PREOPEN 4 /* connections opened before a fixed schedule starts, per worker */
 
 typedef struct sg_conn sg_conn_t;
 typedef struct sg_req sg_req_t;
@@ -843,8 +844,9 @@ static void new_request(sg_worker_t *w, int64_t intended)
     sg_record_t *rec = &r->rec;
     rec->id = k * w->n + w->index;
     rec->worker = w->index;
-    r->payload = &w->run->payloads->items[rec->id % w->run->payloads->n];
-    rec->payload = (uint32_t)(rec->id % w->run->payloads->n);
+    uint32_t pi = 0;
+    r->payload = sg_payload_pick(w->run->payloads, rec->id, (int)w->cfg->model_strategy, w->cfg->random_seed, &pi);
+    rec->payload = pi;
     rec->model = r->payload->model;
     rec->isl = r->payload->isl;
     rec->max_tokens = r->payload->max_tokens;
@@ -879,12 +881,16 @@ static void issue_closed(sg_worker_t *w, int64_t intended)
 static void issue_due(sg_worker_t *w, int64_t now)
 {
     bool any = false;
+    if (w->next_arrival_ns == INT64_MAX)
+        w->issuing_done = true; /* a fixed schedule with nothing more for this worker */
     while (!w->issuing_done && w->next_arrival_ns <= now) {
         if (!may_issue(w, w->next_arrival_ns))
             break;
         new_request(w, w->next_arrival_ns);
         any = true;
         w->next_arrival_ns = sg_sched_next(&w->sched);
+        if (w->next_arrival_ns == INT64_MAX)
+            w->issuing_done = true;
     }
     if (any)
         conn_dispatch(w);
@@ -950,6 +956,9 @@ static void preopen(sg_worker_t *w)
     /* Closed loop: open the connections before the clock starts, as h2load does, so the first requests do
      * not pay for the handshake. Open loop grows the pool to demand instead. */
     uint64_t n = w->rate == 0 ? w->slots : 0;
+    /* A trace's first requests are due at the start instant: have a few connections ready for them too. */
+    if (w->cfg->fixed_schedule)
+        n = w->quota < FIXED_PREOPEN ? w->quota : FIXED_PREOPEN;
     if (n > w->max_conns)
         n = w->max_conns;
     for (uint64_t i = 0; i < n; i++)
@@ -986,7 +995,11 @@ static void *worker_main(void *arg)
         usleep(100);
 
     int64_t start = w->run->start_ns;
-    if (w->rate > 0) {
+    if (w->cfg->fixed_schedule) {
+        sg_sched_init_fixed(&w->sched, w->run->schedule_ns, w->run->schedule_n, w->cfg->fixed_schedule_speedup,
+                            w->index, w->n, start);
+        w->next_arrival_ns = sg_sched_next(&w->sched);
+    } else if (w->rate > 0) {
         sg_sched_init(&w->sched, w->cfg->distribution == SG_DIST_CONSTANT ? SG_SCHED_CONSTANT : SG_SCHED_POISSON,
                       w->cfg->request_rate, w->index, w->n, w->cfg->random_seed, start);
         w->next_arrival_ns = sg_sched_next(&w->sched);
@@ -1061,6 +1074,8 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->n = n;
     w->cpu = cpu;
     w->rate = cfg->request_rate > 0 ? cfg->request_rate / n : 0;
+    if (cfg->fixed_schedule)
+        w->rate = 1; /* open loop: any positive value says so; the arrival times come from the trace */
     w->slots = cfg->request_rate > 0 ? 0 : (uint32_t)share(cfg->concurrency, index, n);
     w->max_in_flight = cfg->max_concurrency ? (uint32_t)share(cfg->max_concurrency, index, n) : 0;
     if (cfg->max_concurrency && w->max_in_flight == 0)

@@ -6,7 +6,10 @@
 #include "sg_workload.h"
 
 #include "sg_h1.h"
+#include "sg_input.h"
+#include "sg_textgen.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -25,6 +28,7 @@
 #define STREAM_OSL (STREAM_BASE + 2)
 #define STREAM_MODEL (STREAM_BASE + 3)
 #define STREAM_TEXT (STREAM_BASE + 4)
+#define STREAM_PREFIX (STREAM_BASE + 5)
 
 #define MAX_ISL_WORDS 16000000.0 /* a sane allocation even when a large stddev draws far out */
 
@@ -50,14 +54,19 @@ static uint32_t draw_length(sg_rng_t *rng, double mean, double stddev, double ca
     return (uint32_t)v;
 }
 
-static json_t *make_body(const sg_workload_spec_t *spec, const char *model, const char *prompt, uint32_t max_tokens)
+static json_t *make_body(const sg_workload_spec_t *spec, const char *model, const char *prompt, size_t prompt_len,
+                         uint32_t max_tokens)
 {
+    /* json_stringn: prompts from files may hold any character, NUL included */
+    json_t *text = json_stringn(prompt, prompt_len);
+    if (!text)
+        return NULL;
     json_t *body;
     if (spec->kind == SG_OAI_CHAT)
-        body = json_pack("{s:s, s:[{s:s, s:s}], s:b}", "model", model, "messages", "role", "user", "content", prompt,
+        body = json_pack("{s:s, s:[{s:s, s:o}], s:b}", "model", model, "messages", "role", "user", "content", text,
                          "stream", (int)spec->streaming);
     else
-        body = json_pack("{s:s, s:s, s:b}", "model", model, "prompt", prompt, "stream", (int)spec->streaming);
+        body = json_pack("{s:s, s:o, s:b}", "model", model, "prompt", text, "stream", (int)spec->streaming);
     if (!body)
         return NULL;
     int rc = 0;
@@ -73,15 +82,35 @@ static json_t *make_body(const sg_workload_spec_t *spec, const char *model, cons
     return body;
 }
 
-static int build_one(const sg_workload_spec_t *spec, const json_t *extra, uint32_t index, sg_rng_t *text_rng,
+static int render_http(const sg_workload_spec_t *spec, const char *body, size_t body_len, sg_payload_t *p, char *err,
+                       size_t errlen)
+{
+    sg_h1_req_spec_t req = {
+        .method = "POST",
+        .host = spec->host_header,
+        .path = spec->path,
+        .headers = spec->headers,
+        .content_type = "application/json",
+        .accept = spec->streaming ? "text/event-stream" : "application/json",
+        .body = body,
+        .body_len = body_len,
+    };
+    ssize_t n = sg_h1_write_request(&req, &p->bytes);
+    if (n == SG_ENOMEM)
+        return SG_ENOMEM;
+    if (n < 0)
+        return set_err(err, errlen, "cannot render the HTTP request (path \"%s\" or a header is malformed): %s",
+                       spec->path, sg_strerror((int)n));
+    p->len = (size_t)n;
+    return 0;
+}
+
+/* One request with our body around prompt, for model p->model. */
+static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const char *prompt, size_t prompt_len,
                      sg_payload_t *p, char *err, size_t errlen)
 {
-    char *prompt = sg_synth_prompt(text_rng, p->isl, index);
-    if (!prompt)
-        return SG_ENOMEM;
     const char *model = spec->models[p->model];
-    json_t *body = make_body(spec, model, prompt, p->max_tokens);
-    free(prompt);
+    json_t *body = make_body(spec, model, prompt, prompt_len, p->max_tokens);
     if (!body)
         return set_err(err, errlen, "cannot build the request body for model \"%s\" (not valid UTF-8?)", model);
     /* extra inputs go last so that the user can override anything we set, as with GenAI-Perf */
@@ -93,34 +122,345 @@ static int build_one(const sg_workload_spec_t *spec, const json_t *extra, uint32
     json_decref(body);
     if (!text)
         return SG_ENOMEM;
-    sg_h1_req_spec_t req = {
-        .method = "POST",
-        .host = spec->host_header,
-        .path = spec->path,
-        .headers = spec->headers,
-        .content_type = "application/json",
-        .accept = spec->streaming ? "text/event-stream" : "application/json",
-        .body = text,
-        .body_len = strlen(text),
-    };
-    ssize_t n = sg_h1_write_request(&req, &p->bytes);
+    int rc = render_http(spec, text, strlen(text), p, err, errlen);
     free(text);
-    if (n == SG_ENOMEM)
+    return rc;
+}
+
+const sg_payload_t *sg_payload_pick(const sg_payload_table_t *t, uint64_t id, int model_strategy, uint64_t seed,
+                                    uint32_t *index)
+{
+    uint64_t entry = id % t->n_entries;
+    uint64_t variant;
+    if (t->n_variants <= 1) {
+        variant = 0;
+    } else if (model_strategy == 1) {
+        sg_rng_t r;
+        sg_rng_seed(&r, seed ^ id, STREAM_MODEL);
+        variant = sg_rng_next(&r) % t->n_variants;
+    } else {
+        variant = id % t->n_variants;
+    }
+    uint64_t i = entry * t->n_variants + variant;
+    if (index)
+        *index = (uint32_t)i;
+    return &t->items[i];
+}
+
+/* ---------- text sources ---------- */
+
+/* Distinct starting offsets for prompts: a stride coprime with the corpus length visits every offset once. */
+static uint64_t pick_stride(uint64_t n)
+{
+    uint64_t s = n * 5 / 8 + 1;
+    for (;; s++) {
+        uint64_t a = s, b = n;
+        while (b) {
+            uint64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        if (a == 1)
+            return s;
+    }
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* a + (space when neither side has one) + b, malloc'd */
+static char *join(const char *a, size_t al, const char *b, size_t bl, size_t *out_len)
+{
+    bool sep = al && bl && !isspace((unsigned char)a[al - 1]) && !isspace((unsigned char)b[0]);
+    char *s = malloc(al + bl + 2);
+    if (!s)
+        return NULL;
+    memcpy(s, a, al);
+    if (sep)
+        s[al] = ' ';
+    memcpy(s + al + sep, b, bl);
+    *out_len = al + bl + sep;
+    s[*out_len] = '\0';
+    return s;
+}
+
+static int fit_err(int rc, char *err, size_t errlen, const char *what, uint32_t target)
+{
+    if (rc == SG_ENOMEM)
+        return set_err(err, errlen, "out of memory building %s", what), SG_ENOMEM;
+    return set_err(err, errlen, "cannot build %s of exactly %" PRIu32 " tokens: %s", what, target,
+                   rc == SG_EABORT ? "no window of the built-in text re-encodes to that count" : sg_strerror(rc));
+}
+
+/* An entry before it is rendered once per model. */
+typedef struct {
+    char *text; /* the prompt (owned), or NULL with raw */
+    size_t len;
+    const char *raw; /* a request body sent as written (not owned) */
+    size_t raw_len;
+    uint32_t isl;
+    uint32_t max_tokens;
+    int32_t model; /* raw bodies: the model index, fixed; -1: one variant per model */
+} entry_t;
+
+typedef struct {
+    const sg_workload_spec_t *spec;
+    sg_textgen_t *gen;
+    uint64_t stride, base;
+    char **prefixes;
+    size_t *prefix_lens;
+    sg_rng_t isl_rng, osl_rng, prefix_rng, text_rng;
+    /* trace blocks: hash id -> text of block_size tokens, open addressing */
+    uint64_t *bkeys;
+    char **btext;
+    size_t *blen;
+    size_t bcap, bn;
+} gen_t;
+
+static uint32_t draw_osl(gen_t *G)
+{
+    const sg_workload_spec_t *spec = G->spec;
+    return spec->osl_mean < 0 ? 0 : draw_length(&G->osl_rng, spec->osl_mean, spec->osl_stddev, INT32_MAX);
+}
+
+static int synthetic_entry(gen_t *G, uint32_t i, entry_t *e, char *err, size_t errlen)
+{
+    const sg_workload_spec_t *spec = G->spec;
+    e->isl = draw_length(&G->isl_rng, spec->isl_mean, spec->isl_stddev, MAX_ISL_WORDS);
+    e->max_tokens = draw_osl(G);
+    e->model = -1;
+    const char *head = "";
+    size_t head_len = 0;
+    uint32_t pre = 0;
+    if (spec->num_prefix) {
+        uint64_t j = sg_rng_next(&G->prefix_rng) % spec->num_prefix; /* as AIPerf: a random prefix per prompt */
+        head = G->prefixes[j];
+        head_len = G->prefix_lens[j];
+        pre = spec->prefix_len;
+    }
+    if (!spec->tok) {
+        /* words: today's vocabulary prompts, after the prefix */
+        char *body = sg_synth_prompt(&G->text_rng, e->isl, i);
+        if (!body)
+            return SG_ENOMEM;
+        e->text = join(head, head_len, body, strlen(body), &e->len);
+        free(body);
+        e->isl += pre;
+        return e->text ? 0 : SG_ENOMEM;
+    }
+    /* tokens: a window of the corpus at this prompt's own offset; past one prompt per corpus id the offsets
+     * repeat, and a leading number keeps the prompts apart */
+    size_t L = sg_textgen_corpus_ids(G->gen);
+    uint64_t off = (G->base + (uint64_t)i * G->stride) % L;
+    char *marked = NULL;
+    if (i >= L && e->isl > 8) {
+        size_t ml;
+        char num[32];
+        int nl = snprintf(num, sizeof num, "%" PRIu32 ".", i);
+        marked = join(head, head_len, num, (size_t)nl, &ml);
+        if (!marked)
+            return SG_ENOMEM;
+        head = marked;
+        head_len = ml;
+    }
+    uint32_t target = pre + e->isl;
+    int rc = sg_textgen_fit(G->gen, head, head_len, off, target, &e->text, &e->len);
+    free(marked);
+    if (rc < 0)
+        return fit_err(rc, err, errlen, "a prompt", target);
+    e->isl = target;
+    return 0;
+}
+
+static int block_text(gen_t *G, uint64_t h, const char **text, size_t *len, char *err, size_t errlen)
+{
+    if (G->bn * 2 >= G->bcap) {
+        size_t ncap = G->bcap ? G->bcap * 2 : 1024;
+        uint64_t *k = calloc(ncap, sizeof *k);
+        char **t = calloc(ncap, sizeof *t);
+        size_t *l = calloc(ncap, sizeof *l);
+        if (!k || !t || !l) {
+            free(k);
+            free(t);
+            free(l);
+            return SG_ENOMEM;
+        }
+        for (size_t i = 0; i < G->bcap; i++) {
+            if (!G->btext[i])
+                continue;
+            size_t j = mix64(G->bkeys[i]) & (ncap - 1);
+            while (t[j])
+                j = (j + 1) & (ncap - 1);
+            k[j] = G->bkeys[i];
+            t[j] = G->btext[i];
+            l[j] = G->blen[i];
+        }
+        free(G->bkeys);
+        free(G->btext);
+        free(G->blen);
+        G->bkeys = k;
+        G->btext = t;
+        G->blen = l;
+        G->bcap = ncap;
+    }
+    size_t j = mix64(h) & (G->bcap - 1);
+    while (G->btext[j] && G->bkeys[j] != h)
+        j = (j + 1) & (G->bcap - 1);
+    if (!G->btext[j]) {
+        uint64_t off = mix64(h ^ G->spec->seed) % sg_textgen_corpus_ids(G->gen);
+        int rc = sg_textgen_fit(G->gen, "", 0, off, G->spec->block_size, &G->btext[j], &G->blen[j]);
+        if (rc < 0)
+            return fit_err(rc, err, errlen, "a hash_ids block", G->spec->block_size);
+        G->bkeys[j] = h;
+        G->bn++;
+    }
+    *text = G->btext[j];
+    *len = G->blen[j];
+    return 0;
+}
+
+/*
+ * A trace entry: the blocks named by hash_ids, in order, each the same text wherever its id appears, then the
+ * last block's text (or fresh text past the named blocks) cut to make exactly input_length in all.
+ */
+static int trace_entry(gen_t *G, const sg_input_entry_t *in, uint32_t i, entry_t *e, char *err, size_t errlen)
+{
+    uint32_t bs = G->spec->block_size;
+    uint32_t il = in->input_length;
+    size_t blocks = (il + (size_t)bs - 1) / bs;
+    size_t named = in->n_hash_ids < blocks ? in->n_hash_ids : blocks;
+    size_t full = named == blocks ? blocks - 1 : named; /* blocks taken whole; the rest is fitted */
+    char *head = NULL;
+    size_t head_len = 0;
+    for (size_t b = 0; b < full; b++) {
+        const char *t = NULL;
+        size_t tl = 0;
+        int rc = block_text(G, in->hash_ids[b], &t, &tl, err, errlen);
+        if (rc < 0) {
+            free(head);
+            return rc;
+        }
+        size_t nl;
+        char *n = join(head ? head : "", head_len, t, tl, &nl);
+        free(head);
+        if (!n)
+            return SG_ENOMEM;
+        head = n;
+        head_len = nl;
+    }
+    size_t L = sg_textgen_corpus_ids(G->gen);
+    uint64_t off = named == blocks ? mix64(in->hash_ids[blocks - 1] ^ G->spec->seed) % L
+                                   : mix64((uint64_t)i ^ 0x7472616365ULL ^ G->spec->seed) % L;
+    int rc = sg_textgen_fit(G->gen, head ? head : "", head_len, off, il, &e->text, &e->len);
+    if (rc == SG_EINVAL) /* the named blocks alone count more than input_length: boundary merges went the other way */
+        rc = sg_textgen_fit(G->gen, "", 0, off, il, &e->text, &e->len);
+    free(head);
+    if (rc < 0)
+        return fit_err(rc, err, errlen, "a trace prompt", il);
+    e->isl = il;
+    e->max_tokens = in->max_tokens > 0 ? (uint32_t)in->max_tokens : draw_osl(G);
+    e->model = -1;
+    return 0;
+}
+
+static uint32_t count_text(gen_t *G, const char *s, size_t len)
+{
+    ssize_t n = sg_textgen_count(G->gen, s, len);
+    return n < 0 ? 0 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+static int file_entry(gen_t *G, const sg_input_entry_t *in, uint32_t i, entry_t *e, char *err, size_t errlen)
+{
+    const sg_workload_spec_t *spec = G->spec;
+    const sg_input_t *input = spec->input;
+    if (input->format == SG_INPUT_MOONCAKE)
+        return trace_entry(G, in, i, e, err, errlen);
+    e->isl = count_text(G, in->prompt, in->prompt_len);
+    if (in->body) {
+        e->raw = in->body;
+        e->raw_len = in->body_len;
+        e->max_tokens = in->max_tokens > 0 ? (uint32_t)in->max_tokens : 0;
+        e->model = 0;
+        for (size_t m = 0; in->model && m < spec->n_models; m++)
+            if (strcmp(spec->models[m], in->model) == 0)
+                e->model = (int32_t)m;
+        return 0;
+    }
+    e->model = -1;
+    if (in->max_tokens > 0)
+        e->max_tokens = (uint32_t)in->max_tokens;
+    else if (in->reply) {
+        uint32_t n = count_text(G, in->reply, in->reply_len);
+        e->max_tokens = n ? n : 1;
+    } else
+        e->max_tokens = draw_osl(G);
+    e->text = malloc(in->prompt_len + 1);
+    if (!e->text)
         return SG_ENOMEM;
-    if (n < 0)
-        return set_err(err, errlen, "cannot render the HTTP request (path \"%s\" or a header is malformed): %s",
-                       spec->path, sg_strerror((int)n));
-    p->len = (size_t)n;
+    memcpy(e->text, in->prompt, in->prompt_len);
+    e->text[in->prompt_len] = '\0';
+    e->len = in->prompt_len;
+    return 0;
+}
+
+static void gen_free(gen_t *G)
+{
+    if (G->prefixes)
+        for (uint32_t j = 0; j < G->spec->num_prefix; j++)
+            free(G->prefixes[j]);
+    free(G->prefixes);
+    free(G->prefix_lens);
+    for (size_t i = 0; i < G->bcap; i++)
+        free(G->btext[i]);
+    free(G->bkeys);
+    free(G->btext);
+    free(G->blen);
+    sg_textgen_free(G->gen);
+}
+
+static int gen_init(gen_t *G, const sg_workload_spec_t *spec, char *err, size_t errlen)
+{
+    memset(G, 0, sizeof *G);
+    G->spec = spec;
+    sg_rng_seed(&G->isl_rng, spec->seed, STREAM_ISL);
+    sg_rng_seed(&G->osl_rng, spec->seed, STREAM_OSL);
+    sg_rng_seed(&G->prefix_rng, spec->seed, STREAM_PREFIX);
+    sg_rng_seed(&G->text_rng, spec->seed, STREAM_TEXT);
+    int rc = sg_textgen_new(spec->tok, &G->gen, err, errlen);
+    if (rc < 0)
+        return rc;
+    size_t L = sg_textgen_corpus_ids(G->gen);
+    G->stride = pick_stride(L);
+    G->base = mix64(spec->seed) % L;
+    if (spec->num_prefix && !spec->input) {
+        G->prefixes = calloc(spec->num_prefix, sizeof *G->prefixes);
+        G->prefix_lens = calloc(spec->num_prefix, sizeof *G->prefix_lens);
+        if (!G->prefixes || !G->prefix_lens)
+            return SG_ENOMEM;
+        /* prefixes start in the half of the corpus the first prompts do not, and each at its own offset */
+        for (uint32_t j = 0; j < spec->num_prefix; j++) {
+            uint64_t off = (G->base + L / 2 + (uint64_t)j * G->stride) % L;
+            rc = sg_textgen_fit(G->gen, "", 0, off, spec->prefix_len, &G->prefixes[j], &G->prefix_lens[j]);
+            if (rc < 0)
+                return fit_err(rc, err, errlen, "a prefix prompt", spec->prefix_len);
+        }
+    }
     return 0;
 }
 
 int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, char *err, size_t errlen)
 {
-    out->items = NULL;
-    out->n = 0;
+    memset(out, 0, sizeof *out);
     if (err && errlen)
         err[0] = '\0';
-    if (spec->num_prompts == 0)
+    const sg_input_t *input = spec->input;
+    size_t n_entries = input ? input->n : spec->num_prompts;
+    if (n_entries == 0)
         return set_err(err, errlen, "the workload needs at least one prompt");
     if (!spec->models || spec->n_models == 0)
         return set_err(err, errlen, "the workload needs at least one model");
@@ -128,8 +468,12 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
         return set_err(err, errlen, "the workload needs a host and a path");
     if (spec->kind != SG_OAI_CHAT && spec->kind != SG_OAI_COMPLETIONS)
         return set_err(err, errlen, "unknown endpoint kind %d", (int)spec->kind);
-    if (spec->isl_mean == 0)
+    if (!input && spec->isl_mean == 0)
         return set_err(err, errlen, "the mean prompt length must be at least 1");
+    if (!input && spec->num_prefix && spec->prefix_len == 0)
+        return set_err(err, errlen, "prefix prompts need a length of at least 1");
+    if (input && input->format == SG_INPUT_MOONCAKE && spec->block_size == 0)
+        return set_err(err, errlen, "the hash_ids block size must be at least 1");
 
     json_t *extra = NULL;
     if (spec->extra_inputs_json && spec->extra_inputs_json[0]) {
@@ -141,43 +485,57 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
                            extra ? spec->extra_inputs_json : je.text);
         }
     }
-
-    sg_payload_t *items = calloc(spec->num_prompts, sizeof *items);
-    if (!items) {
+    bool raw = input && (input->format == SG_INPUT_RAW_PAYLOAD || input->format == SG_INPUT_PERF_ANALYZER);
+    uint32_t variants = raw ? 1 : (uint32_t)spec->n_models;
+    if (n_entries > SIZE_MAX / sizeof(sg_payload_t) / variants || n_entries * variants > UINT32_MAX) {
         json_decref(extra);
-        set_err(err, errlen, "out of memory for %" PRIu32 " prompts", spec->num_prompts);
-        return SG_ENOMEM;
+        return set_err(err, errlen, "%zu entries times %" PRIu32 " models is too many requests to pre-render",
+                       n_entries, variants);
     }
-    sg_rng_t isl_rng, osl_rng, model_rng, text_rng;
-    sg_rng_seed(&isl_rng, spec->seed, STREAM_ISL);
-    sg_rng_seed(&osl_rng, spec->seed, STREAM_OSL);
-    sg_rng_seed(&model_rng, spec->seed, STREAM_MODEL);
-    sg_rng_seed(&text_rng, spec->seed, STREAM_TEXT);
-
-    int rc = 0;
-    uint32_t built = 0;
-    for (; built < spec->num_prompts; built++) {
-        sg_payload_t *p = &items[built];
-        p->isl = draw_length(&isl_rng, spec->isl_mean, spec->isl_stddev, MAX_ISL_WORDS);
-        p->max_tokens = spec->osl_mean < 0 ? 0 : draw_length(&osl_rng, spec->osl_mean, spec->osl_stddev, INT32_MAX);
-        if (spec->model_strategy == 1)
-            p->model = (uint32_t)(sg_rng_next(&model_rng) % spec->n_models);
+    sg_payload_t *items = calloc(n_entries * variants, sizeof *items);
+    gen_t G;
+    int rc = items ? gen_init(&G, spec, err, errlen) : SG_ENOMEM;
+    size_t built = 0;
+    for (size_t i = 0; rc == 0 && i < n_entries; i++) {
+        entry_t e = {0};
+        if (input)
+            rc = file_entry(&G, &input->e[i], (uint32_t)i, &e, err, errlen);
         else
-            p->model = (uint32_t)(built % spec->n_models);
-        rc = build_one(spec, extra, built, &text_rng, p, err, errlen);
-        if (rc)
-            break;
+            rc = synthetic_entry(&G, (uint32_t)i, &e, err, errlen);
+        for (uint32_t v = 0; rc == 0 && v < variants; v++) {
+            sg_payload_t *p = &items[i * variants + v];
+            p->isl = e.isl;
+            p->max_tokens = e.max_tokens;
+            p->model = e.model >= 0 ? (uint32_t)e.model : v;
+            rc = e.raw ? render_http(spec, e.raw, e.raw_len, p, err, errlen)
+                       : build_one(spec, extra, e.text, e.len, p, err, errlen);
+            if (rc == 0)
+                built = i * variants + v + 1;
+        }
+        free(e.text);
+        if (rc && input && err && errlen) {
+            /* name the entry: by its line for JSON lines, by its element index for JSON documents */
+            const char *name = spec->input_name ? spec->input_name : "the input file";
+            bool lines = input->format != SG_INPUT_SHAREGPT && input->format != SG_INPUT_PERF_ANALYZER;
+            char tmp[512];
+            snprintf(tmp, sizeof tmp, "%s", err);
+            set_err(err, errlen, "%s %s %" PRIu32 ": %s", name, lines ? "line" : "element", input->e[i].where, tmp);
+        }
     }
+    if (items)
+        gen_free(&G);
     json_decref(extra);
     if (rc) {
-        if (rc == SG_ENOMEM)
-            set_err(err, errlen, "out of memory building prompt %" PRIu32 " of %" PRIu32, built, spec->num_prompts);
-        sg_payload_table_t partial = {items, built};
+        if (rc == SG_ENOMEM && (!err || !err[0]))
+            set_err(err, errlen, "out of memory building request %zu of %zu", built, n_entries * variants);
+        sg_payload_table_t partial = {items, built, 0, 0};
         sg_workload_free(&partial);
         return rc;
     }
     out->items = items;
-    out->n = spec->num_prompts;
+    out->n = n_entries * variants;
+    out->n_entries = n_entries;
+    out->n_variants = variants;
     return 0;
 }
 
@@ -186,6 +544,5 @@ void sg_workload_free(sg_payload_table_t *t)
     for (size_t i = 0; i < t->n; i++)
         free(t->items[i].bytes);
     free(t->items);
-    t->items = NULL;
-    t->n = 0;
+    memset(t, 0, sizeof *t);
 }

@@ -19,10 +19,25 @@ typedef struct {
     uint32_t model;      /* index into the model list */
 } sg_payload_t;
 
+/*
+ * Entries times variants: items[entry * n_variants + variant]. An entry is one prompt (or one request body of an
+ * input file); its variants are the same request for each -m model, so that the model can be chosen per request
+ * (sg_payload_pick) whatever the number of entries. Raw request bodies carry their own model: one variant.
+ */
 typedef struct {
     sg_payload_t *items;
-    size_t n;
+    size_t n; /* n_entries * n_variants */
+    size_t n_entries;
+    uint32_t n_variants;
 } sg_payload_table_t;
+
+/*
+ * The payload of request `id` (0, 1, 2, ... in issue order over all workers): entry id % n_entries, in order;
+ * variant (model) id % n_variants with model_strategy 0 (round robin), or a uniform draw that depends only on
+ * (seed, id) with 1 (random). *index gets the item's index.
+ */
+const sg_payload_t *sg_payload_pick(const sg_payload_table_t *t, uint64_t id, int model_strategy, uint64_t seed,
+                                    uint32_t *index);
 
 typedef struct {
     /* request target */
@@ -43,12 +58,20 @@ typedef struct {
     uint32_t osl_stddev;
     uint64_t seed;
     const struct sg_tokenizer *tok; /* --tokenizer, or NULL: prompts are then counted in words */
+    /* shared prefixes (synthetic prompts): num_prefix distinct prefixes of prefix_len tokens, 0 for none */
+    uint32_t prefix_len, num_prefix;
+    /* --input-file, or NULL for synthetic prompts */
+    const struct sg_input *input;
+    const char *input_name;
+    uint32_t block_size; /* tokens per hash_ids block of a trace */
 } sg_workload_spec_t;
 
 /*
- * Build the table: num_prompts distinct synthetic prompts, each with its own ISL (normal around the mean, at
- * least 1) and max_tokens (normal around osl_mean, at least 1). Deterministic for a seed. On error writes a
- * message into err (size errlen) and returns negative.
+ * Build the table. Synthetic: num_prompts distinct prompts, each with its own ISL (normal around the mean, at
+ * least 1) and max_tokens (normal around osl_mean, at least 1); with a tokenizer each prompt holds exactly its
+ * ISL in tokens (text cut from the built-in corpus, see sg_textgen.h), without one ISL words of the built-in
+ * vocabulary. With an input file: one entry per file entry, in file order (see sg_input.h). Deterministic for
+ * a seed. On error writes a message into err (size errlen) and returns negative.
  */
 SG_WUR int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, char *err, size_t errlen);
 void sg_workload_free(sg_payload_table_t *t);

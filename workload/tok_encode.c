@@ -560,38 +560,57 @@ static int nfc(sg_tok_enc_t *enc, const char **s, size_t *len)
     return 0;
 }
 
-/* SentencePiece-style normalizer: "\u2581" in front, spaces as "\u2581". */
-static int spm_normalize(sg_tok_enc_t *enc, const char **s, size_t *len)
+/*
+ * What the normalizer and pre-tokenizer add around a segment: SentencePiece-style "\u2581" for spaces and in
+ * front, or ByteLevel's prefix space. first: the segment starts the text.
+ */
+static int decorate(sg_tok_enc_t *enc, const char **s, size_t *len, bool first)
 {
     const sg_tokenizer_t *tok = enc->tok;
-    if (*len == 0 || (!tok->spm_prepend && !tok->spm_replace))
-        return 0;
     const char *p = *s;
     size_t n = *len;
-    int rc = nbuf_reserve(enc, n * 3 + 3);
-    if (rc < 0)
-        return rc;
-    /* *s may already point into nbuf (after NFC): build in a second half */
-    char *out = enc->nbuf;
+    bool prepend = false;
+    if (tok->kind == SG_TOK_SPM) {
+        prepend = tok->spm_prepend && (first || !tok->spm_prepend_first);
+        if (prepend && tok->spm_meta && (p[0] == ' ' || (n >= 3 && memcmp(p, "\xE2\x96\x81", 3) == 0)))
+            prepend = false; /* Metaspace adds none where the text already starts with one */
+        if (!prepend && (!tok->spm_replace || !memchr(p, ' ', n)))
+            return 0;
+    } else if (!tok->prefix_space || p[0] == ' ') {
+        return 0;
+    }
+    /* *s may point into nbuf (after NFC): copy it aside first */
     char *tmp = NULL;
-    if (p >= enc->nbuf && p < enc->nbuf + enc->ncap) {
+    if (enc->nbuf && p >= enc->nbuf && p < enc->nbuf + enc->ncap) {
         tmp = malloc(n);
         if (!tmp)
             return SG_ENOMEM;
         memcpy(tmp, p, n);
         p = tmp;
     }
-    size_t w = 0;
-    if (tok->spm_prepend) {
-        memcpy(out, "\xE2\x96\x81", 3);
-        w = 3;
+    int rc = nbuf_reserve(enc, n * 3 + 3);
+    if (rc < 0) {
+        free(tmp);
+        return rc;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == ' ' && tok->spm_replace) {
-            memcpy(out + w, "\xE2\x96\x81", 3);
-            w += 3;
-        } else {
-            out[w++] = p[i];
+    char *out = enc->nbuf;
+    size_t w = 0;
+    if (tok->kind == SG_TOK_BYTELEVEL) {
+        out[w++] = ' ';
+        memcpy(out + w, p, n);
+        w += n;
+    } else {
+        if (prepend) {
+            memcpy(out, "\xE2\x96\x81", 3);
+            w = 3;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (p[i] == ' ' && tok->spm_replace) {
+                memcpy(out + w, "\xE2\x96\x81", 3);
+                w += 3;
+            } else {
+                out[w++] = p[i];
+            }
         }
     }
     free(tmp);
@@ -600,8 +619,8 @@ static int spm_normalize(sg_tok_enc_t *enc, const char **s, size_t *len)
     return 0;
 }
 
-/* A piece of text between added tokens. */
-static int encode_segment(sg_tok_enc_t *enc, const char *s, size_t len)
+/* A piece of text between added tokens. first: it starts the text. */
+static int encode_segment(sg_tok_enc_t *enc, const char *s, size_t len, bool first)
 {
     const sg_tokenizer_t *tok = enc->tok;
     int rc;
@@ -609,8 +628,20 @@ static int encode_segment(sg_tok_enc_t *enc, const char *s, size_t len)
         return 0;
     if (tok->nfc && (rc = nfc(enc, &s, &len)) < 0)
         return rc;
-    if (tok->kind == SG_TOK_SPM && (rc = spm_normalize(enc, &s, &len)) < 0)
+    if ((rc = decorate(enc, &s, &len, first)) < 0)
         return rc;
+    if (tok->spm_split) { /* Metaspace split: "\u2581" begins each pre-token */
+        size_t start = 0;
+        for (size_t i = 1; i + 3 <= len; i++) {
+            if (memcmp(s + i, "\xE2\x96\x81", 3) == 0) {
+                if ((rc = encode_piece(enc, s + start, i - start)) < 0)
+                    return rc;
+                start = i;
+                i += 2;
+            }
+        }
+        return encode_piece(enc, s + start, len - start);
+    }
     if (!tok->re)
         return encode_piece(enc, s, len);
     size_t pos = 0;
@@ -627,7 +658,8 @@ static int encode_segment(sg_tok_enc_t *enc, const char *s, size_t len)
             a = ov[0];
             b = ov[1];
         }
-        if (a > pos && (rc = encode_piece(enc, s + pos, a - pos)) < 0) /* text no alternative matched */
+        /* text no alternative matched: a pre-token of its own, or dropped (Split Removed + invert) */
+        if (a > pos && !tok->drop_gaps && (rc = encode_piece(enc, s + pos, a - pos)) < 0)
             return rc;
         if (b > a && (rc = encode_piece(enc, s + a, b - a)) < 0)
             return rc;
@@ -666,7 +698,7 @@ ssize_t sg_tok_encode(sg_tok_enc_t *enc, const char *text, size_t len, const uin
     enc->n_ids = 0;
     int rc = 0;
     if (tok->n_added == 0) {
-        rc = encode_segment(enc, text, len);
+        rc = encode_segment(enc, text, len, true);
     } else {
         size_t seg = 0; /* start of the text not yet encoded */
         for (size_t i = 0; i < len; i++) {
@@ -687,7 +719,7 @@ ssize_t sg_tok_encode(sg_tok_enc_t *enc, const char *text, size_t len, const uin
             if (a->rstrip)
                 while (end < len && is_ws((unsigned char)text[end]))
                     end++;
-            if ((rc = encode_segment(enc, text + seg, start - seg)) < 0)
+            if ((rc = encode_segment(enc, text + seg, start - seg, seg == 0)) < 0)
                 break;
             if ((rc = emit(enc, a->id)) < 0)
                 break;
@@ -695,7 +727,7 @@ ssize_t sg_tok_encode(sg_tok_enc_t *enc, const char *text, size_t len, const uin
             i = end - 1;
         }
         if (rc == 0)
-            rc = encode_segment(enc, text + seg, len - seg);
+            rc = encode_segment(enc, text + seg, len - seg, seg == 0);
     }
     if (rc < 0)
         return rc;

@@ -69,11 +69,16 @@ struct sg_tokenizer {
     uint32_t pmap_mask, pmap_count;
     uint32_t byte_id[256]; /* byte-level: the id of each single byte; SPM: the id of <0xNN> (or NONE) */
 
-    bool direct;      /* a pre-token found whole in the vocabulary is one id (tiktoken, ignore_merges) */
-    pcre2_code *re;   /* pre-tokenizer split; NULL: the whole segment is one piece */
-    bool nfc;         /* NFC-normalize before splitting */
-    bool spm_prepend; /* SPM: prepend "\u2581" to each segment */
-    bool spm_replace; /* SPM: spaces become "\u2581" */
+    bool direct;            /* a pre-token found whole in the vocabulary is one id (tiktoken, ignore_merges) */
+    pcre2_code *re;         /* pre-tokenizer split; NULL: the whole segment is one piece */
+    bool nfc;               /* NFC-normalize before splitting */
+    bool spm_prepend;       /* SPM: prepend "\u2581" to each segment */
+    bool spm_replace;       /* SPM: spaces become "\u2581" */
+    bool spm_prepend_first; /* only for the segment at the start of the text (Metaspace "first") */
+    bool spm_meta;          /* Metaspace: no "\u2581" prepended to a segment that starts with one */
+    bool spm_split;         /* Metaspace split: each "\u2581" starts a pre-token */
+    bool drop_gaps;         /* text the regex does not match is dropped (Split Removed + invert) */
+    bool prefix_space;      /* ByteLevel add_prefix_space: ' ' before a segment not starting with one */
     bool byte_fallback;
     bool fuse_unk;
     uint32_t unk_id; /* SG_TOK_NONE when the file has none */

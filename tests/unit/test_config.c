@@ -2,6 +2,7 @@
 #include "test.h"
 
 #include "sg_config.h"
+#include "sg_input.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -315,7 +316,39 @@ static void test_bad_values(void)
         sg_config_free(&c);
     }
     BAD("-m", "x", "--tokenizer", "");
-    BAD("-m", "x", "--input-file", "prompts.jsonl");
+    BAD("-m", "x", "--input-file", "");
+    BAD("-m", "x", "--input-format", "csv");
+    BAD("-m", "x", "--input-format", "sharegpt"); /* without --input-file */
+    BAD("-m", "x", "--input-file", "p.jsonl", "--synthetic-input-tokens-mean", "10");
+    BAD("-m", "x", "--input-file", "p.jsonl", "--num-prompts", "10");
+    BAD("-m", "x", "--fixed-schedule");                                         /* no trace */
+    BAD("-m", "x", "--input-file", "t.jsonl", "--fixed-schedule-speedup", "2"); /* without --fixed-schedule */
+    BAD("-m", "x", "--input-file", "t.jsonl", "--fixed-schedule", "--fixed-schedule-speedup", "0");
+    BAD("-m", "x", "--input-file", "t.jsonl", "--fixed-schedule", "--request-rate", "5");
+    BAD("-m", "x", "--input-file", "t.jsonl", "--fixed-schedule", "--concurrency", "5");
+    BAD("-m", "x", "--input-file", "t.jsonl", "--fixed-schedule", "--request-count", "5");
+    BAD("-m", "x", "--input-file", "t.jsonl", "--fixed-schedule", "--benchmark-duration", "5");
+    BAD("-m", "x", "--input-file", "t.jsonl", "--fixed-schedule", "--input-format", "sharegpt");
+    BAD("-m", "x", "--prefix-prompt-length", "10"); /* without --num-prefix-prompts */
+    BAD("-m", "x", "--input-file", "p.jsonl", "--num-prefix-prompts", "2");
+    BAD("-m", "x", "--isl-block-size", "16"); /* without a trace */
+    {
+        sg_config_t c;
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--input-file", "t.jsonl", "--fixed-schedule", "--fixed-schedule-speedup",
+                           "2.5", "--max-concurrency", "4", NULL),
+                     0);
+        CHECK(c.fixed_schedule && c.fixed_schedule_speedup == 2.5 && c.request_rate == 0 && c.concurrency == 0);
+        CHECK_EQ_INT(c.request_count, 0); /* the number of entries, once the file is read */
+        CHECK_EQ_INT(c.block_size, 512);
+        CHECK(strstr(c.artifact_dir, "fixed_schedule") != NULL);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--num-prefix-prompts", "3", "--prefix-prompt-length", "64", NULL), 0);
+        CHECK(c.num_prefix == 3 && c.prefix_len == 64);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--input-file", "s.json", "--input-format", "sharegpt", NULL), 0);
+        CHECK(c.input_format == SG_INPUT_SHAREGPT && strcmp(c.input_file, "s.json") == 0);
+        sg_config_free(&c);
+    }
     BAD("-m", "x", "--artifact-dir", "");
     BAD("-m", "x", "--profile-export-file", "dir/file.json");
     BAD("-m", "x", "--profile-export-file", "");
@@ -337,7 +370,6 @@ static void test_bad_values(void)
     BAD("-m", "x", "--generate-plots");
     BAD("-m", "x", "--batch-size", "4");
     BAD("-m", "x", "-b", "4");
-    BAD("-m", "x", "--fixed-schedule");
     BAD("-m", "x", "--", "--concurrency-range", "1:4");
     BAD("-m", "x", "--", "-v");
     /* headers */
@@ -397,7 +429,9 @@ static void test_help_version(void)
         return;
     sg_config_usage(mem);
     fclose(mem);
-    CHECK(strstr(text, "ISL is reported\n  as the word count") != NULL);
+    CHECK(strstr(text, "and ISL is the word count") != NULL);
+    CHECK(strstr(text, "exactly the asked number of tokens") != NULL);
+    CHECK(strstr(text, "chat template") != NULL);
     CHECK(strstr(text, "usage.prompt_tokens") != NULL);
     CHECK(strstr(text, "intended start (coordinated omission") != NULL);
     CHECK(strstr(text, "_from_send") != NULL);

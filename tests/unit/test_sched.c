@@ -123,8 +123,46 @@ static void test_deterministic(void)
     CHECK(differ);
 }
 
+/* Fixed schedule: entry i to worker i % W at start + t_i / speedup, each once, then INT64_MAX. */
+static void test_fixed(void)
+{
+    int64_t times[10];
+    for (int i = 0; i < 10; i++)
+        times[i] = (int64_t)i * i * 1000000; /* uneven gaps, two equal at the start */
+    times[1] = 0;
+    const unsigned W = 3;
+    int seen[10] = {0};
+    bool ok = true;
+    for (unsigned w = 0; w < W; w++) {
+        sg_sched_t s;
+        sg_sched_init_fixed(&s, times, 10, 2.0, w, W, 5000);
+        int64_t prev = 0;
+        for (unsigned k = 0;; k++) {
+            int64_t t = sg_sched_next(&s);
+            if (t == INT64_MAX)
+                break;
+            unsigned i = w + k * W;
+            ok &= i < 10 && t == 5000 + times[i] / 2 && t >= prev;
+            if (i < 10)
+                seen[i]++;
+            prev = t;
+        }
+        ok &= sg_sched_next(&s) == INT64_MAX; /* stays exhausted */
+    }
+    CHECK(ok);
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ_INT(seen[i], 1);
+    /* a speedup of 1 keeps the trace's times; more workers than entries leave some with none */
+    sg_sched_t s;
+    sg_sched_init_fixed(&s, times, 2, 1.0, 5, 8, 0);
+    CHECK(sg_sched_next(&s) == INT64_MAX);
+    sg_sched_init_fixed(&s, times + 2, 1, 1.0, 0, 8, 100);
+    CHECK_EQ_INT(sg_sched_next(&s), 100 + times[2]);
+}
+
 int main(void)
 {
+    test_fixed();
     test_poisson_one_worker();
     test_poisson_superposition();
     test_constant_interleaves();

@@ -214,7 +214,10 @@ static void test_build_chat_streaming(void)
         fprintf(stderr, "build: %s\n", err);
         return;
     }
-    CHECK_EQ_INT(t.n, 2000);
+    /* 2000 prompts, each rendered for both models */
+    CHECK_EQ_INT(t.n_entries, 2000);
+    CHECK_EQ_INT(t.n_variants, 2);
+    CHECK_EQ_INT(t.n, 4000);
     double isl_sum = 0, isl_sq = 0, osl_sum = 0, osl_sq = 0;
     char **prompts = calloc(t.n, sizeof *prompts);
     bool http_ok = true, json_ok = true, fields_ok = true, counts_ok = true;
@@ -256,7 +259,12 @@ static void test_build_chat_streaming(void)
         if (content) {
             if (sg_count_words(content, strlen(content)) != p->isl || !all_vocab_words(content))
                 counts_ok = false;
-            prompts[i] = strdup(content);
+            /* the variants of one entry are the same prompt for another model */
+            if (i % 2 == 0)
+                prompts[i / 2] = strdup(content);
+            else if (!prompts[i / 2] || strcmp(prompts[i / 2], content) != 0 || t.items[i - 1].isl != p->isl ||
+                     t.items[i - 1].max_tokens != p->max_tokens)
+                fields_ok = false;
         }
         /* the body on the wire is compact */
         if (memchr(r.body, '\n', r.body_len) || memmem(r.body, r.body_len, "\": ", 3))
@@ -278,14 +286,14 @@ static void test_build_chat_streaming(void)
 
     /* all distinct */
     bool have_all = true;
-    for (size_t i = 0; i < t.n; i++)
+    for (size_t i = 0; i < t.n_entries; i++)
         if (!prompts[i])
             have_all = false;
     CHECK(have_all);
     if (have_all) {
-        qsort(prompts, t.n, sizeof *prompts, cmp_str);
+        qsort(prompts, t.n_entries, sizeof *prompts, cmp_str);
         size_t dups = 0;
-        for (size_t i = 1; i < t.n; i++)
+        for (size_t i = 1; i < t.n_entries; i++)
             if (strcmp(prompts[i - 1], prompts[i]) == 0)
                 dups++;
         CHECK_EQ_INT(dups, 0);
@@ -368,9 +376,30 @@ static void test_build_completions(void)
     }
     CHECK(ok);
     CHECK_EQ_INT(min_isl, 1);
-    /* random strategy: each of 3 models near 100 of 300 */
+    /* every prompt rendered for each of the 3 models; the choice is made per request (sg_payload_pick) */
+    CHECK_EQ_INT(t.n_variants, 3);
     for (int m = 0; m < 3; m++)
-        CHECK(per_model[m] > 60 && per_model[m] < 140);
+        CHECK_EQ_INT(per_model[m], 300);
+    /* random strategy: each of 3 models near 1000 of 3000 requests, and the same for the same (seed, id) */
+    size_t picked[3] = {0, 0, 0};
+    bool stable = true;
+    for (uint64_t id = 0; id < 3000; id++) {
+        uint32_t idx, idx2;
+        const sg_payload_t *p = sg_payload_pick(&t, id, 1, 5, &idx);
+        stable &= sg_payload_pick(&t, id, 1, 5, &idx2) == p && idx == idx2 && idx / 3 == id % 300;
+        picked[p->model]++;
+    }
+    CHECK(stable);
+    for (int m = 0; m < 3; m++)
+        CHECK(picked[m] > 900 && picked[m] < 1100);
+    /* round robin: request id goes to model id % 3, entry id % 300, whatever the table size */
+    bool rr = true;
+    for (uint64_t id = 0; id < 3000; id++) {
+        uint32_t idx;
+        const sg_payload_t *p = sg_payload_pick(&t, id, 0, 5, &idx);
+        rr &= p->model == id % 3 && idx == (id % 300) * 3 + id % 3;
+    }
+    CHECK(rr);
     sg_workload_free(&t);
 
     /* osl stddev 0: exactly the mean; osl 1 */
@@ -378,7 +407,7 @@ static void test_build_completions(void)
     spec.osl_stddev = 0;
     spec.num_prompts = 50;
     CHECK_EQ_INT(sg_workload_build(&spec, &t, err, sizeof err), 0);
-    ok = t.n == 50;
+    ok = t.n == 150;
     for (size_t i = 0; i < t.n; i++)
         if (t.items[i].max_tokens != 1)
             ok = false;

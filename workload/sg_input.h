@@ -1,0 +1,68 @@
+/*
+ * Input files (--input-file): prompts, output lengths, request bodies or a timed trace, read before any
+ * connection is made. Every error names the file, the line (JSON lines) or the element (JSON documents), and
+ * the field, and shows what was there.
+ *
+ * Formats (--input-format names; detected when not given, see docs/workloads.md):
+ *   genai_perf      JSON lines {"text_input": "...", optional "output_length" or "max_tokens": N}
+ *   llm_perf        JSON lines {"input": "...", optional "output": "reference answer" (its length) or N}
+ *   sharegpt        a JSON array of {"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}
+ *   perf_analyzer   a JSON document {"data": [{"payload": [{request body}, ...]}, ...]}
+ *   raw_payload     JSON lines, each a whole request body
+ *   mooncake_trace  JSON lines {"timestamp": ms, "input_length": N, "output_length": N, "hash_ids": [...]}
+ */
+#ifndef SG_INPUT_H
+#define SG_INPUT_H
+
+#include "sg_common.h"
+
+typedef enum {
+    SG_INPUT_AUTO = 0,
+    SG_INPUT_GENAI_PERF,
+    SG_INPUT_LLM_PERF,
+    SG_INPUT_SHAREGPT,
+    SG_INPUT_PERF_ANALYZER,
+    SG_INPUT_RAW_PAYLOAD,
+    SG_INPUT_MOONCAKE,
+} sg_input_format_t;
+
+typedef struct {
+    char *prompt; /* the prompt text (raw bodies: their messages' text, or the prompt), NULL for traces */
+    size_t prompt_len;
+    char *body; /* raw bodies (raw_payload, perf_analyzer): the request body to send, as written */
+    size_t body_len;
+    char *model; /* raw bodies: their "model", NULL when absent */
+    char *reply; /* sharegpt, llm_perf: the reference reply, whose length is the output length */
+    size_t reply_len;
+    int64_t max_tokens; /* the output length the file gives; -1 when it gives none (or a reply to measure) */
+    /* mooncake_trace */
+    int64_t t_ns; /* timestamp */
+    uint32_t input_length;
+    uint64_t *hash_ids;
+    size_t n_hash_ids;
+    uint32_t where; /* 1-based line (JSON lines) or 0-based element index (JSON documents), for messages */
+} sg_input_entry_t;
+
+typedef struct sg_input {
+    sg_input_format_t format;
+    sg_input_entry_t *e;
+    size_t n;
+    size_t skipped; /* sharegpt entries without a human turn followed by a reply */
+} sg_input_t;
+
+/* Read and parse path. fmt SG_INPUT_AUTO detects. 0, or negative with one line in err. */
+SG_WUR int sg_input_load(const char *path, sg_input_format_t fmt, sg_input_t *out, char *err, size_t errlen);
+/* The same on bytes in memory; name is used in messages. */
+SG_WUR int sg_input_parse(const char *name, const char *data, size_t len, sg_input_format_t fmt, sg_input_t *out,
+                          char *err, size_t errlen);
+void sg_input_free(sg_input_t *in);
+
+const char *sg_input_format_name(sg_input_format_t f);
+/* 0 and *out, or SG_EINVAL for an unknown name. "auto" is accepted. */
+int sg_input_format_parse(const char *name, sg_input_format_t *out);
+/* "genai_perf, llm_perf, ...": the names for messages and --help. */
+const char *sg_input_format_list(void);
+
+/* Mooncake trace entries are sorted by timestamp (stable) and t_ns made relative to the first. */
+
+#endif
