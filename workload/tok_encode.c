@@ -642,6 +642,20 @@ static int encode_segment(sg_tok_enc_t *enc, const char *s, size_t len, bool fir
         }
         return encode_piece(enc, s + start, len - start);
     }
+    if (tok->spm_cut) { /* cut before each "\u2581" that follows another character (see tok_hf.c) */
+        size_t start = 0;
+        for (size_t i = 1; i + 3 <= len; i++) {
+            if (memcmp(s + i, "\xE2\x96\x81", 3) != 0)
+                continue;
+            if (i < 3 || memcmp(s + i - 3, "\xE2\x96\x81", 3) != 0) {
+                if ((rc = encode_piece(enc, s + start, i - start)) < 0)
+                    return rc;
+                start = i;
+            }
+            i += 2;
+        }
+        return encode_piece(enc, s + start, len - start);
+    }
     if (!tok->re)
         return encode_piece(enc, s, len);
     size_t pos = 0;

@@ -744,6 +744,29 @@ static int walk_top(hf_t *hf)
     return rc;
 }
 
+/*
+ * Whether some token holds "\u2581" right after another character. When none does, no merge can ever join a
+ * character to a following "\u2581" (every merge makes a token), so the encoder may cut the text there and
+ * cache the pieces: the ids stay exactly those of one BPE over the whole segment.
+ */
+static bool meta_inside(const sg_tokenizer_t *tok, uint32_t n)
+{
+    for (uint32_t id = 0; id < n; id++) {
+        if (!tok->has[id])
+            continue;
+        const char *k = tok->kblob + tok->koff[id];
+        uint32_t kl = tok->klen[id];
+        for (uint32_t i = 1; i + 3 <= kl; i++) {
+            if (memcmp(k + i, META, 3) != 0)
+                continue;
+            if (i < 3 || memcmp(k + i - 3, META, 3) != 0)
+                return true;
+            i += 2;
+        }
+    }
+    return false;
+}
+
 int sg_tok_load_hf(const char *path, const char *data, size_t len, sg_tokenizer_t **out, char *err, size_t errlen)
 {
     init_byte_map();
@@ -782,6 +805,8 @@ int sg_tok_load_hf(const char *path, const char *data, size_t len, sg_tokenizer_
                 rc = fail(&hf, SG_EINVAL, "model.unk_token: \"%s\" is not in model.vocab", hf.unk_token);
         }
     }
+    if (rc == 0 && tok->kind == SG_TOK_SPM)
+        tok->spm_cut = !meta_inside(tok, n_vocab);
     if (rc == 0)
         rc = sg_tok_pairs_init(tok, 1024);
     if (rc == 0 && hf.merges_at)

@@ -77,6 +77,7 @@ struct sg_tokenizer {
     bool spm_prepend_first; /* only for the segment at the start of the text (Metaspace "first") */
     bool spm_meta;          /* Metaspace: no "\u2581" prepended to a segment that starts with one */
     bool spm_split;         /* Metaspace split: each "\u2581" starts a pre-token */
+    bool spm_cut;           /* no token has "\u2581" after another character: cut pieces there (exact) */
     bool drop_gaps;         /* text the regex does not match is dropped (Split Removed + invert) */
     bool prefix_space;      /* ByteLevel add_prefix_space: ' ' before a segment not starting with one */
     bool byte_fallback;
