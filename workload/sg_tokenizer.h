@@ -58,7 +58,8 @@ SG_WUR ssize_t sg_tok_count(sg_tok_enc_t *enc, const char *text, size_t len);
  * Decode ids as the reference does with special tokens kept and no clean-up: byte-level files give the raw
  * bytes; SentencePiece-style files turn "\u2581" into a space and <0xNN> into the byte, and drop one leading
  * space, as their Metaspace or Strip decoder does. Writes at most cap bytes and returns the full length, which
- * may exceed cap (call with cap 0 to measure); SG_EINVAL for an id out of range.
+ * may exceed cap (call with cap 0 to measure); SG_EINVAL for an id out of range or one that no token uses (a
+ * gap in the ids, e.g. cl100k_base's 100256).
  */
 SG_WUR ssize_t sg_tok_decode(const sg_tokenizer_t *tok, const uint32_t *ids, size_t n, char *out, size_t cap);
 
