@@ -630,8 +630,8 @@ static int not_supported(int val)
         return fail("request-rate-range", "not supported yet: run surge once per value, e.g. "
                                           "for r in 10 20 40; do surge profile ... --request-rate $r; done");
     case OPT_INPUT_DATASET:
-        return fail("input-dataset", "not supported yet: surge generates synthetic prompts "
-                                     "(--synthetic-input-tokens-mean/-stddev)");
+        return fail("input-dataset", "not supported: surge fetches no hosted datasets; download one and give it "
+                                     "with --input-file (ShareGPT, GenAI-Perf JSONL, ...), or use synthetic prompts");
     case OPT_GENERATE_PLOTS:
         return fail("generate-plots", "not supported yet: every request's timeline is in the <stem>.jsonl export "
                                       "in the artifact directory");
@@ -1400,6 +1400,12 @@ void sg_config_usage(FILE *out)
                  "  every prompt starts with three words spelling its index. Prompts from --input-file are\n"
                  "  counted with the tokenizer, or in words without one.\n"
                  "\n"
+                 "Output sequence length (OSL):\n"
+                 "  The server's usage.completion_tokens when it sends one; else, with --tokenizer, the\n"
+                 "  tokenizer's count of the output text (counted after the run, off the hot path); else the\n"
+                 "  number of content events. With --tokenizer and usage, both are kept and disagreements\n"
+                 "  are counted (osl_disagreement). Each request's source is in the JSONL (osl_source).\n"
+                 "\n"
                  "Latency:\n"
                  "  Latencies are measured from each request's intended start (coordinated omission\n"
                  "  corrected): with --request-rate, the time its schedule gave it; with --concurrency, the\n"
@@ -1410,6 +1416,6 @@ void sg_config_usage(FILE *out)
                  "Not supported (GenAI-Perf and perf_analyzer flags): --measurement-interval/-p and\n"
                  "  --stability-percentage/-s (surge measures --request-count requests or --benchmark-duration\n"
                  "  seconds, once), --concurrency-range and --request-rate-range (run surge once per value),\n"
-                 "  --input-dataset, --generate-plots, --batch-size, and arguments after -- (there is no\n"
-                 "  perf_analyzer behind surge).\n");
+                 "  --input-dataset (download the data and give it with --input-file), --generate-plots,\n"
+                 "  --batch-size, and arguments after -- (there is no perf_analyzer behind surge).\n");
 }
