@@ -120,17 +120,33 @@ void sg_tok_enc_free(sg_tok_enc_t *enc)
     free(enc);
 }
 
+/* Scratch arrays grow by doubling from a first size and never shrink: an encoder reaches its working size once. */
+static size_t grown_cap(size_t cap, size_t first, size_t need)
+{
+    cap = cap ? cap : first;
+    while (cap < need)
+        cap *= 2;
+    return cap;
+}
+
+/* realloc *p to n elements of elem bytes; on failure *p is kept (still valid, old size) and false returned */
+static bool resize(void *p, size_t n, size_t elem)
+{
+    void **pp = p;
+    void *q = realloc(*pp, n * elem);
+    if (!q)
+        return false;
+    *pp = q;
+    return true;
+}
+
 static int ids_reserve(sg_tok_enc_t *enc, size_t more)
 {
     if (enc->n_ids + more <= enc->ids_cap)
         return 0;
-    size_t cap = enc->ids_cap ? enc->ids_cap : 1024;
-    while (cap < enc->n_ids + more)
-        cap *= 2;
-    uint32_t *n = realloc(enc->ids, cap * sizeof *n);
-    if (!n)
+    size_t cap = grown_cap(enc->ids_cap, 1024, enc->n_ids + more);
+    if (!resize(&enc->ids, cap, sizeof *enc->ids))
         return SG_ENOMEM;
-    enc->ids = n;
     enc->ids_cap = cap;
     return 0;
 }
@@ -150,30 +166,15 @@ static int sym_reserve(sg_tok_enc_t *enc, size_t n)
 {
     if (n <= enc->sym_cap)
         return 0;
-    size_t cap = enc->sym_cap ? enc->sym_cap : 256;
-    while (cap < n)
-        cap *= 2;
-    uint32_t *a = realloc(enc->sym, cap * sizeof *a);
-    if (a)
-        enc->sym = a;
-    uint32_t *b = realloc(enc->srank, cap * sizeof *b);
-    if (b)
-        enc->srank = b;
-    uint32_t *c = realloc(enc->smerged, cap * sizeof *c);
-    if (c)
-        enc->smerged = c;
-    int32_t *d = realloc(enc->sprev, cap * sizeof *d);
-    if (d)
-        enc->sprev = d;
-    int32_t *e = realloc(enc->snext, cap * sizeof *e);
-    if (e)
-        enc->snext = e;
-    if (!a || !b || !c || !d || !e)
+    size_t cap = grown_cap(enc->sym_cap, 256, n);
+    /* each array that grew keeps its new size even when a later one fails: sym_cap stays the smallest */
+    if (!resize(&enc->sym, cap, sizeof *enc->sym) || !resize(&enc->srank, cap, sizeof *enc->srank) ||
+        !resize(&enc->smerged, cap, sizeof *enc->smerged) || !resize(&enc->sprev, cap, sizeof *enc->sprev) ||
+        !resize(&enc->snext, cap, sizeof *enc->snext))
         return SG_ENOMEM;
     enc->sym_cap = cap;
     return 0;
 }
-
 static inline uint32_t pair_rank(const sg_tokenizer_t *tok, uint32_t left, uint32_t right, uint32_t *merged)
 {
     uint64_t key = (uint64_t)left << 32 | right;
@@ -468,36 +469,22 @@ static int nbuf_reserve(sg_tok_enc_t *enc, size_t n)
 {
     if (n <= enc->ncap)
         return 0;
-    size_t cap = enc->ncap ? enc->ncap : 4096;
-    while (cap < n)
-        cap *= 2;
-    char *b = realloc(enc->nbuf, cap);
-    if (!b)
+    size_t cap = grown_cap(enc->ncap, 4096, n);
+    if (!resize(&enc->nbuf, cap, 1))
         return SG_ENOMEM;
-    enc->nbuf = b;
     enc->ncap = cap;
     return 0;
 }
-
 static int ubuf_reserve(sg_tok_enc_t *enc, size_t n)
 {
     if (n <= enc->ucap)
         return 0;
-    size_t cap = enc->ucap ? enc->ucap : 4096;
-    while (cap < n)
-        cap *= 2;
-    UChar *a = realloc(enc->u1, cap * sizeof *a);
-    if (a)
-        enc->u1 = a;
-    UChar *b = realloc(enc->u2, cap * sizeof *b);
-    if (b)
-        enc->u2 = b;
-    if (!a || !b)
+    size_t cap = grown_cap(enc->ucap, 4096, n);
+    if (!resize(&enc->u1, cap, sizeof *enc->u1) || !resize(&enc->u2, cap, sizeof *enc->u2))
         return SG_ENOMEM;
     enc->ucap = cap;
     return 0;
 }
-
 /*
  * NFC of s into enc->nbuf, or s itself when it is already in NFC. Text that is not valid UTF-8 is left as it
  * is (the references only take valid text).
