@@ -84,6 +84,16 @@ __attribute__((format(printf, 4, 5))) static int fail_at(const ctx_t *c, uint32_
     return SG_EINVAL;
 }
 
+/* jansson's error text quotes the input near the error ("... near '\"x\\<newline>'"): control bytes become '?'
+ * so the message stays one line. */
+static const char *one_line(char *s)
+{
+    for (char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    return s;
+}
+
 /* A short rendering of a JSON value for "got ..." */
 static void show(const json_t *v, char *buf, size_t len)
 {
@@ -254,8 +264,10 @@ static int raw_body(const ctx_t *c, uint32_t where, const json_t *body, const ch
         const json_t *m;
         json_array_foreach(messages, i, m)
         {
-            if (!json_is_object(m))
+            if (!json_is_object(m)) {
+                free(buf);
                 return fail_at(c, where, "messages", "must hold message objects, element %zu is not one", i);
+            }
             if (!content_text(json_object_get(m, "content"), &buf, &len, &cap)) {
                 free(buf);
                 return oom(c);
@@ -474,7 +486,14 @@ static void list_keys(const json_t *o, char *buf, size_t len)
             off += (size_t)snprintf(buf + off, len - off, ", ...");
             break;
         }
-        off += (size_t)snprintf(buf + off, len - off, "%s\"%.24s\"", n > 1 ? ", " : "", key);
+        /* at most 24 bytes of the key, control bytes shown as '?': a key holding "\n" must not break the
+         * message's one line */
+        char k[25];
+        size_t kl = 0;
+        for (; key[kl] && kl < 24; kl++)
+            k[kl] = (unsigned char)key[kl] < 0x20 || key[kl] == 0x7f ? '?' : key[kl];
+        k[kl] = '\0';
+        off += (size_t)snprintf(buf + off, len - off, "%s\"%s\"", n > 1 ? ", " : "", k);
         if (off >= len)
             break;
     }
@@ -545,7 +564,7 @@ static int parse_jsonl(const ctx_t *c, const char *data, size_t len, sg_input_fo
         json_error_t je;
         json_t *o = json_loadb(s, n, JSON_DECODE_ANY | JSON_PRESERVE_ORDER | JSON_ALLOW_NUL, &je);
         if (!o)
-            return fail_at(c, line, NULL, "not valid JSON: %s (column %d)", je.text, je.column);
+            return fail_at(c, line, NULL, "not valid JSON: %s (column %d)", one_line(je.text), je.column);
         if (f == SG_INPUT_AUTO) {
             int rc = json_is_object(o) ? detect_line(c, o, &f) : fail_at(c, line, NULL, "expected a JSON object");
             if (rc) {
@@ -609,12 +628,13 @@ int sg_input_parse(const char *name, const char *data, size_t len, sg_input_form
         }
         if (fmt == SG_INPUT_AUTO && data[i] == '[') {
             snprintf(err, errlen, "%s: starts with '[' (a ShareGPT JSON array) but is not valid JSON: %s (line %d)",
-                     name, je.text, je.line);
+                     name, one_line(je.text), je.line);
             json_decref(doc);
             return SG_EINVAL;
         }
         if (!jsonl_format(fmt) && fmt != SG_INPUT_AUTO && !doc) {
-            snprintf(err, errlen, "%s: not valid JSON: %s (line %d, column %d)", name, je.text, je.line, je.column);
+            snprintf(err, errlen, "%s: not valid JSON: %s (line %d, column %d)", name, one_line(je.text), je.line,
+                     je.column);
             return SG_EINVAL;
         }
     }

@@ -197,6 +197,17 @@ static void test_detection(void)
     BAD("{\"question\": \"q\", \"answer\": \"a\"}\n", SG_INPUT_AUTO, "cannot tell the format of f.jsonl",
         "keys \"question\", \"answer\"");
     BAD("{\"data\": 5}", SG_INPUT_AUTO, "\"data\" must be an array", NULL);
+    /* a bad message after a good one: the text gathered so far is freed (a leak the sanitizer build sees) */
+    BAD("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, 1]}\n", SG_INPUT_RAW_PAYLOAD,
+        "f.jsonl line 1: \"messages\" must hold message objects, element 1 is not one", NULL);
+    /* a key holding a newline (found by fuzz_input): the message stays one line */
+    BAD("{\"ques\\ntion\\u0001\": \"q\"}\n", SG_INPUT_AUTO, "keys \"ques?tion?\"", NULL);
+    CHECK(strchr(err, '\n') == NULL);
+    /* jansson quotes the bad input, newline included (found by fuzz_input): shown as '?' */
+    BAD("{\" \\\n", SG_INPUT_SHAREGPT, "f.jsonl: not valid JSON: ", NULL);
+    CHECK(strchr(err, '\n') == NULL);
+    BAD("[\"\\\r\n", SG_INPUT_AUTO, "f.jsonl: starts with '['", NULL);
+    CHECK(strchr(err, '\n') == NULL && strchr(err, '\r') == NULL);
     sg_input_format_t f;
     CHECK(sg_input_format_parse("mooncake_trace", &f) == 0 && f == SG_INPUT_MOONCAKE);
     CHECK(sg_input_format_parse("genai_perf", &f) == 0 && f == SG_INPUT_GENAI_PERF);
