@@ -1,5 +1,6 @@
 """Arrival statistics measured at the server: Poisson passes a KS test, constant rate is on the asked rate,
 concurrency limits hold, and --max-concurrency delays requests without re-spacing them."""
+# ctest: run-serial
 import math
 
 import harness

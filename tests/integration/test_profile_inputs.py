@@ -2,6 +2,7 @@
 prompts, output lengths and models the file gives (no tokenizer: lengths in words); -m a -m b round robin and
 random per request; bad files refused before any connection with the file, line and field named; and trace
 replay with --fixed-schedule, where every request reaches the server within 1 ms of its timestamp."""
+# ctest: run-serial
 
 import collections
 import json
