@@ -47,6 +47,8 @@ enum {
     OPT_ENDPOINT_TYPE,
     OPT_ENDPOINT,
     OPT_STREAMING,
+    OPT_HTTP2,
+    OPT_MAX_CONNECTIONS,
     OPT_API_KEY,
     OPT_EXTRA_INPUTS,
     OPT_REQUEST_RATE,
@@ -99,6 +101,8 @@ static const struct option long_options[] = {
     {"endpoint-type", required_argument, NULL, OPT_ENDPOINT_TYPE},
     {"endpoint", required_argument, NULL, OPT_ENDPOINT},
     {"streaming", no_argument, NULL, OPT_STREAMING},
+    {"http2", no_argument, NULL, OPT_HTTP2},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
     {"header", required_argument, NULL, OPT_HEADER},
     {"api-key", required_argument, NULL, OPT_API_KEY},
     {"extra-inputs", required_argument, NULL, OPT_EXTRA_INPUTS},
@@ -769,6 +773,11 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *ar
     case OPT_CONCURRENCY:
         st->concurrency_given = true;
         return parse_u32(opt, arg, 1, 10000000, &cfg->concurrency);
+    case OPT_HTTP2:
+        cfg->http2 = true;
+        return 0;
+    case OPT_MAX_CONNECTIONS:
+        return parse_u32(opt, arg, 1, 1000000, &cfg->max_connections);
     case OPT_MAX_CONCURRENCY:
         st->max_concurrency_given = true;
         return parse_u32(opt, arg, 1, 10000000, &cfg->max_concurrency);
@@ -1226,6 +1235,8 @@ char *sg_config_to_json(const sg_config_t *cfg)
                         json_string(cfg->endpoint_type == SG_OAI_COMPLETIONS ? "completions" : "chat"));
     json_object_set_new(o, "endpoint", cfg->endpoint_path ? json_string(cfg->endpoint_path) : json_null());
     json_object_set_new(o, "streaming", json_boolean(cfg->streaming));
+    json_object_set_new(o, "http2", json_boolean(cfg->http2));
+    json_object_set_new(o, "max_connections", cfg->max_connections ? json_integer(cfg->max_connections) : json_null());
     json_object_set_new(o, "headers", headers);
     json_object_set_new(o, "extra_inputs", extra ? extra : json_object());
     if (cfg->request_rate > 0) {
@@ -1305,6 +1316,10 @@ void sg_config_usage(FILE *out)
                  "                                (default: v1/chat/completions, or v1/completions)\n"
                  "      --streaming               ask for streamed (SSE) responses: needed for time to first\n"
                  "                                token and inter-token latency\n"
+                 "      --http2                   HTTP/2 without TLS (h2c, prior knowledge): many streams per\n"
+                 "                                connection; refused streams are re-sent once\n"
+                 "      --max-connections N       connections to the target over all workers (default: as\n"
+                 "                                demand needs)\n"
                  "  -H, --header 'Name: value'    extra HTTP header on every request; repeatable\n"
                  "      --api-key KEY             send 'Authorization: Bearer KEY'\n"
                  "\n"

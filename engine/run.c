@@ -339,6 +339,22 @@ int sg_profile_main(int argc, char **argv)
         goto out;
     }
     sg_input_free(&input); /* the payloads hold what the requests need */
+    if (cfg.http2) {
+        /* Each pre-rendered request once more in HTTP/2 form (header fields, body in place), shared read-only. */
+        run.h2_reqs = calloc(payloads.n, sizeof(*run.h2_reqs));
+        if (!run.h2_reqs) {
+            exit_code = EXIT_FATAL;
+            goto out;
+        }
+        for (size_t i = 0; i < payloads.n; i++) {
+            int herr = sg_h2_req_from_h1(payloads.items[i].bytes, payloads.items[i].len, "http", &run.h2_reqs[i]);
+            if (herr < 0) {
+                fprintf(stderr, "surge: --http2: cannot express request %zu in HTTP/2: %s\n", i, sg_strerror(herr));
+                exit_code = herr == SG_ENOMEM ? EXIT_FATAL : EXIT_USAGE;
+                goto out;
+            }
+        }
+    }
 
     if (sg_tcp_resolve(cfg.host, cfg.port, &run.addr, err, sizeof(err)) < 0) {
         fprintf(stderr, "surge: -u/--url %s: %s\n", cfg.url, err);
@@ -396,6 +412,9 @@ int sg_profile_main(int argc, char **argv)
         n_workers = cfg.concurrency;
     if (cfg.max_concurrency && cfg.max_concurrency < n_workers)
         n_workers = cfg.max_concurrency;
+    /* --max-connections: every worker needs a connection of its own */
+    if (cfg.max_connections && cfg.max_connections < n_workers)
+        n_workers = cfg.max_connections;
     ws = calloc(n_workers, sizeof(*ws));
     if (!ws) {
         exit_code = EXIT_FATAL;
@@ -503,6 +522,12 @@ int sg_profile_main(int argc, char **argv)
                     i, st.cpu, (unsigned long long)st.issued, (unsigned long long)st.conns_opened,
                     (unsigned long long)st.conns_peak, (unsigned long long)st.connect_failures,
                     (unsigned long long)st.resent);
+            if (cfg.http2)
+                fprintf(stderr,
+                        "surge: worker %u: http2: peak %llu streams on one connection, %llu GOAWAY received, %llu "
+                        "streams refused and re-sent, %llu streams reset\n",
+                        i, (unsigned long long)st.h2_streams_peak, (unsigned long long)st.h2_goaways,
+                        (unsigned long long)st.h2_refused_resent, (unsigned long long)st.h2_resets);
         }
     }
     /* With a tokenizer the workers deferred their measured records: settle OSL from the logs, off the hot path
@@ -570,6 +595,10 @@ out:
             sg_worker_free(ws[i]);
     free(ws);
     sg_metrics_free(merged);
+    if (run.h2_reqs)
+        for (size_t i = 0; i < payloads.n; i++)
+            sg_h2_req_free(&run.h2_reqs[i]);
+    free(run.h2_reqs);
     sg_workload_free(&payloads);
     sg_input_free(&input);
     free(schedule);

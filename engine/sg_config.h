@@ -25,7 +25,9 @@ typedef struct {
     sg_oai_kind_t endpoint_type;
     char *endpoint_path; /* full request path, e.g. "/v1/chat/completions" (base_path + endpoint) */
     bool streaming;
-    char **headers; /* -H "Name: value", validated; NULL-terminated */
+    bool http2;               /* --http2: h2c with prior knowledge, many streams per connection */
+    uint32_t max_connections; /* --max-connections: per target, over all workers; 0 = as demand needs */
+    char **headers;           /* -H "Name: value", validated; NULL-terminated */
     size_t n_headers;
     char *extra_inputs_json; /* JSON object text merged into every body ("{}" when none) */
 

@@ -10,6 +10,7 @@
 #define SG_RUN_H
 
 #include "sg_config.h"
+#include "sg_h2.h"
 #include "sg_tcp.h"
 #include "sg_tokenizer.h"
 #include "sg_workload.h"
@@ -19,6 +20,7 @@
 typedef struct sg_run {
     const sg_config_t *cfg;
     const sg_payload_table_t *payloads;
+    sg_h2_req_t *h2_reqs;       /* --http2: payloads->items[i] in HTTP/2 form; NULL without */
     const sg_tokenizer_t *tok;  /* --tokenizer, NULL without one; read-only, shared */
     const int64_t *schedule_ns; /* --fixed-schedule: entry i's offset from the start (ns), sorted; else NULL */
     size_t schedule_n;

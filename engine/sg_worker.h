@@ -48,6 +48,11 @@ typedef struct {
     uint64_t conns_peak; /* most connections open at once */
     uint64_t connect_failures;
     uint64_t resent; /* requests re-sent once after a kept-alive connection turned out closed */
+    /* --http2 */
+    uint64_t h2_streams_peak;   /* most streams open at once on one connection */
+    uint64_t h2_goaways;        /* GOAWAY frames received */
+    uint64_t h2_refused_resent; /* streams refused (REFUSED_STREAM, above GOAWAY's last id) and re-sent */
+    uint64_t h2_resets;         /* streams the server reset (RST_STREAM) */
 } sg_worker_stats_t;
 void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out);
 void sg_worker_free(sg_worker_t *w);

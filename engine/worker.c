@@ -17,6 +17,7 @@
 #include "sg_worker.h"
 
 #include "sg_h1.h"
+#include "sg_h2.h"
 #include "sg_loop.h"
 #include "sg_openai.h"
 #include "sg_sched.h"
@@ -43,6 +44,23 @@
 typedef struct sg_conn sg_conn_t;
 typedef struct sg_req sg_req_t;
 
+/*
+ * One response being received: HTTP/1.1 connections embed one; HTTP/2 gives each stream its own (from a
+ * per-worker free list). The parser callbacks below work on it, whatever the protocol.
+ */
+typedef struct resp resp_t;
+struct resp {
+    sg_worker_t *w;
+    sg_req_t *req; /* NULL once the request was finished elsewhere (timeout, cancel) */
+    sg_sse_t sse;
+    char *body; /* non-streamed body, or the start of an error body */
+    size_t body_len;
+    size_t body_cap;
+    bool event_stream;
+    bool complete; /* the parser reported the end of the response */
+    resp_t *next_free;
+};
+
 struct sg_req {
     sg_record_t rec;
     const sg_payload_t *payload;
@@ -58,6 +76,8 @@ struct sg_req {
     bool text_lost; /* over SG_RECORD_TEXT_MAX, a bad escape, or out of memory: no tokenizer count */
     bool in_flight;
     bool retried; /* re-sent once after a kept-alive connection turned out to be closed */
+    resp_t *rs;   /* --http2: the stream's response */
+    int32_t stream_id;
 };
 
 enum conn_state { C_CONNECTING, C_IDLE, C_BUSY, C_CLOSING };
@@ -71,16 +91,21 @@ struct sg_conn {
     enum conn_state state;
     unsigned ops; /* operations in flight; the conn is freed when closing and this reaches 0 */
     bool recv_armed;
-    bool complete;  /* the parser reported the end of the response */
     bool for_setup; /* opened before the start instant */
-    sg_req_t *req;  /* the request on this connection */
+    resp_t rs;      /* HTTP/1.1: the response of the request on this connection (rs.req) */
     size_t send_off;
     sg_h1_resp_t h1;
-    sg_sse_t sse;
-    char *body; /* non-streamed body, or the start of an error body */
-    size_t body_len;
-    size_t body_cap;
     uint64_t served; /* responses completed on this connection */
+    /* --http2 */
+    sg_h2_t *h2;
+    char *wbuf; /* bytes being sent (wlen), sent up to woff */
+    size_t wlen, wcap, woff;
+    bool sending;
+    bool h2_lost; /* the connection broke: its streams end as disconnects (or are re-sent) */
+    int lost_res;
+    size_t h2v_idx;        /* 1 + index in the worker's usable HTTP/2 connections; 0 when not there */
+    sg_conn_t *dirty_next; /* conns with frames to flush after a dispatch */
+    bool dirty;
     sg_conn_t *next; /* idle list */
     sg_conn_t *prev;
     sg_conn_t *all_next; /* every connection of the worker, for the final clean-up */
@@ -125,6 +150,16 @@ struct sg_worker {
     int last_connect_err;
     uint64_t conns_opened, conns_peak, connect_failures, resent;
 
+    /* --http2 */
+    bool http2;
+    bool in_h2_cb;   /* inside nghttp2 (feed, drain, free): queue frames, do not flush */
+    sg_conn_t **h2v; /* connected sessions that may take streams */
+    size_t h2n, h2cap;
+    sg_conn_t *dirty_head; /* sessions with frames to flush */
+    resp_t *free_resps;
+    uint32_t h2_per_conn; /* streams a connection takes: the peer's last SETTINGS_MAX_CONCURRENT_STREAMS */
+    uint64_t h2_streams_peak, h2_goaways, h2_refused_resent, h2_resets;
+
     sg_metrics_t *metrics;
     bool keep_text; /* --tokenizer: keep output text, defer measured records' metrics to the post-run pass */
     sg_reclog_t *log;
@@ -140,6 +175,18 @@ static void conn_dispatch(sg_worker_t *w);
 static void conn_close(sg_conn_t *c);
 static void req_finish(sg_worker_t *w, sg_req_t *r, int64_t now);
 static void issue_closed(sg_worker_t *w, int64_t intended);
+static void conn_put(sg_conn_t *c);
+static void recv_arm(sg_conn_t *c);
+static void fail_waiting_head(sg_worker_t *w, int err);
+static sg_conn_t *conn_open(sg_worker_t *w, bool for_setup);
+static void h2_conn_release(sg_conn_t *c);
+static void h2v_remove(sg_worker_t *w, sg_conn_t *c);
+static void h2_conn_lost(sg_conn_t *c, int res);
+static void h2_handle_data(sg_conn_t *c, const char *data, size_t len);
+static void h2_on_sent(sg_conn_t *c, int res);
+static int h2_conn_ready(sg_conn_t *c);
+static void h2_dispatch(sg_worker_t *w);
+static void h2_abandon(sg_req_t *r);
 
 /* ---------------- helpers ---------------- */
 
@@ -314,7 +361,7 @@ static void req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
 
 /* ---------------- events from the parsers ---------------- */
 
-static int body_append(sg_conn_t *c, const char *data, size_t len, size_t cap_limit)
+static int body_append(resp_t *c, const char *data, size_t len, size_t cap_limit)
 {
     if (c->body_len + len > cap_limit)
         return SG_ETOOBIG;
@@ -406,7 +453,7 @@ static int add_content_event(sg_req_t *r, int64_t t)
 
 static int on_sse_event(void *ud, const sg_sse_event_t *ev)
 {
-    sg_conn_t *c = ud;
+    resp_t *c = ud;
     sg_req_t *r = c->req;
     if (!r)
         return SG_EPROTO;
@@ -436,11 +483,12 @@ static const sg_sse_cb_t sse_cb = {.on_event = on_sse_event};
 
 static int on_head(void *ud, const sg_h1_resp_head_t *head)
 {
-    sg_conn_t *c = ud;
+    resp_t *c = ud;
     sg_req_t *r = c->req;
     if (!r)
         return SG_EPROTO; /* a response nobody asked for */
     r->rec.http_status = head->status;
+    c->event_stream = head->event_stream;
     if (head->status < 200 || head->status > 299)
         set_error(r, SG_ERRC_HTTP, "HTTP %d", head->status);
     return 0;
@@ -448,7 +496,7 @@ static int on_head(void *ud, const sg_h1_resp_head_t *head)
 
 static int on_body(void *ud, const char *data, size_t len)
 {
-    sg_conn_t *c = ud;
+    resp_t *c = ud;
     sg_req_t *r = c->req;
     r->rec.response_bytes += len;
     if (r->rec.err_class == SG_ERRC_HTTP) {
@@ -458,7 +506,7 @@ static int on_body(void *ud, const char *data, size_t len)
                                ERR_BODY_SAMPLE);
         return 0;
     }
-    if (c->h1.head.event_stream) {
+    if (c->event_stream) {
         int err = sg_sse_feed(&c->sse, data, len, &sse_cb, c);
         if (err < 0) {
             set_error(r, SG_ERRC_PROTOCOL, "SSE: %s", sg_strerror(err));
@@ -472,7 +520,7 @@ static int on_body(void *ud, const char *data, size_t len)
     return err;
 }
 
-static void finish_error_body(sg_conn_t *c, sg_req_t *r)
+static void finish_error_body(resp_t *c, sg_req_t *r)
 {
     /* Prefer the server's own error message over "HTTP 500". */
     sg_oai_result_t res;
@@ -492,13 +540,13 @@ static void finish_error_body(sg_conn_t *c, sg_req_t *r)
 
 static int on_complete(void *ud)
 {
-    sg_conn_t *c = ud;
+    resp_t *c = ud;
     sg_req_t *r = c->req;
     sg_record_t *rec = &r->rec;
     if (rec->err_class == SG_ERRC_HTTP) {
         finish_error_body(c, r);
     } else if (rec->err_class == SG_ERRC_NONE) {
-        if (c->h1.head.event_stream) {
+        if (c->event_stream) {
             if (sg_sse_pending(&c->sse))
                 set_error(r, SG_ERRC_PROTOCOL, "stream ended inside an SSE event");
         } else {
@@ -536,10 +584,13 @@ static void conn_free(sg_conn_t *c)
         w->all_head = c->all_next;
     if (c->all_next)
         c->all_next->all_prev = c->all_prev;
+    if (c->h2)
+        h2_conn_release(c);
     close(c->fd);
     sg_h1_resp_free(&c->h1);
-    sg_sse_free(&c->sse);
-    free(c->body);
+    sg_sse_free(&c->rs.sse);
+    free(c->rs.body);
+    free(c->wbuf);
     w->n_conns--;
     free(c);
 }
@@ -562,6 +613,8 @@ static void conn_close(sg_conn_t *c)
     if (connecting)
         w->n_connecting--;
     c->state = C_CLOSING;
+    if (c->h2v_idx)
+        h2v_remove(w, c);
     if (c->ops == 0) {
         conn_free(c);
         return;
@@ -578,7 +631,7 @@ static void conn_close(sg_conn_t *c)
 
 static void conn_send(sg_conn_t *c)
 {
-    const sg_payload_t *p = c->req->payload;
+    const sg_payload_t *p = c->rs.req->payload;
     struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
     io_uring_prep_send(sqe, c->fd, p->bytes + c->send_off, p->len - c->send_off, MSG_NOSIGNAL);
     c->ops++;
@@ -587,13 +640,13 @@ static void conn_send(sg_conn_t *c)
 static void conn_start(sg_conn_t *c, sg_req_t *r)
 {
     sg_worker_t *w = c->w;
-    c->req = r;
+    c->rs.req = r;
     c->state = C_BUSY;
-    c->complete = false;
-    c->body_len = 0;
+    c->rs.complete = false;
+    c->rs.body_len = 0;
     c->send_off = 0;
     sg_h1_resp_reset(&c->h1);
-    sg_sse_reset(&c->sse);
+    sg_sse_reset(&c->rs.sse);
     r->conn = c;
     r->rec.sent_ns = sg_now_ns();
     fl_append(w, r);
@@ -613,7 +666,7 @@ static bool maybe_retry(sg_conn_t *c, sg_req_t *r)
     fl_remove(w, r);
     r->conn = NULL;
     r->rec.sent_ns = 0;
-    c->req = NULL;
+    c->rs.req = NULL;
     /* back to the front of the queue: it was due before everything waiting */
     r->next = w->wait_head;
     w->wait_head = r;
@@ -626,13 +679,17 @@ static bool maybe_retry(sg_conn_t *c, sg_req_t *r)
 static void conn_lost(sg_conn_t *c, int res)
 {
     sg_worker_t *w = c->w;
-    sg_req_t *r = c->req;
+    if (w->http2) {
+        h2_conn_lost(c, res);
+        return;
+    }
+    sg_req_t *r = c->rs.req;
     if (r && !maybe_retry(c, r)) {
-        c->req = NULL;
+        c->rs.req = NULL;
         int64_t now = sg_now_ns();
         t_recv_ns = now;
-        int e = res == 0 ? sg_h1_resp_eof(&c->h1, &h1_cb, c) : SG_EINCOMPLETE;
-        if (!(e == 0 && c->complete)) {
+        int e = res == 0 ? sg_h1_resp_eof(&c->h1, &h1_cb, &c->rs) : SG_EINCOMPLETE;
+        if (!(e == 0 && c->rs.complete)) {
             if (res == 0)
                 set_error(r, SG_ERRC_DISCONNECT, "connection closed by the server %s",
                           sg_h1_resp_started(&c->h1) ? "in the middle of the response" : "before any response");
@@ -648,7 +705,11 @@ static void conn_lost(sg_conn_t *c, int res)
 static void handle_data(sg_conn_t *c, const char *data, size_t len)
 {
     sg_worker_t *w = c->w;
-    sg_req_t *r = c->req;
+    if (c->h2) {
+        h2_handle_data(c, data, len);
+        return;
+    }
+    sg_req_t *r = c->rs.req;
     if (!r || c->state != C_BUSY) {
         /* bytes nobody asked for: the connection is out of step, drop it */
         conn_close(c);
@@ -657,19 +718,19 @@ static void handle_data(sg_conn_t *c, const char *data, size_t len)
     t_recv_ns = sg_now_ns();
     if (r->rec.first_byte_ns == 0)
         r->rec.first_byte_ns = t_recv_ns;
-    ssize_t n = sg_h1_resp_feed(&c->h1, data, len, &h1_cb, c);
+    ssize_t n = sg_h1_resp_feed(&c->h1, data, len, &h1_cb, &c->rs);
     if (n < 0) {
         set_error(r, SG_ERRC_PROTOCOL, "malformed HTTP response: %s", sg_strerror((int)n));
-        c->req = NULL;
+        c->rs.req = NULL;
         conn_close(c);
         req_finish(w, r, t_recv_ns);
         conn_dispatch(w);
         return;
     }
-    if (!c->complete)
+    if (!c->rs.complete)
         return;
     bool keep = c->h1.head.keep_alive && (size_t)n == len;
-    c->req = NULL;
+    c->rs.req = NULL;
     c->served++;
     if (keep)
         idle_push(w, c);
@@ -717,12 +778,17 @@ static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
 {
     sg_conn_t *c = SG_CONTAINER_OF(op, sg_conn_t, send_op);
     int res = cqe->res;
-    if (c->state == C_BUSY && c->req) {
+    if (c->w->http2) {
+        h2_on_sent(c, res);
+        conn_put(c);
+        return;
+    }
+    if (c->state == C_BUSY && c->rs.req) {
         if (res < 0) {
             conn_lost(c, res);
         } else {
             c->send_off += (size_t)res;
-            if (c->send_off < c->req->payload->len)
+            if (c->send_off < c->rs.req->payload->len)
                 conn_send(c); /* short send: the rest */
         }
     }
@@ -756,7 +822,15 @@ static void on_connect(sg_op_t *op, const struct io_uring_cqe *cqe)
             return;
         }
         recv_arm(c);
-        idle_push(w, c);
+        if (w->http2) {
+            if (h2_conn_ready(c) < 0) {
+                c->state = C_BUSY; /* so conn_close does not count the connect twice */
+                conn_close(c);
+                fail_waiting_head(w, SG_ENOMEM);
+            }
+        } else {
+            idle_push(w, c);
+        }
         conn_put(c);
         conn_dispatch(w);
         return;
@@ -784,7 +858,8 @@ static sg_conn_t *conn_open(sg_worker_t *w, bool for_setup)
     c->send_op.fn = on_send;
     c->recv_op.fn = on_recv;
     sg_h1_resp_init(&c->h1);
-    sg_sse_init(&c->sse, MAX_EVENT_BYTES);
+    c->rs.w = w;
+    sg_sse_init(&c->rs.sse, MAX_EVENT_BYTES);
     c->state = C_CONNECTING;
     c->all_next = w->all_head;
     if (w->all_head)
@@ -806,6 +881,10 @@ static void conn_dispatch(sg_worker_t *w)
 {
     if (atomic_load_explicit(&w->run->stop, memory_order_relaxed))
         return;
+    if (w->http2) {
+        h2_dispatch(w);
+        return;
+    }
     while (w->wait_head) {
         if (w->max_in_flight && w->n_in_flight >= w->max_in_flight)
             return;
@@ -827,6 +906,385 @@ static void conn_dispatch(sg_worker_t *w)
             want = w->n_waiting < want ? w->n_waiting : want;
         }
     }
+}
+
+/* ---------------- HTTP/2 (--http2: h2c with prior knowledge) ---------------- */
+
+/*
+ * Each connection holds one sg_h2 session and many streams; a stream's response has its own resp_t, handled by
+ * the same parser callbacks as HTTP/1.1. Frames the session queues are sent from c->wbuf, one send in flight
+ * per connection; while it is out, new frames wait in nghttp2 and go with the next send. Nothing is flushed
+ * from inside nghttp2's callbacks (w->in_h2_cb): dirty sessions are flushed once the callback has returned.
+ */
+
+static resp_t *resp_alloc(sg_worker_t *w)
+{
+    resp_t *rs = w->free_resps;
+    if (rs) {
+        w->free_resps = rs->next_free;
+        sg_sse_reset(&rs->sse);
+    } else {
+        rs = calloc(1, sizeof(*rs));
+        if (!rs)
+            return NULL;
+        rs->w = w;
+        sg_sse_init(&rs->sse, MAX_EVENT_BYTES);
+    }
+    rs->req = NULL;
+    rs->body_len = 0;
+    rs->event_stream = false;
+    rs->complete = false;
+    return rs;
+}
+
+static void resp_release(sg_worker_t *w, resp_t *rs)
+{
+    if (rs->body_cap > (64u << 10)) {
+        free(rs->body);
+        rs->body = NULL;
+        rs->body_cap = 0;
+    }
+    rs->next_free = w->free_resps;
+    w->free_resps = rs;
+}
+
+static int h2v_add(sg_worker_t *w, sg_conn_t *c)
+{
+    if (w->h2n == w->h2cap) {
+        size_t ncap = w->h2cap ? w->h2cap * 2 : 8;
+        sg_conn_t **nv = realloc(w->h2v, ncap * sizeof(*nv));
+        if (!nv)
+            return SG_ENOMEM;
+        w->h2v = nv;
+        w->h2cap = ncap;
+    }
+    w->h2v[w->h2n++] = c;
+    c->h2v_idx = w->h2n;
+    return 0;
+}
+
+static void h2v_remove(sg_worker_t *w, sg_conn_t *c)
+{
+    if (!c->h2v_idx)
+        return;
+    size_t i = c->h2v_idx - 1;
+    w->h2v[i] = w->h2v[--w->h2n];
+    w->h2v[i]->h2v_idx = i + 1;
+    c->h2v_idx = 0;
+}
+
+static void h2_mark(sg_conn_t *c)
+{
+    if (c->dirty)
+        return;
+    c->dirty = true;
+    c->dirty_next = c->w->dirty_head;
+    c->w->dirty_head = c;
+}
+
+static void h2_unmark(sg_conn_t *c)
+{
+    if (!c->dirty)
+        return;
+    for (sg_conn_t **p = &c->w->dirty_head; *p; p = &(*p)->dirty_next)
+        if (*p == c) {
+            *p = c->dirty_next;
+            break;
+        }
+    c->dirty = false;
+}
+
+/* Requeue a request that was not processed (refused stream, GOAWAY, a dead kept-alive connection): once, at
+ * the front, keeping its intended time. */
+static void h2_requeue(sg_worker_t *w, sg_req_t *r)
+{
+    r->retried = true;
+    fl_remove(w, r);
+    r->conn = NULL;
+    r->rs = NULL;
+    r->rec.sent_ns = 0;
+    r->next = w->wait_head;
+    w->wait_head = r;
+    if (!w->wait_tail)
+        w->wait_tail = r;
+    w->n_waiting++;
+}
+
+static int h2_cb_head(void *ud, void *sud, int status, bool event_stream)
+{
+    resp_t *rs = sud;
+    if (!rs->req)
+        return -1; /* nobody waits for it any more: reset */
+    if (rs->req->rec.first_byte_ns == 0)
+        rs->req->rec.first_byte_ns = t_recv_ns;
+    sg_h1_resp_head_t head = {.status = status, .content_length = -1, .event_stream = event_stream};
+    return on_head(rs, &head);
+}
+
+static int h2_cb_data(void *ud, void *sud, const char *data, size_t len)
+{
+    resp_t *rs = sud;
+    if (!rs->req)
+        return -1;
+    if (rs->req->rec.first_byte_ns == 0)
+        rs->req->rec.first_byte_ns = t_recv_ns;
+    return on_body(rs, data, len);
+}
+
+static void h2_cb_close(void *ud, void *sud, uint32_t code, bool complete, bool retryable)
+{
+    sg_conn_t *c = ud;
+    sg_worker_t *w = c->w;
+    resp_t *rs = sud;
+    sg_req_t *r = rs->req;
+    if (r) {
+        /* a connection that died under a stream not a byte of whose response came: as a dead keep-alive */
+        if (c->h2_lost && r->rec.first_byte_ns == 0 && c->served > 0)
+            retryable = true;
+        if (retryable && !r->retried) {
+            w->h2_refused_resent++;
+            h2_requeue(w, r);
+        } else {
+            int64_t now = c->h2_lost ? sg_now_ns() : t_recv_ns;
+            if (complete) {
+                t_recv_ns = now;
+                on_complete(rs);
+                c->served++;
+            } else if (c->h2_lost) {
+                if (c->lost_res == 0 || c->lost_res == SG_EPROTO)
+                    set_error(r, SG_ERRC_DISCONNECT, "connection %s %s",
+                              c->lost_res == 0 ? "closed by the server" : "broke (HTTP/2 protocol error)",
+                              r->rec.first_byte_ns ? "in the middle of the response" : "before any response");
+                else
+                    set_error(r, SG_ERRC_DISCONNECT, "connection error: %s", sg_strerror(c->lost_res));
+            } else {
+                w->h2_resets++;
+                set_error(r, SG_ERRC_STREAM_RESET, "HTTP/2 stream %s by the server: %s",
+                          retryable ? "refused again" : "reset", sg_h2_error_name(code));
+            }
+            r->conn = NULL;
+            r->rs = NULL;
+            req_finish(w, r, now);
+        }
+    }
+    resp_release(w, rs);
+}
+
+static void h2_cb_goaway(void *ud, int32_t last_stream_id, uint32_t code)
+{
+    sg_conn_t *c = ud;
+    c->w->h2_goaways++;
+    h2v_remove(c->w, c); /* no new streams here; those above last_stream_id come back refused */
+}
+
+static const sg_h2_cb_t h2_cb = {
+    .on_head = h2_cb_head, .on_data = h2_cb_data, .on_close = h2_cb_close, .on_goaway = h2_cb_goaway};
+
+/* Free the session; streams still open end through h2_cb_close (as disconnects, or re-sent). */
+static void h2_conn_release(sg_conn_t *c)
+{
+    sg_worker_t *w = c->w;
+    sg_h2_t *h = c->h2;
+    c->h2 = NULL;
+    c->h2_lost = true;
+    h2v_remove(w, c);
+    h2_unmark(c);
+    bool was = w->in_h2_cb;
+    w->in_h2_cb = true;
+    sg_h2_free(h);
+    w->in_h2_cb = was;
+}
+
+static void h2_conn_lost(sg_conn_t *c, int res)
+{
+    sg_worker_t *w = c->w;
+    c->lost_res = res;
+    if (c->h2)
+        h2_conn_release(c);
+    conn_close(c);
+    conn_dispatch(w);
+}
+
+/* A GOAWAY'd session with nothing left open is closed. */
+static void h2_maybe_retire(sg_conn_t *c)
+{
+    if (c->h2 && c->state != C_CLOSING && sg_h2_going_away(c->h2) && sg_h2_open_streams(c->h2) == 0)
+        conn_close(c);
+}
+
+static void h2_flush(sg_conn_t *c)
+{
+    sg_worker_t *w = c->w;
+    if (!c->h2 || c->state == C_CLOSING || c->sending)
+        return;
+    c->wlen = c->woff = 0;
+    w->in_h2_cb = true;
+    int err = sg_h2_drain(c->h2, &c->wbuf, &c->wlen, &c->wcap);
+    w->in_h2_cb = false;
+    if (err < 0) {
+        h2_conn_lost(c, err);
+        return;
+    }
+    if (c->wlen) {
+        struct io_uring_sqe *sqe = sg_loop_sqe(&w->loop, &c->send_op);
+        io_uring_prep_send(sqe, c->fd, c->wbuf, c->wlen, MSG_NOSIGNAL);
+        c->ops++;
+        c->sending = true;
+    }
+    h2_maybe_retire(c);
+}
+
+static void h2_flush_dirty(sg_worker_t *w)
+{
+    while (w->dirty_head && !w->in_h2_cb) {
+        sg_conn_t *c = w->dirty_head;
+        w->dirty_head = c->dirty_next;
+        c->dirty = false;
+        h2_flush(c);
+    }
+}
+
+static void h2_on_sent(sg_conn_t *c, int res)
+{
+    if (c->state == C_CLOSING)
+        return;
+    if (res < 0) {
+        c->sending = false;
+        h2_conn_lost(c, res);
+        return;
+    }
+    c->woff += (size_t)res;
+    if (c->woff < c->wlen) {
+        struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
+        io_uring_prep_send(sqe, c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
+        c->ops++;
+        return;
+    }
+    c->sending = false;
+    h2_mark(c);
+    conn_dispatch(c->w);
+    h2_flush_dirty(c->w); /* also when the run is stopping and dispatch returned early */
+}
+
+static int h2_conn_ready(sg_conn_t *c)
+{
+    sg_worker_t *w = c->w;
+    c->h2 = sg_h2_client_new(&h2_cb, c);
+    if (!c->h2 || h2v_add(w, c) < 0)
+        return SG_ENOMEM;
+    c->state = C_IDLE;
+    h2_mark(c); /* the preface and our SETTINGS */
+    return 0;
+}
+
+static void h2_handle_data(sg_conn_t *c, const char *data, size_t len)
+{
+    sg_worker_t *w = c->w;
+    t_recv_ns = sg_now_ns();
+    w->in_h2_cb = true;
+    int err = sg_h2_feed(c->h2, data, len);
+    w->in_h2_cb = false;
+    if (err < 0) {
+        h2_conn_lost(c, err);
+        return;
+    }
+    uint32_t m = sg_h2_peer_max_streams(c->h2);
+    if (m > 0)
+        w->h2_per_conn = m;
+    h2_mark(c); /* WINDOW_UPDATE, SETTINGS ack, PING replies */
+    conn_dispatch(w);
+    h2_flush_dirty(w);
+}
+
+/* A timed-out or cancelled request lets go of its stream: reset it; the response is dropped when it closes. */
+static void h2_abandon(sg_req_t *r)
+{
+    sg_conn_t *c = r->conn;
+    r->rs->req = NULL;
+    r->rs = NULL;
+    r->conn = NULL;
+    if (c && c->h2) {
+        sg_h2_cancel(c->h2, r->stream_id);
+        h2_mark(c);
+    }
+}
+
+/* Submit r on c. false when the session cannot take it now (r is back at the front of the queue). */
+static bool h2_start(sg_conn_t *c, sg_req_t *r)
+{
+    sg_worker_t *w = c->w;
+    resp_t *rs = resp_alloc(w);
+    if (!rs) {
+        set_error(r, SG_ERRC_CONNECT, "out of memory for an HTTP/2 stream");
+        req_finish(w, r, sg_now_ns());
+        return true;
+    }
+    rs->req = r;
+    int32_t id = sg_h2_submit(c->h2, &w->run->h2_reqs[r->rec.payload], rs);
+    if (id < 0) {
+        resp_release(w, rs);
+        if (id == -EAGAIN) {
+            h2v_remove(w, c);
+            r->next = w->wait_head;
+            w->wait_head = r;
+            if (!w->wait_tail)
+                w->wait_tail = r;
+            w->n_waiting++;
+            return false;
+        }
+        set_error(r, SG_ERRC_PROTOCOL, "HTTP/2 request: %s", sg_strerror(id));
+        req_finish(w, r, sg_now_ns());
+        return true;
+    }
+    r->rs = rs;
+    r->conn = c;
+    r->stream_id = id;
+    r->rec.sent_ns = sg_now_ns();
+    fl_append(w, r);
+    atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
+    uint32_t open = sg_h2_open_streams(c->h2);
+    if (open > w->h2_streams_peak)
+        w->h2_streams_peak = open;
+    h2_mark(c);
+    return true;
+}
+
+/* Give waiting requests to the least-loaded session that has room; open connections as demand requires. */
+static void h2_dispatch(sg_worker_t *w)
+{
+    while (w->wait_head) {
+        if (w->max_in_flight && w->n_in_flight >= w->max_in_flight)
+            break;
+        sg_conn_t *best = NULL;
+        uint32_t best_open = UINT32_MAX;
+        for (size_t i = 0; i < w->h2n; i++) {
+            sg_conn_t *c = w->h2v[i];
+            if (!sg_h2_can_submit(c->h2))
+                continue;
+            uint32_t open = sg_h2_open_streams(c->h2);
+            if (open < best_open) {
+                best = c;
+                best_open = open;
+                if (open == 0)
+                    break;
+            }
+        }
+        if (!best || !h2_start(best, wait_pop(w)))
+            break;
+    }
+    uint64_t want = w->n_waiting;
+    if (w->max_in_flight) {
+        uint64_t room = w->max_in_flight > w->n_in_flight ? w->max_in_flight - w->n_in_flight : 0;
+        if (want > room)
+            want = room;
+    }
+    while (want > w->n_connecting * w->h2_per_conn && w->n_conns < w->max_conns) {
+        if (!conn_open(w, false)) {
+            fail_waiting_head(w, w->last_connect_err);
+            want = w->n_waiting < want ? w->n_waiting : want;
+        }
+    }
+    h2_flush_dirty(w);
 }
 
 /* ---------------- schedule ---------------- */
@@ -903,8 +1361,10 @@ static void check_timeouts(sg_worker_t *w, int64_t now)
         sg_conn_t *c = r->conn;
         set_error(r, SG_ERRC_TIMEOUT, "no complete response within --request-timeout %.3g s",
                   w->cfg->request_timeout_s);
-        if (c) {
-            c->req = NULL;
+        if (r->rs) {
+            h2_abandon(r);
+        } else if (c) {
+            c->rs.req = NULL;
             conn_close(c);
         }
         req_finish(w, r, now);
@@ -917,8 +1377,10 @@ static void cancel_all(sg_worker_t *w, int64_t now)
     w->issuing_done = true;
     while (w->fl_head) {
         sg_req_t *r = w->fl_head;
-        if (r->conn) {
-            r->conn->req = NULL;
+        if (r->rs) {
+            h2_abandon(r);
+        } else if (r->conn) {
+            r->conn->rs.req = NULL;
             conn_close(r->conn);
         }
         set_error(r, SG_ERRC_CANCELLED, "run interrupted while the request was in flight");
@@ -959,6 +1421,9 @@ static void preopen(sg_worker_t *w)
     /* A trace's first requests are due at the start instant: have a few connections ready for them too. */
     if (w->cfg->fixed_schedule)
         n = w->quota < FIXED_PREOPEN ? w->quota : FIXED_PREOPEN;
+    /* HTTP/2: streams, not connections, carry the slots; spread them over --max-connections when given */
+    if (w->http2 && !w->cfg->max_connections)
+        n = (n + w->h2_per_conn - 1) / w->h2_per_conn;
     if (n > w->max_conns)
         n = w->max_conns;
     for (uint64_t i = 0; i < n; i++)
@@ -1040,13 +1505,27 @@ static void *worker_main(void *arg)
     while (w->all_head) {
         sg_conn_t *c = w->all_head;
         w->all_head = c->all_next;
+        if (c->h2)
+            h2_conn_release(c);
         close(c->fd);
         sg_h1_resp_free(&c->h1);
-        sg_sse_free(&c->sse);
-        free(c->body);
+        sg_sse_free(&c->rs.sse);
+        free(c->rs.body);
+        free(c->wbuf);
         free(c);
     }
     w->idle_head = NULL;
+    w->dirty_head = NULL;
+    free(w->h2v);
+    w->h2v = NULL;
+    w->h2n = w->h2cap = 0;
+    while (w->free_resps) {
+        resp_t *rs = w->free_resps;
+        w->free_resps = rs->next_free;
+        sg_sse_free(&rs->sse);
+        free(rs->body);
+        free(rs);
+    }
     /* The ring (and its eventfd) stays until sg_worker_join: the controller may still be waking us. */
     if (w->log) {
         err = sg_reclog_close(w->log);
@@ -1086,6 +1565,12 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->timeout_ns = (int64_t)llround(cfg->request_timeout_s * 1e9);
     uint64_t reserve = 64;
     w->max_conns = run->nofile > reserve * 2 ? (run->nofile - reserve) / n : 16;
+    if (cfg->max_connections && share(cfg->max_connections, index, n) < w->max_conns)
+        w->max_conns = share(cfg->max_connections, index, n);
+    if (w->max_conns == 0)
+        w->max_conns = 1;
+    w->http2 = cfg->http2;
+    w->h2_per_conn = 100; /* RFC 9113's recommended minimum, until a peer's SETTINGS say otherwise */
     w->keep_text = run->tok != NULL;
     w->metrics = sg_metrics_new(cfg->slos, cfg->n_slos);
     if (!w->metrics) {
@@ -1161,6 +1646,10 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->conns_peak = w->conns_peak;
     out->connect_failures = w->connect_failures;
     out->resent = w->resent;
+    out->h2_streams_peak = w->h2_streams_peak;
+    out->h2_goaways = w->h2_goaways;
+    out->h2_refused_resent = w->h2_refused_resent;
+    out->h2_resets = w->h2_resets;
 }
 
 void sg_worker_free(sg_worker_t *w)

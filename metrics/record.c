@@ -3,9 +3,11 @@
 const char *sg_err_class_name(sg_err_class_t c)
 {
     static const char *const names[SG_ERRC__COUNT] = {
-        [SG_ERRC_NONE] = "none",       [SG_ERRC_CONNECT] = "connect",     [SG_ERRC_TLS] = "tls",
-        [SG_ERRC_HTTP] = "http",       [SG_ERRC_PROTOCOL] = "protocol",   [SG_ERRC_DISCONNECT] = "disconnect",
-        [SG_ERRC_TIMEOUT] = "timeout", [SG_ERRC_CANCELLED] = "cancelled", [SG_ERRC_SERVER] = "server",
+        [SG_ERRC_NONE] = "none",         [SG_ERRC_CONNECT] = "connect",
+        [SG_ERRC_TLS] = "tls",           [SG_ERRC_HTTP] = "http",
+        [SG_ERRC_PROTOCOL] = "protocol", [SG_ERRC_DISCONNECT] = "disconnect",
+        [SG_ERRC_TIMEOUT] = "timeout",   [SG_ERRC_CANCELLED] = "cancelled",
+        [SG_ERRC_SERVER] = "server",     [SG_ERRC_STREAM_RESET] = "stream_reset",
     };
     return (unsigned)c < SG_ERRC__COUNT ? names[c] : "unknown";
 }

@@ -10,14 +10,15 @@
 
 typedef enum {
     SG_ERRC_NONE = 0,
-    SG_ERRC_CONNECT,    /* could not connect (refused, unreachable, reset before any response) */
-    SG_ERRC_TLS,        /* TLS handshake or record failure */
-    SG_ERRC_HTTP,       /* a response with a non-2xx status */
-    SG_ERRC_PROTOCOL,   /* malformed HTTP, SSE or JSON from the server */
-    SG_ERRC_DISCONNECT, /* the connection closed or reset in the middle of the response */
-    SG_ERRC_TIMEOUT,    /* --request-timeout passed */
-    SG_ERRC_CANCELLED,  /* the run was interrupted (SIGINT) or drained while this request was in flight */
-    SG_ERRC_SERVER,     /* a 2xx response that carried an error object (e.g. in the SSE stream) */
+    SG_ERRC_CONNECT,      /* could not connect (refused, unreachable, reset before any response) */
+    SG_ERRC_TLS,          /* TLS handshake or record failure */
+    SG_ERRC_HTTP,         /* a response with a non-2xx status */
+    SG_ERRC_PROTOCOL,     /* malformed HTTP, SSE or JSON from the server */
+    SG_ERRC_DISCONNECT,   /* the connection closed or reset in the middle of the response */
+    SG_ERRC_TIMEOUT,      /* --request-timeout passed */
+    SG_ERRC_CANCELLED,    /* the run was interrupted (SIGINT) or drained while this request was in flight */
+    SG_ERRC_SERVER,       /* a 2xx response that carried an error object (e.g. in the SSE stream) */
+    SG_ERRC_STREAM_RESET, /* HTTP/2: the server reset the stream (RST_STREAM), or refused it twice */
     SG_ERRC__COUNT
 } sg_err_class_t;
 

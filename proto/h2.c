@@ -1,0 +1,425 @@
+/*
+ * HTTP/2 client sessions over nghttp2's sans-I/O interface (nghttp2_session_mem_recv / _mem_send only).
+ * See sg_h2.h.
+ */
+#define _GNU_SOURCE
+#include "sg_h2.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---------------- requests ---------------- */
+
+static bool name_is(const char *p, size_t n, const char *lit)
+{
+    return strlen(lit) == n && strncasecmp(p, lit, n) == 0;
+}
+
+static bool connection_specific(const char *name, size_t n, const char *value, size_t vn)
+{
+    if (name_is(name, n, "te"))
+        return !(vn == 8 && strncasecmp(value, "trailers", 8) == 0);
+    return name_is(name, n, "connection") || name_is(name, n, "keep-alive") || name_is(name, n, "proxy-connection") ||
+           name_is(name, n, "transfer-encoding") || name_is(name, n, "upgrade") || name_is(name, n, "host");
+}
+
+static nghttp2_nv nv_make(const char *name, size_t n, const char *value, size_t vn)
+{
+    return (nghttp2_nv){.name = (uint8_t *)(uintptr_t)name,
+                        .namelen = n,
+                        .value = (uint8_t *)(uintptr_t)value,
+                        .valuelen = vn,
+                        .flags = NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE};
+}
+
+int sg_h2_req_from_h1(const char *bytes, size_t len, const char *scheme, sg_h2_req_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    const char *end = bytes + len;
+    const char *head_end = memmem(bytes, len, "\r\n\r\n", 4);
+    if (!head_end)
+        return SG_EINVAL;
+    /* request line: METHOD SP target SP HTTP/1.x */
+    const char *eol = memmem(bytes, (size_t)(head_end + 2 - bytes), "\r\n", 2);
+    const char *sp1 = memchr(bytes, ' ', (size_t)(eol - bytes));
+    if (!sp1 || sp1 == bytes)
+        return SG_EINVAL;
+    const char *sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));
+    if (!sp2 || sp2 == sp1 + 1)
+        return SG_EINVAL;
+    size_t lines = 0;
+    for (const char *p = eol + 2; p < head_end + 2;
+         p = (const char *)memmem(p, (size_t)(head_end + 2 - p), "\r\n", 2) + 2)
+        lines++;
+    out->nv = calloc(lines + 4, sizeof(*out->nv));
+    out->store = malloc((size_t)(head_end - bytes) + 1);
+    if (!out->nv || !out->store) {
+        sg_h2_req_free(out);
+        return SG_ENOMEM;
+    }
+    size_t n = 0, st = 0;
+    out->nv[n++] = nv_make(":method", 7, bytes, (size_t)(sp1 - bytes));
+    out->nv[n++] = nv_make(":scheme", 7, scheme, strlen(scheme));
+    out->nv[n++] = nv_make(":path", 5, sp1 + 1, (size_t)(sp2 - sp1 - 1));
+    size_t authority = n++; /* filled from Host */
+    bool have_authority = false;
+    for (const char *p = eol + 2; p < head_end + 2;) {
+        const char *le = memmem(p, (size_t)(head_end + 2 - p), "\r\n", 2);
+        const char *colon = memchr(p, ':', (size_t)(le - p));
+        if (!colon || colon == p) {
+            sg_h2_req_free(out);
+            return SG_EINVAL;
+        }
+        size_t nn = (size_t)(colon - p);
+        const char *v = colon + 1;
+        while (v < le && (*v == ' ' || *v == '\t'))
+            v++;
+        const char *ve = le;
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+            ve--;
+        if (name_is(p, nn, "host")) {
+            out->nv[authority] = nv_make(":authority", 10, v, (size_t)(ve - v));
+            have_authority = true;
+        } else if (!connection_specific(p, nn, v, (size_t)(ve - v))) {
+            char *lname = out->store + st;
+            for (size_t i = 0; i < nn; i++)
+                lname[i] = (char)tolower((unsigned char)p[i]);
+            st += nn;
+            out->nv[n++] = nv_make(lname, nn, v, (size_t)(ve - v));
+        }
+        p = le + 2;
+    }
+    if (!have_authority) {
+        sg_h2_req_free(out);
+        return SG_EINVAL;
+    }
+    out->n_nv = n;
+    out->body = head_end + 4;
+    out->body_len = (size_t)(end - (head_end + 4));
+    return 0;
+}
+
+void sg_h2_req_free(sg_h2_req_t *r)
+{
+    free(r->nv);
+    free(r->store);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---------------- sessions ---------------- */
+
+typedef struct h2_stream h2_stream_t;
+struct h2_stream {
+    h2_stream_t *prev, *next; /* open streams, or the free list (next only) */
+    void *ud;
+    const char *body;
+    size_t body_len, body_off;
+    int32_t id;
+    int status;
+    bool event_stream;
+    bool head_done;  /* a final (non-1xx) response head was delivered */
+    bool end_stream; /* the peer ended its side */
+    bool any_recv;   /* a response frame arrived on this stream */
+};
+
+struct sg_h2 {
+    nghttp2_session *ng;
+    sg_h2_cb_t cb;
+    void *ud;
+    h2_stream_t *open; /* streams submitted and not yet closed */
+    h2_stream_t *free_streams;
+    uint32_t n_open;
+    bool goaway;
+    bool freeing;
+};
+
+static void stream_unlink(sg_h2_t *s, h2_stream_t *st)
+{
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        s->open = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    s->n_open--;
+    st->next = s->free_streams;
+    s->free_streams = st;
+}
+
+static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                         nghttp2_data_source *src, void *user)
+{
+    h2_stream_t *st = src->ptr;
+    size_t n = st->body_len - st->body_off;
+    if (n > len)
+        n = len;
+    memcpy(buf, st->body + st->body_off, n);
+    st->body_off += n;
+    if (st->body_off == st->body_len)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *user)
+{
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    if (st && !st->head_done) {
+        st->status = 0;
+        st->event_stream = false;
+    }
+    return 0;
+}
+
+static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
+                     const uint8_t *value, size_t valuelen, uint8_t flags, void *user)
+{
+    if (f->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    if (!st || st->head_done)
+        return 0; /* trailers */
+    st->any_recv = true;
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+        int v = 0;
+        for (size_t i = 0; i < valuelen && i < 3; i++)
+            v = v * 10 + (value[i] - '0'); /* nghttp2 checked it is three digits */
+        st->status = v;
+    } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
+        st->event_stream = valuelen >= 17 && strncasecmp((const char *)value, "text/event-stream", 17) == 0;
+    }
+    return 0;
+}
+
+static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *user)
+{
+    sg_h2_t *s = user;
+    if (s->freeing)
+        return 0;
+    if (f->hd.type == NGHTTP2_GOAWAY) {
+        s->goaway = true;
+        if (s->cb.on_goaway)
+            s->cb.on_goaway(s->ud, f->goaway.last_stream_id, f->goaway.error_code);
+        return 0;
+    }
+    if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
+        return 0;
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    if (!st)
+        return 0;
+    st->any_recv = true;
+    if (f->hd.type == NGHTTP2_HEADERS && !st->head_done && st->status >= 200) {
+        st->head_done = true;
+        if (s->cb.on_head && s->cb.on_head(s->ud, st->ud, st->status, st->event_stream) < 0)
+            nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_CANCEL);
+    }
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        st->end_stream = true;
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *user)
+{
+    sg_h2_t *s = user;
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(ng, id);
+    if (!st || s->freeing)
+        return 0;
+    st->any_recv = true;
+    if (len && s->cb.on_data && s->cb.on_data(s->ud, st->ud, (const char *)data, len) < 0)
+        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error_code, void *user)
+{
+    sg_h2_t *s = user;
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(ng, id);
+    if (!st || s->freeing)
+        return 0;
+    nghttp2_session_set_stream_user_data(ng, id, NULL);
+    bool complete = st->head_done && st->end_stream;
+    bool retryable = !st->any_recv && error_code == NGHTTP2_REFUSED_STREAM;
+    void *ud = st->ud;
+    stream_unlink(s, st);
+    if (s->cb.on_close)
+        s->cb.on_close(s->ud, ud, error_code, complete, retryable);
+    return 0;
+}
+
+sg_h2_t *sg_h2_client_new(const sg_h2_cb_t *cb, void *ud)
+{
+    sg_h2_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->cb = *cb;
+    s->ud = ud;
+    nghttp2_session_callbacks *cbs;
+    if (nghttp2_session_callbacks_new(&cbs) != 0) {
+        free(s);
+        return NULL;
+    }
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    int rv = nghttp2_session_client_new(&s->ng, cbs, s);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0) {
+        free(s);
+        return NULL;
+    }
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SG_H2_LOCAL_STREAM_WINDOW},
+    };
+    if (nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0 ||
+        nghttp2_session_set_local_window_size(s->ng, NGHTTP2_FLAG_NONE, 0, SG_H2_LOCAL_CONN_WINDOW) != 0) {
+        nghttp2_session_del(s->ng);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void sg_h2_free(sg_h2_t *s)
+{
+    if (!s)
+        return;
+    s->freeing = true;
+    while (s->open) {
+        h2_stream_t *st = s->open;
+        void *ud = st->ud;
+        stream_unlink(s, st);
+        if (s->cb.on_close)
+            s->cb.on_close(s->ud, ud, NGHTTP2_CANCEL, false, false);
+    }
+    nghttp2_session_del(s->ng);
+    while (s->free_streams) {
+        h2_stream_t *st = s->free_streams;
+        s->free_streams = st->next;
+        free(st);
+    }
+    free(s);
+}
+
+int32_t sg_h2_submit(sg_h2_t *s, const sg_h2_req_t *req, void *stream_ud)
+{
+    if (!sg_h2_can_submit(s))
+        return -EAGAIN;
+    h2_stream_t *st = s->free_streams;
+    if (st)
+        s->free_streams = st->next;
+    else if (!(st = malloc(sizeof(*st))))
+        return SG_ENOMEM;
+    memset(st, 0, sizeof(*st));
+    st->ud = stream_ud;
+    st->body = req->body;
+    st->body_len = req->body_len;
+    nghttp2_data_provider prd = {.source.ptr = st, .read_callback = read_body};
+    int32_t id = nghttp2_submit_request(s->ng, NULL, req->nv, req->n_nv, req->body_len ? &prd : NULL, st);
+    if (id < 0) {
+        st->next = s->free_streams;
+        s->free_streams = st;
+        if (id == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE) {
+            s->goaway = true; /* ids ran out: this connection is done */
+            return -EAGAIN;
+        }
+        return id == NGHTTP2_ERR_NOMEM ? SG_ENOMEM : SG_EPROTO;
+    }
+    st->id = id;
+    st->prev = NULL;
+    st->next = s->open;
+    if (s->open)
+        s->open->prev = st;
+    s->open = st;
+    s->n_open++;
+    return id;
+}
+
+void sg_h2_cancel(sg_h2_t *s, int32_t stream_id)
+{
+    if (nghttp2_session_get_stream_user_data(s->ng, stream_id))
+        nghttp2_submit_rst_stream(s->ng, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+}
+
+int sg_h2_feed(sg_h2_t *s, const char *data, size_t len)
+{
+    ssize_t n = nghttp2_session_mem_recv(s->ng, (const uint8_t *)data, len);
+    if (n < 0) {
+        s->goaway = true;
+        return n == NGHTTP2_ERR_NOMEM ? SG_ENOMEM : SG_EPROTO;
+    }
+    return 0;
+}
+
+int sg_h2_drain(sg_h2_t *s, char **buf, size_t *len, size_t *cap)
+{
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(s->ng, &p);
+        if (n < 0)
+            return n == NGHTTP2_ERR_NOMEM ? SG_ENOMEM : SG_EPROTO;
+        if (n == 0)
+            return 0;
+        if (*len + (size_t)n > *cap) {
+            size_t ncap = *cap ? *cap : 4096;
+            while (ncap < *len + (size_t)n)
+                ncap *= 2;
+            char *nb = realloc(*buf, ncap);
+            if (!nb)
+                return SG_ENOMEM;
+            *buf = nb;
+            *cap = ncap;
+        }
+        memcpy(*buf + *len, p, (size_t)n);
+        *len += (size_t)n;
+    }
+}
+
+bool sg_h2_want_write(const sg_h2_t *s)
+{
+    return nghttp2_session_want_write(s->ng) != 0;
+}
+
+bool sg_h2_going_away(const sg_h2_t *s)
+{
+    return s->goaway || (!nghttp2_session_want_read(s->ng) && !nghttp2_session_want_write(s->ng));
+}
+
+uint32_t sg_h2_peer_max_streams(const sg_h2_t *s)
+{
+    return nghttp2_session_get_remote_settings(s->ng, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+}
+
+uint32_t sg_h2_open_streams(const sg_h2_t *s)
+{
+    return s->n_open;
+}
+
+bool sg_h2_can_submit(const sg_h2_t *s)
+{
+    return !sg_h2_going_away(s) && s->n_open < sg_h2_peer_max_streams(s) &&
+           nghttp2_session_get_next_stream_id(s->ng) <= INT32_MAX;
+}
+
+const char *sg_h2_error_name(uint32_t code)
+{
+    static const char *const names[] = {"NO_ERROR",
+                                        "PROTOCOL_ERROR",
+                                        "INTERNAL_ERROR",
+                                        "FLOW_CONTROL_ERROR",
+                                        "SETTINGS_TIMEOUT",
+                                        "STREAM_CLOSED",
+                                        "FRAME_SIZE_ERROR",
+                                        "REFUSED_STREAM",
+                                        "CANCEL",
+                                        "COMPRESSION_ERROR",
+                                        "CONNECT_ERROR",
+                                        "ENHANCE_YOUR_CALM",
+                                        "INADEQUATE_SECURITY",
+                                        "HTTP_1_1_REQUIRED"};
+    return code < sizeof(names) / sizeof(names[0]) ? names[code] : "UNKNOWN_ERROR";
+}

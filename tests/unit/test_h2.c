@@ -1,0 +1,504 @@
+/*
+ * proto/h2.c: a client session (sg_h2) against an nghttp2 server session, both in memory, both sans-I/O.
+ * Bytes move between them whole or one at a time (split feeding); the server answers as each test scripts.
+ */
+#include "sg_h1.h"
+#include "sg_h2.h"
+#include "test.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* ---------------- the client's view ---------------- */
+
+typedef struct {
+    int status;
+    bool event_stream;
+    int heads;
+    char body[1 << 21];
+    size_t body_len;
+    int closes;
+    uint32_t error_code;
+    bool complete, retryable;
+} cstream_t;
+
+typedef struct {
+    int goaways;
+    int32_t last_stream_id;
+    uint32_t goaway_code;
+} cstate_t;
+
+static int c_head(void *ud, void *sud, int status, bool es)
+{
+    cstream_t *s = sud;
+    s->status = status;
+    s->event_stream = es;
+    s->heads++;
+    return 0;
+}
+
+static int c_data(void *ud, void *sud, const char *d, size_t n)
+{
+    cstream_t *s = sud;
+    if (s->body_len + n <= sizeof(s->body)) {
+        memcpy(s->body + s->body_len, d, n);
+        s->body_len += n;
+    }
+    return 0;
+}
+
+static void c_close(void *ud, void *sud, uint32_t code, bool complete, bool retryable)
+{
+    cstream_t *s = sud;
+    s->closes++;
+    s->error_code = code;
+    s->complete = complete;
+    s->retryable = retryable;
+}
+
+static void c_goaway(void *ud, int32_t last, uint32_t code)
+{
+    cstate_t *c = ud;
+    c->goaways++;
+    c->last_stream_id = last;
+    c->goaway_code = code;
+}
+
+static const sg_h2_cb_t ccb = {.on_head = c_head, .on_data = c_data, .on_close = c_close, .on_goaway = c_goaway};
+
+/* ---------------- the server ---------------- */
+
+#define MAX_SREQ 16
+typedef struct {
+    int32_t id;
+    char method[16], path[128], authority[64], ctype[64], accept[64];
+    bool saw_host, saw_connection;
+    char body[4096];
+    size_t body_len;
+    bool ended; /* END_STREAM from the client */
+    uint32_t rst_code;
+    bool rst;
+} sreq_t;
+
+typedef struct {
+    nghttp2_session *ng;
+    sreq_t reqs[MAX_SREQ];
+    int n;
+    const char *resp_body;
+    size_t resp_len, resp_off[MAX_SREQ];
+} server_t;
+
+static sreq_t *sreq(server_t *s, int32_t id, bool create)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->reqs[i].id == id)
+            return &s->reqs[i];
+    if (!create || s->n == MAX_SREQ)
+        return NULL;
+    sreq_t *r = &s->reqs[s->n++];
+    memset(r, 0, sizeof(*r));
+    r->id = id;
+    return r;
+}
+
+static void copy_field(char *dst, size_t cap, const uint8_t *v, size_t n)
+{
+    n = n < cap - 1 ? n : cap - 1;
+    memcpy(dst, v, n);
+    dst[n] = 0;
+}
+
+static int s_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nl, const uint8_t *v,
+                    size_t vl, uint8_t flags, void *user)
+{
+    sreq_t *r = sreq(user, f->hd.stream_id, true);
+    if (!r)
+        return 0;
+    if (nl == 7 && !memcmp(name, ":method", 7))
+        copy_field(r->method, sizeof(r->method), v, vl);
+    else if (nl == 5 && !memcmp(name, ":path", 5))
+        copy_field(r->path, sizeof(r->path), v, vl);
+    else if (nl == 10 && !memcmp(name, ":authority", 10))
+        copy_field(r->authority, sizeof(r->authority), v, vl);
+    else if (nl == 12 && !memcmp(name, "content-type", 12))
+        copy_field(r->ctype, sizeof(r->ctype), v, vl);
+    else if (nl == 6 && !memcmp(name, "accept", 6))
+        copy_field(r->accept, sizeof(r->accept), v, vl);
+    else if (nl == 4 && !memcmp(name, "host", 4))
+        r->saw_host = true;
+    else if (nl == 10 && !memcmp(name, "connection", 10))
+        r->saw_connection = true;
+    return 0;
+}
+
+static int s_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *d, size_t n, void *user)
+{
+    sreq_t *r = sreq(user, id, false);
+    if (r && r->body_len + n <= sizeof(r->body)) {
+        memcpy(r->body + r->body_len, d, n);
+        r->body_len += n;
+    }
+    return 0;
+}
+
+static int s_frame(nghttp2_session *ng, const nghttp2_frame *f, void *user)
+{
+    sreq_t *r = sreq(user, f->hd.stream_id, false);
+    if (r && (f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) && (f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        r->ended = true;
+    if (r && f->hd.type == NGHTTP2_RST_STREAM) {
+        r->rst = true;
+        r->rst_code = f->rst_stream.error_code;
+    }
+    return 0;
+}
+
+static ssize_t s_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                      nghttp2_data_source *src, void *user)
+{
+    server_t *s = user;
+    size_t *off = &s->resp_off[src->fd];
+    size_t n = s->resp_len - *off < len ? s->resp_len - *off : len;
+    memcpy(buf, s->resp_body + *off, n);
+    *off += n;
+    if (*off == s->resp_len)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static void server_init(server_t *s, uint32_t max_streams)
+{
+    memset(s, 0, sizeof(*s));
+    nghttp2_session_callbacks *cb;
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_on_header_callback(cb, s_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, s_data);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, s_frame);
+    nghttp2_session_server_new(&s->ng, cb, s);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, max_streams}};
+    nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, iv, 1);
+}
+
+/* Respond on stream id with status, content type and s->resp_body. */
+static void server_respond(server_t *s, int32_t id, const char *status, const char *ctype)
+{
+    int slot = (int)(sreq(s, id, false) - s->reqs);
+    s->resp_off[slot] = 0;
+    nghttp2_nv nv[] = {
+        {(uint8_t *)":status", (uint8_t *)status, 7, strlen(status), 0},
+        {(uint8_t *)"content-type", (uint8_t *)ctype, 12, strlen(ctype), 0},
+    };
+    nghttp2_data_provider prd = {.source.fd = slot, .read_callback = s_read};
+    int rv = nghttp2_submit_response(s->ng, id, nv, 2, &prd);
+    CHECK_EQ_INT(rv, 0);
+}
+
+/* Move bytes both ways until neither side has anything to send; step 0: whole, else pieces of step bytes. */
+static void pump(sg_h2_t *c, server_t *s, size_t step)
+{
+    for (int round = 0; round < 100; round++) {
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        CHECK_EQ_INT(sg_h2_drain(c, &buf, &len, &cap), 0);
+        bool moved = len > 0;
+        for (size_t off = 0; off < len;) {
+            size_t n = step && len - off > step ? step : len - off;
+            CHECK_EQ_INT(nghttp2_session_mem_recv(s->ng, (const uint8_t *)buf + off, n), (long long)n);
+            off += n;
+        }
+        free(buf);
+        const uint8_t *p;
+        ssize_t n;
+        while ((n = nghttp2_session_mem_send(s->ng, &p)) > 0) {
+            moved = true;
+            /* copy: mem_send's buffer is valid only until the next call */
+            char *copy = malloc((size_t)n);
+            memcpy(copy, p, (size_t)n);
+            for (ssize_t off = 0; off < n;) {
+                ssize_t k = step && n - off > (ssize_t)step ? (ssize_t)step : n - off;
+                CHECK_EQ_INT(sg_h2_feed(c, copy + off, (size_t)k), 0);
+                off += k;
+            }
+            free(copy);
+        }
+        if (!moved)
+            return;
+    }
+    CHECK(!"pump did not settle");
+}
+
+static sg_h2_req_t make_req(char **raw, const char *path, const char *body)
+{
+    const char *hdrs[] = {"Authorization: Bearer x", "Connection: keep-alive", NULL};
+    sg_h1_req_spec_t spec = {.method = "POST",
+                             .host = "127.0.0.1:8000",
+                             .path = path,
+                             .headers = hdrs,
+                             .content_type = "application/json",
+                             .accept = "text/event-stream",
+                             .body = body,
+                             .body_len = strlen(body)};
+    ssize_t n = sg_h1_write_request(&spec, raw);
+    CHECK(n > 0);
+    sg_h2_req_t r;
+    CHECK_EQ_INT(sg_h2_req_from_h1(*raw, (size_t)n, "http", &r), 0);
+    return r;
+}
+
+static const char *nv_get(const sg_h2_req_t *r, const char *name)
+{
+    static char v[256];
+    for (size_t i = 0; i < r->n_nv; i++)
+        if (r->nv[i].namelen == strlen(name) && !memcmp(r->nv[i].name, name, r->nv[i].namelen)) {
+            snprintf(v, sizeof(v), "%.*s", (int)r->nv[i].valuelen, (const char *)r->nv[i].value);
+            return v;
+        }
+    return NULL;
+}
+
+static void test_req_from_h1(void)
+{
+    char *raw;
+    sg_h2_req_t r = make_req(&raw, "/v1/chat/completions?x=1", "{\"a\":1}");
+    CHECK(r.n_nv >= 4);
+    CHECK_EQ_STR(r.nv[0].name, r.nv[0].namelen, ":method");
+    CHECK(!strcmp(nv_get(&r, ":method"), "POST"));
+    CHECK(!strcmp(nv_get(&r, ":scheme"), "http"));
+    CHECK(!strcmp(nv_get(&r, ":path"), "/v1/chat/completions?x=1"));
+    CHECK(!strcmp(nv_get(&r, ":authority"), "127.0.0.1:8000"));
+    CHECK(!strcmp(nv_get(&r, "authorization"), "Bearer x"));
+    CHECK(!strcmp(nv_get(&r, "content-type"), "application/json"));
+    CHECK(nv_get(&r, "host") == NULL);
+    CHECK(nv_get(&r, "connection") == NULL);
+    /* pseudo-headers come before every regular field */
+    bool regular = false;
+    for (size_t i = 0; i < r.n_nv; i++) {
+        if (r.nv[i].name[0] == ':')
+            CHECK(!regular);
+        else
+            regular = true;
+    }
+    CHECK_EQ_STR(r.body, r.body_len, "{\"a\":1}");
+    sg_h2_req_free(&r);
+    free(raw);
+
+    sg_h2_req_t bad;
+    CHECK_EQ_INT(sg_h2_req_from_h1("GET / HTTP/1.1\r\nX: y\r\n\r\n", 24, "http", &bad), SG_EINVAL); /* no Host */
+    CHECK_EQ_INT(sg_h2_req_from_h1("GET / HTTP/1.1\r\nHost: a\r\n", 25, "http", &bad), SG_EINVAL);  /* no end */
+}
+
+static void test_streams(size_t step)
+{
+    cstate_t cs = {0};
+    sg_h2_t *c = sg_h2_client_new(&ccb, &cs);
+    server_t s;
+    server_init(&s, 100);
+    char *raw[3];
+    sg_h2_req_t req[3];
+    static cstream_t st[3];
+    memset(st, 0, sizeof(st));
+    const char *bodies[3] = {"{\"n\":0}", "{\"n\":1}", ""};
+    for (int i = 0; i < 3; i++) {
+        req[i] = make_req(&raw[i], "/v1/completions", bodies[i]);
+        CHECK_EQ_INT(sg_h2_submit(c, &req[i], &st[i]), 1 + 2 * i);
+    }
+    CHECK_EQ_INT(sg_h2_open_streams(c), 3);
+    pump(c, &s, step);
+    CHECK_EQ_INT(s.n, 3);
+    for (int i = 0; i < 3; i++) {
+        CHECK(s.reqs[i].ended);
+        CHECK(!strcmp(s.reqs[i].method, "POST"));
+        CHECK(!strcmp(s.reqs[i].path, "/v1/completions"));
+        CHECK(!strcmp(s.reqs[i].authority, "127.0.0.1:8000"));
+        CHECK(!strcmp(s.reqs[i].accept, "text/event-stream"));
+        CHECK(!s.reqs[i].saw_host && !s.reqs[i].saw_connection);
+        CHECK_EQ_STR(s.reqs[i].body, s.reqs[i].body_len, bodies[i]);
+    }
+    s.resp_body = "data: {\"x\":1}\n\ndata: [DONE]\n\n";
+    s.resp_len = strlen(s.resp_body);
+    server_respond(&s, 3, "200", "text/event-stream; charset=utf-8");
+    server_respond(&s, 1, "503", "application/json");
+    pump(c, &s, step);
+    CHECK_EQ_INT(st[1].heads, 1);
+    CHECK_EQ_INT(st[1].status, 200);
+    CHECK(st[1].event_stream);
+    CHECK_EQ_STR(st[1].body, st[1].body_len, s.resp_body);
+    CHECK_EQ_INT(st[1].closes, 1);
+    CHECK(st[1].complete && !st[1].retryable);
+    CHECK_EQ_INT(st[1].error_code, 0);
+    CHECK_EQ_INT(st[0].status, 503);
+    CHECK(!st[0].event_stream && st[0].complete);
+    CHECK_EQ_INT(st[2].closes, 0);
+    CHECK_EQ_INT(sg_h2_open_streams(c), 1);
+    sg_h2_free(c); /* stream 5 still open: closed as cancelled */
+    CHECK_EQ_INT(st[2].closes, 1);
+    CHECK_EQ_INT(st[2].error_code, NGHTTP2_CANCEL);
+    CHECK(!st[2].complete && !st[2].retryable);
+    for (int i = 0; i < 3; i++) {
+        sg_h2_req_free(&req[i]);
+        free(raw[i]);
+    }
+    nghttp2_session_del(s.ng);
+}
+
+static void test_rst_and_refused(void)
+{
+    cstate_t cs = {0};
+    sg_h2_t *c = sg_h2_client_new(&ccb, &cs);
+    server_t s;
+    server_init(&s, 100);
+    char *raw;
+    sg_h2_req_t req = make_req(&raw, "/v1/completions", "{}");
+    static cstream_t st[3];
+    memset(st, 0, sizeof(st));
+    for (int i = 0; i < 3; i++)
+        CHECK(sg_h2_submit(c, &req, &st[i]) > 0);
+    pump(c, &s, 0);
+    /* 1: head then reset (not retryable: the server processed it); 3: refused before anything (retryable) */
+    nghttp2_nv nv[] = {{(uint8_t *)":status", (uint8_t *)"200", 7, 3, 0}};
+    CHECK_EQ_INT(nghttp2_submit_headers(s.ng, NGHTTP2_FLAG_NONE, 1, NULL, nv, 1, NULL), 0);
+    pump(c, &s, 1);
+    CHECK_EQ_INT(nghttp2_submit_rst_stream(s.ng, NGHTTP2_FLAG_NONE, 1, NGHTTP2_INTERNAL_ERROR), 0);
+    CHECK_EQ_INT(nghttp2_submit_rst_stream(s.ng, NGHTTP2_FLAG_NONE, 3, NGHTTP2_REFUSED_STREAM), 0);
+    pump(c, &s, 1);
+    CHECK_EQ_INT(st[0].heads, 1);
+    CHECK_EQ_INT(st[0].closes, 1);
+    CHECK_EQ_INT(st[0].error_code, NGHTTP2_INTERNAL_ERROR);
+    CHECK(!st[0].complete && !st[0].retryable);
+    CHECK_EQ_INT(st[1].closes, 1);
+    CHECK_EQ_INT(st[1].error_code, NGHTTP2_REFUSED_STREAM);
+    CHECK(st[1].retryable && !st[1].complete);
+    /* 5: the client gives up (a timeout): the server sees RST_STREAM CANCEL */
+    sg_h2_cancel(c, 5);
+    pump(c, &s, 0);
+    CHECK_EQ_INT(st[2].closes, 1);
+    CHECK_EQ_INT(st[2].error_code, NGHTTP2_CANCEL);
+    CHECK(sreq(&s, 5, false) && sreq(&s, 5, false)->rst);
+    CHECK_EQ_INT(sreq(&s, 5, false)->rst_code, NGHTTP2_CANCEL);
+    CHECK_EQ_INT(sg_h2_open_streams(c), 0);
+    CHECK(sg_h2_can_submit(c));
+    CHECK(!strcmp(sg_h2_error_name(NGHTTP2_REFUSED_STREAM), "REFUSED_STREAM"));
+    sg_h2_free(c);
+    sg_h2_req_free(&req);
+    free(raw);
+    nghttp2_session_del(s.ng);
+}
+
+static void test_goaway(void)
+{
+    cstate_t cs = {0};
+    sg_h2_t *c = sg_h2_client_new(&ccb, &cs);
+    server_t s;
+    server_init(&s, 100);
+    char *raw;
+    sg_h2_req_t req = make_req(&raw, "/v1/completions", "{}");
+    static cstream_t st[3];
+    memset(st, 0, sizeof(st));
+    for (int i = 0; i < 3; i++)
+        CHECK(sg_h2_submit(c, &req, &st[i]) > 0);
+    pump(c, &s, 0);
+    /* the server will finish stream 1 and refuses 3 and 5 */
+    CHECK_EQ_INT(nghttp2_submit_goaway(s.ng, NGHTTP2_FLAG_NONE, 1, NGHTTP2_NO_ERROR, NULL, 0), 0);
+    pump(c, &s, 3);
+    CHECK_EQ_INT(cs.goaways, 1);
+    CHECK_EQ_INT(cs.last_stream_id, 1);
+    CHECK(!sg_h2_can_submit(c));
+    CHECK(sg_h2_going_away(c));
+    CHECK_EQ_INT(sg_h2_submit(c, &req, &st[0]), -EAGAIN);
+    CHECK_EQ_INT(st[0].closes, 0);
+    for (int i = 1; i < 3; i++) {
+        CHECK_EQ_INT(st[i].closes, 1);
+        CHECK(st[i].retryable);
+    }
+    s.resp_body = "{\"ok\":true}";
+    s.resp_len = strlen(s.resp_body);
+    server_respond(&s, 1, "200", "application/json");
+    pump(c, &s, 0);
+    CHECK_EQ_INT(st[0].closes, 1);
+    CHECK(st[0].complete);
+    CHECK_EQ_STR(st[0].body, st[0].body_len, "{\"ok\":true}");
+    sg_h2_free(c);
+    sg_h2_req_free(&req);
+    free(raw);
+    nghttp2_session_del(s.ng);
+}
+
+static void test_limits_and_windows(void)
+{
+    cstate_t cs = {0};
+    sg_h2_t *c = sg_h2_client_new(&ccb, &cs);
+    server_t s;
+    server_init(&s, 2);
+    char *raw;
+    sg_h2_req_t req = make_req(&raw, "/v1/completions", "{}");
+    static cstream_t st[3];
+    memset(st, 0, sizeof(st));
+    pump(c, &s, 0); /* SETTINGS both ways */
+    CHECK_EQ_INT(sg_h2_peer_max_streams(c), 2);
+    CHECK(sg_h2_submit(c, &req, &st[0]) > 0);
+    CHECK(sg_h2_submit(c, &req, &st[1]) > 0);
+    CHECK(!sg_h2_can_submit(c));
+    CHECK_EQ_INT(sg_h2_submit(c, &req, &st[2]), -EAGAIN);
+    pump(c, &s, 0);
+    /* the server sees our windows: 16 MiB per stream, 1 GiB for the connection */
+    CHECK_EQ_INT(nghttp2_session_get_remote_settings(s.ng, NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE),
+                 SG_H2_LOCAL_STREAM_WINDOW);
+    CHECK(nghttp2_session_get_remote_window_size(s.ng) >= (int32_t)SG_H2_LOCAL_CONN_WINDOW - 65536);
+    /* a 1 MiB response goes out in one go, with no WINDOW_UPDATE needed on the way */
+    size_t big = 1u << 20;
+    char *body = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        body[i] = (char)('a' + i % 26);
+    s.resp_body = body;
+    s.resp_len = big;
+    server_respond(&s, 1, "200", "application/json");
+    const uint8_t *p;
+    ssize_t n;
+    size_t sent = 0;
+    while ((n = nghttp2_session_mem_send(s.ng, &p)) > 0) {
+        CHECK_EQ_INT(sg_h2_feed(c, (const char *)p, (size_t)n), 0);
+        sent += (size_t)n;
+    }
+    CHECK(sent > big);
+    CHECK_EQ_INT(st[0].closes, 1);
+    CHECK(st[0].complete);
+    CHECK_EQ_INT(st[0].body_len, big);
+    CHECK(st[0].body_len == big && memcmp(st[0].body, body, big) == 0);
+    CHECK(sg_h2_can_submit(c));
+    CHECK(sg_h2_submit(c, &req, &st[2]) > 0);
+    free(body);
+    sg_h2_free(c);
+    sg_h2_req_free(&req);
+    free(raw);
+    nghttp2_session_del(s.ng);
+}
+
+static void test_garbage(void)
+{
+    cstate_t cs = {0};
+    sg_h2_t *c = sg_h2_client_new(&ccb, &cs);
+    /* an HTTP/1.1 server answering our preface */
+    const char *h1 = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    int rv = sg_h2_feed(c, h1, strlen(h1));
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int d = sg_h2_drain(c, &buf, &len, &cap);
+    CHECK(rv < 0 || d < 0 || sg_h2_going_away(c));
+    CHECK(!sg_h2_can_submit(c));
+    free(buf);
+    sg_h2_free(c);
+}
+
+int main(void)
+{
+    test_req_from_h1();
+    test_streams(0);
+    test_streams(1);
+    test_streams(7);
+    test_rst_and_refused();
+    test_goaway();
+    test_limits_and_windows();
+    test_garbage();
+    return test_finish("test_h2");
+}
