@@ -29,7 +29,7 @@ enum {
 
 /* ChaCha20-Poly1305 first: Debian's wolfSSL is built without AES-NI, where AES-GCM is several times slower. */
 #define SG_TLS_DEFAULT_CIPHERS                                                                                         \
-    "TLS13-CHACHA20-POLY1305-SHA256:TLS13-AES128-GCM-SHA256:TLS13-AES256-GCM-SHA384:"                                 \
+    "TLS13-CHACHA20-POLY1305-SHA256:TLS13-AES128-GCM-SHA256:TLS13-AES256-GCM-SHA384:"                                  \
     "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256:"                         \
     "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384"
 #define SG_TLS_SYSTEM_CA_FILE "/etc/ssl/certs/ca-certificates.crt"

@@ -145,8 +145,7 @@ static int load_key_pair(WOLFSSL_CTX *wctx, const sg_tls_opts_t *o, char *err, s
         return SG_EINVAL;
     }
     if (wolfSSL_CTX_check_private_key(wctx) != WOLFSSL_SUCCESS) {
-        set_err(err, errlen, "the private key in %s does not match the certificate in %s", o->key_file,
-                o->cert_file);
+        set_err(err, errlen, "the private key in %s does not match the certificate in %s", o->key_file, o->cert_file);
         return SG_EINVAL;
     }
     return 0;
@@ -251,8 +250,7 @@ static int ctx_new(const sg_tls_opts_t *o, bool server, sg_tls_ctx_t **out, char
             if (o->cafile)
                 set_err(err, errlen, "cannot load CA certificates from %s (PEM expected)", ca);
             else
-                set_err(err, errlen, "cannot load the system CA certificates from %s (give --cacert FILE or -k)",
-                        ca);
+                set_err(err, errlen, "cannot load the system CA certificates from %s (give --cacert FILE or -k)", ca);
             goto fail;
         }
         wolfSSL_CTX_set_verify(ctx->wctx, WOLFSSL_VERIFY_PEER, NULL);
@@ -369,8 +367,7 @@ int sg_tls_conn_new(sg_tls_ctx_t *ctx, const char *host, const char *target, sg_
         rc = SG_EINVAL;
         bool ip = is_ip_literal(host);
         /* SNI carries names only (RFC 6066); an IP literal is still checked against the certificate. */
-        if (!ip && wolfSSL_UseSNI(c->ssl, WOLFSSL_SNI_HOST_NAME, host, (unsigned short)strlen(host)) !=
-                       WOLFSSL_SUCCESS)
+        if (!ip && wolfSSL_UseSNI(c->ssl, WOLFSSL_SNI_HOST_NAME, host, (unsigned short)strlen(host)) != WOLFSSL_SUCCESS)
             goto fail;
         if (!ctx->insecure && wolfSSL_check_domain_name(c->ssl, host) != WOLFSSL_SUCCESS)
             goto fail;
@@ -528,8 +525,8 @@ static int fail(sg_tls_conn_t *c, int werr, const char *during)
         WOLFSSL_ALERT_HISTORY h;
         memset(&h, 0, sizeof h);
         (void)wolfSSL_get_alert_history(c->ssl, &h);
-        snprintf(c->err, sizeof c->err, "TLS: the %s sent the fatal alert %s (%d) %s", who,
-                 alert_name(h.last_rx.code), h.last_rx.code, during);
+        snprintf(c->err, sizeof c->err, "TLS: the %s sent the fatal alert %s (%d) %s", who, alert_name(h.last_rx.code),
+                 h.last_rx.code, during);
         break;
     }
     case WOLFSSL_ERROR_SYSCALL:
