@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define DEFAULT_URL "localhost:8000"
 #define DEFAULT_REQUEST_COUNT 100
@@ -86,6 +88,11 @@ enum {
     OPT_PREFIX_LEN,
     OPT_NUM_PREFIX,
     OPT_BLOCK_SIZE,
+    /* TLS */
+    OPT_INSECURE = 'k',
+    OPT_CACERT = 0x200,
+    OPT_CERT,
+    OPT_KEY,
 };
 
 /*
@@ -147,11 +154,15 @@ static const struct option long_options[] = {
     {"request-rate-range", optional_argument, NULL, OPT_RATE_RANGE},
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
+    {"cacert", required_argument, NULL, OPT_CACERT},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"cert", required_argument, NULL, OPT_CERT},
+    {"key", required_argument, NULL, OPT_KEY},
     {NULL, 0, NULL, 0},
 };
 
 /* Leading ':' makes getopt report a missing value as ':' (distinct from an unknown option) and stay quiet. */
-static const char short_options[] = ":m:u:H:vhp::s::b::";
+static const char short_options[] = ":m:u:H:vhkp::s::b::";
 
 /* The long name of an option value, for messages: users typed -m but the help lists --model. */
 static const char *opt_name(int val)
@@ -683,6 +694,23 @@ typedef struct {
     const char *api_key;
 } parse_state_t;
 
+/* ---------- TLS files ---------- */
+
+/* A TLS file flag: the file must exist, be a regular file and be readable now, so a typo fails before the run. */
+static int tls_file(const char *opt, const char *arg, const char *what, char **dst)
+{
+    if (!*arg)
+        return fail(opt, "expected %s, got an empty value", what);
+    struct stat sb;
+    if (stat(arg, &sb) != 0)
+        return fail(opt, "cannot use \"%s\": %s", arg, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return fail(opt, "expected %s, but \"%s\" is not a regular file", what, arg);
+    if (access(arg, R_OK) != 0)
+        return fail(opt, "cannot read \"%s\": %s", arg, strerror(errno));
+    return set_str(dst, arg);
+}
+
 static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *arg)
 {
     const char *opt = opt_name(c);
@@ -880,6 +908,15 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *ar
         return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
     case OPT_GOODPUT:
         return parse_goodput(cfg, arg);
+    case OPT_CACERT:
+        return tls_file(opt, arg, "a PEM file of CA certificates", &cfg->cacert);
+    case OPT_INSECURE:
+        cfg->insecure = true;
+        return 0;
+    case OPT_CERT:
+        return tls_file(opt, arg, "a PEM client certificate file", &cfg->client_cert);
+    case OPT_KEY:
+        return tls_file(opt, arg, "a PEM private key file", &cfg->client_key);
     case OPT_PROGRESS:
         cfg->progress = 1;
         return 0;
@@ -978,6 +1015,8 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     int rc = finish_workload(cfg, st);
     if (rc)
         return rc;
+    if (!cfg->client_cert != !cfg->client_key)
+        return fail(cfg->client_cert ? "cert" : "key", "needs its partner: give both --cert FILE and --key FILE");
     if (!st->rate_given && !st->concurrency_given && !cfg->fixed_schedule)
         cfg->concurrency = 1;
     if (st->rate_given)
@@ -1141,6 +1180,9 @@ void sg_config_free(sg_config_t *cfg)
     free(cfg->extra_inputs_json);
     free(cfg->tokenizer);
     free(cfg->input_file);
+    free(cfg->cacert);
+    free(cfg->client_cert);
+    free(cfg->client_key);
     free(cfg->artifact_dir);
     free(cfg->profile_export_file);
     free(cfg->profile_export_stem);
@@ -1266,6 +1308,10 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "synthetic_input_tokens_stddev", json_integer(cfg->isl_stddev));
     json_object_set_new(o, "isl_estimate", json_string(cfg->tokenizer ? "tokens" : "words"));
     json_object_set_new(o, "input_file", cfg->input_file ? json_string(cfg->input_file) : json_null());
+    json_object_set_new(o, "cacert", cfg->cacert ? json_string(cfg->cacert) : json_null());
+    json_object_set_new(o, "insecure", json_boolean(cfg->insecure));
+    json_object_set_new(o, "cert", cfg->client_cert ? json_string(cfg->client_cert) : json_null());
+    json_object_set_new(o, "key", cfg->client_key ? json_string(cfg->client_key) : json_null());
     json_object_set_new(o, "input_format",
                         cfg->input_file ? json_string(sg_input_format_name((sg_input_format_t)cfg->input_format))
                                         : json_null());
@@ -1322,6 +1368,10 @@ void sg_config_usage(FILE *out)
                  "                                demand needs)\n"
                  "  -H, --header 'Name: value'    extra HTTP header on every request; repeatable\n"
                  "      --api-key KEY             send 'Authorization: Bearer KEY'\n"
+                 "      --cacert FILE             TLS: trust the CA certificates in FILE (PEM) instead of the\n"
+                 "                                system store\n"
+                 "  -k, --insecure                TLS: skip certificate and host-name verification\n"
+                 "      --cert FILE --key FILE    TLS: present this client certificate (PEM) and its key\n"
                  "\n"
                  "Load options (without --concurrency or --request-rate: --concurrency 1):\n"
                  "      --concurrency N           closed loop: N requests in flight, each slot sends its next\n"

@@ -31,6 +31,12 @@ typedef struct {
     size_t n_headers;
     char *extra_inputs_json; /* JSON object text merged into every body ("{}" when none) */
 
+    /* TLS (validated: the files exist and are readable; cert and key come together) */
+    char *cacert;      /* --cacert: PEM CA certificates to trust instead of the system store; NULL = system */
+    bool insecure;     /* -k/--insecure: no certificate or host-name verification */
+    char *client_cert; /* --cert: PEM client certificate (chain); NULL = none */
+    char *client_key;  /* --key: its PEM private key; set exactly when client_cert is */
+
     /* load */
     double request_rate; /* req/s; 0 = closed loop */
     sg_dist_t distribution;
