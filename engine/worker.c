@@ -75,8 +75,9 @@ struct sg_req {
     uint32_t text_cap;
     bool text_lost; /* over SG_RECORD_TEXT_MAX, a bad escape, or out of memory: no tokenizer count */
     bool in_flight;
-    bool retried; /* re-sent once after a kept-alive connection turned out to be closed */
-    resp_t *rs;   /* --http2: the stream's response */
+    bool retried;       /* re-sent once after a kept-alive connection turned out to be closed */
+    uint8_t h2_resends; /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */
+    resp_t *rs;         /* --http2: the stream's response */
     int32_t stream_id;
 };
 
@@ -994,11 +995,18 @@ static void h2_unmark(sg_conn_t *c)
     c->dirty = false;
 }
 
-/* Requeue a request that was not processed (refused stream, GOAWAY, a dead kept-alive connection): once, at
- * the front, keeping its intended time. */
+/*
+ * HTTP/2 says a refused stream, or one above a GOAWAY's last-stream-id, was not processed, so re-sending it is
+ * safe; a server that drains connections often (nginx's keepalive_requests) can refuse the same request on the
+ * next connection too. A few re-sends, not one; a server that refuses everything still ends in an error.
+ */
+#define H2_MAX_RESENDS 8
+
+/* Requeue a request that was not processed (refused stream, GOAWAY, a dead kept-alive connection) at the front,
+ * keeping its intended time. */
 static void h2_requeue(sg_worker_t *w, sg_req_t *r)
 {
-    r->retried = true;
+    r->h2_resends++;
     fl_remove(w, r);
     r->conn = NULL;
     r->rs = NULL;
@@ -1038,10 +1046,13 @@ static void h2_cb_close(void *ud, void *sud, uint32_t code, bool complete, bool 
     resp_t *rs = sud;
     sg_req_t *r = rs->req;
     if (r) {
-        /* a connection that died under a stream not a byte of whose response came: as a dead keep-alive */
-        if (c->h2_lost && r->rec.first_byte_ns == 0 && c->served > 0)
-            retryable = true;
-        if (retryable && !r->retried) {
+        /* a connection that died under a stream not a byte of whose response came: as a dead keep-alive, once */
+        bool resend = retryable && r->h2_resends < H2_MAX_RESENDS;
+        if (!retryable && c->h2_lost && r->rec.first_byte_ns == 0 && c->served > 0 && !r->retried) {
+            r->retried = true;
+            resend = true;
+        }
+        if (resend) {
             w->h2_refused_resent++;
             h2_requeue(w, r);
         } else {
@@ -1059,8 +1070,11 @@ static void h2_cb_close(void *ud, void *sud, uint32_t code, bool complete, bool 
                     set_error(r, SG_ERRC_DISCONNECT, "connection error: %s", sg_strerror(c->lost_res));
             } else {
                 w->h2_resets++;
-                set_error(r, SG_ERRC_STREAM_RESET, "HTTP/2 stream %s by the server: %s",
-                          retryable ? "refused again" : "reset", sg_h2_error_name(code));
+                if (retryable)
+                    set_error(r, SG_ERRC_STREAM_RESET, "HTTP/2 stream refused by the server %d times: %s",
+                              H2_MAX_RESENDS + 1, sg_h2_error_name(code));
+                else
+                    set_error(r, SG_ERRC_STREAM_RESET, "HTTP/2 stream reset by the server: %s", sg_h2_error_name(code));
             }
             r->conn = NULL;
             r->rs = NULL;
