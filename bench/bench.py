@@ -6,6 +6,8 @@ runs, and the comparisons are ratios taken in the same run).
 
   bench/bench.py cpu      client CPU per non-streamed HTTP/1.1 request: surge (1 worker) vs h2load --h1 (1 thread),
                           64 connections, same mock, same body
+  bench/bench.py h2       client CPU per non-streamed request over h2c, 32 streams per connection: surge
+                          (--workers 1 --http2, concurrency 32 x connections) vs h2load -m32 -c<N> -t1
   bench/bench.py stream   streamed tokens (SSE events) per client CPU-second, one worker
   bench/bench.py memory   peak client memory at 200 and 2,000 concurrent streams, per in-flight stream,
                           surge vs h2load
@@ -157,6 +159,47 @@ def bench_cpu(surge, n, repeat, client_cpu, mock_cpu):
     return {"h2load_us": h, "surge_us": s, "surge_run_us": s_run, "ratio": s / h}
 
 
+def bench_h2(surge, n, repeat, client_cpu, mock_cpu, conns=4, streams=32):
+    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(100)}],
+                       "max_tokens": 1})
+    tmp = tempfile.mkdtemp()
+    body_file = os.path.join(tmp, "body.json")
+    with open(body_file, "w") as f:
+        f.write(body)
+    rows = []
+    conc = conns * streams
+    with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
+                      "--max-concurrent-streams", str(streams)], mock_cpu) as m:
+        url = "http://127.0.0.1:%d/v1/chat/completions" % m.port
+        for _ in range(repeat):
+            out, h_cpu, _, h_wall = measured(pin_prefix(client_cpu) + [
+                "h2load", "-n", str(n), "-c", str(conns), "-m", str(streams), "-t", "1", "-d", body_file,
+                "-H", "Content-Type: application/json", url])
+            if "%d succeeded" % n not in out:
+                raise RuntimeError("h2load did not complete every request:\n" + out[-2000:])
+            _, s_cpu, _, s_wall = measured(surge_cmd(surge, m.port, client_cpu, [
+                "--http2", "--max-connections", str(conns), "--concurrency", str(conc), "--request-count", str(n),
+                "--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "1"]))
+            s = summary()
+            ok = s["request_count"]["avg"]
+            if ok != n:
+                raise RuntimeError("surge completed %s of %d requests" % (ok, n))
+            run_cpu = s["client_cpu_time"]["avg"]
+            rows.append((h_cpu / n * 1e6, s_cpu / n * 1e6, n / h_wall, n / s_wall, run_cpu / n * 1e6))
+    shutil.rmtree(tmp, ignore_errors=True)
+    h = statistics.median(r[0] for r in rows)
+    s = statistics.median(r[1] for r in rows)
+    s_run = statistics.median(r[4] for r in rows)
+    print("h2: non-streamed h2c, %d connections x %d streams, %d requests, median of %d" % (conns, streams, n, repeat))
+    print("  h2load -m%d -c%d -t1 %7.2f us CPU/request, whole process  (%8.0f req/s)"
+          % (streams, conns, h, statistics.median(r[2] for r in rows)))
+    print("  surge --http2 -w1   %7.2f us CPU/request, whole process incl. writing the per-request JSONL  (%8.0f req/s)"
+          % (s, statistics.median(r[3] for r in rows)))
+    print("                      %7.2f us CPU/request, load phase (start instant to last response)" % s_run)
+    print("  ratio surge/h2load: %.2fx whole process, %.2fx load phase  (target <= 1.0)" % (s / h, s_run / h))
+    return {"h2load_us": h, "surge_us": s, "surge_run_us": s_run, "ratio": s / h}
+
+
 def bench_stream(surge, n, tokens, repeat, client_cpu, mock_cpu):
     rows = []
     with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", str(tokens)],
@@ -215,7 +258,7 @@ def bench_memory(surge, repeat, client_cpu, mock_cpu):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["cpu", "stream", "memory", "all"])
+    ap.add_argument("what", choices=["cpu", "h2", "stream", "memory", "all"])
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=200000)
     ap.add_argument("--repeat", type=int, default=5)
@@ -226,6 +269,8 @@ def main():
     client_cpu, mock_cpu = (cs[0], cs[1]) if len(cs) >= 2 else (None, None)
     if args.what in ("cpu", "all"):
         bench_cpu(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("h2", "all"):
+        bench_h2(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("stream", "all"):
         bench_stream(args.surge, max(args.requests // 100, 200), 1000, args.repeat, client_cpu, mock_cpu)
     if args.what in ("memory", "all"):

@@ -31,9 +31,11 @@ typedef struct {
     int64_t usage_completion_offset; /* added to usage.completion_tokens (clamped at 0), to test disagreement */
     bool no_usage;                   /* never send usage, even when the request asks for it */
     bool quiet;
+    uint32_t max_streams; /* HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS per connection */
 } sg_mock_opts_t;
 
 #define SG_MOCK_MAX_WORKERS 256
+#define SG_MOCK_DEFAULT_STREAMS 128    /* --max-concurrent-streams */
 #define SG_MOCK_DEFAULT_TOKENS 16      /* when neither the request nor --output-tokens says */
 #define SG_MOCK_MAX_TOKENS (1u << 20)  /* cap on tokens per response, whatever the request asks */
 #define SG_MOCK_MAX_REQUEST (8u << 20) /* head + body of one request */
@@ -150,6 +152,11 @@ struct sg_mock_job {
     bool close_after;
     bool started;
     bool blocked; /* waiting for the connection's output to drain */
+    /* HTTP/2: the stream (0 on HTTP/1.1) and its rendered, not yet framed response body */
+    bool h2_eof; /* h2_body holds the last byte */
+    int32_t h2_id;
+    uint32_t h2_off;
+    sg_mock_buf_t h2_body;
     /*
      * The JSON object's opening, rendered once per request: {"id":..,"object":..,"created":..,"model":..,
      * "choices":[ ; every chunk and the whole response start with it.
@@ -166,6 +173,8 @@ void sg_mock_render_init(void);
 
 /* The bytes of a constant response; close adds "Connection: close". */
 sg_slice_t sg_mock_static_response(sg_mock_static_t id, bool close);
+/* The status code and JSON body of a constant response (HTTP/2 sends them as HEADERS and DATA). */
+sg_slice_t sg_mock_static_body(sg_mock_static_t id, int *status);
 
 /*
  * Render j->head for a completion: id, object (by kind and streaming), created, model (raw, echoed; empty or
@@ -173,6 +182,10 @@ sg_slice_t sg_mock_static_response(sg_mock_static_t id, bool close);
  */
 SG_WUR int sg_mock_render_head(sg_mock_job_t *j, uint64_t id, int64_t created, sg_slice_t model, bool stream);
 
+/*
+ * The renderers below write HTTP/1.1 bytes (status line, headers, chunked framing) for HTTP/1.1 jobs, and only
+ * the body (JSON, SSE events) for HTTP/2 jobs (h2_id != 0), whose head goes out as a HEADERS frame.
+ */
 /* Whole non-streamed HTTP response for j (n tokens). */
 void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j);
 /* Streamed response: HTTP head plus, for chat, the role-only chunk. */

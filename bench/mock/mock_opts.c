@@ -12,6 +12,9 @@ static const char usage_text[] =
     "An OpenAI-compatible mock LLM server: POST /v1/chat/completions and /v1/completions (any path ending so),\n"
     "GET /v1/models, GET /health. Answers with synthetic tokens after --ttft-ms, then one every --itl-ms,\n"
     "streamed over SSE when the request says \"stream\": true.\n"
+    "Speaks HTTP/1.1 and, on connections that open with the HTTP/2 preface, h2c (prior knowledge, as\n"
+    "surge profile --http2 and h2load): same endpoints, timing, faults and record; SSE events go out as DATA\n"
+    "frames.\n"
     "\n"
     "  --port P             TCP port; 0 picks a free one (default 8000)\n"
     "  --host H             address to bind (default 127.0.0.1)\n"
@@ -22,7 +25,10 @@ static const char usage_text[] =
     "  --workers N          threads, each with its own listening socket (SO_REUSEPORT) and ring (default 1)\n"
     "  --error-rate F       fraction of completion requests answered 500 (0..1)\n"
     "  --drop-rate F        fraction of completion requests whose connection is closed mid-response (0..1):\n"
-    "                       streams after about half their tokens, non-streamed before the response\n"
+    "                       streams after about half their tokens, non-streamed before the response;\n"
+    "                       over HTTP/2 the stream is reset (RST_STREAM INTERNAL_ERROR), not the connection\n"
+    "  --max-concurrent-streams N\n"
+    "                       HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection (default 128)\n"
     "  --stall-start-ms S   with --stall-ms: start of a window, from server start, in which nothing is sent\n"
     "  --stall-ms D         length of that window; what falls due inside it goes out at its end\n"
     "  --tokenizer T        count usage with this tokenizer (a tokenizer.json, a *.tiktoken file, a directory or\n"
@@ -83,6 +89,7 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
     o->ttft_ms = 20;
     o->itl_ms = 5;
     o->workers = 1;
+    o->max_streams = SG_MOCK_DEFAULT_STREAMS;
     bool have_stall_start = false, have_stall = false;
 
     int i = 0;
@@ -120,10 +127,22 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             snprintf(name, sizeof(name), "%s", arg);
             val = NULL;
         }
-        static const char *const known[] = {
-            "--port",    "--host",       "--ttft-ms",    "--itl-ms",         "--output-tokens",
-            "--workers", "--error-rate", "--drop-rate",  "--stall-start-ms", "--stall-ms",
-            "--record",  "--port-file",  "--exit-after", "--tokenizer",      "--usage-completion-offset"};
+        static const char *const known[] = {"--port",
+                                            "--host",
+                                            "--ttft-ms",
+                                            "--itl-ms",
+                                            "--output-tokens",
+                                            "--workers",
+                                            "--error-rate",
+                                            "--drop-rate",
+                                            "--stall-start-ms",
+                                            "--stall-ms",
+                                            "--record",
+                                            "--port-file",
+                                            "--exit-after",
+                                            "--tokenizer",
+                                            "--usage-completion-offset",
+                                            "--max-concurrent-streams"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -192,6 +211,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             if (!*val || errno || *end || v < -(1LL << 30) || v > (1LL << 30))
                 return bad(name, val, "expected an integer (tokens, may be negative)");
             o->usage_completion_offset = v;
+        } else if (strcmp(name, "--max-concurrent-streams") == 0) {
+            if (!parse_uint(val, 1u << 20, &u) || u == 0)
+                return bad(name, val, "expected a stream count 1..1048576");
+            o->max_streams = (uint32_t)u;
         } else if (strcmp(name, "--exit-after") == 0) {
             if (!parse_double(val, 0, 1e9, &d) || d <= 0)
                 return bad(name, val, "expected seconds > 0");

@@ -93,6 +93,8 @@ typedef struct {
     size_t ka_len;
     char close[512];
     size_t close_len;
+    int code;
+    const char *body;
 } static_resp_t;
 static static_resp_t statics[SG_MOCK_ST_COUNT];
 
@@ -108,6 +110,8 @@ static void static_set(sg_mock_static_t id, const char *status, const char *body
                  "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
                  status, blen, body);
     r->close_len = (size_t)n;
+    r->code = atoi(status);
+    r->body = body;
 }
 
 void sg_mock_render_init(void)
@@ -161,6 +165,13 @@ sg_slice_t sg_mock_static_response(sg_mock_static_t id, bool close)
 {
     const static_resp_t *r = &statics[id];
     return close ? (sg_slice_t){r->close, r->close_len} : (sg_slice_t){r->ka, r->ka_len};
+}
+
+sg_slice_t sg_mock_static_body(sg_mock_static_t id, int *status)
+{
+    const static_resp_t *r = &statics[id];
+    *status = r->code;
+    return (sg_slice_t){r->body, strlen(r->body)};
 }
 
 /* ---------- per request ---------- */
@@ -280,15 +291,17 @@ void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j)
     if (!d)
         return;
     char *p = d;
-    memcpy(p, h1, sizeof(h1) - 1);
-    p += sizeof(h1) - 1;
-    p += sg_mock_u64_fmt(p, body);
-    if (j->close_after) {
-        memcpy(p, h_close, sizeof(h_close) - 1);
-        p += sizeof(h_close) - 1;
-    } else {
-        memcpy(p, h_ka, sizeof(h_ka) - 1);
-        p += sizeof(h_ka) - 1;
+    if (!j->h2_id) { /* HTTP/2 sends the body only: its head is a HEADERS frame */
+        memcpy(p, h1, sizeof(h1) - 1);
+        p += sizeof(h1) - 1;
+        p += sg_mock_u64_fmt(p, body);
+        if (j->close_after) {
+            memcpy(p, h_close, sizeof(h_close) - 1);
+            p += sizeof(h_close) - 1;
+        } else {
+            memcpy(p, h_ka, sizeof(h_ka) - 1);
+            p += sizeof(h_ka) - 1;
+        }
     }
     memcpy(p, j->head, j->head_len);
     p += j->head_len;
@@ -322,26 +335,33 @@ static void put_event(sg_mock_buf_t *b, const sg_mock_job_t *j, const char *frag
     if (!d)
         return;
     char *p = d;
-    char hex[8];
-    size_t hn = 0;
-    for (size_t v = payload; v; v >>= 4)
-        hex[hn++] = hex_digits[v & 15];
-    while (hn)
-        *p++ = hex[--hn];
-    memcpy(p, "\r\ndata: ", 8);
-    p += 8;
+    if (j->h2_id) {
+        memcpy(p, "data: ", 6); /* HTTP/2: DATA frames carry the events, no chunk framing */
+        p += 6;
+    } else {
+        char hex[8];
+        size_t hn = 0;
+        for (size_t v = payload; v; v >>= 4)
+            hex[hn++] = hex_digits[v & 15];
+        while (hn)
+            *p++ = hex[--hn];
+        memcpy(p, "\r\ndata: ", 8);
+        p += 8;
+    }
     memcpy(p, j->head, j->head_len);
     p += j->head_len;
     memcpy(p, frag_p, frag_n);
     p += frag_n;
     memcpy(p, "\n\n\r\n", 4);
-    p += 4;
+    p += j->h2_id ? 2 : 4;
     b->len += (size_t)(p - d);
 }
 
 void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j)
 {
-    if (j->close_after)
+    if (j->h2_id)
+        ; /* HTTP/2: the head is a HEADERS frame */
+    else if (j->close_after)
         SG_MOCK_BUF_LIT(b, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
     else
@@ -372,5 +392,8 @@ void sg_mock_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j)
         u[n++] = '}';
         put_event(b, j, u, n);
     }
-    SG_MOCK_BUF_LIT(b, "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n");
+    if (j->h2_id)
+        SG_MOCK_BUF_LIT(b, "data: [DONE]\n\n");
+    else
+        SG_MOCK_BUF_LIT(b, "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n");
 }

@@ -7,11 +7,17 @@
  * every loop turn each connection that got bytes is flushed with one send, so events due together leave
  * together. One send per connection is in flight at a time; the buffer it reads from is left alone until its
  * CQE, while new bytes go to the other buffer.
+ *
+ * A connection that opens with the HTTP/2 client preface (h2c, prior knowledge) is served by an nghttp2 server
+ * session instead (proto/sg_h2srv.h): every stream's job runs on its own timer, its body is rendered into the
+ * job's buffer and framed as DATA when the session is drained into the connection's pending buffer (at flush
+ * time, so frames due together leave together). --drop-rate resets the stream (RST_STREAM INTERNAL_ERROR).
  */
 #define _GNU_SOURCE
 #include "mock_internal.h"
 
 #include "sg_h1.h"
+#include "sg_h2srv.h"
 #include "sg_loop.h"
 #include "sg_workload.h"
 
@@ -37,6 +43,7 @@
 #define RECORD_FLUSH_NS (50 * 1000000LL) /* a record line reaches the file within this */
 #define ACCEPT_RETRY_NS (10 * 1000000LL) /* after EMFILE and the like */
 #define JOBS_KEPT 1024
+#define H2_BODY_KEPT (16u << 10) /* a recycled job keeps an HTTP/2 body buffer up to this size */
 
 typedef struct sg_mock_conn conn_t;
 struct sg_mock_conn {
@@ -60,6 +67,10 @@ struct sg_mock_conn {
     bool close_after_flush; /* no more responses; close once what is rendered has been sent */
     bool read_stopped;      /* ignore further requests (after Connection: close or a parse error) */
     bool expect_checked;    /* the buffered partial request's head was looked at for Expect: 100-continue */
+    bool proto_known;       /* the first bytes told HTTP/1.1 from the HTTP/2 preface */
+    uint8_t pre_n;
+    char pre[SG_H2SRV_PREFACE_LEN]; /* the first bytes, while they still match the preface */
+    sg_h2srv_t *h2;                 /* HTTP/2 connections only */
 };
 
 struct sg_mock_worker {
@@ -183,6 +194,7 @@ static sg_mock_job_t *job_new(sg_mock_worker_t *w)
         j = malloc(sizeof(*j));
         if (!j)
             return NULL;
+        j->h2_body = (sg_mock_buf_t){0};
     }
     /* only the fields every job relies on; the rest is set by whoever builds it */
     j->next = NULL;
@@ -201,6 +213,11 @@ static sg_mock_job_t *job_new(sg_mock_worker_t *w)
     j->blocked = false;
     j->head = j->head_inline;
     j->head_len = 0;
+    j->h2_id = 0;
+    j->h2_off = 0;
+    j->h2_eof = false;
+    j->h2_body.len = 0;
+    j->h2_body.oom = false;
     return j;
 }
 
@@ -210,11 +227,16 @@ static void job_free(sg_mock_worker_t *w, sg_mock_job_t *j)
         heap_remove(w, j);
     if (j->head != j->head_inline)
         free(j->head);
+    if (j->h2_body.cap > H2_BODY_KEPT) {
+        free(j->h2_body.p);
+        j->h2_body = (sg_mock_buf_t){0};
+    }
     if (w->free_jobs_n < JOBS_KEPT) {
         j->next = w->free_jobs;
         w->free_jobs = j;
         w->free_jobs_n++;
     } else {
+        free(j->h2_body.p);
         free(j);
     }
 }
@@ -305,6 +327,7 @@ static void conn_maybe_free(conn_t *c)
     if (c->next)
         c->next->prev = c->prev;
     sg_h1_req_free(&c->parser);
+    sg_h2srv_free(c->h2); /* its streams' jobs are freed through on_close */
     buf_release(w, &c->out);
     buf_release(w, &c->wire);
     atomic_fetch_sub_explicit(&w->srv->conns_open, 1, memory_order_relaxed);
@@ -346,6 +369,13 @@ static void conn_flush(conn_t *c, int64_t now)
         io_uring_prep_send(sqe, c->fd, c->wire.p + c->wire_off, c->wire.len - c->wire_off, MSG_NOSIGNAL);
         c->send_inflight = true;
         return;
+    }
+    if (c->h2) {
+        sg_mock_buf_t *b = conn_out(c);
+        if (!b->oom && sg_h2srv_want_write(c->h2) && sg_h2srv_drain(c->h2, &b->p, &b->len, &b->cap) < 0)
+            b->oom = true;
+        if (b->len == 0 && sg_h2srv_done(c->h2))
+            c->close_after_flush = true; /* GOAWAY exchanged, or the session broke */
     }
     if (c->out.len == 0) {
         if (c->close_after_flush)
@@ -393,7 +423,7 @@ static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
         head->blocked = false;
         conn_pump(c, now);
     }
-    if (c->out.len || c->close_after_flush) {
+    if (c->out.len || c->close_after_flush || (c->h2 && sg_h2srv_want_write(c->h2))) {
         conn_flush(c, now);
     } else if (!c->q_head) {
         conn_trim(c);
@@ -550,27 +580,28 @@ static int usage_counts(sg_mock_worker_t *w, sg_mock_job_t *j, const sg_oai_requ
     return 0;
 }
 
-static int on_request(void *ud, const sg_h1_request_t *req)
+/*
+ * The job that answers one request (either protocol): routing, the request's scan, --record, --error-rate and
+ * --drop-rate draws, timing. NULL (SG_ENOMEM) when memory ran out.
+ */
+static sg_mock_job_t *build_job(conn_t *c, sg_slice_t method, sg_slice_t full_path, sg_slice_t body, bool keep_alive,
+                                int64_t now)
 {
-    conn_t *c = ud;
     sg_mock_worker_t *w = c->w;
     const sg_mock_server_t *s = w->srv;
-    if (c->read_stopped || c->closing)
-        return SG_EABORT;
-    int64_t now = c->recv_ns;
     w->st.requests++;
 
     sg_mock_job_t *j = job_new(w);
     if (!j)
-        return SG_ENOMEM;
+        return NULL;
     j->arrival_ns = now;
-    j->close_after = !req->keep_alive;
+    j->close_after = !keep_alive;
 
-    sg_slice_t path = req->path;
+    sg_slice_t path = full_path;
     const char *q = memchr(path.base, '?', path.len);
     if (q)
         path.len = (size_t)(q - path.base);
-    bool is_get = slice_eq(req->method, "GET"), is_post = slice_eq(req->method, "POST");
+    bool is_get = slice_eq(method, "GET"), is_post = slice_eq(method, "POST");
     if (!is_get && !is_post)
         j->close_after = true; /* HEAD and friends: our bodies would break their framing, so end there */
 
@@ -590,13 +621,13 @@ static int on_request(void *ud, const sg_h1_request_t *req)
         build_static(j, SG_MOCK_ST_METHOD, now);
     } else if (kind >= 0) {
         sg_oai_request_t r;
-        int err = sg_oai_scan_request((sg_oai_kind_t)kind, req->body.base, req->body.len, &r);
+        int err = sg_oai_scan_request((sg_oai_kind_t)kind, body.base, body.len, &r);
         if (err < 0) {
             build_static(j, err == SG_EJSON ? SG_MOCK_ST_BAD_JSON : SG_MOCK_ST_NO_PROMPT, now);
         } else {
             w->st.completions++;
             if (s->record_fd >= 0)
-                record_request(w, c, now, req->path, &r);
+                record_request(w, c, now, full_path, &r);
             if (s->opts.error_rate > 0 && sg_rng_uniform(&w->rng) <= s->opts.error_rate) {
                 w->st.errors++;
                 build_static(j, SG_MOCK_ST_INJECTED, now);
@@ -609,13 +640,13 @@ static int on_request(void *ud, const sg_h1_request_t *req)
                 j->send_usage = !s->opts.no_usage;
                 if (usage_counts(w, j, &r) < 0) {
                     job_free(w, j);
-                    return SG_ENOMEM;
+                    return NULL;
                 }
                 /* ids are unique across workers: worker w hands out w, w + N, w + 2N, ... */
                 uint64_t id = w->next_id++ * s->opts.workers + w->idx;
                 if (sg_mock_render_head(j, id, (int64_t)time(NULL), r.model, r.stream) < 0) {
                     job_free(w, j);
-                    return SG_ENOMEM;
+                    return NULL;
                 }
                 if (r.stream) {
                     w->st.streamed++;
@@ -631,7 +662,18 @@ static int on_request(void *ud, const sg_h1_request_t *req)
             }
         }
     }
-    conn_enqueue(c, j, now);
+    return j;
+}
+
+static int on_request(void *ud, const sg_h1_request_t *req)
+{
+    conn_t *c = ud;
+    if (c->read_stopped || c->closing)
+        return SG_EABORT;
+    sg_mock_job_t *j = build_job(c, req->method, req->path, req->body, req->keep_alive, c->recv_ns);
+    if (!j)
+        return SG_ENOMEM;
+    conn_enqueue(c, j, c->recv_ns);
     if (j->close_after || c->close_after_flush || c->closing) {
         c->read_stopped = true;
         return SG_EABORT;
@@ -732,6 +774,139 @@ static void conn_pump(conn_t *c, int64_t now)
     }
 }
 
+/* ---------- HTTP/2 streams ---------- */
+
+/* The stream is over for us: reset it (the job is freed by on_close). */
+static void h2_drop(conn_t *c, sg_mock_job_t *j)
+{
+    c->w->st.drops++;
+    sg_h2srv_reset(c->h2, j->h2_id, NGHTTP2_INTERNAL_ERROR);
+    mark_dirty(c);
+}
+
+static void h2_respond(conn_t *c, sg_mock_job_t *j, int status, const char *ctype, int64_t len, bool sse)
+{
+    if (sg_h2srv_respond(c->h2, j->h2_id, status, ctype, len, sse, true) < 0)
+        sg_h2srv_reset(c->h2, j->h2_id, NGHTTP2_INTERNAL_ERROR);
+}
+
+/* Render what the stream's job has due; it waits in the heap for the rest. The HTTP/2 twin of job_run. */
+static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
+{
+    const sg_mock_server_t *s = c->w->srv;
+    if (c->closing)
+        return; /* freed with the session */
+    sg_mock_buf_t *b = &j->h2_body;
+    switch (j->type) {
+    case SG_MOCK_JOB_STATIC: {
+        int status;
+        sg_slice_t body = sg_mock_static_body(j->static_id, &status);
+        sg_mock_buf_slice(b, body);
+        j->h2_eof = true;
+        h2_respond(c, j, status, "application/json", (int64_t)body.len, false);
+        break;
+    }
+    case SG_MOCK_JOB_FULL:
+        if (j->due_ns > now)
+            goto wait;
+        if (j->drop_full) {
+            h2_drop(c, j);
+            return;
+        }
+        sg_mock_render_full(b, j);
+        j->h2_eof = true;
+        h2_respond(c, j, 200, "application/json", (int64_t)b->len, false);
+        break;
+    default:
+        if (!j->started) {
+            j->started = true;
+            h2_respond(c, j, 200, "text/event-stream", -1, true);
+            sg_mock_render_stream_start(b, j);
+        }
+        while (j->k < j->n) {
+            int64_t due = j->arrival_ns + s->ttft_ns + s->itl_ns * (int64_t)j->k;
+            if (due > now) {
+                j->due_ns = due;
+                sg_h2srv_resume(c->h2, j->h2_id);
+                mark_dirty(c);
+                goto wait;
+            }
+            if (j->k == j->drop_at) {
+                h2_drop(c, j);
+                return;
+            }
+            sg_mock_render_token(b, j, j->k);
+            j->k++;
+        }
+        sg_mock_render_stream_end(b, j);
+        j->h2_eof = true;
+        sg_h2srv_resume(c->h2, j->h2_id);
+        break;
+    }
+    if (SG_UNLIKELY(b->oom))
+        sg_h2srv_reset(c->h2, j->h2_id, NGHTTP2_INTERNAL_ERROR);
+    mark_dirty(c);
+    return;
+wait:
+    if (heap_push(c->w, j) < 0)
+        h2_drop(c, j);
+}
+
+static int h2_on_request(void *ud, int32_t id, sg_slice_t method, sg_slice_t path, sg_slice_t body)
+{
+    conn_t *c = ud;
+    sg_mock_job_t *j = build_job(c, method, path, body, true, c->recv_ns);
+    if (!j)
+        return SG_ENOMEM;
+    j->conn = c;
+    j->h2_id = id;
+    j->close_after = false; /* a stream ends by itself; the connection stays */
+    sg_h2srv_set_stream_ud(c->h2, id, j);
+    h2_job_run(c, j, c->recv_ns);
+    return 0;
+}
+
+static ssize_t h2_on_read(void *ud, void *stream_ud, uint8_t *buf, size_t len, bool *eof)
+{
+    (void)ud;
+    sg_mock_job_t *j = stream_ud;
+    size_t avail = j->h2_body.len - j->h2_off;
+    if (avail == 0) {
+        if (!j->h2_eof)
+            return -EAGAIN;
+        *eof = true;
+        return 0;
+    }
+    size_t n = avail < len ? avail : len;
+    memcpy(buf, j->h2_body.p + j->h2_off, n);
+    j->h2_off += (uint32_t)n;
+    if (j->h2_off == j->h2_body.len) {
+        j->h2_off = 0;
+        j->h2_body.len = 0;
+        *eof = j->h2_eof;
+    }
+    return (ssize_t)n;
+}
+
+static void h2_on_close(void *ud, void *stream_ud, uint32_t error_code)
+{
+    (void)error_code;
+    conn_t *c = ud;
+    job_free(c->w, stream_ud);
+}
+
+static const sg_h2srv_cb_t h2_cb = {.on_request = h2_on_request, .on_read = h2_on_read, .on_close = h2_on_close};
+
+static void h2_recv(conn_t *c, const char *data, size_t len)
+{
+    if (sg_h2srv_feed(c->h2, data, len) < 0) {
+        /* the session queued its GOAWAY: send it, then close */
+        c->read_stopped = true;
+        c->close_after_flush = true;
+    }
+    mark_dirty(c);
+}
+
 /* Case-insensitive: does the head's line at p (up to end) start with the header name (lowercase, with ':')? */
 static bool header_is(const char *p, const char *end, const char *name)
 {
@@ -773,6 +948,69 @@ static void maybe_continue(conn_t *c)
     }
 }
 
+static void h1_recv(conn_t *c, const char *data, size_t len)
+{
+    sg_mock_worker_t *w = c->w;
+    int err = sg_h1_req_feed(&c->parser, data, len, &req_cb, c);
+    if (err >= 0 && c->parser.len == 0)
+        c->expect_checked = false;
+    else if (err >= 0 && !c->expect_checked)
+        maybe_continue(c);
+    if (err < 0 && err != SG_EABORT && !c->closing) {
+        /* answer what we can say about it, in order after what is already queued, then close */
+        sg_mock_job_t *j = job_new(w);
+        c->read_stopped = true;
+        if (j && (err == SG_ETOOBIG || err == SG_EPROTO)) {
+            build_static(j, err == SG_ETOOBIG ? SG_MOCK_ST_TOO_BIG : SG_MOCK_ST_BAD_HTTP, c->recv_ns);
+            j->close_after = true;
+            conn_enqueue(c, j, c->recv_ns);
+        } else {
+            if (j)
+                job_free(w, j);
+            conn_close(c);
+        }
+    }
+}
+
+/*
+ * The first bytes decide the protocol: the HTTP/2 client preface (h2c with prior knowledge) or HTTP/1.1. They
+ * are held back only while they are still a prefix of the preface; "GET " or "POST" differ at once.
+ */
+static void conn_recv(conn_t *c, const char *data, size_t len)
+{
+    if (c->proto_known) {
+        if (c->h2)
+            h2_recv(c, data, len);
+        else
+            h1_recv(c, data, len);
+        return;
+    }
+    size_t held = c->pre_n;
+    size_t take = SG_H2SRV_PREFACE_LEN - held < len ? SG_H2SRV_PREFACE_LEN - held : len;
+    memcpy(c->pre + held, data, take);
+    if (memcmp(c->pre, SG_H2SRV_PREFACE, held + take) != 0) {
+        c->proto_known = true;
+        if (held)
+            h1_recv(c, c->pre, held);
+        if (!c->closing && !c->read_stopped)
+            h1_recv(c, data, len);
+        return;
+    }
+    if (held + take < SG_H2SRV_PREFACE_LEN) {
+        c->pre_n = (uint8_t)(held + take);
+        return;
+    }
+    c->proto_known = true;
+    c->h2 = sg_h2srv_new(&h2_cb, c, c->w->srv->opts.max_streams, SG_MOCK_MAX_REQUEST);
+    if (!c->h2) {
+        conn_close(c);
+        return;
+    }
+    h2_recv(c, c->pre, SG_H2SRV_PREFACE_LEN);
+    if (len > take && !c->read_stopped)
+        h2_recv(c, data + take, len - take);
+}
+
 static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
 {
     conn_t *c = SG_CONTAINER_OF(op, conn_t, recv_op);
@@ -785,25 +1023,7 @@ static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
         unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
         if (!c->closing && !c->read_stopped) {
             c->recv_ns = sg_now_ns();
-            int err = sg_h1_req_feed(&c->parser, sg_loop_buf(&w->loop, bid), (size_t)res, &req_cb, c);
-            if (err >= 0 && c->parser.len == 0)
-                c->expect_checked = false;
-            else if (err >= 0 && !c->expect_checked)
-                maybe_continue(c);
-            if (err < 0 && err != SG_EABORT && !c->closing) {
-                /* answer what we can say about it, in order after what is already queued, then close */
-                sg_mock_job_t *j = job_new(w);
-                c->read_stopped = true;
-                if (j && (err == SG_ETOOBIG || err == SG_EPROTO)) {
-                    build_static(j, err == SG_ETOOBIG ? SG_MOCK_ST_TOO_BIG : SG_MOCK_ST_BAD_HTTP, c->recv_ns);
-                    j->close_after = true;
-                    conn_enqueue(c, j, c->recv_ns);
-                } else {
-                    if (j)
-                        job_free(w, j);
-                    conn_close(c);
-                }
-            }
+            conn_recv(c, sg_loop_buf(&w->loop, bid), (size_t)res);
         }
         sg_loop_buf_release(&w->loop, bid);
     } else if (res == -ENOBUFS) {
@@ -950,7 +1170,10 @@ static void *worker_main(void *arg)
         while (w->heap_n && w->heap[0]->due_ns <= now) {
             sg_mock_job_t *j = w->heap[0];
             heap_remove(w, j);
-            conn_pump(j->conn, now);
+            if (j->conn->h2)
+                h2_job_run(j->conn, j, now);
+            else
+                conn_pump(j->conn, now);
         }
         if (!w->accept_armed && now >= w->accept_retry_ns)
             accept_arm(w);
@@ -1024,6 +1247,7 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     while (c) {
         conn_t *next = c->next;
         conn_discard_jobs(c);
+        sg_h2srv_free(c->h2);
         close(c->fd);
         sg_h1_req_free(&c->parser);
         free(c->out.p);
@@ -1037,6 +1261,7 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     while (w->free_jobs) {
         sg_mock_job_t *j = w->free_jobs;
         w->free_jobs = j->next;
+        free(j->h2_body.p);
         free(j);
     }
     for (unsigned i = 0; i < w->pool_n; i++)

@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import harness
-from profiling import profile, tol
+from profiling import HttpServer, profile, tol
 
 NGINX_CONF = """
 worker_processes 1;
@@ -142,8 +142,9 @@ def main(h):
         h.check(stat(r.stderr, "GOAWAY received") >= 5, "GOAWAY: received several", r.stderr)
         h.check(stat(r.stderr, "refused and re-sent") >= 1, "GOAWAY: refused streams re-sent", r.stderr)
 
-    # 4. h2c against an HTTP/1.1-only server: a clear failure per request, not a hang
-    with h.mock() as m:
+    # 4. h2c against an HTTP/1.1-only server (surge mock speaks h2c now): a clear failure per request, no hang
+    h1_only = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    with HttpServer(lambda line, headers, body: h1_only, close=True) as m:
         r = profile(h, m.url, "--http2", "--request-count", 5, "--request-timeout", 10, check_rc=1)
         if r.summary:
             h.check(r.summary["error_request_count"]["avg"] == 5, "h2c to an HTTP/1.1 server: every request fails",
