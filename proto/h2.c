@@ -355,11 +355,11 @@ int sg_h2_feed(sg_h2_t *s, const char *data, size_t len)
     return 0;
 }
 
-int sg_h2_drain(sg_h2_t *s, char **buf, size_t *len, size_t *cap)
+int sg_h2_session_drain(nghttp2_session *ng, char **buf, size_t *len, size_t *cap)
 {
     for (;;) {
         const uint8_t *p;
-        ssize_t n = nghttp2_session_mem_send(s->ng, &p);
+        ssize_t n = nghttp2_session_mem_send(ng, &p);
         if (n < 0)
             return n == NGHTTP2_ERR_NOMEM ? SG_ENOMEM : SG_EPROTO;
         if (n == 0)
@@ -377,6 +377,11 @@ int sg_h2_drain(sg_h2_t *s, char **buf, size_t *len, size_t *cap)
         memcpy(*buf + *len, p, (size_t)n);
         *len += (size_t)n;
     }
+}
+
+int sg_h2_drain(sg_h2_t *s, char **buf, size_t *len, size_t *cap)
+{
+    return sg_h2_session_drain(s->ng, buf, len, cap);
 }
 
 bool sg_h2_want_write(const sg_h2_t *s)

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "sg_h2srv.h"
 
+#include "sg_h2.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,26 +295,7 @@ int sg_h2srv_feed(sg_h2srv_t *s, const char *data, size_t len)
 
 int sg_h2srv_drain(sg_h2srv_t *s, char **buf, size_t *len, size_t *cap)
 {
-    for (;;) {
-        const uint8_t *p;
-        ssize_t n = nghttp2_session_mem_send(s->ng, &p);
-        if (n < 0)
-            return n == NGHTTP2_ERR_NOMEM ? SG_ENOMEM : SG_EPROTO;
-        if (n == 0)
-            return 0;
-        if (*len + (size_t)n > *cap) {
-            size_t ncap = *cap ? *cap : 4096;
-            while (ncap < *len + (size_t)n)
-                ncap *= 2;
-            char *nb = realloc(*buf, ncap);
-            if (!nb)
-                return SG_ENOMEM;
-            *buf = nb;
-            *cap = ncap;
-        }
-        memcpy(*buf + *len, p, (size_t)n);
-        *len += (size_t)n;
-    }
+    return sg_h2_session_drain(s->ng, buf, len, cap);
 }
 
 bool sg_h2srv_want_write(const sg_h2srv_t *s)

@@ -76,6 +76,8 @@ void sg_h2_cancel(sg_h2_t *s, int32_t stream_id);
 SG_WUR int sg_h2_feed(sg_h2_t *s, const char *data, size_t len);
 /* Append every byte the session wants to send to *buf (grown with realloc). 0, SG_ENOMEM or SG_EPROTO. */
 SG_WUR int sg_h2_drain(sg_h2_t *s, char **buf, size_t *len, size_t *cap);
+/* The same for any nghttp2 session (the mock's server sessions use it too). */
+SG_WUR int sg_h2_session_drain(nghttp2_session *ng, char **buf, size_t *len, size_t *cap);
 bool sg_h2_want_write(const sg_h2_t *s);
 
 /* One more stream fits: no GOAWAY either way, and fewer open streams than the peer's limit. */
