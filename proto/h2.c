@@ -248,6 +248,30 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error_code,
     return 0;
 }
 
+int sg_h2_session_open(nghttp2_session **ng, bool server, const sg_h2_fns_t *fns, void *ud,
+                       const nghttp2_settings_entry *iv, size_t niv, int32_t conn_window)
+{
+    nghttp2_session_callbacks *cbs;
+    if (nghttp2_session_callbacks_new(&cbs) != 0)
+        return SG_ENOMEM;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, fns->begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, fns->header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, fns->frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, fns->data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, fns->stream_close);
+    int rv = server ? nghttp2_session_server_new(ng, cbs, ud) : nghttp2_session_client_new(ng, cbs, ud);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0)
+        return SG_ENOMEM;
+    if (nghttp2_submit_settings(*ng, NGHTTP2_FLAG_NONE, iv, niv) != 0 ||
+        nghttp2_session_set_local_window_size(*ng, NGHTTP2_FLAG_NONE, 0, conn_window) != 0) {
+        nghttp2_session_del(*ng);
+        *ng = NULL;
+        return SG_ENOMEM;
+    }
+    return 0;
+}
+
 sg_h2_t *sg_h2_client_new(const sg_h2_cb_t *cb, void *ud)
 {
     sg_h2_t *s = calloc(1, sizeof(*s));
@@ -255,29 +279,12 @@ sg_h2_t *sg_h2_client_new(const sg_h2_cb_t *cb, void *ud)
         return NULL;
     s->cb = *cb;
     s->ud = ud;
-    nghttp2_session_callbacks *cbs;
-    if (nghttp2_session_callbacks_new(&cbs) != 0) {
-        free(s);
-        return NULL;
-    }
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-    int rv = nghttp2_session_client_new(&s->ng, cbs, s);
-    nghttp2_session_callbacks_del(cbs);
-    if (rv != 0) {
-        free(s);
-        return NULL;
-    }
-    nghttp2_settings_entry iv[] = {
+    static const sg_h2_fns_t fns = {on_begin_headers, on_header, on_frame_recv, on_data_chunk, on_stream_close};
+    const nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SG_H2_LOCAL_STREAM_WINDOW},
     };
-    if (nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0 ||
-        nghttp2_session_set_local_window_size(s->ng, NGHTTP2_FLAG_NONE, 0, SG_H2_LOCAL_CONN_WINDOW) != 0) {
-        nghttp2_session_del(s->ng);
+    if (sg_h2_session_open(&s->ng, false, &fns, s, iv, SG_ARRAY_LEN(iv), SG_H2_LOCAL_CONN_WINDOW) < 0) {
         free(s);
         return NULL;
     }

@@ -195,29 +195,12 @@ sg_h2srv_t *sg_h2srv_new(const sg_h2srv_cb_t *cb, void *ud, uint32_t max_streams
     s->cb = *cb;
     s->ud = ud;
     s->max_body = max_body;
-    nghttp2_session_callbacks *cbs;
-    if (nghttp2_session_callbacks_new(&cbs) != 0) {
-        free(s);
-        return NULL;
-    }
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-    int rv = nghttp2_session_server_new(&s->ng, cbs, s);
-    nghttp2_session_callbacks_del(cbs);
-    if (rv != 0) {
-        free(s);
-        return NULL;
-    }
-    nghttp2_settings_entry iv[] = {
+    static const sg_h2_fns_t fns = {on_begin_headers, on_header, on_frame_recv, on_data_chunk, on_stream_close};
+    const nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, max_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SRV_STREAM_WINDOW},
     };
-    if (nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, iv, SG_ARRAY_LEN(iv)) != 0 ||
-        nghttp2_session_set_local_window_size(s->ng, NGHTTP2_FLAG_NONE, 0, SRV_CONN_WINDOW) != 0) {
-        nghttp2_session_del(s->ng);
+    if (sg_h2_session_open(&s->ng, true, &fns, s, iv, SG_ARRAY_LEN(iv), SRV_CONN_WINDOW) < 0) {
         free(s);
         return NULL;
     }

@@ -78,6 +78,20 @@ SG_WUR int sg_h2_feed(sg_h2_t *s, const char *data, size_t len);
 SG_WUR int sg_h2_drain(sg_h2_t *s, char **buf, size_t *len, size_t *cap);
 /* The same for any nghttp2 session (the mock's server sessions use it too). */
 SG_WUR int sg_h2_session_drain(nghttp2_session *ng, char **buf, size_t *len, size_t *cap);
+
+/* The nghttp2 callbacks a session of ours (client or server) registers. */
+typedef struct {
+    nghttp2_on_begin_headers_callback begin_headers;
+    nghttp2_on_header_callback header;
+    nghttp2_on_frame_recv_callback frame_recv;
+    nghttp2_on_data_chunk_recv_callback data_chunk;
+    nghttp2_on_stream_close_callback stream_close;
+} sg_h2_fns_t;
+
+/* Create a client or server nghttp2 session with these callbacks and user data, queue our SETTINGS (iv) and
+ * raise the connection's receive window to conn_window. 0, or SG_ENOMEM (nothing is left allocated). */
+SG_WUR int sg_h2_session_open(nghttp2_session **ng, bool server, const sg_h2_fns_t *fns, void *ud,
+                              const nghttp2_settings_entry *iv, size_t niv, int32_t conn_window);
 bool sg_h2_want_write(const sg_h2_t *s);
 
 /* One more stream fits: no GOAWAY either way, and fewer open streams than the peer's limit. */
