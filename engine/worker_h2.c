@@ -1,0 +1,418 @@
+/*
+ * The worker's HTTP/2 side (--http2: h2c with prior knowledge).
+ *
+ * Each connection holds one sg_h2 session and many streams; a stream's response has its own resp_t, handled by
+ * the same parser callbacks as HTTP/1.1. Frames the session queues are sent from c->wbuf, one send in flight
+ * per connection; while it is out, new frames wait in nghttp2 and go with the next send. Nothing is flushed
+ * from inside nghttp2's callbacks (w->in_h2_cb): dirty sessions are flushed once the callback has returned.
+ */
+#define _GNU_SOURCE
+#include "worker_int.h"
+
+#include "sg_sse.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static resp_t *resp_alloc(sg_worker_t *w)
+{
+    resp_t *rs = w->free_resps;
+    if (rs) {
+        w->free_resps = rs->next_free;
+        sg_sse_reset(&rs->sse);
+    } else {
+        rs = calloc(1, sizeof(*rs));
+        if (!rs)
+            return NULL;
+        rs->w = w;
+        sg_sse_init(&rs->sse, MAX_EVENT_BYTES);
+    }
+    rs->req = NULL;
+    rs->body_len = 0;
+    rs->event_stream = false;
+    rs->complete = false;
+    return rs;
+}
+
+static void resp_release(sg_worker_t *w, resp_t *rs)
+{
+    if (rs->body_cap > (64u << 10)) {
+        free(rs->body);
+        rs->body = NULL;
+        rs->body_cap = 0;
+    }
+    rs->next_free = w->free_resps;
+    w->free_resps = rs;
+}
+
+static int h2v_add(sg_worker_t *w, sg_conn_t *c)
+{
+    if (w->h2n == w->h2cap) {
+        size_t ncap = w->h2cap ? w->h2cap * 2 : 8;
+        sg_conn_t **nv = realloc(w->h2v, ncap * sizeof(*nv));
+        if (!nv)
+            return SG_ENOMEM;
+        w->h2v = nv;
+        w->h2cap = ncap;
+    }
+    w->h2v[w->h2n++] = c;
+    c->h2v_idx = w->h2n;
+    return 0;
+}
+
+void wk_h2v_remove(sg_worker_t *w, sg_conn_t *c)
+{
+    if (!c->h2v_idx)
+        return;
+    size_t i = c->h2v_idx - 1;
+    w->h2v[i] = w->h2v[--w->h2n];
+    w->h2v[i]->h2v_idx = i + 1;
+    c->h2v_idx = 0;
+}
+
+static void h2_mark(sg_conn_t *c)
+{
+    if (c->dirty)
+        return;
+    c->dirty = true;
+    c->dirty_next = c->w->dirty_head;
+    c->w->dirty_head = c;
+}
+
+static void h2_unmark(sg_conn_t *c)
+{
+    if (!c->dirty)
+        return;
+    for (sg_conn_t **p = &c->w->dirty_head; *p; p = &(*p)->dirty_next)
+        if (*p == c) {
+            *p = c->dirty_next;
+            break;
+        }
+    c->dirty = false;
+}
+
+/*
+ * HTTP/2 says a refused stream, or one above a GOAWAY's last-stream-id, was not processed, so re-sending it is
+ * safe; a server that drains connections often (nginx's keepalive_requests) can refuse the same request on the
+ * next connection too. A few re-sends, not one; a server that refuses everything still ends in an error.
+ */
+#define H2_MAX_RESENDS 8
+
+/* Requeue a request that was not processed (refused stream, GOAWAY, a dead kept-alive connection) at the front,
+ * keeping its intended time. */
+static void h2_requeue(sg_worker_t *w, sg_req_t *r)
+{
+    r->h2_resends++;
+    wk_fl_remove(w, r);
+    r->conn = NULL;
+    r->rs = NULL;
+    r->rec.sent_ns = 0;
+    r->next = w->wait_head;
+    w->wait_head = r;
+    if (!w->wait_tail)
+        w->wait_tail = r;
+    w->n_waiting++;
+}
+
+static int h2_cb_head(void *ud, void *sud, int status, bool event_stream)
+{
+    resp_t *rs = sud;
+    if (!rs->req)
+        return -1; /* nobody waits for it any more: reset */
+    if (rs->req->rec.first_byte_ns == 0)
+        rs->req->rec.first_byte_ns = wk_t_recv_ns;
+    sg_h1_resp_head_t head = {.status = status, .content_length = -1, .event_stream = event_stream};
+    return wk_on_head(rs, &head);
+}
+
+static int h2_cb_data(void *ud, void *sud, const char *data, size_t len)
+{
+    resp_t *rs = sud;
+    if (!rs->req)
+        return -1;
+    if (rs->req->rec.first_byte_ns == 0)
+        rs->req->rec.first_byte_ns = wk_t_recv_ns;
+    return wk_on_body(rs, data, len);
+}
+
+static void h2_cb_close(void *ud, void *sud, uint32_t code, bool complete, bool retryable)
+{
+    sg_conn_t *c = ud;
+    sg_worker_t *w = c->w;
+    resp_t *rs = sud;
+    sg_req_t *r = rs->req;
+    if (r) {
+        /* a connection that died under a stream not a byte of whose response came: as a dead keep-alive, once */
+        bool resend = retryable && r->h2_resends < H2_MAX_RESENDS;
+        if (!retryable && c->h2_lost && r->rec.first_byte_ns == 0 && c->served > 0 && !r->retried) {
+            r->retried = true;
+            resend = true;
+        }
+        if (resend) {
+            w->h2_refused_resent++;
+            h2_requeue(w, r);
+        } else {
+            int64_t now = c->h2_lost ? sg_now_ns() : wk_t_recv_ns;
+            if (complete) {
+                wk_t_recv_ns = now;
+                wk_on_complete(rs);
+                c->served++;
+            } else if (c->h2_lost) {
+                if (c->lost_res == 0 || c->lost_res == SG_EPROTO)
+                    wk_set_error(r, SG_ERRC_DISCONNECT, "connection %s %s",
+                                 c->lost_res == 0 ? "closed by the server" : "broke (HTTP/2 protocol error)",
+                                 r->rec.first_byte_ns ? "in the middle of the response" : "before any response");
+                else
+                    wk_set_error(r, SG_ERRC_DISCONNECT, "connection error: %s", sg_strerror(c->lost_res));
+            } else {
+                w->h2_resets++;
+                if (retryable)
+                    wk_set_error(r, SG_ERRC_STREAM_RESET, "HTTP/2 stream refused by the server %d times: %s",
+                                 H2_MAX_RESENDS + 1, sg_h2_error_name(code));
+                else
+                    wk_set_error(r, SG_ERRC_STREAM_RESET, "HTTP/2 stream reset by the server: %s",
+                                 sg_h2_error_name(code));
+            }
+            r->conn = NULL;
+            r->rs = NULL;
+            wk_req_finish(w, r, now);
+        }
+    }
+    resp_release(w, rs);
+}
+
+static void h2_cb_goaway(void *ud, int32_t last_stream_id, uint32_t code)
+{
+    sg_conn_t *c = ud;
+    c->w->h2_goaways++;
+    wk_h2v_remove(c->w, c); /* no new streams here; those above last_stream_id come back refused */
+}
+
+static const sg_h2_cb_t h2_cb = {
+    .on_head = h2_cb_head, .on_data = h2_cb_data, .on_close = h2_cb_close, .on_goaway = h2_cb_goaway};
+
+/* Free the session; streams still open end through h2_cb_close (as disconnects, or re-sent). */
+void wk_h2_conn_release(sg_conn_t *c)
+{
+    sg_worker_t *w = c->w;
+    sg_h2_t *h = c->h2;
+    c->h2 = NULL;
+    c->h2_lost = true;
+    wk_h2v_remove(w, c);
+    h2_unmark(c);
+    bool was = w->in_h2_cb;
+    w->in_h2_cb = true;
+    sg_h2_free(h);
+    w->in_h2_cb = was;
+}
+
+void wk_h2_conn_lost(sg_conn_t *c, int res)
+{
+    sg_worker_t *w = c->w;
+    c->lost_res = res;
+    if (c->h2)
+        wk_h2_conn_release(c);
+    wk_conn_close(c);
+    wk_conn_dispatch(w);
+}
+
+/* A GOAWAY'd session with nothing left open is closed. */
+static void h2_maybe_retire(sg_conn_t *c)
+{
+    if (c->h2 && c->state != C_CLOSING && sg_h2_going_away(c->h2) && sg_h2_open_streams(c->h2) == 0)
+        wk_conn_close(c);
+}
+
+static void h2_flush(sg_conn_t *c)
+{
+    sg_worker_t *w = c->w;
+    if (!c->h2 || c->state == C_CLOSING || c->sending)
+        return;
+    c->wlen = c->woff = 0;
+    w->in_h2_cb = true;
+    int err = sg_h2_drain(c->h2, &c->wbuf, &c->wlen, &c->wcap);
+    w->in_h2_cb = false;
+    if (err < 0) {
+        wk_h2_conn_lost(c, err);
+        return;
+    }
+    if (c->wlen) {
+        struct io_uring_sqe *sqe = sg_loop_sqe(&w->loop, &c->send_op);
+        io_uring_prep_send(sqe, c->fd, c->wbuf, c->wlen, MSG_NOSIGNAL);
+        c->ops++;
+        c->sending = true;
+    }
+    h2_maybe_retire(c);
+}
+
+static void h2_flush_dirty(sg_worker_t *w)
+{
+    while (w->dirty_head && !w->in_h2_cb) {
+        sg_conn_t *c = w->dirty_head;
+        w->dirty_head = c->dirty_next;
+        c->dirty = false;
+        h2_flush(c);
+    }
+}
+
+void wk_h2_on_sent(sg_conn_t *c, int res)
+{
+    if (c->state == C_CLOSING)
+        return;
+    if (res < 0) {
+        c->sending = false;
+        wk_h2_conn_lost(c, res);
+        return;
+    }
+    c->woff += (size_t)res;
+    if (c->woff < c->wlen) {
+        struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
+        io_uring_prep_send(sqe, c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
+        c->ops++;
+        return;
+    }
+    c->sending = false;
+    h2_mark(c);
+    wk_conn_dispatch(c->w);
+    h2_flush_dirty(c->w); /* also when the run is stopping and dispatch returned early */
+}
+
+int wk_h2_conn_ready(sg_conn_t *c)
+{
+    sg_worker_t *w = c->w;
+    c->h2 = sg_h2_client_new(&h2_cb, c);
+    if (!c->h2 || h2v_add(w, c) < 0)
+        return SG_ENOMEM;
+    c->state = C_IDLE;
+    h2_mark(c); /* the preface and our SETTINGS */
+    return 0;
+}
+
+void wk_h2_handle_data(sg_conn_t *c, const char *data, size_t len)
+{
+    sg_worker_t *w = c->w;
+    wk_t_recv_ns = sg_now_ns();
+    w->in_h2_cb = true;
+    int err = sg_h2_feed(c->h2, data, len);
+    w->in_h2_cb = false;
+    if (err < 0) {
+        wk_h2_conn_lost(c, err);
+        return;
+    }
+    uint32_t m = sg_h2_peer_max_streams(c->h2);
+    if (m > 0)
+        w->h2_per_conn = m;
+    h2_mark(c); /* WINDOW_UPDATE, SETTINGS ack, PING replies */
+    wk_conn_dispatch(w);
+    h2_flush_dirty(w);
+}
+
+/* A timed-out or cancelled request lets go of its stream: reset it; the response is dropped when it closes. */
+void wk_h2_abandon(sg_req_t *r)
+{
+    sg_conn_t *c = r->conn;
+    r->rs->req = NULL;
+    r->rs = NULL;
+    r->conn = NULL;
+    if (c && c->h2) {
+        sg_h2_cancel(c->h2, r->stream_id);
+        h2_mark(c);
+    }
+}
+
+/* Submit r on c. false when the session cannot take it now (r is back at the front of the queue). */
+static bool h2_start(sg_conn_t *c, sg_req_t *r)
+{
+    sg_worker_t *w = c->w;
+    resp_t *rs = resp_alloc(w);
+    if (!rs) {
+        wk_set_error(r, SG_ERRC_CONNECT, "out of memory for an HTTP/2 stream");
+        wk_req_finish(w, r, sg_now_ns());
+        return true;
+    }
+    rs->req = r;
+    int32_t id = sg_h2_submit(c->h2, &w->run->h2_reqs[r->rec.payload], rs);
+    if (id < 0) {
+        resp_release(w, rs);
+        if (id == -EAGAIN) {
+            wk_h2v_remove(w, c);
+            r->next = w->wait_head;
+            w->wait_head = r;
+            if (!w->wait_tail)
+                w->wait_tail = r;
+            w->n_waiting++;
+            return false;
+        }
+        wk_set_error(r, SG_ERRC_PROTOCOL, "HTTP/2 request: %s", sg_strerror(id));
+        wk_req_finish(w, r, sg_now_ns());
+        return true;
+    }
+    r->rs = rs;
+    r->conn = c;
+    r->stream_id = id;
+    r->rec.sent_ns = sg_now_ns();
+    wk_fl_append(w, r);
+    atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
+    uint32_t open = sg_h2_open_streams(c->h2);
+    if (open > w->h2_streams_peak)
+        w->h2_streams_peak = open;
+    h2_mark(c);
+    return true;
+}
+
+/* Give waiting requests to the least-loaded session that has room; open connections as demand requires. */
+void wk_h2_dispatch(sg_worker_t *w)
+{
+    while (w->wait_head) {
+        if (w->max_in_flight && w->n_in_flight >= w->max_in_flight)
+            break;
+        sg_conn_t *best = NULL;
+        uint32_t best_open = UINT32_MAX;
+        for (size_t i = 0; i < w->h2n; i++) {
+            sg_conn_t *c = w->h2v[i];
+            if (!sg_h2_can_submit(c->h2))
+                continue;
+            uint32_t open = sg_h2_open_streams(c->h2);
+            if (open < best_open) {
+                best = c;
+                best_open = open;
+                if (open == 0)
+                    break;
+            }
+        }
+        if (!best || !h2_start(best, wk_wait_pop(w)))
+            break;
+    }
+    uint64_t want = w->n_waiting;
+    if (w->max_in_flight) {
+        uint64_t room = w->max_in_flight > w->n_in_flight ? w->max_in_flight - w->n_in_flight : 0;
+        if (want > room)
+            want = room;
+    }
+    while (want > w->n_connecting * w->h2_per_conn && w->n_conns < w->max_conns) {
+        if (!wk_conn_open(w, false)) {
+            wk_fail_waiting_head(w, w->last_connect_err);
+            want = w->n_waiting < want ? w->n_waiting : want;
+        }
+    }
+    h2_flush_dirty(w);
+}
+
+/* The end of the thread: the session list and the pooled stream responses. */
+void wk_h2_free_all(sg_worker_t *w)
+{
+    w->dirty_head = NULL;
+    free(w->h2v);
+    w->h2v = NULL;
+    w->h2n = w->h2cap = 0;
+    while (w->free_resps) {
+        resp_t *rs = w->free_resps;
+        w->free_resps = rs->next_free;
+        sg_sse_free(&rs->sse);
+        free(rs->body);
+        free(rs);
+    }
+}

@@ -1,0 +1,202 @@
+/*
+ * Inside the client worker (not a public interface): the types the worker's files share, and the functions
+ * they call across. worker.c has the schedule, request lifecycle and thread; worker_conn.c the connections and
+ * the HTTP/1.1 exchange; worker_h2.c HTTP/2; worker_resp.c what a response means (parser callbacks, SSE,
+ * decoded bodies). Everything here belongs to one worker thread.
+ */
+#ifndef SURGE_WORKER_INT_H
+#define SURGE_WORKER_INT_H
+
+#include "sg_worker.h"
+
+#include "sg_h1.h"
+#include "sg_h2.h"
+#include "sg_loop.h"
+#include "sg_sched.h"
+#include "sg_openai.h"
+#include "sg_sse.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MAX_EVENT_BYTES (1u << 20) /* one SSE event */
+#define MAX_BODY_BYTES (16u << 20) /* one non-streamed body */
+#define ERR_BODY_SAMPLE 200        /* bytes of an error body kept for the message */
+#define SETUP_CONNECT_NS 3000000000LL
+#define FIXED_PREOPEN 4 /* connections opened before a fixed schedule starts, per worker */
+
+typedef struct sg_conn sg_conn_t;
+typedef struct sg_req sg_req_t;
+
+/*
+ * One response being received: HTTP/1.1 connections embed one; HTTP/2 gives each stream its own (from a
+ * per-worker free list). The parser callbacks below work on it, whatever the protocol.
+ */
+typedef struct resp resp_t;
+struct resp {
+    sg_worker_t *w;
+    sg_req_t *req; /* NULL once the request was finished elsewhere (timeout, cancel) */
+    sg_sse_t sse;
+    char *body; /* non-streamed body, or the start of an error body */
+    size_t body_len;
+    size_t body_cap;
+    bool event_stream;
+    bool complete; /* the parser reported the end of the response */
+    resp_t *next_free;
+};
+
+struct sg_req {
+    sg_record_t rec;
+    const sg_payload_t *payload;
+    sg_conn_t *conn;
+    sg_req_t *next;    /* wait queue or free list */
+    sg_req_t *fl_prev; /* in-flight list, in send order (so timeouts come in order) */
+    sg_req_t *fl_next;
+    uint32_t *events; /* content-event times for rec.event_us */
+    uint32_t events_cap;
+    char *text; /* --tokenizer: output text so far, unescaped */
+    uint32_t text_len;
+    uint32_t text_cap;
+    bool text_lost; /* over SG_RECORD_TEXT_MAX, a bad escape, or out of memory: no tokenizer count */
+    bool in_flight;
+    bool retried;       /* re-sent once after a kept-alive connection turned out to be closed */
+    uint8_t h2_resends; /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */
+    resp_t *rs;         /* --http2: the stream's response */
+    int32_t stream_id;
+};
+
+enum conn_state { C_CONNECTING, C_IDLE, C_BUSY, C_CLOSING };
+
+struct sg_conn {
+    sg_op_t connect_op;
+    sg_op_t send_op;
+    sg_op_t recv_op;
+    sg_worker_t *w;
+    int fd;
+    enum conn_state state;
+    unsigned ops; /* operations in flight; the conn is freed when closing and this reaches 0 */
+    bool recv_armed;
+    bool for_setup; /* opened before the start instant */
+    resp_t rs;      /* HTTP/1.1: the response of the request on this connection (rs.req) */
+    size_t send_off;
+    sg_h1_resp_t h1;
+    uint64_t served; /* responses completed on this connection */
+    /* --http2 */
+    sg_h2_t *h2;
+    char *wbuf; /* bytes being sent (wlen), sent up to woff */
+    size_t wlen, wcap, woff;
+    bool sending;
+    bool h2_lost; /* the connection broke: its streams end as disconnects (or are re-sent) */
+    int lost_res;
+    size_t h2v_idx;        /* 1 + index in the worker's usable HTTP/2 connections; 0 when not there */
+    sg_conn_t *dirty_next; /* conns with frames to flush after a dispatch */
+    bool dirty;
+    sg_conn_t *next; /* idle list */
+    sg_conn_t *prev;
+    sg_conn_t *all_next; /* every connection of the worker, for the final clean-up */
+    sg_conn_t *all_prev;
+};
+
+struct sg_worker {
+    sg_run_t *run;
+    const sg_config_t *cfg;
+    unsigned index, n;
+    int cpu;
+    pthread_t thread;
+    bool started;
+    sg_loop_t loop;
+
+    /* schedule */
+    sg_sched_t sched;
+    double rate; /* this worker's share of the request rate; 0 = closed loop */
+    int64_t next_arrival_ns;
+    uint64_t quota; /* requests this worker issues, warmup included; UINT64_MAX = until the duration */
+    uint64_t warmup_quota;
+    uint64_t issued;
+    int64_t stop_issue_ns;  /* INT64_MAX until the measured phase starts with a duration */
+    uint32_t slots;         /* closed loop */
+    uint32_t max_in_flight; /* 0 = no cap */
+    bool issuing_done;
+
+    /* requests */
+    sg_req_t *free_reqs;
+    sg_req_t *wait_head, *wait_tail;
+    uint64_t n_waiting;
+    sg_req_t *fl_head, *fl_tail;
+    uint64_t n_in_flight;
+    int64_t timeout_ns;
+
+    /* connections */
+    sg_conn_t *idle_head;
+    sg_conn_t *all_head;
+    uint64_t n_conns;
+    uint64_t n_connecting;
+    uint64_t max_conns;
+    int last_connect_err;
+    uint64_t conns_opened, conns_peak, connect_failures, resent;
+
+    /* --http2 */
+    bool http2;
+    bool in_h2_cb;   /* inside nghttp2 (feed, drain, free): queue frames, do not flush */
+    sg_conn_t **h2v; /* connected sessions that may take streams */
+    size_t h2n, h2cap;
+    sg_conn_t *dirty_head; /* sessions with frames to flush */
+    resp_t *free_resps;
+    uint32_t h2_per_conn; /* streams a connection takes: the peer's last SETTINGS_MAX_CONCURRENT_STREAMS */
+    uint64_t h2_streams_peak, h2_goaways, h2_refused_resent, h2_resets;
+
+    sg_metrics_t *metrics;
+    bool keep_text; /* --tokenizer: keep output text, defer measured records' metrics to the post-run pass */
+    sg_reclog_t *log;
+    char log_path[4096];
+    uint64_t warmup_done;
+    int fatal;
+    char fatal_msg[4400];
+
+    sg_worker_progress_t progress;
+};
+
+/* Receive time of the completion being handled: every event in one read shares it (see docs/metrics.md). */
+extern __thread int64_t wk_t_recv_ns;
+
+/* worker.c: requests */
+void wk_set_error(sg_req_t *r, sg_err_class_t cls, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void wk_fl_append(sg_worker_t *w, sg_req_t *r);
+void wk_fl_remove(sg_worker_t *w, sg_req_t *r);
+void wk_wait_push(sg_worker_t *w, sg_req_t *r);
+sg_req_t *wk_wait_pop(sg_worker_t *w);
+void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now);
+void wk_issue_closed(sg_worker_t *w, int64_t intended);
+
+/* worker_resp.c: response meaning */
+int wk_body_append(resp_t *c, const char *data, size_t len, size_t cap_limit);
+void wk_apply_decoded(sg_req_t *r, const sg_oai_result_t *res);
+void wk_capture_text(sg_worker_t *w, sg_req_t *r, const sg_oai_result_t *res);
+int wk_add_content_event(sg_req_t *r, int64_t t);
+int wk_on_head(void *ud, const sg_h1_resp_head_t *head);
+int wk_on_body(void *ud, const char *data, size_t len);
+int wk_on_complete(void *ud);
+extern const sg_h1_resp_cb_t wk_h1_cb;
+
+/* worker_conn.c: connections */
+void wk_idle_push(sg_worker_t *w, sg_conn_t *c);
+void wk_idle_remove(sg_worker_t *w, sg_conn_t *c);
+sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup);
+void wk_conn_close(sg_conn_t *c);
+void wk_conn_put(sg_conn_t *c);
+void wk_conn_dispatch(sg_worker_t *w);
+void wk_conns_free_all(sg_worker_t *w);
+void wk_fail_waiting_head(sg_worker_t *w, int err);
+
+/* worker_h2.c: HTTP/2 */
+int wk_h2_conn_ready(sg_conn_t *c);
+void wk_h2_conn_release(sg_conn_t *c);
+void wk_h2_conn_lost(sg_conn_t *c, int res);
+void wk_h2v_remove(sg_worker_t *w, sg_conn_t *c);
+void wk_h2_handle_data(sg_conn_t *c, const char *data, size_t len);
+void wk_h2_on_sent(sg_conn_t *c, int res);
+void wk_h2_dispatch(sg_worker_t *w);
+void wk_h2_abandon(sg_req_t *r);
+void wk_h2_free_all(sg_worker_t *w);
+
+#endif
