@@ -1,6 +1,8 @@
+#define _GNU_SOURCE /* O_DIRECT, mkostemp */
 #include "sg_export_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -73,6 +75,129 @@ void sg_outfile_abort(sg_outfile_t *of)
     release(of);
 }
 
+/* ---------- sg_outbuf_t ---------- */
+
+/* O_DIRECT wants the buffer, the length and the file offset aligned to the device's logical block (512 or 4096). */
+#define OUTBUF_ALIGN 4096u
+
+static void outbuf_release(sg_outbuf_t *ob)
+{
+    free(ob->buf);
+    free(ob->tmp);
+    free(ob->path);
+    ob->buf = ob->tmp = ob->path = NULL;
+    ob->fd = -1;
+}
+
+int sg_outbuf_open(sg_outbuf_t *ob, const char *path)
+{
+    static const char suffix[] = ".tmp.XXXXXX";
+    memset(ob, 0, sizeof(*ob));
+    ob->fd = -1;
+    size_t len = strlen(path);
+    ob->path = strdup(path);
+    ob->tmp = malloc(len + sizeof(suffix));
+    void *buf = NULL;
+    if (!ob->path || !ob->tmp || posix_memalign(&buf, OUTBUF_ALIGN, SG_OUTBUF_CAP) != 0) {
+        outbuf_release(ob);
+        return -ENOMEM;
+    }
+    ob->buf = buf;
+    memcpy(ob->tmp, path, len);
+    memcpy(ob->tmp + len, suffix, sizeof(suffix));
+    ob->fd = mkostemp(ob->tmp, O_CLOEXEC);
+    if (ob->fd < 0) {
+        int err = -errno;
+        outbuf_release(ob);
+        return err;
+    }
+    (void)fchmod(ob->fd, 0644);
+    /* Not every file system takes O_DIRECT (tmpfs on older kernels, some FUSE): then the page cache it is. */
+    int fl = fcntl(ob->fd, F_GETFL);
+    ob->direct = fl >= 0 && fcntl(ob->fd, F_SETFL, fl | O_DIRECT) == 0;
+    return 0;
+}
+
+static void outbuf_buffered(sg_outbuf_t *ob)
+{
+    int fl = fcntl(ob->fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(ob->fd, F_SETFL, fl & ~O_DIRECT);
+    ob->direct = false;
+}
+
+static int outbuf_write(sg_outbuf_t *ob, const char *p, size_t len)
+{
+    while (len && !ob->err) {
+        ssize_t n = write(ob->fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EINVAL && ob->direct) {
+            outbuf_buffered(ob); /* accepted at open, refused on write: fall back */
+            continue;
+        }
+        if (n <= 0) {
+            ob->err = n < 0 ? -errno : -EIO;
+            break;
+        }
+        /* A short direct write leaves an unaligned remainder: finish the file through the page cache. */
+        if (ob->direct && ((size_t)n % OUTBUF_ALIGN) != 0)
+            outbuf_buffered(ob);
+        p += n;
+        len -= (size_t)n;
+    }
+    return ob->err;
+}
+
+char *sg_outbuf_room_slow(sg_outbuf_t *ob, size_t n)
+{
+    if (ob->err)
+        return NULL;
+    /* Write the whole blocks; the tail (less than one block) moves to the front. */
+    size_t out = ob->direct ? ob->len / OUTBUF_ALIGN * OUTBUF_ALIGN : ob->len;
+    if (outbuf_write(ob, ob->buf, out))
+        return NULL;
+    memmove(ob->buf, ob->buf + out, ob->len - out);
+    ob->len -= out;
+    if (SG_OUTBUF_CAP - ob->len < n) {
+        ob->err = SG_ETOOBIG;
+        return NULL;
+    }
+    return ob->buf + ob->len;
+}
+
+int sg_outbuf_commit(sg_outbuf_t *ob)
+{
+    if (ob->direct) {
+        size_t out = ob->len / OUTBUF_ALIGN * OUTBUF_ALIGN;
+        (void)outbuf_write(ob, ob->buf, out);
+        memmove(ob->buf, ob->buf + out, ob->len - out);
+        ob->len -= out;
+        outbuf_buffered(ob);
+    }
+    int err = outbuf_write(ob, ob->buf, ob->len);
+    if (!err && fsync(ob->fd) != 0 && errno != EINVAL && errno != EROFS)
+        err = -errno;
+    if (close(ob->fd) != 0 && !err)
+        err = -errno;
+    ob->fd = -1;
+    if (!err && rename(ob->tmp, ob->path) != 0)
+        err = -errno;
+    if (err)
+        unlink(ob->tmp);
+    outbuf_release(ob);
+    return err;
+}
+
+void sg_outbuf_abort(sg_outbuf_t *ob)
+{
+    if (ob->fd >= 0) {
+        close(ob->fd);
+        unlink(ob->tmp);
+    }
+    outbuf_release(ob);
+}
+
 size_t sg_utf8_seq_len(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0];
@@ -105,44 +230,47 @@ size_t sg_utf8_seq_len(const unsigned char *s, size_t n)
     return len;
 }
 
-void sg_json_put_string(FILE *f, const char *s, size_t len)
+size_t sg_json_escape(char *dst, const char *s, size_t len)
 {
+    static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
-    putc('"', f);
+    char *o = dst;
+    *o++ = '"';
     for (size_t i = 0; i < len;) {
         unsigned char c = p[i];
         if (c == '"' || c == '\\') {
-            putc('\\', f);
-            putc(c, f);
+            *o++ = '\\';
+            *o++ = (char)c;
             i++;
-        } else if (c == '\n') {
-            fputs("\\n", f);
-            i++;
-        } else if (c == '\r') {
-            fputs("\\r", f);
-            i++;
-        } else if (c == '\t') {
-            fputs("\\t", f);
+        } else if (c == '\n' || c == '\r' || c == '\t') {
+            *o++ = '\\';
+            *o++ = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
             i++;
         } else if (c < 0x20 || c == 0x7F) {
-            fprintf(f, "\\u%04x", c);
+            memcpy(o, "\\u00", 4);
+            o[4] = hex[c >> 4];
+            o[5] = hex[c & 15];
+            o += 6;
             i++;
         } else if (c < 0x80) {
-            putc(c, f);
+            *o++ = (char)c;
             i++;
         } else {
             size_t n = sg_utf8_seq_len(p + i, len - i);
             if (n == 0) {
                 /* Server text is not ours to trust: keep the line valid JSON. */
-                fputs("\\ufffd", f);
+                memcpy(o, "\\ufffd", 6);
+                o += 6;
                 i++;
             } else {
-                fwrite(p + i, 1, n, f);
+                memcpy(o, p + i, n);
+                o += n;
                 i += n;
             }
         }
     }
-    putc('"', f);
+    *o++ = '"';
+    return (size_t)(o - dst);
 }
 
 void sg_utf8_sanitize(char *dst, size_t cap, const char *src)

@@ -405,202 +405,230 @@ static int cmp_idx(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* A line under construction: JSONL lines are built in memory and written with one fwrite, because printf per field
- * was most of the export's CPU. */
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    bool oom;
-} line_t;
+/*
+ * JSONL lines are formatted straight into the output buffer: constant keys as fixed-size copies, numbers from
+ * integers with a two-digit table. printf per field, and later a line buffer copied through stdio, were most of
+ * the export's user CPU.
+ */
 
-static void lb_reserve(line_t *l, size_t more)
+static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                 "8081828384858687888990919293949596979899";
+
+/* u in decimal at p; returns the end. At most 20 bytes. */
+static char *put_u64(char *p, uint64_t u)
 {
-    if (l->len + more <= l->cap || l->oom)
-        return;
-    size_t nc = l->cap ? l->cap : 1024;
-    while (nc < l->len + more)
-        nc *= 2;
-    char *nb = realloc(l->buf, nc);
-    if (!nb) {
-        l->oom = true;
-        return;
+    char tmp[20];
+    char *t = tmp + sizeof(tmp);
+    while (u >= 100) {
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--t = digits2[d + 1];
+        *--t = digits2[d];
     }
-    l->buf = nb;
-    l->cap = nc;
+    if (u >= 10) {
+        *--t = digits2[u * 2 + 1];
+        *--t = digits2[u * 2];
+    } else {
+        *--t = (char)('0' + u);
+    }
+    size_t n = (size_t)(tmp + sizeof(tmp) - t);
+    memcpy(p, t, n);
+    return p + n;
 }
 
-static void lb_mem(line_t *l, const char *s, size_t n)
+/* At most 21 bytes. */
+static char *put_i64(char *p, int64_t v)
 {
-    lb_reserve(l, n);
-    if (l->oom)
-        return;
-    memcpy(l->buf + l->len, s, n);
-    l->len += n;
-}
-
-static void lb_str(line_t *l, const char *s)
-{
-    lb_mem(l, s, strlen(s));
+    if (v < 0) {
+        *p++ = '-';
+        return put_u64(p, (uint64_t)0 - (uint64_t)v);
+    }
+    return put_u64(p, (uint64_t)v);
 }
 
 /*
- * v / 10^decimals in fixed point (decimals 0: a plain integer), from integers: exact (no double rounding) and
- * much cheaper than printf's %f, which matters for token_times_ms (one number per token, millions of tokens).
+ * v / 10^decimals in fixed point, from integers: exact (no double rounding) and much cheaper than printf's %f,
+ * which matters for token_times_ms (one number per token, millions of tokens). At most 23 bytes.
  */
-static void lb_fixed(line_t *l, int64_t v, unsigned decimals)
+static char *put_fixed(char *p, int64_t v, unsigned decimals, uint64_t pow10)
 {
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    char tmp[32];
-    size_t n = 0;
-    for (unsigned i = 0; i < decimals; i++, u /= 10)
-        tmp[n++] = (char)('0' + u % 10);
-    if (decimals)
-        tmp[n++] = '.';
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    lb_reserve(l, n + 1);
-    if (l->oom)
-        return;
     if (v < 0)
-        l->buf[l->len++] = '-';
-    while (n)
-        l->buf[l->len++] = tmp[--n];
+        *p++ = '-';
+    p = put_u64(p, u / pow10);
+    *p++ = '.';
+    uint64_t f = u % pow10;
+    for (unsigned i = decimals; i > 0; i--, f /= 10)
+        p[i - 1] = (char)('0' + f % 10);
+    return p + decimals;
 }
 
-static void lb_i64(line_t *l, int64_t v)
-{
-    lb_fixed(l, v, 0);
-}
+/* A constant string literal, copied with a size the compiler knows. */
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) += sizeof(lit) - 1)
 
-static void lb_key(line_t *l, const char *key)
-{
-    lb_mem(l, ",\"", 2);
-    lb_str(l, key);
-    lb_mem(l, "\":", 2);
-}
+#define PUT_REL_NS(p, key, t, base)                                                                                    \
+    do {                                                                                                               \
+        PUT_LIT(p, ",\"" key "\":");                                                                                   \
+        if (t)                                                                                                         \
+            p = put_i64(p, (t) - (base));                                                                              \
+        else                                                                                                           \
+            PUT_LIT(p, "null");                                                                                        \
+    } while (0)
 
-static void put_rel_ns(line_t *l, const char *key, int64_t t, int64_t base)
-{
-    lb_key(l, key);
-    if (t)
-        lb_i64(l, t - base);
-    else
-        lb_mem(l, "null", 4);
-}
+#define PUT_MS(p, key, have, ns)                                                                                       \
+    do {                                                                                                               \
+        PUT_LIT(p, ",\"" key "\":");                                                                                   \
+        if (have)                                                                                                      \
+            p = put_fixed(p, ns, 6, 1000000);                                                                          \
+        else                                                                                                           \
+            PUT_LIT(p, "null");                                                                                        \
+    } while (0)
 
-static void put_ms(line_t *l, const char *key, bool have, int64_t ns)
-{
-    lb_key(l, key);
-    if (have)
-        lb_fixed(l, ns, 6);
-    else
-        lb_mem(l, "null", 4);
-}
+#define PUT_OPT_INT(p, key, have, v)                                                                                   \
+    do {                                                                                                               \
+        PUT_LIT(p, ",\"" key "\":");                                                                                   \
+        if (have)                                                                                                      \
+            p = put_i64(p, v);                                                                                         \
+        else                                                                                                           \
+            PUT_LIT(p, "null");                                                                                        \
+    } while (0)
 
-static void put_opt_int(line_t *l, const char *key, bool have, int64_t v)
-{
-    lb_key(l, key);
-    if (have)
-        lb_i64(l, v);
-    else
-        lb_mem(l, "null", 4);
-}
+/* Room for everything in a line but the model and the token times: the keys (about 600 bytes), 20-odd numbers of
+ * at most 23 bytes, the error class and the escaped error message. */
+#define LINE_FIXED_MAX (2048 + SG_JSON_ESCAPED_MAX(SG_RECORD_MSG))
+/* One token time: a comma and a fixed-point number. */
+#define TOKEN_TIME_MAX 24
+#define TOKEN_TIMES_PER_ROOM 1024
 
-static void lb_json_string(line_t *l, const char *s, size_t n)
+/* ",\"model\":<name or index>" for every model, rendered once. */
+typedef struct {
+    char *text;
+    size_t len;
+} model_json_t;
+
+static int render_models(model_json_t *out, const char *const *names, size_t n)
 {
-    bool plain = true;
-    for (size_t i = 0; i < n && plain; i++) {
-        unsigned char c = (unsigned char)s[i];
-        plain = c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+    for (size_t i = 0; i < n; i++) {
+        size_t len = names[i] ? strlen(names[i]) : 0;
+        char *t = malloc(sizeof(",\"model\":") + SG_JSON_ESCAPED_MAX(len) + 1);
+        if (!t)
+            return -ENOMEM;
+        char *p = t;
+        PUT_LIT(p, ",\"model\":");
+        if (names[i])
+            p += sg_json_escape(p, names[i], len);
+        out[i].text = t;
+        out[i].len = (size_t)(p - t);
     }
-    if (plain) { /* the common case (model names, most messages): no escaping needed */
-        lb_mem(l, "\"", 1);
-        lb_mem(l, s, n);
-        lb_mem(l, "\"", 1);
-        return;
-    }
-    /* the shared escaper (UTF-8 checks included) writes to a FILE: give it one over memory */
-    char *mem = NULL;
-    size_t mlen = 0;
-    FILE *m = open_memstream(&mem, &mlen);
-    if (!m) {
-        l->oom = true;
-        return;
-    }
-    sg_json_put_string(m, s, n);
-    fclose(m);
-    lb_mem(l, mem, mlen);
-    free(mem);
+    return 0;
 }
 
-static void write_line(FILE *f, line_t *l, const mapped_t *mp, size_t off, int64_t base, const char *const *model_names,
+/* The whole record as one line; a no-op after an output error (the buffer reports it). */
+static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t base, const model_json_t *models,
                        size_t n_models)
 {
     rec_view_t v;
     if (next_rec(mp, &off, &v) != 1)
         return; /* cannot happen: every indexed record was checked by scan_log */
-    struct wire_rec w = v.w;
-    const char *msg = v.msg;
-    const unsigned char *ev = v.ev;
-    bool ok = w.err_class == SG_ERRC_NONE;
-
-    l->len = 0;
-    lb_str(l, "{\"id\":");
-    lb_i64(l, (int64_t)w.id);
-    lb_str(l, ",\"worker\":");
-    lb_i64(l, w.worker);
-    lb_str(l, ",\"model\":");
-    if (model_names && w.model < n_models && model_names[w.model])
-        lb_json_string(l, model_names[w.model], strlen(model_names[w.model]));
-    else
-        lb_i64(l, w.model);
-    lb_str(l, (w.flags & FLAG_STREAMING) ? ",\"streaming\":true" : ",\"streaming\":false");
-    lb_str(l, ok ? ",\"status\":\"ok\"" : ",\"status\":\"error\"");
-    if (!ok) {
-        lb_str(l, ",\"error_class\":\"");
-        lb_str(l, sg_err_class_name((sg_err_class_t)w.err_class));
-        lb_str(l, "\",\"error\":");
-        lb_json_string(l, msg, w.msg_len);
+    const struct wire_rec *w = &v.w;
+    bool ok = w->err_class == SG_ERRC_NONE;
+    bool named = models && w->model < n_models && models[w->model].len > sizeof(",\"model\":") - 1;
+    /* the model name is the only unbounded field before the token times */
+    char *p = sg_outbuf_room(ob, LINE_FIXED_MAX + (named ? models[w->model].len : 0));
+    if (!p)
+        return;
+    char *start = p;
+    PUT_LIT(p, "{\"id\":");
+    p = put_i64(p, (int64_t)w->id);
+    PUT_LIT(p, ",\"worker\":");
+    p = put_u64(p, w->worker);
+    if (named) {
+        memcpy(p, models[w->model].text, models[w->model].len);
+        p += models[w->model].len;
+    } else {
+        PUT_LIT(p, ",\"model\":");
+        p = put_u64(p, w->model);
     }
-    put_opt_int(l, "http_status", w.http_status != 0, w.http_status);
-    put_rel_ns(l, "intended_ns", w.intended_ns, base);
-    put_rel_ns(l, "sent_ns", w.sent_ns, base);
-    put_rel_ns(l, "first_byte_ns", w.first_byte_ns, base);
-    put_rel_ns(l, "first_token_ns", w.first_token_ns, base);
-    put_rel_ns(l, "end_ns", w.end_ns, base);
-    put_ms(l, "schedule_lag_ms", w.sent_ns != 0, w.sent_ns - w.intended_ns);
-    put_ms(l, "time_to_first_token_ms", w.first_token_ns != 0, w.first_token_ns - w.intended_ns);
-    put_ms(l, "request_latency_ms", w.end_ns != 0, w.end_ns - w.intended_ns);
-    put_opt_int(l, "input_sequence_length", true, w.isl);
-    put_opt_int(l, "input_sequence_length_server", w.isl_server != -1, w.isl_server);
-    put_opt_int(l, "output_sequence_length", true, w.osl);
-    lb_str(l, ",\"osl_source\":\"");
-    lb_str(l, sg_osl_source_name((sg_osl_source_t)w.osl_source));
-    lb_str(l, "\"");
-    put_opt_int(l, "output_sequence_length_server", w.osl_server != -1, w.osl_server);
-    put_opt_int(l, "output_sequence_length_tokenizer", w.osl_tokenizer >= 0, w.osl_tokenizer);
-    put_opt_int(l, "max_tokens", w.max_tokens != 0, w.max_tokens);
-    put_opt_int(l, "content_events", true, w.content_events);
-    put_opt_int(l, "response_bytes", true, (int64_t)w.response_bytes);
-    lb_str(l, ",\"token_times_ms\":[");
-    if (w.first_token_ns) {
-        int64_t first_ns = w.first_token_ns - w.intended_ns;
-        for (uint32_t i = 0; i < w.n_events; i++) {
-            uint32_t us;
-            memcpy(&us, ev + (size_t)i * sizeof(us), sizeof(us)); /* events follow the message: unaligned */
-            int64_t ns = first_ns + (int64_t)us * 1000;
-            /* round to the microsecond: 3 decimals of ms */
-            int64_t rounded_us = ns >= 0 ? (ns + 500) / 1000 : -((-ns + 500) / 1000);
-            if (i)
-                lb_mem(l, ",", 1);
-            lb_fixed(l, rounded_us, 3);
+    if (w->flags & FLAG_STREAMING)
+        PUT_LIT(p, ",\"streaming\":true");
+    else
+        PUT_LIT(p, ",\"streaming\":false");
+    if (ok) {
+        PUT_LIT(p, ",\"status\":\"ok\"");
+    } else {
+        PUT_LIT(p, ",\"status\":\"error\",\"error_class\":\"");
+        const char *cls = sg_err_class_name((sg_err_class_t)w->err_class);
+        size_t cl = strlen(cls);
+        memcpy(p, cls, cl);
+        p += cl;
+        PUT_LIT(p, "\",\"error\":");
+        p += sg_json_escape(p, v.msg, w->msg_len);
+    }
+    PUT_OPT_INT(p, "http_status", w->http_status != 0, w->http_status);
+    PUT_REL_NS(p, "intended_ns", w->intended_ns, base);
+    PUT_REL_NS(p, "sent_ns", w->sent_ns, base);
+    PUT_REL_NS(p, "first_byte_ns", w->first_byte_ns, base);
+    PUT_REL_NS(p, "first_token_ns", w->first_token_ns, base);
+    PUT_REL_NS(p, "end_ns", w->end_ns, base);
+    PUT_MS(p, "schedule_lag_ms", w->sent_ns != 0, w->sent_ns - w->intended_ns);
+    PUT_MS(p, "time_to_first_token_ms", w->first_token_ns != 0, w->first_token_ns - w->intended_ns);
+    PUT_MS(p, "request_latency_ms", w->end_ns != 0, w->end_ns - w->intended_ns);
+    PUT_OPT_INT(p, "input_sequence_length", true, w->isl);
+    PUT_OPT_INT(p, "input_sequence_length_server", w->isl_server != -1, w->isl_server);
+    PUT_OPT_INT(p, "output_sequence_length", true, w->osl);
+    switch ((sg_osl_source_t)w->osl_source) { /* checked by next_rec */
+    case SG_OSL_USAGE:
+        PUT_LIT(p, ",\"osl_source\":\"usage\"");
+        break;
+    case SG_OSL_TOKENIZER:
+        PUT_LIT(p, ",\"osl_source\":\"tokenizer\"");
+        break;
+    case SG_OSL_EVENTS:
+        PUT_LIT(p, ",\"osl_source\":\"events\"");
+        break;
+    }
+    PUT_OPT_INT(p, "output_sequence_length_server", w->osl_server != -1, w->osl_server);
+    PUT_OPT_INT(p, "output_sequence_length_tokenizer", w->osl_tokenizer >= 0, w->osl_tokenizer);
+    PUT_OPT_INT(p, "max_tokens", w->max_tokens != 0, w->max_tokens);
+    PUT_OPT_INT(p, "content_events", true, w->content_events);
+    PUT_OPT_INT(p, "response_bytes", true, (int64_t)w->response_bytes);
+    PUT_LIT(p, ",\"token_times_ms\":[");
+    ob->len += (size_t)(p - start);
+    if (w->first_token_ns) {
+        int64_t first_ns = w->first_token_ns - w->intended_ns;
+        for (uint32_t i = 0; i < w->n_events;) {
+            uint32_t end = w->n_events - i > TOKEN_TIMES_PER_ROOM ? i + TOKEN_TIMES_PER_ROOM : w->n_events;
+            p = start = sg_outbuf_room(ob, (size_t)(end - i) * TOKEN_TIME_MAX);
+            if (!p)
+                return;
+            for (; i < end; i++) {
+                uint32_t us;
+                memcpy(&us, v.ev + (size_t)i * sizeof(us), sizeof(us)); /* events follow the message: unaligned */
+                int64_t ns = first_ns + (int64_t)us * 1000;
+                /* round to the microsecond: 3 decimals of ms */
+                int64_t rounded_us = ns >= 0 ? (ns + 500) / 1000 : -((-ns + 500) / 1000);
+                if (i)
+                    *p++ = ',';
+                p = put_fixed(p, rounded_us, 3, 1000);
+            }
+            ob->len += (size_t)(p - start);
         }
     }
-    lb_str(l, "]}\n");
-    if (!l->oom)
-        fwrite(l->buf, 1, l->len, f);
+    p = sg_outbuf_room(ob, 3);
+    if (p) {
+        memcpy(p, "]}\n", 3);
+        ob->len += 3;
+    }
+}
+
+/* True when the index is already in output order (one worker's log usually is): the sort can be skipped. */
+static bool idx_sorted(const idx_t *idx, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (cmp_idx(&idx[i - 1], &idx[i]) > 0)
+            return false;
+    return true;
 }
 
 int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n_logs, const char *const *model_names,
@@ -618,8 +646,13 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
             rc = scan_log(&maps[i], (uint32_t)i, &idx, &n, &cap);
     }
     /* Everything was checked before the output exists: a bad log leaves no file behind. */
+    model_json_t *models = NULL;
+    if (!rc && model_names && n_models) {
+        models = calloc(n_models, sizeof(*models));
+        rc = models ? render_models(models, model_names, n_models) : -ENOMEM;
+    }
     if (!rc) {
-        if (n)
+        if (n > 1 && !idx_sorted(idx, n))
             qsort(idx, n, sizeof(*idx), cmp_idx);
         int64_t base = 0;
         for (size_t i = 0; i < n; i++)
@@ -627,32 +660,24 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
                 base = idx[i].intended_ns; /* sorted: the first non-zero is the earliest */
                 break;
             }
-        sg_outfile_t of;
-        rc = sg_outfile_open(&of, out_path);
+        sg_outbuf_t ob;
+        rc = sg_outbuf_open(&ob, out_path);
         if (!rc) {
-            /* Lines are small and many: a large stdio buffer turns them into few big writes. */
-            char *iobuf = malloc(1u << 20);
-            if (iobuf)
-                setvbuf(of.f, iobuf, _IOFBF, 1u << 20);
-            line_t line = {0};
-            for (size_t i = 0; i < n; i++) {
+            for (size_t i = 0; i < n && !ob.err; i++) {
                 const mapped_t *mp = &maps[idx[i].loc & ((1u << LOC_LOG_BITS) - 1)];
-                write_line(of.f, &line, mp, (size_t)(idx[i].loc >> LOC_LOG_BITS), base, model_names, n_models);
+                write_line(&ob, mp, (size_t)(idx[i].loc >> LOC_LOG_BITS), base, models, n_models);
             }
-            bool oom = line.oom;
-            free(line.buf);
-            if (oom) {
-                sg_outfile_abort(&of);
-                rc = -ENOMEM;
-            } else if (ferror(of.f)) {
-                sg_outfile_abort(&of);
-                rc = -EIO;
+            if (ob.err) {
+                rc = ob.err;
+                sg_outbuf_abort(&ob);
             } else {
-                rc = sg_outfile_commit(&of);
+                rc = sg_outbuf_commit(&ob);
             }
-            free(iobuf); /* after the stream that used it is closed */
         }
     }
+    for (size_t i = 0; models && i < n_models; i++)
+        free(models[i].text);
+    free(models);
     for (size_t i = 0; maps && i < n_logs; i++)
         if (maps[i].base)
             munmap((void *)maps[i].base, maps[i].size);

@@ -11,6 +11,7 @@
 
 #include "sg_common.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
 typedef struct {
@@ -26,10 +27,48 @@ SG_WUR int sg_outfile_commit(sg_outfile_t *of);
 /* Close and remove the temporary file; frees. Safe after a failed open. */
 void sg_outfile_abort(sg_outfile_t *of);
 
+/*
+ * A large output file written from one aligned buffer: the caller formats straight into it (sg_outbuf_room) and
+ * every full MiB goes out in one write(2). Where the file system allows, the writes bypass the page cache
+ * (O_DIRECT): copying tens of MB into fresh page-cache pages was most of the JSONL export's CPU, and the data must
+ * reach the disk before commit anyway (fsync). The same whole-or-nothing temporary-file-and-rename as
+ * sg_outfile_t.
+ */
+#define SG_OUTBUF_CAP (1u << 20)
+/* The most one sg_outbuf_room call may ask for (the buffer less the unaligned tail a flush may leave). */
+#define SG_OUTBUF_ROOM_MAX (SG_OUTBUF_CAP - 4096u)
+
+typedef struct {
+    char *buf; /* SG_OUTBUF_CAP bytes, page-aligned */
+    size_t len;
+    int fd;
+    int err; /* sticky: the first error, which commit reports */
+    bool direct;
+    char *tmp;
+    char *path;
+} sg_outbuf_t;
+
+SG_WUR int sg_outbuf_open(sg_outbuf_t *ob, const char *path);
+/* Make room for n <= SG_OUTBUF_ROOM_MAX bytes at ob->buf + ob->len (write them, then add to ob->len). NULL after an
+ * error (sticky; commit reports it), SG_ETOOBIG for a larger n that does not fit. */
+char *sg_outbuf_room_slow(sg_outbuf_t *ob, size_t n);
+static inline char *sg_outbuf_room(sg_outbuf_t *ob, size_t n)
+{
+    if (SG_LIKELY(SG_OUTBUF_CAP - ob->len >= n))
+        return ob->buf + ob->len;
+    return sg_outbuf_room_slow(ob, n);
+}
+/* Write the rest, sync, close, rename into place. 0 or -errno; on failure the temporary file is removed. Frees. */
+SG_WUR int sg_outbuf_commit(sg_outbuf_t *ob);
+/* Close and remove the temporary file; frees. Safe after a failed open. */
+void sg_outbuf_abort(sg_outbuf_t *ob);
+
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when the bytes there are not valid UTF-8. */
 size_t sg_utf8_seq_len(const unsigned char *s, size_t n);
-/* Write s[0..len) as a JSON string literal (quotes included): controls escaped, invalid UTF-8 as U+FFFD. */
-void sg_json_put_string(FILE *f, const char *s, size_t len);
+/* s[0..len) as a JSON string literal (quotes included) at dst, which has room for SG_JSON_ESCAPED_MAX(len) bytes:
+ * controls escaped, invalid UTF-8 as U+FFFD. Returns the bytes written. */
+#define SG_JSON_ESCAPED_MAX(len) ((len)*6 + 2)
+size_t sg_json_escape(char *dst, const char *s, size_t len);
 /* Copy src into dst (cap >= 1) as valid UTF-8, invalid bytes replaced by '?'; always NUL-terminated. */
 void sg_utf8_sanitize(char *dst, size_t cap, const char *src);
 

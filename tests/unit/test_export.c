@@ -1,4 +1,5 @@
 /* Exporters: the summary JSON parsed back, the CSV's shape, the console table, the record log round trip. */
+#include "sg_export_util.h"
 #include "sg_metrics.h"
 #include "test.h"
 
@@ -661,6 +662,91 @@ static void test_reclog(void)
     CHECK(stat(bad_out, &st) == 0 && st.st_size == 0);
 }
 
+/* The JSONL writer's buffer: pieces of every size, across many 1 MiB flushes and an unaligned tail, come back
+ * byte for byte, in the test directory and on tmpfs (where O_DIRECT may be refused and the page cache is used). */
+static void outbuf_round_trip(const char *path)
+{
+    size_t total = 3 * SG_OUTBUF_CAP + 12345;
+    unsigned char *want = malloc(total);
+    CHECK(want != NULL);
+    if (!want)
+        return;
+    uint32_t x = 12345;
+    for (size_t i = 0; i < total; i++) {
+        x = x * 1103515245u + 12345u;
+        want[i] = (unsigned char)(x >> 16);
+    }
+    sg_outbuf_t ob;
+    CHECK_EQ_INT(sg_outbuf_open(&ob, path), 0);
+    size_t off = 0, piece = 1;
+    while (off < total) {
+        size_t n = piece < total - off ? piece : total - off;
+        char *p = sg_outbuf_room(&ob, n);
+        CHECK(p != NULL);
+        if (!p)
+            break;
+        memcpy(p, want + off, n);
+        ob.len += n;
+        off += n;
+        piece = piece * 7 % SG_OUTBUF_ROOM_MAX + 1;
+    }
+    CHECK(!exists(path));                                  /* nothing under the final name before commit */
+    CHECK(sg_outbuf_room(&ob, SG_OUTBUF_CAP + 1) == NULL); /* too big a piece: an error commit reports */
+    CHECK_EQ_INT(sg_outbuf_commit(&ob), SG_ETOOBIG);
+    CHECK(!exists(path));
+
+    CHECK_EQ_INT(sg_outbuf_open(&ob, path), 0);
+    for (off = 0; off < total;) {
+        size_t n = total - off < 100000 ? total - off : 100000;
+        char *p = sg_outbuf_room(&ob, n);
+        CHECK(p != NULL);
+        if (!p)
+            break;
+        memcpy(p, want + off, n);
+        ob.len += n;
+        off += n;
+    }
+    CHECK_EQ_INT(sg_outbuf_commit(&ob), 0);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    unsigned char *got = malloc(total + 1);
+    size_t n = f && got ? fread(got, 1, total + 1, f) : 0;
+    CHECK_EQ_INT(n, total);
+    CHECK(got && memcmp(got, want, total) == 0);
+    if (f)
+        fclose(f);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
+    unlink(path);
+    free(got);
+    free(want);
+
+    /* Aborted: no file, no temporary. */
+    CHECK_EQ_INT(sg_outbuf_open(&ob, path), 0);
+    char *p = sg_outbuf_room(&ob, 10);
+    CHECK(p != NULL);
+    if (p)
+        memcpy(p, "0123456789", 10);
+    ob.len += 10;
+    sg_outbuf_abort(&ob);
+    CHECK(!exists(path));
+}
+
+static void test_outbuf(void)
+{
+    char path[128];
+    path_in(path, sizeof(path), "outbuf.bin");
+    outbuf_round_trip(path);
+    CHECK_EQ_INT(count_tmp_files(), 0);
+    struct stat st;
+    if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(path, sizeof(path), "/dev/shm/sg_test_outbuf.%d", (int)getpid());
+        outbuf_round_trip(path);
+    }
+    sg_outbuf_t ob;
+    CHECK(sg_outbuf_open(&ob, "/nonexistent-dir/x.jsonl") < 0);
+}
+
 static void cleanup(void)
 {
     DIR *d = opendir(dir);
@@ -688,6 +774,7 @@ int main(void)
     test_csv();
     test_table();
     test_reclog();
+    test_outbuf();
     cleanup();
     return test_finish("test_export");
 }
