@@ -27,6 +27,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Each bench run has artifacts of its own: two runs sharing one directory overwrite each other's record logs.
+ARTIFACTS = None
 
 
 def cpus():
@@ -113,11 +115,11 @@ def prompt_words(n):
 
 def surge_cmd(surge, port, cpu, args):
     return pin_prefix(cpu) + [surge, "profile", "-m", "bench", "-u", "127.0.0.1:%d" % port, "--workers", "1",
-                              "--no-progress", "--artifact-dir", os.path.join(tempfile.gettempdir(), "surge-bench-artifacts")] + args
+                              "--no-progress", "--artifact-dir", ARTIFACTS] + args
 
 
 def summary():
-    with open(os.path.join(tempfile.gettempdir(), "surge-bench-artifacts", "profile_export_surge.json")) as f:
+    with open(os.path.join(ARTIFACTS, "profile_export_surge.json")) as f:
         return json.load(f)
 
 
@@ -265,6 +267,15 @@ def main():
     args = ap.parse_args()
     if not shutil.which("h2load"):
         sys.exit("bench: h2load not found (apt-get install nghttp2-client)")
+    global ARTIFACTS
+    ARTIFACTS = tempfile.mkdtemp(prefix="surge-bench-artifacts-")
+    try:
+        run(args)
+    finally:
+        shutil.rmtree(ARTIFACTS, ignore_errors=True)
+
+
+def run(args):
     cs = cpus()
     client_cpu, mock_cpu = (cs[0], cs[1]) if len(cs) >= 2 else (None, None)
     if args.what in ("cpu", "all"):
