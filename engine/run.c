@@ -590,6 +590,17 @@ int sg_profile_main(int argc, char **argv)
     fprintf(stderr, "surge: artifacts in %s/\n", run.artifact_dir);
 
     uint64_t ok = sg_metrics_ok(merged), failed = sg_metrics_errors(merged);
+    if (cfg.triton && ok == 0 && failed > 0) {
+        /* a wrong port or an HTTP server: say so in one line rather than only in the error table */
+        const sg_error_group_t *g;
+        size_t ng = sg_metrics_error_groups(merged, &g);
+        for (size_t i = 0; i < ng; i++)
+            if (strstr(g[i].message, "not a gRPC server")) {
+                fprintf(stderr, "surge: the server at %s is not a gRPC server (--service-kind triton): %s\n",
+                        run.addr_text, g[i].message);
+                break;
+            }
+    }
     if (g_interrupted) {
         fprintf(stderr, "surge: run INTERRUPTED: the results cover what completed before the interrupt\n");
         exit_code = EXIT_INTERRUPTED;
