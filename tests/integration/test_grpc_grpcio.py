@@ -261,6 +261,42 @@ def main(h):
     finally:
         srv.stop(grace=None)
 
+    # 5. the other way round: grpcio's client against surge mock's gRPC service
+    with h.mock("--ttft-ms", 5, "--itl-ms", 1) as m:
+        ch = grpc.insecure_channel("127.0.0.1:%d" % m.port)
+        stub = pbg.GRPCInferenceServiceStub(ch)
+        h.check(stub.ServerLive(pb.ServerLiveRequest(), timeout=10).live, "grpcio client: mock ServerLive true")
+        req = pb.ModelInferRequest(model_name="m")
+        t = req.inputs.add()
+        t.name, t.datatype = "text_input", "BYTES"
+        t.shape.extend([1, 1])
+        t.contents.bytes_contents.append(b"hello there")
+        t = req.inputs.add()
+        t.name, t.datatype = "max_tokens", "INT32"
+        t.shape.extend([1, 1])
+        t.contents.int_contents.append(5)
+        resp = stub.ModelInfer(req, timeout=10)
+        raw = resp.raw_output_contents[0] if resp.raw_output_contents else b""
+        text = raw[4:].decode() if raw else ""
+        h.check(resp.model_name == "m" and len(text.split()) == 5, "grpcio client: ModelInfer 5 words", text)
+        parts = [r.infer_response for r in stub.ModelStreamInfer(iter([req]), timeout=10)]
+        h.check(len(parts) == 5 and all(p.raw_output_contents for p in parts), "grpcio client: 5 stream responses",
+                len(parts))
+        try:
+            ch.unary_unary("/inference.GRPCInferenceService/ModelMetadataX")(b"", timeout=10)
+            h.check(False, "unknown method fails")
+        except grpc.RpcError as e:
+            h.check(e.code() == grpc.StatusCode.UNIMPLEMENTED, "grpcio client: unknown method UNIMPLEMENTED",
+                    e.code())
+        bad = pb.ModelInferRequest(model_name="m")
+        try:
+            stub.ModelInfer(bad, timeout=10)
+            h.check(False, "no text_input fails")
+        except grpc.RpcError as e:
+            h.check(e.code() == grpc.StatusCode.INVALID_ARGUMENT, "grpcio client: no text_input INVALID_ARGUMENT",
+                    e.code())
+        ch.close()
+
 
 if __name__ == "__main__":
     harness.main(main)
