@@ -9,6 +9,10 @@ runs, and the comparisons are ratios taken in the same run).
   bench/bench.py h2       client CPU per non-streamed request over h2c, 32 streams per connection: surge
                           (--workers 1 --http2, concurrency 32 x connections) vs h2load -m32 -c<N> -t1
   bench/bench.py stream   streamed tokens (SSE events) per client CPU-second, one worker
+  bench/bench.py grpc     streamed gRPC tokens per client CPU-second: surge --service-kind triton --streaming
+                          (ModelStreamInfer over h2c, one response per token) next to surge's own SSE streaming
+                          over HTTP/1.1 and h2c, same mock, same run, one worker. No peer: Triton's perf_analyzer
+                          (what GenAI-Perf drives) is not packaged in Debian
   bench/bench.py memory   peak client memory at 200 and 2,000 concurrent streams, per in-flight stream,
                           surge vs h2load
   bench/bench.py all
@@ -111,6 +115,10 @@ def measured(cmd, timeout=600):
 def prompt_words(n):
     words = "the quick brown fox jumps over a lazy dog while people watch from their house".split()
     return " ".join(words[i % len(words)] for i in range(n))
+
+
+# one directory per bench process: two benches at once on one machine must not share record logs
+ARTIFACTS = os.path.join(tempfile.gettempdir(), "surge-bench-artifacts-%d" % os.getpid())
 
 
 def surge_cmd(surge, port, cpu, args):
@@ -222,6 +230,38 @@ def bench_stream(surge, n, tokens, repeat, client_cpu, mock_cpu):
     return {"tokens_per_cpu_s": tps, "tokens_per_cpu_s_run": tps_run}
 
 
+def bench_grpc(surge, n, tokens, repeat, client_cpu, mock_cpu, concurrency=64):
+    modes = [("gRPC ModelStreamInfer (h2c)", ["--service-kind", "triton"]),
+             ("SSE over HTTP/1.1", []),
+             ("SSE over h2c", ["--http2"])]
+    rows = {name: [] for name, _ in modes}
+    with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", str(tokens)],
+              mock_cpu) as m:
+        for _ in range(repeat):
+            for name, extra in modes:  # interleaved, so drift on a shared machine hits every mode alike
+                _, cpu, _, wall = measured(surge_cmd(surge, m.port, client_cpu, extra + [
+                    "--streaming", "--concurrency", str(concurrency), "--request-count", str(n),
+                    "--synthetic-input-tokens-mean", "20", "--output-tokens-mean", str(tokens)]))
+                s = summary()
+                if s["error_request_count"]["avg"]:
+                    raise RuntimeError("%s: %s" % (name, s.get("error_summary")))
+                events = s["output_sequence_length"]["avg"] * s["request_count"]["avg"]
+                rows[name].append((events / cpu, events / s["client_cpu_time"]["avg"], events / wall))
+    print("grpc: %d streamed calls x %d tokens, %d in flight, one worker, median of %d"
+          % (n, tokens, concurrency, repeat))
+    res = {}
+    for name, _ in modes:
+        r = rows[name]
+        res[name] = statistics.median(x[0] for x in r)
+        print("  %-28s %6.2f M tokens per client CPU-second, whole process; %6.2f M in the load phase "
+              "(%5.2f M tokens/s wall)" % (name, res[name] / 1e6, statistics.median(x[1] for x in r) / 1e6,
+                                          statistics.median(x[2] for x in r) / 1e6))
+    g = res[modes[0][0]]
+    print("  gRPC / SSE-HTTP/1.1: %.2fx, gRPC / SSE-h2c: %.2fx (no gRPC peer: perf_analyzer is not in Debian)"
+          % (g / res[modes[1][0]], g / res[modes[2][0]]))
+    return res
+
+
 def bench_memory(surge, repeat, client_cpu, mock_cpu):
     # Streams that stay open: first token after 200 ms, then one every 100 ms, 20 tokens (about 2 s each).
     mock_args = ["--workers", "1", "--ttft-ms", "200", "--itl-ms", "100", "--output-tokens", "20"]
@@ -260,7 +300,7 @@ def bench_memory(surge, repeat, client_cpu, mock_cpu):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["cpu", "h2", "stream", "memory", "all"])
+    ap.add_argument("what", choices=["cpu", "h2", "stream", "grpc", "memory", "all"])
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=200000)
     ap.add_argument("--repeat", type=int, default=5)
@@ -284,6 +324,8 @@ def run(args):
         bench_h2(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("stream", "all"):
         bench_stream(args.surge, max(args.requests // 100, 200), 1000, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("grpc", "all"):
+        bench_grpc(args.surge, max(args.requests // 100, 200), 1000, args.repeat, client_cpu, mock_cpu)
     if args.what in ("memory", "all"):
         bench_memory(args.surge, min(args.repeat, 3), client_cpu, mock_cpu)
 

@@ -8,6 +8,7 @@
 #include "sg_config.h"
 
 #include "sg_input.h"
+#include "sg_kserve.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #define DEFAULT_URL "localhost:8000"
+#define DEFAULT_TRITON_URL "localhost:8001" /* Triton's gRPC port, GenAI-Perf's default for triton */
 #define DEFAULT_REQUEST_COUNT 100
 #define DEFAULT_EXPORT_FILE "profile_export.json"
 #define MAX_PROMPTS 10000000u /* each prompt is pre-rendered in memory; beyond this the table outgrows RAM */
@@ -691,6 +693,7 @@ typedef struct {
     bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
     char *endpoint;
     const char *backend;
+    const char *endpoint_type;
     const char *api_key;
 } parse_state_t;
 
@@ -739,26 +742,32 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *ar
     case OPT_URL:
         return parse_url(cfg, arg);
     case OPT_SERVICE_KIND:
-        if (strcmp(arg, "openai") == 0)
+        if (strcmp(arg, "openai") == 0) {
+            cfg->triton = false;
             return 0;
-        if (strcmp(arg, "triton") == 0)
-            return fail(opt, "triton is not supported yet: use --service-kind openai against an OpenAI-compatible "
-                             "endpoint");
-        return fail(opt, "expected openai (or triton, not supported yet), got \"%s\"", arg);
+        }
+        if (strcmp(arg, "triton") == 0) {
+            cfg->triton = true;
+            return 0;
+        }
+        return fail(opt, "expected openai or triton (KServe v2 gRPC), got \"%s\"", arg);
     case OPT_BACKEND:
-        if (strcmp(arg, "tensorrtllm") != 0 && strcmp(arg, "vllm") != 0)
+        if (sg_kserve_backend_parse(arg, (sg_kserve_backend_t *)&cfg->backend) < 0)
             return fail(opt, "expected tensorrtllm or vllm, got \"%s\"", arg);
         st->backend = arg;
         return 0;
     case OPT_ENDPOINT_TYPE:
+        st->endpoint_type = arg;
         if (strcmp(arg, "chat") == 0)
             cfg->endpoint_type = SG_OAI_CHAT;
         else if (strcmp(arg, "completions") == 0)
             cfg->endpoint_type = SG_OAI_COMPLETIONS;
+        else if (strcmp(arg, "kserve") == 0)
+            cfg->triton = true; /* GenAI-Perf's name for Triton's KServe v2 API */
         else if (strcmp(arg, "embeddings") == 0 || strcmp(arg, "rankings") == 0)
-            return fail(opt, "%s is not supported yet (chat and completions are)", arg);
+            return fail(opt, "%s is not supported yet (chat, completions and kserve are)", arg);
         else
-            return fail(opt, "expected chat or completions, got \"%s\"", arg);
+            return fail(opt, "expected chat, completions or kserve, got \"%s\"", arg);
         return 0;
     case OPT_ENDPOINT: {
         const char *e = arg;
@@ -997,11 +1006,54 @@ static int finish_workload(sg_config_t *cfg, parse_state_t *st)
     return 0;
 }
 
+/*
+ * --service-kind triton: KServe v2 gRPC over HTTP/2 (h2c with prior knowledge on http://). The RPC path is
+ * fixed by the service, so --endpoint and a base path in the URL have no meaning; --endpoint-type may only say
+ * kserve. Every --extra-inputs value must make a one-element tensor (see docs/cli.md for the types).
+ */
+static int finish_triton(sg_config_t *cfg, parse_state_t *st)
+{
+    cfg->http2 = true;
+    if (st->endpoint_type && strcmp(st->endpoint_type, "kserve") != 0)
+        return fail("endpoint-type",
+                    "%s is an OpenAI API; --service-kind triton speaks KServe v2 gRPC (leave "
+                    "--endpoint-type out, or say kserve)",
+                    st->endpoint_type);
+    if (st->endpoint)
+        return fail("endpoint", "does not apply to --service-kind triton: the gRPC method path is fixed "
+                                "(/inference.GRPCInferenceService/ModelInfer or ModelStreamInfer)");
+    if (cfg->base_path && cfg->base_path[0])
+        return fail("url", "a gRPC server is addressed as host:port; drop the path \"%s\" from %s", cfg->base_path,
+                    cfg->url);
+    const char *key;
+    json_t *v;
+    json_object_foreach(st->extra, key, v)
+    {
+        if (!*key)
+            return fail("extra-inputs", "an input tensor needs a name");
+        if (!json_is_boolean(v) && !json_is_integer(v) && !json_is_real(v) && !json_is_string(v))
+            return fail("extra-inputs",
+                        "%s: a Triton input tensor takes one value (true/false, an integer, a "
+                        "number or a string), not %s",
+                        key,
+                        json_is_array(v)    ? "an array"
+                        : json_is_object(v) ? "an object"
+                                            : "null");
+    }
+    return 0;
+}
+
 /* Everything that depends on more than one flag, once all are in. */
 static int finish(sg_config_t *cfg, parse_state_t *st)
 {
-    if (st->backend)
-        return fail("backend", "only applies to --service-kind triton, which surge does not support yet");
+    int rc;
+    if (cfg->triton) {
+        rc = finish_triton(cfg, st);
+        if (rc)
+            return rc;
+    } else if (st->backend) {
+        return fail("backend", "only applies to --service-kind triton");
+    }
     if (cfg->n_models == 0)
         return fail("model", "required: name the model to benchmark, e.g. -m meta-llama/Llama-3.1-8B-Instruct");
     if (st->rate_given && st->concurrency_given)
@@ -1012,7 +1064,7 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
                                        "--concurrency");
     if (st->distribution_given && !st->rate_given)
         return fail("request-distribution", "only applies with --request-rate");
-    int rc = finish_workload(cfg, st);
+    rc = finish_workload(cfg, st);
     if (rc)
         return rc;
     if (!cfg->client_cert != !cfg->client_key)
@@ -1025,7 +1077,7 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
         cfg->request_count = DEFAULT_REQUEST_COUNT; /* a fixed schedule: the number of entries, once read */
 
     if (!cfg->url) {
-        rc = parse_url(cfg, DEFAULT_URL);
+        rc = parse_url(cfg, cfg->triton ? DEFAULT_TRITON_URL : DEFAULT_URL);
         if (rc)
             return rc;
     }
@@ -1211,14 +1263,18 @@ char *sg_config_run_name(const sg_config_t *cfg)
     } else {
         snprintf(load, sizeof load, "concurrency%" PRIu32, cfg->concurrency);
     }
-    const char *type = cfg->endpoint_type == SG_OAI_COMPLETIONS ? "completions" : "chat";
+    /* GenAI-Perf: <model>-openai-<endpoint type>-<load>, or <model>-triton-<backend>-<load> */
+    const char *kind = cfg->triton ? "-triton-" : "-openai-";
+    const char *type = cfg->triton ? sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend)
+                       : cfg->endpoint_type == SG_OAI_COMPLETIONS ? "completions"
+                                                                  : "chat";
     /* GenAI-Perf: the first model, "_multi" when there are several, '/' made '_' to stay one directory */
     const char *multi = cfg->n_models > 1 ? "_multi" : "";
-    size_t len = strlen(cfg->models[0]) + strlen(multi) + strlen("-openai-") + strlen(type) + 1 + strlen(load) + 1;
+    size_t len = strlen(cfg->models[0]) + strlen(multi) + strlen(kind) + strlen(type) + 1 + strlen(load) + 1;
     char *name = malloc(len);
     if (!name)
         return NULL;
-    snprintf(name, len, "%s%s-openai-%s-%s", cfg->models[0], multi, type, load);
+    snprintf(name, len, "%s%s%s%s-%s", cfg->models[0], multi, kind, type, load);
     for (char *p = name; *p; p++)
         if (*p == '/')
             *p = '_';
@@ -1272,9 +1328,13 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "model_selection_strategy",
                         json_string(cfg->model_strategy == SG_MODEL_RANDOM ? "random" : "round_robin"));
     json_object_set_new(o, "url", cfg->url ? json_string(cfg->url) : json_null());
-    json_object_set_new(o, "service_kind", json_string("openai"));
+    json_object_set_new(o, "service_kind", json_string(cfg->triton ? "triton" : "openai"));
     json_object_set_new(o, "endpoint_type",
-                        json_string(cfg->endpoint_type == SG_OAI_COMPLETIONS ? "completions" : "chat"));
+                        json_string(cfg->triton                                ? "kserve"
+                                    : cfg->endpoint_type == SG_OAI_COMPLETIONS ? "completions"
+                                                                               : "chat"));
+    if (cfg->triton)
+        json_object_set_new(o, "backend", json_string(sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend)));
     json_object_set_new(o, "endpoint", cfg->endpoint_path ? json_string(cfg->endpoint_path) : json_null());
     json_object_set_new(o, "streaming", json_boolean(cfg->streaming));
     json_object_set_new(o, "http2", json_boolean(cfg->http2));
@@ -1351,13 +1411,18 @@ void sg_config_usage(FILE *out)
                  "                                how each prompt gets its model when there are several\n"
                  "                                (default: round_robin)\n"
                  "  -u, --url URL                 host:port, host (port 80), http://host[:port][/base] or\n"
-                 "                                [::1]:port (default: " DEFAULT_URL "); https is not supported yet\n"
-                 "      --service-kind openai     (default: openai); triton is not supported yet\n"
+                 "                                [::1]:port (default: " DEFAULT_URL "; triton: 8001);\n"
+                 "                                https is not supported yet\n"
+                 "      --service-kind {openai,triton}\n"
+                 "                                openai: an OpenAI-compatible HTTP API (default); triton: the\n"
+                 "                                KServe v2 gRPC API of Triton (ModelInfer, or ModelStreamInfer\n"
+                 "                                with --streaming) over HTTP/2 (h2c on http://)\n"
                  "      --backend {tensorrtllm,vllm}\n"
-                 "                                triton only, so rejected for now\n"
-                 "      --endpoint-type {chat,completions}\n"
-                 "                                OpenAI API to call (default: chat); embeddings and rankings\n"
-                 "                                are not supported yet\n"
+                 "                                triton: the model's input tensors, as GenAI-Perf sends them\n"
+                 "                                (default: tensorrtllm)\n"
+                 "      --endpoint-type {chat,completions,kserve}\n"
+                 "                                OpenAI API to call (default: chat); kserve is --service-kind\n"
+                 "                                triton; embeddings and rankings are not supported yet\n"
                  "      --endpoint PATH           path after the URL's base path, leading / optional\n"
                  "                                (default: v1/chat/completions, or v1/completions)\n"
                  "      --streaming               ask for streamed (SSE) responses: needed for time to first\n"
@@ -1410,12 +1475,15 @@ void sg_config_usage(FILE *out)
                  "                                max_tokens out (default: -1)\n"
                  "      --output-tokens-stddev N  standard deviation of the tokens asked for (default: 0)\n"
                  "      --output-tokens-mean-deterministic\n"
-                 "                                accepted for GenAI-Perf scripts; it only matters for triton,\n"
-                 "                                so it changes nothing here\n"
+                 "                                triton: also ask for at least that many (min_length for\n"
+                 "                                tensorrtllm, min_tokens for vllm); openai: no effect\n"
                  "      --extra-inputs NAME:VALUE field added to every request body; repeatable, later wins.\n"
                  "                                VALUE is typed: numbers, true/false, null, JSON arrays and\n"
                  "                                objects, \"quoted strings\" as JSON; anything else a string.\n"
                  "                                Or a whole JSON object: '{\"temperature\":0,\"ignore_eos\":true}'\n"
+                 "                                triton: a one-element input tensor each: true/false BOOL,\n"
+                 "                                integers INT32 (INT64 past its range), numbers FP32, strings\n"
+                 "                                BYTES\n"
                  "      --tokenizer T             count tokens with T: a tokenizer.json, a directory holding one, a\n"
                  "                                *.tiktoken file, or a Hugging Face model id in the local cache\n"
                  "      --input-file PATH         prompts, request bodies or a trace from a file instead of\n"

@@ -6,7 +6,9 @@
 #define _GNU_SOURCE
 #include "sg_run.h"
 
+#include "sg_grpc.h"
 #include "sg_input.h"
+#include "sg_kserve.h"
 #include "sg_osl.h"
 #include "sg_worker.h"
 
@@ -235,9 +237,15 @@ static void describe(const sg_run_t *run, unsigned n_workers)
         snprintf(stop, sizeof(stop), "%llu requests", (unsigned long long)cfg->request_count);
     else
         snprintf(stop, sizeof(stop), "%gs", cfg->benchmark_duration_s);
-    fprintf(stderr, "surge: profiling %s at http://%s%s (%s, %s, %s), %u worker%s\n", cfg->models[0], run->addr_text,
-            cfg->endpoint_path, cfg->streaming ? "streaming" : "not streaming", load, stop, n_workers,
-            n_workers == 1 ? "" : "s");
+    if (cfg->triton)
+        fprintf(stderr, "surge: profiling %s at %s over gRPC, %s, backend %s (%s, %s), %u worker%s\n", cfg->models[0],
+                run->addr_text, cfg->streaming ? "ModelStreamInfer" : "ModelInfer",
+                sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend), load, stop, n_workers,
+                n_workers == 1 ? "" : "s");
+    else
+        fprintf(stderr, "surge: profiling %s at http://%s%s (%s, %s, %s), %u worker%s\n", cfg->models[0],
+                run->addr_text, cfg->endpoint_path, cfg->streaming ? "streaming" : "not streaming", load, stop,
+                n_workers, n_workers == 1 ? "" : "s");
 }
 
 int sg_profile_main(int argc, char **argv)
@@ -310,6 +318,10 @@ int sg_profile_main(int argc, char **argv)
             cfg.request_count = input.n; /* every entry once */
         }
     }
+    /* a deadline the server can see (--request-timeout), as gRPC clients send it */
+    char grpc_timeout[SG_GRPC_TIMEOUT_MAX] = "";
+    if (cfg.triton && sg_grpc_timeout_format((int64_t)(cfg.request_timeout_s * 1e9), grpc_timeout) < 0)
+        grpc_timeout[0] = '\0';
     sg_workload_spec_t spec = {
         .host_header = cfg.host_header,
         .path = cfg.endpoint_path,
@@ -332,6 +344,10 @@ int sg_profile_main(int argc, char **argv)
         .input = cfg.input_file ? &input : NULL,
         .input_name = cfg.input_file,
         .block_size = cfg.block_size,
+        .grpc = cfg.triton,
+        .backend = cfg.backend,
+        .deterministic = cfg.osl_deterministic,
+        .grpc_timeout = grpc_timeout[0] ? grpc_timeout : NULL,
     };
     if (sg_workload_build(&spec, &payloads, err, sizeof(err)) < 0) {
         fprintf(stderr, "surge: building the workload: %s\n", err);
@@ -574,6 +590,17 @@ int sg_profile_main(int argc, char **argv)
     fprintf(stderr, "surge: artifacts in %s/\n", run.artifact_dir);
 
     uint64_t ok = sg_metrics_ok(merged), failed = sg_metrics_errors(merged);
+    if (cfg.triton && ok == 0 && failed > 0) {
+        /* a wrong port or an HTTP server: say so in one line rather than only in the error table */
+        const sg_error_group_t *g;
+        size_t ng = sg_metrics_error_groups(merged, &g);
+        for (size_t i = 0; i < ng; i++)
+            if (strstr(g[i].message, "not a gRPC server")) {
+                fprintf(stderr, "surge: the server at %s is not a gRPC server (--service-kind triton): %s\n",
+                        run.addr_text, g[i].message);
+                break;
+            }
+    }
     if (g_interrupted) {
         fprintf(stderr, "surge: run INTERRUPTED: the results cover what completed before the interrupt\n");
         exit_code = EXIT_INTERRUPTED;

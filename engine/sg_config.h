@@ -25,6 +25,9 @@ typedef struct {
     sg_oai_kind_t endpoint_type;
     char *endpoint_path; /* full request path, e.g. "/v1/chat/completions" (base_path + endpoint) */
     bool streaming;
+    /* --service-kind triton: KServe v2 gRPC (ModelInfer / ModelStreamInfer) over HTTP/2; implies http2 */
+    bool triton;
+    int backend;              /* sg_kserve_backend_t: --backend tensorrtllm (default) or vllm; triton only */
     bool http2;               /* --http2: h2c with prior knowledge, many streams per connection */
     uint32_t max_connections; /* --max-connections: per target, over all workers; 0 = as demand needs */
     char **headers;           /* -H "Name: value", validated; NULL-terminated */

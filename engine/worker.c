@@ -437,6 +437,7 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     if (w->max_conns == 0)
         w->max_conns = 1;
     w->http2 = cfg->http2;
+    w->grpc = cfg->triton;
     w->h2_per_conn = 100; /* RFC 9113's recommended minimum, until a peer's SETTINGS say otherwise */
     w->keep_text = run->tok != NULL;
     w->metrics = sg_metrics_new(cfg->slos, cfg->n_slos);

@@ -34,6 +34,8 @@ static resp_t *resp_alloc(sg_worker_t *w)
     rs->body_len = 0;
     rs->event_stream = false;
     rs->complete = false;
+    if (w->grpc)
+        wk_grpc_resp_reset(rs);
     return rs;
 }
 
@@ -124,6 +126,8 @@ static int h2_cb_head(void *ud, void *sud, int status, bool event_stream)
         return -1; /* nobody waits for it any more: reset */
     if (rs->req->rec.first_byte_ns == 0)
         rs->req->rec.first_byte_ns = wk_t_recv_ns;
+    if (rs->w->grpc)
+        return wk_grpc_on_head(rs, status);
     sg_h1_resp_head_t head = {.status = status, .content_length = -1, .event_stream = event_stream};
     return wk_on_head(rs, &head);
 }
@@ -135,6 +139,8 @@ static int h2_cb_data(void *ud, void *sud, const char *data, size_t len)
         return -1;
     if (rs->req->rec.first_byte_ns == 0)
         rs->req->rec.first_byte_ns = wk_t_recv_ns;
+    if (rs->w->grpc)
+        return wk_grpc_on_data(rs, data, len);
     return wk_on_body(rs, data, len);
 }
 
@@ -158,7 +164,10 @@ static void h2_cb_close(void *ud, void *sud, uint32_t code, bool complete, bool 
             int64_t now = c->h2_lost ? sg_now_ns() : wk_t_recv_ns;
             if (complete) {
                 wk_t_recv_ns = now;
-                wk_on_complete(rs);
+                if (w->grpc)
+                    wk_grpc_on_complete(rs);
+                else
+                    wk_on_complete(rs);
                 c->served++;
             } else if (c->h2_lost) {
                 if (c->lost_res == 0 || c->lost_res == SG_EPROTO)
@@ -193,6 +202,12 @@ static void h2_cb_goaway(void *ud, int32_t last_stream_id, uint32_t code)
 
 static const sg_h2_cb_t h2_cb = {
     .on_head = h2_cb_head, .on_data = h2_cb_data, .on_close = h2_cb_close, .on_goaway = h2_cb_goaway};
+/* --service-kind triton: the same, and every head and trailer field for grpc-status */
+static const sg_h2_cb_t h2_grpc_cb = {.on_head = h2_cb_head,
+                                      .on_data = h2_cb_data,
+                                      .on_close = h2_cb_close,
+                                      .on_goaway = h2_cb_goaway,
+                                      .on_field = wk_grpc_on_field};
 
 /* Free the session; streams still open end through h2_cb_close (as disconnects, or re-sent). */
 void wk_h2_conn_release(sg_conn_t *c)
@@ -283,7 +298,7 @@ void wk_h2_on_sent(sg_conn_t *c, int res)
 int wk_h2_conn_ready(sg_conn_t *c)
 {
     sg_worker_t *w = c->w;
-    c->h2 = sg_h2_client_new(&h2_cb, c);
+    c->h2 = sg_h2_client_new(w->grpc ? &h2_grpc_cb : &h2_cb, c);
     if (!c->h2 || h2v_add(w, c) < 0)
         return SG_ENOMEM;
     c->state = C_IDLE;
@@ -412,7 +427,9 @@ void wk_h2_free_all(sg_worker_t *w)
         resp_t *rs = w->free_resps;
         w->free_resps = rs->next_free;
         sg_sse_free(&rs->sse);
+        wk_grpc_resp_free(rs);
         free(rs->body);
         free(rs);
     }
+    wk_grpc_free_all(w);
 }

@@ -10,6 +10,7 @@
 #include "sg_worker.h"
 
 #include "sg_h1.h"
+#include "sg_grpc.h"
 #include "sg_h2.h"
 #include "sg_loop.h"
 #include "sg_sched.h"
@@ -43,6 +44,12 @@ struct resp {
     bool event_stream;
     bool complete; /* the parser reported the end of the response */
     resp_t *next_free;
+    /* --service-kind triton (worker_grpc.c) */
+    bool grpc_body;     /* the head was HTTP 200 with a gRPC content-type: DATA holds gRPC messages */
+    bool grpc_stop;     /* a message could not be decoded: the rest of the DATA is ignored */
+    uint32_t grpc_msgs; /* response messages received */
+    sg_grpc_dec_t gdec;
+    sg_grpc_meta_t gmeta;
 };
 
 struct sg_req {
@@ -137,8 +144,10 @@ struct sg_worker {
 
     /* --http2 */
     bool http2;
-    bool in_h2_cb;   /* inside nghttp2 (feed, drain, free): queue frames, do not flush */
-    sg_conn_t **h2v; /* connected sessions that may take streams */
+    bool grpc;                  /* --service-kind triton: streams carry gRPC calls (worker_grpc.c) */
+    struct sg_kserve_dec *kdec; /* decodes KServe responses; created on first use */
+    bool in_h2_cb;              /* inside nghttp2 (feed, drain, free): queue frames, do not flush */
+    sg_conn_t **h2v;            /* connected sessions that may take streams */
     size_t h2n, h2cap;
     sg_conn_t *dirty_head; /* sessions with frames to flush */
     resp_t *free_resps;
@@ -172,6 +181,7 @@ void wk_issue_closed(sg_worker_t *w, int64_t intended);
 int wk_body_append(resp_t *c, const char *data, size_t len, size_t cap_limit);
 void wk_apply_decoded(sg_req_t *r, const sg_oai_result_t *res);
 void wk_capture_text(sg_worker_t *w, sg_req_t *r, const sg_oai_result_t *res);
+void wk_capture_bytes(sg_worker_t *w, sg_req_t *r, sg_slice_t text);
 int wk_add_content_event(sg_req_t *r, int64_t t);
 int wk_on_head(void *ud, const sg_h1_resp_head_t *head);
 int wk_on_body(void *ud, const char *data, size_t len);
@@ -198,5 +208,15 @@ void wk_h2_on_sent(sg_conn_t *c, int res);
 void wk_h2_dispatch(sg_worker_t *w);
 void wk_h2_abandon(sg_req_t *r);
 void wk_h2_free_all(sg_worker_t *w);
+
+/* worker_grpc.c: --service-kind triton, per HTTP/2 stream */
+void wk_grpc_resp_reset(resp_t *rs);
+void wk_grpc_resp_free(resp_t *rs);
+int wk_grpc_on_field(void *ud, void *stream_ud, const char *name, size_t name_len, const char *value, size_t value_len,
+                     bool trailer);
+int wk_grpc_on_head(resp_t *rs, int status);
+int wk_grpc_on_data(resp_t *rs, const char *data, size_t len);
+void wk_grpc_on_complete(resp_t *rs);
+void wk_grpc_free_all(sg_worker_t *w);
 
 #endif

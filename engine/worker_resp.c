@@ -43,8 +43,8 @@ void wk_apply_decoded(sg_req_t *r, const sg_oai_result_t *res)
         r->rec.isl_server = (int32_t)res->prompt_tokens;
 }
 
-/* --tokenizer: append a raw (escaped) string's decoded bytes to the request's output text. */
-static void text_append(sg_req_t *r, sg_slice_t raw)
+/* --tokenizer: append a raw (escaped) JSON string's decoded bytes (or plain bytes) to the request's output text. */
+static void text_append_as(sg_req_t *r, sg_slice_t raw, bool json)
 {
     if (raw.len == 0 || r->text_lost)
         return;
@@ -66,12 +66,27 @@ static void text_append(sg_req_t *r, sg_slice_t raw)
         r->text = nt;
         r->text_cap = ncap;
     }
-    ssize_t n = sg_json_unescape(raw.base, raw.len, r->text + r->text_len, raw.len);
+    ssize_t n = (ssize_t)raw.len;
+    if (json)
+        n = sg_json_unescape(raw.base, raw.len, r->text + r->text_len, raw.len);
+    else
+        memcpy(r->text + r->text_len, raw.base, raw.len);
     if (n < 0 || (size_t)n > raw.len) {
         r->text_lost = true;
         return;
     }
     r->text_len += (uint32_t)n;
+}
+
+static void text_append(sg_req_t *r, sg_slice_t raw)
+{
+    text_append_as(r, raw, true);
+}
+
+void wk_capture_bytes(sg_worker_t *w, sg_req_t *r, sg_slice_t text)
+{
+    if (w->keep_text && !r->rec.warmup)
+        text_append_as(r, text, false);
 }
 
 void wk_capture_text(sg_worker_t *w, sg_req_t *r, const sg_oai_result_t *res)

@@ -19,6 +19,7 @@ typedef enum {
     SG_ERRC_CANCELLED,    /* the run was interrupted (SIGINT) or drained while this request was in flight */
     SG_ERRC_SERVER,       /* a 2xx response that carried an error object (e.g. in the SSE stream) */
     SG_ERRC_STREAM_RESET, /* HTTP/2: the server reset the stream (RST_STREAM), or refused it twice */
+    SG_ERRC_GRPC,         /* --service-kind triton: the call ended with a grpc-status other than 0 (OK) */
     SG_ERRC__COUNT
 } sg_err_class_t;
 

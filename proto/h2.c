@@ -178,18 +178,26 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
 {
     if (f->hd.type != NGHTTP2_HEADERS)
         return 0;
+    sg_h2_t *s = user;
     h2_stream_t *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
-    if (!st || st->head_done)
-        return 0; /* trailers */
-    st->any_recv = true;
-    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
-        int v = 0;
-        for (size_t i = 0; i < valuelen && i < 3; i++)
-            v = v * 10 + (value[i] - '0'); /* nghttp2 checked it is three digits */
-        st->status = v;
-    } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
-        st->event_stream = valuelen >= 17 && strncasecmp((const char *)value, "text/event-stream", 17) == 0;
+    if (!st || s->freeing)
+        return 0;
+    bool trailer = st->head_done;
+    if (!trailer) {
+        st->any_recv = true;
+        if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+            int v = 0;
+            for (size_t i = 0; i < valuelen && i < 3; i++)
+                v = v * 10 + (value[i] - '0'); /* nghttp2 checked it is three digits */
+            st->status = v;
+        } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
+            st->event_stream = valuelen >= 17 && strncasecmp((const char *)value, "text/event-stream", 17) == 0;
+        }
     }
+    /* fields of the final head (:status comes first, so a 1xx block is known by now) and of the trailers */
+    if (s->cb.on_field && (trailer || st->status >= 200) &&
+        s->cb.on_field(s->ud, st->ud, (const char *)name, namelen, (const char *)value, valuelen, trailer) < 0)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets this stream */
     return 0;
 }
 

@@ -25,6 +25,8 @@ struct srv_stream {
     size_t method_len, path_len;
     char *body;
     size_t body_len, body_cap;
+    nghttp2_nv *trailers; /* sg_h2srv_set_trailers: fields and their bytes in one allocation */
+    size_t n_trailers;
 };
 
 struct sg_h2srv {
@@ -45,6 +47,7 @@ static void stream_drop(sg_h2srv_t *s, srv_stream_t *st)
         st->next->prev = st->prev;
     free(st->head);
     free(st->body);
+    free(st->trailers);
     free(st);
 }
 
@@ -176,14 +179,23 @@ static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
         *flags |= NGHTTP2_DATA_FLAG_EOF;
         return 0;
     }
+    /* st stays valid through the call: streams are dropped only in on_stream_close */
     bool eof = false;
     ssize_t n = s->cb.on_read(s->ud, st->ud, buf, len, &eof);
     if (n == -EAGAIN)
         return NGHTTP2_ERR_DEFERRED;
     if (n < 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets this stream only */
-    if (eof)
+    if (eof) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (st->trailers) {
+            /* the trailers end the stream; nghttp2 copies them */
+            if (nghttp2_submit_trailer(ng, id, st->trailers, st->n_trailers) == 0)
+                *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+            free(st->trailers);
+            st->trailers = NULL;
+        }
+    }
     return n;
 }
 
@@ -289,4 +301,64 @@ bool sg_h2srv_want_write(const sg_h2srv_t *s)
 bool sg_h2srv_done(const sg_h2srv_t *s)
 {
     return !nghttp2_session_want_read(s->ng) && !nghttp2_session_want_write(s->ng);
+}
+
+/* The fields as nghttp2_nv with copies of names and values, in one allocation after the array. */
+static nghttp2_nv *nv_copy(const sg_h2srv_field_t *f, size_t n, size_t extra_slots)
+{
+    size_t bytes = (n + extra_slots) * sizeof(nghttp2_nv);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(f[i].name) + f[i].value_len;
+    nghttp2_nv *nv = malloc(bytes ? bytes : 1);
+    if (!nv)
+        return NULL;
+    uint8_t *p = (uint8_t *)(nv + n + extra_slots);
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = strlen(f[i].name);
+        nghttp2_nv *v = &nv[extra_slots + i];
+        memcpy(p, f[i].name, nl);
+        v->name = p;
+        v->namelen = nl;
+        p += nl;
+        if (f[i].value_len)
+            memcpy(p, f[i].value, f[i].value_len);
+        v->value = p;
+        v->valuelen = f[i].value_len;
+        p += f[i].value_len;
+        v->flags = NGHTTP2_NV_FLAG_NONE;
+    }
+    return nv;
+}
+
+int sg_h2srv_respond_fields(sg_h2srv_t *s, int32_t id, int status, const sg_h2srv_field_t *f, size_t n, bool has_body)
+{
+    char st_buf[3];
+    unsigned code = (unsigned)status % 1000u;
+    st_buf[0] = (char)('0' + code / 100);
+    st_buf[1] = (char)('0' + code / 10 % 10);
+    st_buf[2] = (char)('0' + code % 10);
+    nghttp2_nv *nv = nv_copy(f, n, 1);
+    if (!nv)
+        return SG_ENOMEM;
+    nv[0] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)st_buf, 7, 3, NGHTTP2_NV_FLAG_NONE};
+    nghttp2_data_provider prd = {.source.ptr = NULL, .read_callback = read_body};
+    int rv = nghttp2_submit_response(s->ng, id, nv, n + 1, has_body ? &prd : NULL); /* copies nv */
+    free(nv);
+    if (rv == 0)
+        return 0;
+    return rv == NGHTTP2_ERR_NOMEM ? SG_ENOMEM : SG_EPROTO;
+}
+
+int sg_h2srv_set_trailers(sg_h2srv_t *s, int32_t id, const sg_h2srv_field_t *f, size_t n)
+{
+    srv_stream_t *st = nghttp2_session_get_stream_user_data(s->ng, id);
+    if (!st)
+        return SG_EPROTO;
+    nghttp2_nv *nv = nv_copy(f, n, 0);
+    if (!nv)
+        return SG_ENOMEM;
+    free(st->trailers);
+    st->trailers = nv;
+    st->n_trailers = n;
+    return 0;
 }

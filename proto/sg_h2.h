@@ -57,6 +57,14 @@ typedef struct {
     void (*on_close)(void *ud, void *stream_ud, uint32_t error_code, bool complete, bool retryable);
     /* The peer sent GOAWAY: streams above last_stream_id will close retryable; no new stream may be submitted. */
     void (*on_goaway)(void *ud, int32_t last_stream_id, uint32_t error_code);
+    /*
+     * Optional (gRPC reads grpc-status and grpc-message from it): every field of the final response head and of
+     * the trailers, as received (names lower case), before on_head for the head; trailer is true for fields of a
+     * HEADERS frame after the head (a Trailers-Only response is one head block with END_STREAM: trailer false).
+     * Valid only during the call. A negative return resets the stream.
+     */
+    int (*on_field)(void *ud, void *stream_ud, const char *name, size_t name_len, const char *value, size_t value_len,
+                    bool trailer);
 } sg_h2_cb_t;
 
 typedef struct sg_h2 sg_h2_t;

@@ -50,6 +50,26 @@ void sg_h2srv_set_stream_ud(sg_h2srv_t *s, int32_t id, void *stream_ud);
  */
 SG_WUR int sg_h2srv_respond(sg_h2srv_t *s, int32_t id, int status, const char *content_type, int64_t content_length,
                             bool no_cache, bool has_body);
+/* A header or trailer field (lowercase name; the value need not be NUL-terminated). */
+typedef struct {
+    const char *name;
+    const char *value;
+    size_t value_len;
+} sg_h2srv_field_t;
+
+/*
+ * Response head: :status and the given fields (copied), then a body through on_read when has_body; without a
+ * body the HEADERS frame ends the stream (a gRPC Trailers-Only answer). 0, SG_ENOMEM or SG_EPROTO.
+ */
+SG_WUR int sg_h2srv_respond_fields(sg_h2srv_t *s, int32_t id, int status, const sg_h2srv_field_t *f, size_t n,
+                                   bool has_body);
+/*
+ * Trailers for stream id (copied): sent in a HEADERS frame with END_STREAM after the body's last byte, instead of
+ * ending the stream with the last DATA frame (gRPC's grpc-status). Set them before on_read reports eof.
+ * 0, SG_ENOMEM or SG_EPROTO (no such stream).
+ */
+SG_WUR int sg_h2srv_set_trailers(sg_h2srv_t *s, int32_t id, const sg_h2srv_field_t *f, size_t n);
+
 /* More body bytes are ready for stream id. */
 void sg_h2srv_resume(sg_h2srv_t *s, int32_t id);
 /* RST_STREAM with error_code; on_close follows. */

@@ -109,6 +109,8 @@ static int render_http(const sg_workload_spec_t *spec, const char *body, size_t 
 static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const char *prompt, size_t prompt_len,
                      sg_payload_t *p, char *err, size_t errlen)
 {
+    if (spec->grpc)
+        return sg_payload_render_grpc(spec, extra, prompt, prompt_len, p, err, errlen);
     const char *model = spec->models[p->model];
     json_t *body = make_body(spec, model, prompt, prompt_len, p->max_tokens);
     if (!body)
@@ -466,7 +468,7 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
         return set_err(err, errlen, "the workload needs at least one model");
     if (!spec->host_header || !spec->path)
         return set_err(err, errlen, "the workload needs a host and a path");
-    if (spec->kind != SG_OAI_CHAT && spec->kind != SG_OAI_COMPLETIONS)
+    if (!spec->grpc && spec->kind != SG_OAI_CHAT && spec->kind != SG_OAI_COMPLETIONS)
         return set_err(err, errlen, "unknown endpoint kind %d", (int)spec->kind);
     if (!input && spec->isl_mean == 0)
         return set_err(err, errlen, "the mean prompt length must be at least 1");
@@ -486,6 +488,13 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
         }
     }
     bool raw = input && (input->format == SG_INPUT_RAW_PAYLOAD || input->format == SG_INPUT_PERF_ANALYZER);
+    if (raw && spec->grpc) {
+        json_decref(extra);
+        return set_err(err, errlen,
+                       "%s holds whole OpenAI request bodies (%s); --service-kind triton builds its own "
+                       "KServe requests from prompts (use genai_perf text_input lines)",
+                       spec->input_name ? spec->input_name : "the input file", sg_input_format_name(input->format));
+    }
     uint32_t variants = raw ? 1 : (uint32_t)spec->n_models;
     if (n_entries > SIZE_MAX / sizeof(sg_payload_t) / variants || n_entries * variants > UINT32_MAX) {
         json_decref(extra);

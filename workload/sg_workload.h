@@ -64,6 +64,11 @@ typedef struct {
     const struct sg_input *input;
     const char *input_name;
     uint32_t block_size; /* tokens per hash_ids block of a trace */
+    /* --service-kind triton: KServe v2 gRPC calls instead of OpenAI bodies (kind and path are then unused) */
+    bool grpc;
+    int backend;              /* sg_kserve_backend_t */
+    bool deterministic;       /* --output-tokens-mean-deterministic */
+    const char *grpc_timeout; /* grpc-timeout value (sg_grpc_timeout_format), NULL for none */
 } sg_workload_spec_t;
 
 /*
@@ -74,6 +79,16 @@ typedef struct {
  * a seed. On error writes a message into err (size errlen) and returns negative.
  */
 SG_WUR int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, char *err, size_t errlen);
+/*
+ * payload_grpc.c: one gRPC call for prompt (model p->model, p->max_tokens, 0 for none) rendered into p->bytes
+ * in HTTP/1.1 form, for sg_h2_req_from_h1: "POST <method path> HTTP/1.1", Host, content-type application/grpc,
+ * te: trailers, grpc-timeout, the -H headers (gRPC metadata), then the gRPC frame of a ModelInferRequest built
+ * as GenAI-Perf builds it for spec->backend. extra is the --extra-inputs object (scalars only), or NULL.
+ * Sets p->max_tokens to what the request asks (tensorrtllm's default when none was given).
+ */
+struct json_t;
+SG_WUR int sg_payload_render_grpc(const sg_workload_spec_t *spec, const struct json_t *extra, const char *prompt,
+                                  size_t prompt_len, sg_payload_t *p, char *err, size_t errlen);
 void sg_workload_free(sg_payload_table_t *t);
 
 /*

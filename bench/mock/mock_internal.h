@@ -7,8 +7,10 @@
 #define SG_MOCK_INTERNAL_H
 
 #include "sg_common.h"
+#include "sg_h2srv.h"
 #include "sg_openai.h"
 #include "sg_tokenizer.h"
+#include "sg_workload.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -110,6 +112,11 @@ typedef enum {
     SG_MOCK_JOB_STATIC = 0, /* a constant response (health, models, errors) */
     SG_MOCK_JOB_FULL = 1,   /* non-streamed completion, rendered whole at its due time */
     SG_MOCK_JOB_STREAM = 2, /* SSE completion: head and role chunk at start, then one event per token */
+    /* KServe v2 gRPC over HTTP/2 (mock_grpc.c) */
+    SG_MOCK_JOB_GRPC_STATUS = 3, /* a Trailers-Only answer: grpc-status static_id, no message */
+    SG_MOCK_JOB_GRPC_CONST = 4,  /* one constant message (ServerLive, ServerReady, ModelReady: true), status 0 */
+    SG_MOCK_JOB_GRPC_UNARY = 5,  /* ModelInfer: the whole text_output at its due time */
+    SG_MOCK_JOB_GRPC_STREAM = 6, /* ModelStreamInfer (decoupled): one response per token, on the SSE timing */
 } sg_mock_job_type_t;
 
 typedef enum {
@@ -204,6 +211,9 @@ void sg_mock_buf_json_raw(sg_mock_buf_t *b, sg_slice_t s);
 /* Arbitrary bytes escaped into a JSON string body. */
 void sg_mock_buf_json_escape(sg_mock_buf_t *b, sg_slice_t s);
 
+/* One token's text (a word with its leading space), as sg_mock_text strings them together. */
+sg_slice_t sg_mock_word(uint32_t k);
+
 /* ---------- server and workers ---------- */
 
 typedef struct {
@@ -233,6 +243,40 @@ typedef struct {
     pthread_cond_t cv;
     unsigned reported;
 } sg_mock_server_t;
+
+/* ---------- KServe v2 gRPC (mock_grpc.c) ---------- */
+
+struct sg_kserve_dec;
+
+/* What a gRPC call's job needs from its worker. */
+typedef struct {
+    const sg_mock_server_t *srv;
+    sg_rng_t *rng;              /* --error-rate / --drop-rate draws */
+    struct sg_kserve_dec *kdec; /* request decoder of the worker */
+    sg_mock_buf_t *rec;         /* --record: the worker's record buffer; NULL without */
+    int64_t *rec_first_ns;      /* when the buffer's first line was added */
+    sg_mock_stats_t *st;
+    unsigned worker;
+    uint64_t conn;
+} sg_mock_grpc_ctx_t;
+
+/* The path is a method of inference.GRPCInferenceService (a gRPC call to serve). */
+bool sg_mock_grpc_path(sg_slice_t path);
+/*
+ * Turn j into the answer to a gRPC call on path with request body (a gRPC frame): ModelInfer, ModelStreamInfer
+ * (timing, tokens, error and drop draws as for completions), ServerLive/ServerReady/ModelReady (true); anything
+ * else UNIMPLEMENTED, a request without a text_input INVALID_ARGUMENT. 0, or SG_ENOMEM.
+ */
+SG_WUR int sg_mock_grpc_build(const sg_mock_grpc_ctx_t *x, sg_mock_job_t *j, sg_slice_t path, sg_slice_t body,
+                              int64_t now);
+/* The response messages (gRPC frames): token k of a ModelStreamInfer job; the whole ModelInfer response; the
+ * constant message. */
+void sg_mock_grpc_render_token(sg_mock_buf_t *b, const sg_mock_job_t *j, uint32_t k);
+void sg_mock_grpc_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j);
+void sg_mock_grpc_render_const(sg_mock_buf_t *b);
+/* grpc-status (and grpc-message when not OK) fields of a status: f needs room for 2; returns the count. buf holds
+ * the status digits and must outlive f. */
+size_t sg_mock_grpc_status_fields(int code, sg_h2srv_field_t *f, char buf[4]);
 
 /* A worker for listen_fd (owned by the worker from now on). NULL on allocation failure. Main thread. */
 sg_mock_worker_t *sg_mock_worker_new(sg_mock_server_t *srv, unsigned idx, int listen_fd);

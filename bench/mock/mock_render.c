@@ -219,6 +219,12 @@ int sg_mock_render_head(sg_mock_job_t *j, uint64_t id, int64_t created, sg_slice
     return 0;
 }
 
+sg_slice_t sg_mock_word(uint32_t k)
+{
+    const char *w = words[k % N_WORDS];
+    return (sg_slice_t){w, strlen(w)};
+}
+
 size_t sg_mock_text_len(uint32_t n)
 {
     return (size_t)(n / N_WORDS) * cycle_len + prefix_len[n % N_WORDS];

@@ -18,6 +18,7 @@
 
 #include "sg_h1.h"
 #include "sg_h2srv.h"
+#include "sg_kserve.h"
 #include "sg_loop.h"
 #include "sg_workload.h"
 
@@ -109,6 +110,7 @@ struct sg_mock_worker {
     int64_t text_tokens; /* -1: nothing cached */
 
     sg_mock_stats_t st;
+    struct sg_kserve_dec *kdec; /* gRPC requests; created on the first call */
 };
 
 static inline bool in_stall(const sg_mock_server_t *s, int64_t now)
@@ -790,6 +792,80 @@ static void h2_respond(conn_t *c, sg_mock_job_t *j, int status, const char *ctyp
         sg_h2srv_reset(c->h2, j->h2_id, NGHTTP2_INTERNAL_ERROR);
 }
 
+/* gRPC: the response head (200, application/grpc) and, when ending, grpc-status as trailers or Trailers-Only. */
+static void h2_grpc_head(conn_t *c, sg_mock_job_t *j, int code, bool trailers_only)
+{
+    sg_h2srv_field_t f[3] = {{"content-type", "application/grpc", 16}};
+    char buf[4];
+    size_t n = 1;
+    if (trailers_only)
+        n += sg_mock_grpc_status_fields(code, f + 1, buf);
+    if (sg_h2srv_respond_fields(c->h2, j->h2_id, 200, f, n, !trailers_only) < 0)
+        sg_h2srv_reset(c->h2, j->h2_id, NGHTTP2_INTERNAL_ERROR);
+}
+
+/* The last message is rendered: grpc-status 0 follows it as trailers. */
+static void h2_grpc_end(conn_t *c, sg_mock_job_t *j)
+{
+    sg_h2srv_field_t f[2];
+    char buf[4];
+    size_t n = sg_mock_grpc_status_fields(0, f, buf);
+    if (sg_h2srv_set_trailers(c->h2, j->h2_id, f, n) < 0)
+        sg_h2srv_reset(c->h2, j->h2_id, NGHTTP2_INTERNAL_ERROR);
+    j->h2_eof = true;
+    sg_h2srv_resume(c->h2, j->h2_id);
+}
+
+/* A gRPC job (mock_grpc.c builds and renders, this sends). false: it waits until j->due_ns. */
+static bool h2_grpc_run(conn_t *c, sg_mock_job_t *j, int64_t now)
+{
+    const sg_mock_server_t *s = c->w->srv;
+    sg_mock_buf_t *b = &j->h2_body;
+    switch (j->type) {
+    case SG_MOCK_JOB_GRPC_STATUS:
+        h2_grpc_head(c, j, j->static_id, true);
+        return true;
+    case SG_MOCK_JOB_GRPC_CONST:
+        h2_grpc_head(c, j, 0, false);
+        sg_mock_grpc_render_const(b);
+        h2_grpc_end(c, j);
+        return true;
+    case SG_MOCK_JOB_GRPC_UNARY:
+        if (j->due_ns > now)
+            return false;
+        if (j->drop_full) {
+            h2_drop(c, j);
+            return true;
+        }
+        h2_grpc_head(c, j, 0, false);
+        sg_mock_grpc_render_full(b, j);
+        h2_grpc_end(c, j);
+        return true;
+    default: /* SG_MOCK_JOB_GRPC_STREAM */
+        if (!j->started) {
+            j->started = true;
+            h2_grpc_head(c, j, 0, false);
+        }
+        while (j->k < j->n) {
+            int64_t due = j->arrival_ns + s->ttft_ns + s->itl_ns * (int64_t)j->k;
+            if (due > now) {
+                j->due_ns = due;
+                sg_h2srv_resume(c->h2, j->h2_id);
+                mark_dirty(c);
+                return false;
+            }
+            if (j->k == j->drop_at) {
+                h2_drop(c, j);
+                return true;
+            }
+            sg_mock_grpc_render_token(b, j, j->k);
+            j->k++;
+        }
+        h2_grpc_end(c, j);
+        return true;
+    }
+}
+
 /* Render what the stream's job has due; it waits in the heap for the rest. The HTTP/2 twin of job_run. */
 static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
 {
@@ -816,6 +892,13 @@ static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
         sg_mock_render_full(b, j);
         j->h2_eof = true;
         h2_respond(c, j, 200, "application/json", (int64_t)b->len, false);
+        break;
+    case SG_MOCK_JOB_GRPC_STATUS:
+    case SG_MOCK_JOB_GRPC_CONST:
+    case SG_MOCK_JOB_GRPC_UNARY:
+    case SG_MOCK_JOB_GRPC_STREAM:
+        if (!h2_grpc_run(c, j, now))
+            goto wait;
         break;
     default:
         if (!j->started) {
@@ -852,10 +935,41 @@ wait:
         h2_drop(c, j);
 }
 
+/* The job of a gRPC call (mock_grpc.c decides what it is); NULL on out of memory. */
+static sg_mock_job_t *h2_grpc_job(conn_t *c, sg_slice_t path, sg_slice_t body)
+{
+    sg_mock_worker_t *w = c->w;
+    w->st.requests++;
+    if (!w->kdec && !(w->kdec = sg_kserve_dec_new()))
+        return NULL;
+    sg_mock_job_t *j = job_new(w);
+    if (!j)
+        return NULL;
+    j->arrival_ns = c->recv_ns;
+    sg_mock_grpc_ctx_t x = {.srv = w->srv,
+                            .rng = &w->rng,
+                            .kdec = w->kdec,
+                            .rec = w->srv->record_fd >= 0 ? &w->rec : NULL,
+                            .rec_first_ns = &w->rec_first_ns,
+                            .st = &w->st,
+                            .worker = w->idx,
+                            .conn = c->serial};
+    if (sg_mock_grpc_build(&x, j, path, body, c->recv_ns) < 0) {
+        job_free(w, j);
+        return NULL;
+    }
+    return j;
+}
+
 static int h2_on_request(void *ud, int32_t id, sg_slice_t method, sg_slice_t path, sg_slice_t body)
 {
     conn_t *c = ud;
-    sg_mock_job_t *j = build_job(c, method, path, body, true, c->recv_ns);
+    sg_mock_job_t *j;
+    if (sg_mock_grpc_path(path)) {
+        j = h2_grpc_job(c, path, body);
+    } else {
+        j = build_job(c, method, path, body, true, c->recv_ns);
+    }
     if (!j)
         return SG_ENOMEM;
     j->conn = c;
@@ -1271,6 +1385,7 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     free(w->rec.p);
     free(w->scratch.p);
     sg_tok_enc_free(w->enc);
+    sg_kserve_dec_free(w->kdec);
     st->requests += w->st.requests;
     st->completions += w->st.completions;
     st->streamed += w->st.streamed;

@@ -2,6 +2,7 @@
 #include "test.h"
 
 #include "sg_config.h"
+#include "sg_kserve.h"
 #include "sg_input.h"
 
 #include <jansson.h>
@@ -302,9 +303,14 @@ static void test_bad_values(void)
     BAD("-m", "x", "--output-tokens-stddev", "-1");
     BAD("-m", "x", "--max-error-rate", "1.5");
     BAD("-m", "x", "--max-error-rate", "-0.1");
-    BAD("-m", "x", "--service-kind", "triton");
     BAD("-m", "x", "--service-kind", "grpc");
-    BAD("-m", "x", "--backend", "vllm");
+    BAD("-m", "x", "--backend", "vllm"); /* triton only */
+    BAD("-m", "x", "--service-kind", "triton", "--endpoint-type", "chat");
+    BAD("-m", "x", "--service-kind", "triton", "--endpoint", "v1/x");
+    BAD("-m", "x", "--service-kind", "triton", "-u", "http://h:8001/base");
+    BAD("-m", "x", "--service-kind", "triton", "--extra-inputs", "stop:[1,2]");
+    BAD("-m", "x", "--service-kind", "triton", "--extra-inputs", "x:null");
+    BAD("-m", "x", "--service-kind", "triton", "--backend", "onnx");
     BAD("-m", "x", "--backend", "sglang");
     BAD("-m", "x", "--endpoint-type", "embeddings");
     BAD("-m", "x", "--endpoint-type", "rankings");
@@ -554,8 +560,38 @@ static void check_name(const char *want, ...)
     sg_config_free(&c);
 }
 
+static void test_triton(void)
+{
+    sg_config_t c;
+    /* GenAI-Perf's defaults for triton: localhost:8001, tensorrtllm; gRPC runs over HTTP/2 */
+    CHECK_EQ_INT(parse(&c, "-m", "gpt2", "--service-kind", "triton", "--streaming", NULL), 0);
+    CHECK(c.triton);
+    CHECK(c.http2);
+    CHECK_EQ_INT(c.backend, SG_KSERVE_TENSORRTLLM);
+    CHECK_EQ_INT(c.port, 8001);
+    CHECK_EQ_STR(c.host, strlen(c.host), "localhost");
+    char *json = sg_config_to_json(&c);
+    CHECK(json && strstr(json, "\"service_kind\":\"triton\"") && strstr(json, "\"backend\":\"tensorrtllm\""));
+    free(json);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "gpt2", "--service-kind", "triton", "--backend", "vllm", "-u", "10.0.0.1:9001",
+                       "--extra-inputs", "temperature:0.5", "--extra-inputs", "top_k:4", "--extra-inputs",
+                       "ignore_eos:true", NULL),
+                 0);
+    CHECK_EQ_INT(c.backend, SG_KSERVE_VLLM);
+    CHECK_EQ_INT(c.port, 9001);
+    sg_config_free(&c);
+    /* --endpoint-type kserve is GenAI-Perf's other spelling */
+    CHECK_EQ_INT(parse(&c, "-m", "gpt2", "--endpoint-type", "kserve", NULL), 0);
+    CHECK(c.triton);
+    sg_config_free(&c);
+}
+
 static void test_run_names(void)
 {
+    check_name("gpt2-triton-tensorrtllm-concurrency1", "-m", "gpt2", "--service-kind", "triton", NULL);
+    check_name("gpt2-triton-vllm-concurrency4", "-m", "gpt2", "--service-kind", "triton", "--backend", "vllm",
+               "--concurrency", "4", NULL);
     check_name("meta-llama_Llama-3.1-8B-Instruct-openai-chat-concurrency1", "-m", "meta-llama/Llama-3.1-8B-Instruct",
                NULL);
     check_name("gpt2-openai-completions-concurrency8", "-m", "gpt2", "--endpoint-type", "completions", "--concurrency",
@@ -576,5 +612,6 @@ int main(void)
     test_extra_inputs();
     test_goodput();
     test_run_names();
+    test_triton();
     return test_finish("test_config");
 }
