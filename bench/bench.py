@@ -117,10 +117,6 @@ def prompt_words(n):
     return " ".join(words[i % len(words)] for i in range(n))
 
 
-# one directory per bench process: two benches at once on one machine must not share record logs
-ARTIFACTS = os.path.join(tempfile.gettempdir(), "surge-bench-artifacts-%d" % os.getpid())
-
-
 def surge_cmd(surge, port, cpu, args):
     return pin_prefix(cpu) + [surge, "profile", "-m", "bench", "-u", "127.0.0.1:%d" % port, "--workers", "1",
                               "--no-progress", "--artifact-dir", ARTIFACTS] + args
