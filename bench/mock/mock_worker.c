@@ -45,6 +45,12 @@
 #define ACCEPT_RETRY_NS (10 * 1000000LL) /* after EMFILE and the like */
 #define JOBS_KEPT 1024
 #define H2_BODY_KEPT (16u << 10) /* a recycled job keeps an HTTP/2 body buffer up to this size */
+/*
+ * An HTTP/2 stream stops rendering while this much of its body waits for nghttp2 to take it: a client that opens
+ * huge windows and stops reading then holds at most about twice this per stream in the mock (the body, and what
+ * one drain moved into the connection's output while a send waits), not the whole response.
+ */
+#define H2_STREAM_HIGH_WATER (64u << 10)
 
 typedef struct sg_mock_conn conn_t;
 struct sg_mock_conn {
@@ -918,6 +924,13 @@ static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
                 h2_drop(c, j);
                 return;
             }
+            if (b->len - j->h2_off >= H2_STREAM_HIGH_WATER) {
+                /* the peer takes less than we render: go on once h2_on_read has taken it all */
+                j->blocked = true;
+                sg_h2srv_resume(c->h2, j->h2_id);
+                mark_dirty(c);
+                return;
+            }
             sg_mock_render_token(b, j, j->k);
             j->k++;
         }
@@ -998,6 +1011,13 @@ static ssize_t h2_on_read(void *ud, void *stream_ud, uint8_t *buf, size_t len, b
         j->h2_off = 0;
         j->h2_body.len = 0;
         *eof = j->h2_eof;
+        if (j->blocked) {
+            /* rendering stopped at H2_STREAM_HIGH_WATER: it goes on from the timer heap, not from in here */
+            j->blocked = false;
+            j->due_ns = 0;
+            if (heap_push(j->conn->w, j) < 0)
+                return -ENOMEM; /* resets the stream */
+        }
     }
     return (ssize_t)n;
 }

@@ -3,6 +3,7 @@
  * Bytes move between them whole or one at a time (split feeding); the server answers as each test scripts.
  */
 #include "sg_h1.h"
+#include "h2pipe.h"
 #include "sg_h2.h"
 #include "test.h"
 
@@ -194,6 +195,11 @@ static void server_respond(server_t *s, int32_t id, const char *status, const ch
     CHECK_EQ_INT(rv, 0);
 }
 
+static int feed_client(void *ctx, const char *p, size_t n)
+{
+    return sg_h2_feed(ctx, p, n);
+}
+
 /* Move bytes both ways until neither side has anything to send; step 0: whole, else pieces of step bytes. */
 static void pump(sg_h2_t *c, server_t *s, size_t step)
 {
@@ -201,28 +207,11 @@ static void pump(sg_h2_t *c, server_t *s, size_t step)
         char *buf = NULL;
         size_t len = 0, cap = 0;
         CHECK_EQ_INT(sg_h2_drain(c, &buf, &len, &cap), 0);
-        bool moved = len > 0;
-        for (size_t off = 0; off < len;) {
-            size_t n = step && len - off > step ? step : len - off;
-            CHECK_EQ_INT(nghttp2_session_mem_recv(s->ng, (const uint8_t *)buf + off, n), (long long)n);
-            off += n;
-        }
+        CHECK_EQ_INT(h2pipe_split(buf, len, step, h2pipe_to_ng, s->ng), 0);
         free(buf);
-        const uint8_t *p;
-        ssize_t n;
-        while ((n = nghttp2_session_mem_send(s->ng, &p)) > 0) {
-            moved = true;
-            /* copy: mem_send's buffer is valid only until the next call */
-            char *copy = malloc((size_t)n);
-            memcpy(copy, p, (size_t)n);
-            for (ssize_t off = 0; off < n;) {
-                ssize_t k = step && n - off > (ssize_t)step ? (ssize_t)step : n - off;
-                CHECK_EQ_INT(sg_h2_feed(c, copy + off, (size_t)k), 0);
-                off += k;
-            }
-            free(copy);
-        }
-        if (!moved)
+        ssize_t back = h2pipe_from_ng(s->ng, step, feed_client, c);
+        CHECK(back >= 0);
+        if (len == 0 && back <= 0)
             return;
     }
     CHECK(!"pump did not settle");
