@@ -419,7 +419,15 @@ sg_h2_t *sg_h2_client_new(const sg_h2_cb_t *cb, void *ud)
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SG_H2_LOCAL_STREAM_WINDOW},
     };
     nghttp2_mem mem = {&s->pool, pool_malloc, pool_free, pool_calloc, pool_realloc}; /* nghttp2 keeps a copy */
-    if (session_open(&s->ng, false, &fns, s, iv, SG_ARRAY_LEN(iv), SG_H2_LOCAL_CONN_WINDOW, &mem) < 0) {
+    nghttp2_mem *use = &mem;
+#if defined(__SANITIZE_ADDRESS__)
+    use = NULL; /* recycled blocks would hide a use after free from ASan: plain malloc in sanitizer builds */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    use = NULL;
+#endif
+#endif
+    if (session_open(&s->ng, false, &fns, s, iv, SG_ARRAY_LEN(iv), SG_H2_LOCAL_CONN_WINDOW, use) < 0) {
         pool_destroy(&s->pool);
         free(s);
         return NULL;
