@@ -314,10 +314,17 @@ static sess_slot_t *find_session(sg_tls_ctx_t *ctx, const char *target)
     return NULL;
 }
 
-/* Keep conn's session for its target once it can resume (TLS 1.3: after the server's ticket was read). */
-static void save_session(sg_tls_conn_t *c)
+/*
+ * Keep conn's session for its target once it can resume. TLS 1.3: only once application data was read, so the
+ * server's NewSessionTicket (sent before it) was too. Between a resumed handshake's end and the new ticket, the
+ * session pairs the old ticket with the new resumption secret: a connection resuming from that fails its PSK
+ * binder (OpenSSL: "binder does not verify", alert illegal_parameter).
+ */
+static void save_session(sg_tls_conn_t *c, bool after_data)
 {
     if (c->ctx->server || c->session_saved || !c->done || c->failed)
+        return;
+    if (!after_data && wolfSSL_version(c->ssl) == TLS1_3_VERSION)
         return;
     WOLFSSL_SESSION *s = wolfSSL_get1_session(c->ssl);
     if (!s)
@@ -401,7 +408,7 @@ void sg_tls_conn_free(sg_tls_conn_t *c)
     if (!c)
         return;
     if (c->ssl) {
-        save_session(c);
+        save_session(c, false);
         wolfSSL_free(c->ssl);
     }
     free(c->host);
@@ -584,7 +591,7 @@ int sg_tls_handshake(sg_tls_conn_t *c)
         snprintf(c->err, sizeof c->err, "TLS: the server selected none of the ALPN protocols \"%s\"", c->ctx->alpn);
         return SG_ETLS;
     }
-    save_session(c);
+    save_session(c, false);
     return 0;
 }
 
@@ -615,7 +622,7 @@ int sg_tls_read(sg_tls_conn_t *c, void *buf, size_t cap)
     if (!cap)
         return 0;
     int ret = wolfSSL_read(c->ssl, buf, cap > INT32_MAX ? INT32_MAX : (int)cap);
-    save_session(c); /* a TLS 1.3 ticket arrives after the handshake, read here */
+    save_session(c, ret > 0); /* a TLS 1.3 ticket arrives after the handshake, read here */
     if (ret > 0)
         return ret;
     int werr = wolfSSL_get_error(c->ssl, ret);
@@ -630,7 +637,7 @@ int sg_tls_close(sg_tls_conn_t *c)
 {
     if (c->failed || !c->done)
         return c->failed ? SG_ETLS : 0;
-    save_session(c);
+    save_session(c, false);
     int ret = wolfSSL_shutdown(c->ssl);
     if (ret == WOLFSSL_SUCCESS || ret == WOLFSSL_SHUTDOWN_NOT_DONE)
         return 0;
