@@ -149,7 +149,7 @@ int sg_mock_main(int argc, char **argv)
                                       .key_file = o.tls_key,
                                       .cert_pem = self_cert,
                                       .key_pem = self_key,
-                                      .alpn = "h2,http/1.1"};
+                                      .alpn = o.tls_alpn ? o.tls_alpn : "h2,http/1.1"};
         /* one context now, only to say what is wrong with the files before anything listens */
         sg_tls_ctx_t *probe = NULL;
         if (sg_tls_server_ctx_new(&s->tls_opts, &probe, err, sizeof(err)) < 0) {

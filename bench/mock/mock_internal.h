@@ -37,6 +37,7 @@ typedef struct {
     const char *tls_cert; /* PEM chain; NULL with tls: a self-signed certificate made at start */
     const char *tls_key;
     const char *tls_cert_out; /* write the self-signed certificate here (for clients' --cacert) */
+    const char *tls_alpn;     /* NULL: "h2,http/1.1" */
 } sg_mock_opts_t;
 
 #define SG_MOCK_MAX_WORKERS 256

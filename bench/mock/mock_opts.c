@@ -47,6 +47,8 @@ static const char usage_text[] =
     "  --tls-cert FILE      with --tls-key: serve this PEM certificate chain (implies --tls)\n"
     "  --tls-key FILE       its PEM private key\n"
     "  --tls-cert-out FILE  write the self-signed certificate made by --tls to FILE (PEM)\n"
+    "  --tls-alpn LIST      ALPN protocols accepted, preferred first (default h2,http/1.1; http/1.1 alone makes\n"
+    "                       an HTTP/1.1-only TLS server)\n"
     "  --record FILE        append one JSON line per completion request received\n"
     "  --port-file FILE     write the bound port to FILE (atomically) once listening\n"
     "  --exit-after SEC     stop after SEC seconds, as on SIGINT\n"
@@ -156,7 +158,8 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--max-concurrent-streams",
                                             "--tls-cert",
                                             "--tls-key",
-                                            "--tls-cert-out"};
+                                            "--tls-cert-out",
+                                            "--tls-alpn"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -239,6 +242,11 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                 o->tls_cert = val;
             else
                 o->tls_key = val;
+        } else if (strcmp(name, "--tls-alpn") == 0) {
+            if (strcmp(val, "h2,http/1.1") != 0 && strcmp(val, "http/1.1,h2") != 0 && strcmp(val, "h2") != 0 &&
+                strcmp(val, "http/1.1") != 0)
+                return bad(name, val, "expected h2,http/1.1, http/1.1,h2, h2 or http/1.1");
+            o->tls_alpn = val;
         } else if (strcmp(name, "--exit-after") == 0) {
             if (!parse_double(val, 0, 1e9, &d) || d <= 0)
                 return bad(name, val, "expected seconds > 0");
