@@ -739,6 +739,8 @@ out:
     free(run.artifact_dir);
     free(input_json);
     free(run_name);
+    if (cfg.tls)
+        sg_tls_thread_done(); /* the preflight's handshake ran here */
     sg_config_free(&cfg);
     return exit_code;
 }

@@ -393,6 +393,8 @@ static void *worker_main(void *arg)
 
     wk_conns_free_all(w);
     wk_h2_free_all(w);
+    if (w->tls_ctx)
+        sg_tls_thread_done();
     /* The ring (and its eventfd) stays until sg_worker_join: the controller may still be waking us. */
     if (w->log) {
         err = sg_reclog_close(w->log);

@@ -286,6 +286,13 @@ int sg_tls_server_ctx_new(const sg_tls_opts_t *opts, sg_tls_ctx_t **out, char *e
     return ctx_new(opts, true, out, err, errlen);
 }
 
+void sg_tls_thread_done(void)
+{
+#ifdef FP_ECC
+    wc_ecc_fp_free();
+#endif
+}
+
 void sg_tls_ctx_forget_sessions(sg_tls_ctx_t *ctx)
 {
     for (size_t i = 0; i < ctx->n_sessions; i++) {

@@ -294,6 +294,8 @@ out:
     sg_tok_free(s->tok);
     free(self_cert);
     free(self_key);
+    if (o.tls)
+        sg_tls_thread_done(); /* the certificate was made and tried on this thread */
     free(fds);
     free(workers);
     free(s);

@@ -1297,6 +1297,8 @@ static void *worker_main(void *arg)
     }
     if (w->rec.len)
         record_flush(w);
+    if (w->tls_ctx)
+        sg_tls_thread_done();
     return NULL;
 }
 
