@@ -8,6 +8,8 @@ runs, and the comparisons are ratios taken in the same run).
                           64 connections, same mock, same body
   bench/bench.py h2       client CPU per non-streamed request over h2c, 32 streams per connection: surge
                           (--workers 1 --http2, concurrency 32 x connections) vs h2load -m32 -c<N> -t1
+  bench/bench.py tls      client CPU per non-streamed request over TLS vs plaintext, HTTP/1.1 keep-alive (64
+                          connections) and h2 (4 x 32 streams), surge and h2load (https URLs) in the same run
   bench/bench.py stream   streamed tokens (SSE events) per client CPU-second, one worker
   bench/bench.py grpc     streamed gRPC tokens per client CPU-second: surge --service-kind triton --streaming
                           (ModelStreamInfer over h2c, one response per token) next to surge's own SSE streaming
@@ -206,6 +208,67 @@ def bench_h2(surge, n, repeat, client_cpu, mock_cpu, conns=4, streams=32):
     return {"h2load_us": h, "surge_us": s, "surge_run_us": s_run, "ratio": s / h}
 
 
+def bench_tls(surge, n, repeat, client_cpu, mock_cpu, conns=64, h2_conns=4, streams=32):
+    """Client CPU per non-streamed request over TLS against plaintext, HTTP/1.1 keep-alive and h2, surge and h2load
+    in the same runs against the same mocks (one plaintext, one --tls; the TLS ones offer only http/1.1 or only
+    h2 through ALPN so each client speaks the protocol measured)."""
+    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(100)}],
+                       "max_tokens": 1})
+    tmp = tempfile.mkdtemp()
+    body_file = os.path.join(tmp, "body.json")
+    with open(body_file, "w") as f:
+        f.write(body)
+    base = ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
+            "--max-concurrent-streams", str(streams)]
+    common = ["--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "1", "--request-count", str(n)]
+    h1_args = ["--concurrency", str(conns)]
+    h2_args = ["--http2", "--max-connections", str(h2_conns), "--concurrency", str(h2_conns * streams)]
+    cols = ["surge h1", "surge h1 tls", "h2load h1", "h2load h1 tls",
+            "surge h2", "surge h2 tls", "h2load h2", "h2load h2 tls"]
+    rows = {c: [] for c in cols}
+    with Mock(surge, base, mock_cpu) as plain, \
+            Mock(surge, base + ["--tls", "--tls-alpn", "http/1.1"], mock_cpu) as t1, \
+            Mock(surge, base + ["--tls", "--tls-alpn", "h2"], mock_cpu) as t2:
+        def surge_run(port, scheme, args):
+            cmd = surge_cmd(surge, port, client_cpu, args + common + ["-k"] * (scheme == "https"))
+            cmd[cmd.index("127.0.0.1:%d" % port)] = "%s://127.0.0.1:%d" % (scheme, port)
+            _, cpu, _, _ = measured(cmd)
+            ok = summary()["request_count"]["avg"]
+            if ok != n:
+                raise RuntimeError("surge completed %s of %d requests" % (ok, n))
+            return cpu / n * 1e6
+
+        def h2load_run(port, scheme, args):
+            out, cpu, _, _ = measured(pin_prefix(client_cpu) + ["h2load", "-n", str(n), "-t", "1", "-d", body_file,
+                                      "-H", "Content-Type: application/json"] + args +
+                                      ["%s://127.0.0.1:%d/v1/chat/completions" % (scheme, port)])
+            if "%d succeeded" % n not in out:
+                raise RuntimeError("h2load did not complete every request:\n" + out[-2000:])
+            return cpu / n * 1e6
+
+        for _ in range(repeat):
+            rows["surge h1"].append(surge_run(plain.port, "http", h1_args))
+            rows["surge h1 tls"].append(surge_run(t1.port, "https", h1_args))
+            rows["h2load h1"].append(h2load_run(plain.port, "http", ["--h1", "-c", str(conns)]))
+            rows["h2load h1 tls"].append(h2load_run(t1.port, "https", ["-c", str(conns)]))
+            rows["surge h2"].append(surge_run(plain.port, "http", h2_args))
+            rows["surge h2 tls"].append(surge_run(t2.port, "https", h2_args))
+            rows["h2load h2"].append(h2load_run(plain.port, "http", ["-c", str(h2_conns), "-m", str(streams)]))
+            rows["h2load h2 tls"].append(h2load_run(t2.port, "https", ["-c", str(h2_conns), "-m", str(streams)]))
+    shutil.rmtree(tmp, ignore_errors=True)
+    med = {c: statistics.median(v) for c, v in rows.items()}
+    print("tls: client CPU per non-streamed request (whole process), %d requests, median of %d; TLS 1.3 "
+          "ChaCha20-Poly1305 (surge/wolfSSL), h2load/OpenSSL its default" % (n, repeat))
+    for proto, desc in (("h1", "HTTP/1.1 keep-alive, %d connections" % conns),
+                        ("h2", "h2, %d connections x %d streams" % (h2_conns, streams))):
+        print("  %s" % desc)
+        for who in ("surge", "h2load"):
+            p, t = med["%s %s" % (who, proto)], med["%s %s tls" % (who, proto)]
+            print("    %-7s plaintext %7.2f us   TLS %7.2f us   TLS/plaintext %.2fx" % (who, p, t, t / p))
+        print("    surge/h2load over TLS: %.2fx" % (med["surge %s tls" % proto] / med["h2load %s tls" % proto]))
+    return med
+
+
 def bench_stream(surge, n, tokens, repeat, client_cpu, mock_cpu):
     rows = []
     with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", str(tokens)],
@@ -296,7 +359,7 @@ def bench_memory(surge, repeat, client_cpu, mock_cpu):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["cpu", "h2", "stream", "grpc", "memory", "all"])
+    ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "all"])
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=200000)
     ap.add_argument("--repeat", type=int, default=5)
@@ -318,6 +381,8 @@ def run(args):
         bench_cpu(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("h2", "all"):
         bench_h2(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("tls", "all"):
+        bench_tls(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("stream", "all"):
         bench_stream(args.surge, max(args.requests // 100, 200), 1000, args.repeat, client_cpu, mock_cpu)
     if args.what in ("grpc", "all"):

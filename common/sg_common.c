@@ -19,6 +19,10 @@ const char *sg_strerror(int err)
         return "out of memory";
     case SG_EINVAL:
         return "invalid argument";
+    case -10100: /* SG_ETLS (transports/sg_tls.h): sg_tls_error() has the detail */
+        return "TLS failure";
+    case -10101: /* SG_ETLS_CLOSED */
+        return "TLS connection closed by the peer (close_notify)";
     default:
         break;
     }

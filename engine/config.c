@@ -292,13 +292,15 @@ static int parse_url(sg_config_t *cfg, const char *url)
             return fail(opt, "must not contain spaces, control or non-ASCII characters, got \"%s\"", url);
 
     const char *rest = url;
+    bool tls = false;
     const char *sep = strstr(url, "://");
     if (sep) {
         size_t scheme_len = (size_t)(sep - url);
         if (scheme_len == 5 && strncasecmp(url, "https", 5) == 0)
-            return fail(opt, "TLS is not supported yet: use an http:// URL (got \"%s\")", url);
-        if (!(scheme_len == 4 && strncasecmp(url, "http", 4) == 0))
-            return fail(opt, "unsupported scheme \"%.*s\": only http:// is supported", (int)scheme_len, url);
+            tls = true;
+        else if (!(scheme_len == 4 && strncasecmp(url, "http", 4) == 0))
+            return fail(opt, "unsupported scheme \"%.*s\": only http:// and https:// are supported", (int)scheme_len,
+                        url);
         rest = sep + 3;
     }
     size_t auth_len = strcspn(rest, "/?#");
@@ -357,7 +359,7 @@ static int parse_url(sg_config_t *cfg, const char *url)
         }
     }
 
-    unsigned port = 80;
+    unsigned port = tls ? 443 : 80;
     if (port_str) {
         if (port_len == 0)
             return fail(opt, "empty port in \"%s\"", url);
@@ -394,6 +396,7 @@ static int parse_url(sg_config_t *cfg, const char *url)
     cfg->host_header = n_hh;
     cfg->base_path = n_base;
     cfg->port = (uint16_t)port;
+    cfg->tls = tls;
     return 0;
 }
 
@@ -1410,13 +1413,13 @@ void sg_config_usage(FILE *out)
                  "      --model-selection-strategy {round_robin,random}\n"
                  "                                how each prompt gets its model when there are several\n"
                  "                                (default: round_robin)\n"
-                 "  -u, --url URL                 host:port, host (port 80), http://host[:port][/base] or\n"
-                 "                                [::1]:port (default: " DEFAULT_URL "; triton: 8001);\n"
-                 "                                https is not supported yet\n"
+                 "  -u, --url URL                 host:port, host (port 80), http://host[:port][/base],\n"
+                 "                                https://host[:port][/base] (TLS, port 443) or [::1]:port\n"
+                 "                                (default: " DEFAULT_URL "; triton: 8001)\n"
                  "      --service-kind {openai,triton}\n"
                  "                                openai: an OpenAI-compatible HTTP API (default); triton: the\n"
                  "                                KServe v2 gRPC API of Triton (ModelInfer, or ModelStreamInfer\n"
-                 "                                with --streaming) over HTTP/2 (h2c on http://)\n"
+                 "                                with --streaming) over HTTP/2 (h2c on http://, h2 on https://)\n"
                  "      --backend {tensorrtllm,vllm}\n"
                  "                                triton: the model's input tensors, as GenAI-Perf sends them\n"
                  "                                (default: tensorrtllm)\n"
@@ -1427,18 +1430,18 @@ void sg_config_usage(FILE *out)
                  "                                (default: v1/chat/completions, or v1/completions)\n"
                  "      --streaming               ask for streamed (SSE) responses: needed for time to first\n"
                  "                                token and inter-token latency\n"
-                 "      --http2                   HTTP/2 without TLS (h2c, prior knowledge): many streams per\n"
-                 "                                connection; refused streams are re-sent (up to 8 times)\n"
+                 "      --http2                   HTTP/2: h2c (prior knowledge) on http://, h2 required through\n"
+                 "                                ALPN on https:// (without it https:// takes what the server\n"
+                 "                                selects, h2 preferred); many streams per connection; refused\n"
+                 "                                streams are re-sent (up to 8 times)\n"
                  "      --max-connections N       connections to the target over all workers (default: as\n"
                  "                                demand needs)\n"
                  "  -H, --header 'Name: value'    extra HTTP header on every request; repeatable\n"
                  "      --api-key KEY             send 'Authorization: Bearer KEY'\n"
-                 "      --cacert FILE             TLS: trust the CA certificates in FILE (PEM) instead of the\n"
-                 "                                system store\n"
-                 "  -k, --insecure                TLS: skip certificate and host-name verification\n"
-                 "      --cert FILE --key FILE    TLS: present this client certificate (PEM) and its key\n"
-                 "                                (the TLS flags are checked now and apply once https:// is\n"
-                 "                                supported)\n"
+                 "      --cacert FILE             https://: trust the CA certificates in FILE (PEM) instead of\n"
+                 "                                the system store\n"
+                 "  -k, --insecure                https://: skip certificate and host-name verification\n"
+                 "      --cert FILE --key FILE    https://: present this client certificate (PEM) and its key\n"
                  "\n"
                  "Load options (without --concurrency or --request-rate: --concurrency 1):\n"
                  "      --concurrency N           closed loop: N requests in flight, each slot sends its next\n"

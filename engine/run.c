@@ -59,8 +59,9 @@ static int mkdir_p(const char *path)
     return 0;
 }
 
-/* One blocking connect before anything starts, so an unreachable server is a clear message, not N errors. */
-static int preflight(const sg_run_t *run, int timeout_ms)
+/* One blocking connect before anything starts, so an unreachable server is a clear message, not N errors.
+ * With fd_out the connected socket is handed back (non-blocking) instead of closed. */
+static int preflight(const sg_run_t *run, int timeout_ms, int *fd_out)
 {
     int fd = socket(run->addr.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -84,8 +85,105 @@ static int preflight(const sg_run_t *run, int timeout_ms)
             }
         }
     }
-    close(fd);
+    if (fd_out && err == 0)
+        *fd_out = fd;
+    else
+        close(fd);
     return err;
+}
+
+/* Blocking send of the filter's pending ciphertext. 0 or -errno. */
+static int tls_send_pending(sg_tls_conn_t *t, int fd, int64_t deadline)
+{
+    for (;;) {
+        const uint8_t *p;
+        size_t n;
+        sg_tls_out_peek(t, &p, &n);
+        if (!n)
+            return 0;
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            sg_tls_out_consume(t, (size_t)k);
+            continue;
+        }
+        if (k < 0 && errno != EAGAIN && errno != EINTR)
+            return -errno;
+        int left = (int)((deadline - sg_now_ns()) / 1000000);
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        if (left <= 0 || poll(&pfd, 1, left) == 0)
+            return -ETIMEDOUT;
+    }
+}
+
+/*
+ * https://: one handshake on fd with the run's options, so that an untrusted certificate, a host-name mismatch, a
+ * server without h2 when --http2 requires it, or a bad --cacert/--cert file is one clear line before the run.
+ * Tells which protocol the server selected (alpn, "" for none) and describes the session in info. 0, or -1 with
+ * the reason in err.
+ */
+static int preflight_tls(const sg_run_t *run, int fd, int timeout_ms, char *alpn, size_t alpn_len, char *info,
+                         size_t info_len, char *err, size_t errlen)
+{
+    const sg_config_t *cfg = run->cfg;
+    sg_tls_ctx_t *ctx = NULL;
+    sg_tls_conn_t *t = NULL;
+    int rc = -1;
+    char cerr[256];
+    if (sg_tls_client_ctx_new(&run->tls_opts, &ctx, cerr, sizeof cerr) < 0) {
+        snprintf(err, errlen, "TLS set-up: %s", cerr);
+        return -1;
+    }
+    if (sg_tls_conn_new(ctx, cfg->host, cfg->host_header, &t) < 0) {
+        snprintf(err, errlen, "TLS set-up failed for the host \"%s\"", cfg->host);
+        goto out;
+    }
+    int64_t deadline = sg_now_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        int h = sg_tls_handshake(t);
+        int e = tls_send_pending(t, fd, deadline);
+        if (h < 0) {
+            snprintf(err, errlen, "%s", sg_tls_error(t));
+            goto out;
+        }
+        if (e < 0) {
+            snprintf(err, errlen, "TLS handshake: sending: %s", sg_strerror(e));
+            goto out;
+        }
+        if (h == 0)
+            break;
+        int left = (int)((deadline - sg_now_ns()) / 1000000);
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&pfd, 1, left) == 0) {
+            snprintf(err, errlen,
+                     "TLS handshake: no answer from the server within %d s (does it speak TLS on this port?)",
+                     timeout_ms / 1000);
+            goto out;
+        }
+        uint8_t buf[16384];
+        ssize_t k = recv(fd, buf, sizeof buf, 0);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (k < 0) {
+            snprintf(err, errlen, "TLS handshake: %s", strerror(errno));
+            goto out;
+        }
+        if (k == 0)
+            sg_tls_feed_eof(t);
+        else if (sg_tls_feed(t, buf, (size_t)k) < 0) {
+            snprintf(err, errlen, "TLS handshake: the server sent too much");
+            goto out;
+        }
+    }
+    snprintf(alpn, alpn_len, "%s", sg_tls_alpn(t));
+    snprintf(info, info_len, "%s %s%s, ALPN %s", sg_tls_version(t), sg_tls_cipher(t),
+             cfg->insecure ? " (not verified: -k)" : "", alpn[0] ? alpn : "none");
+    if (sg_tls_close(t) == 0)
+        (void)tls_send_pending(t, fd, deadline);
+    rc = 0;
+out:
+    sg_tls_conn_free(t);
+    sg_tls_ctx_free(ctx);
+    return rc;
 }
 
 static unsigned cpu_list(int *cpus, unsigned max)
@@ -238,14 +336,14 @@ static void describe(const sg_run_t *run, unsigned n_workers)
     else
         snprintf(stop, sizeof(stop), "%gs", cfg->benchmark_duration_s);
     if (cfg->triton)
-        fprintf(stderr, "surge: profiling %s at %s over gRPC, %s, backend %s (%s, %s), %u worker%s\n", cfg->models[0],
-                run->addr_text, cfg->streaming ? "ModelStreamInfer" : "ModelInfer",
+        fprintf(stderr, "surge: profiling %s at %s over gRPC%s, %s, backend %s (%s, %s), %u worker%s\n", cfg->models[0],
+                run->addr_text, cfg->tls ? " (TLS)" : "", cfg->streaming ? "ModelStreamInfer" : "ModelInfer",
                 sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend), load, stop, n_workers,
                 n_workers == 1 ? "" : "s");
     else
-        fprintf(stderr, "surge: profiling %s at http://%s%s (%s, %s, %s), %u worker%s\n", cfg->models[0],
-                run->addr_text, cfg->endpoint_path, cfg->streaming ? "streaming" : "not streaming", load, stop,
-                n_workers, n_workers == 1 ? "" : "s");
+        fprintf(stderr, "surge: profiling %s at %s://%s%s (%s%s, %s, %s), %u worker%s\n", cfg->models[0],
+                cfg->tls ? "https" : "http", run->addr_text, cfg->endpoint_path, run->http2 ? "HTTP/2, " : "",
+                cfg->streaming ? "streaming" : "not streaming", load, stop, n_workers, n_workers == 1 ? "" : "s");
 }
 
 int sg_profile_main(int argc, char **argv)
@@ -355,7 +453,49 @@ int sg_profile_main(int argc, char **argv)
         goto out;
     }
     sg_input_free(&input); /* the payloads hold what the requests need */
-    if (cfg.http2) {
+    if (sg_tcp_resolve(cfg.host, cfg.port, &run.addr, err, sizeof(err)) < 0) {
+        fprintf(stderr, "surge: -u/--url %s: %s\n", cfg.url, err);
+        exit_code = EXIT_USAGE;
+        goto out;
+    }
+    sg_addr_format(&run.addr, run.addr_text, sizeof(run.addr_text));
+    int pfd = -1;
+    int perr = preflight(&run, 5000, cfg.tls ? &pfd : NULL);
+    if (perr < 0) {
+        fprintf(stderr, "surge: cannot connect to %s (from -u/--url %s): %s\n", run.addr_text, cfg.url,
+                sg_strerror(perr));
+        exit_code = EXIT_USAGE;
+        goto out;
+    }
+    run.http2 = cfg.http2;
+    char tls_info[160] = "";
+    if (cfg.tls) {
+        /* --http2 demands h2; otherwise offer both and let the server choose. The workers then offer only what
+         * it chose here, so every connection of the run speaks one protocol (h2 then required). */
+        run.tls_opts = (sg_tls_opts_t){
+            .cafile = cfg.cacert,
+            .insecure = cfg.insecure,
+            .cert_file = cfg.client_cert,
+            .key_file = cfg.client_key,
+            .alpn = cfg.http2 ? "h2" : "h2,http/1.1",
+            .alpn_required = cfg.http2,
+        };
+        char alpn[64];
+        int terr = preflight_tls(&run, pfd, 5000, alpn, sizeof alpn, tls_info, sizeof tls_info, err, sizeof err);
+        close(pfd);
+        if (terr < 0) {
+            fprintf(stderr, "surge: %s (-u/--url %s)\n", err, cfg.url);
+            if (cfg.http2 && (strstr(err, "ALPN") || strstr(err, "no_application_protocol")))
+                fprintf(stderr, "surge: --http2 on https:// requires the server to select h2 through ALPN; "
+                                "without --http2 surge uses what the server selects\n");
+            exit_code = EXIT_USAGE;
+            goto out;
+        }
+        run.http2 = strcmp(alpn, "h2") == 0;
+        run.tls_opts.alpn = run.http2 ? "h2" : "http/1.1";
+        run.tls_opts.alpn_required = run.http2;
+    }
+    if (run.http2) {
         /* Each pre-rendered request once more in HTTP/2 form (header fields, body in place), shared read-only. */
         run.h2_reqs = calloc(payloads.n, sizeof(*run.h2_reqs));
         if (!run.h2_reqs) {
@@ -363,27 +503,14 @@ int sg_profile_main(int argc, char **argv)
             goto out;
         }
         for (size_t i = 0; i < payloads.n; i++) {
-            int herr = sg_h2_req_from_h1(payloads.items[i].bytes, payloads.items[i].len, "http", &run.h2_reqs[i]);
+            int herr = sg_h2_req_from_h1(payloads.items[i].bytes, payloads.items[i].len, cfg.tls ? "https" : "http",
+                                         &run.h2_reqs[i]);
             if (herr < 0) {
-                fprintf(stderr, "surge: --http2: cannot express request %zu in HTTP/2: %s\n", i, sg_strerror(herr));
+                fprintf(stderr, "surge: HTTP/2: cannot express request %zu in HTTP/2: %s\n", i, sg_strerror(herr));
                 exit_code = herr == SG_ENOMEM ? EXIT_FATAL : EXIT_USAGE;
                 goto out;
             }
         }
-    }
-
-    if (sg_tcp_resolve(cfg.host, cfg.port, &run.addr, err, sizeof(err)) < 0) {
-        fprintf(stderr, "surge: -u/--url %s: %s\n", cfg.url, err);
-        exit_code = EXIT_USAGE;
-        goto out;
-    }
-    sg_addr_format(&run.addr, run.addr_text, sizeof(run.addr_text));
-    int perr = preflight(&run, 5000);
-    if (perr < 0) {
-        fprintf(stderr, "surge: cannot connect to %s (from -u/--url %s): %s\n", run.addr_text, cfg.url,
-                sg_strerror(perr));
-        exit_code = EXIT_USAGE;
-        goto out;
     }
 
     run_name = sg_config_run_name(&cfg);
@@ -472,6 +599,8 @@ int sg_profile_main(int argc, char **argv)
     }
 
     describe(&run, n_workers);
+    if (cfg.verbose && cfg.tls)
+        fprintf(stderr, "surge: TLS: %s\n", tls_info);
     if (cfg.verbose)
         fprintf(stderr, "surge: %zu distinct payloads, RLIMIT_NOFILE %llu, artifacts in %s\n", payloads.n,
                 (unsigned long long)run.nofile, run.artifact_dir);
@@ -538,7 +667,11 @@ int sg_profile_main(int argc, char **argv)
                     i, st.cpu, (unsigned long long)st.issued, (unsigned long long)st.conns_opened,
                     (unsigned long long)st.conns_peak, (unsigned long long)st.connect_failures,
                     (unsigned long long)st.resent);
-            if (cfg.http2)
+            if (cfg.tls)
+                fprintf(stderr, "surge: worker %u: tls: %llu full handshakes, %llu resumed, %llu failed\n", i,
+                        (unsigned long long)st.tls_full, (unsigned long long)st.tls_resumed,
+                        (unsigned long long)st.tls_failures);
+            if (run.http2)
                 fprintf(stderr,
                         "surge: worker %u: http2: peak %llu streams on one connection, %llu GOAWAY received, %llu "
                         "streams refused and re-sent, %llu streams reset\n",
@@ -633,6 +766,8 @@ out:
     free(run.artifact_dir);
     free(input_json);
     free(run_name);
+    if (cfg.tls)
+        sg_tls_thread_done(); /* the preflight's handshake ran here */
     sg_config_free(&cfg);
     return exit_code;
 }

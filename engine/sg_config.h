@@ -20,6 +20,7 @@ typedef struct {
     char *url;  /* as given */
     char *host; /* parsed from url: name or address */
     uint16_t port;
+    bool tls;          /* https:// */
     char *base_path;   /* "" or "/prefix" without trailing slash */
     char *host_header; /* "host:port" */
     sg_oai_kind_t endpoint_type;

@@ -393,6 +393,8 @@ static void *worker_main(void *arg)
 
     wk_conns_free_all(w);
     wk_h2_free_all(w);
+    if (w->tls_ctx)
+        sg_tls_thread_done();
     /* The ring (and its eventfd) stays until sg_worker_join: the controller may still be waking us. */
     if (w->log) {
         err = sg_reclog_close(w->log);
@@ -436,7 +438,7 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
         w->max_conns = share(cfg->max_connections, index, n);
     if (w->max_conns == 0)
         w->max_conns = 1;
-    w->http2 = cfg->http2;
+    w->http2 = run->http2;
     w->grpc = cfg->triton;
     w->h2_per_conn = 100; /* RFC 9113's recommended minimum, until a peer's SETTINGS say otherwise */
     w->keep_text = run->tok != NULL;
@@ -446,11 +448,26 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
         free(w);
         return NULL;
     }
+    if (cfg->tls) {
+        /* made here, on the controller's thread, and used only by the worker's thread from its start */
+        int terr = sg_tls_client_ctx_new(&run->tls_opts, &w->tls_ctx, err, errlen);
+        w->tls_buf = terr < 0 ? NULL : malloc(TLS_PLAIN_BUF);
+        if (!w->tls_buf) {
+            if (terr >= 0)
+                snprintf(err, errlen, "out of memory for TLS");
+            sg_tls_ctx_free(w->tls_ctx);
+            sg_metrics_free(w->metrics);
+            free(w);
+            return NULL;
+        }
+    }
     snprintf(w->log_path, sizeof(w->log_path), "%s/.surge-worker-%u.reclog", run->artifact_dir, index);
     int e = 0;
     w->log = sg_reclog_open(w->log_path, &e);
     if (!w->log) {
         snprintf(err, errlen, "cannot create %s: %s", w->log_path, sg_strerror(e));
+        sg_tls_ctx_free(w->tls_ctx);
+        free(w->tls_buf);
         sg_metrics_free(w->metrics);
         free(w);
         return NULL;
@@ -518,6 +535,9 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->h2_goaways = w->h2_goaways;
     out->h2_refused_resent = w->h2_refused_resent;
     out->h2_resets = w->h2_resets;
+    out->tls_full = w->tls_full;
+    out->tls_resumed = w->tls_resumed;
+    out->tls_failures = w->tls_failures;
 }
 
 void sg_worker_free(sg_worker_t *w)
@@ -530,6 +550,8 @@ void sg_worker_free(sg_worker_t *w)
         (void)e;
     }
     sg_metrics_free(w->metrics);
+    sg_tls_ctx_free(w->tls_ctx); /* after every connection: wk_conns_free_all ran at the thread's end */
+    free(w->tls_buf);
     sg_req_t *r = w->free_reqs;
     while (r) {
         sg_req_t *next = r->next;

@@ -1,6 +1,14 @@
 /*
  * The worker's connections: open, connect, receive, send, close, and the HTTP/1.1 exchange (one request
  * per connection at a time). HTTP/2 sessions ride on the same connections (worker_h2.c).
+ *
+ * https://: each connection gets an sg_tls_conn from the worker's context once TCP is connected, and stays
+ * C_CONNECTING (counted in n_connecting) until its handshake is done: the handshake is connection set-up, as the
+ * TCP connect is. Received ciphertext is fed to the filter and the plaintext read out of it goes to the same
+ * handle_data as plaintext connections; what the protocols send (the pre-rendered HTTP/1.1 request, the HTTP/2
+ * session's frames) is encrypted at once and the ciphertext leaves through send_op, one send in flight
+ * (sg_tls_out_peek/consume keep the in-flight region stable while more is written behind it). http:// keeps
+ * its zero-copy sends straight from the payload table.
  */
 #define _GNU_SOURCE
 #include "worker_int.h"
@@ -49,6 +57,7 @@ static void conn_free(sg_conn_t *c)
         c->all_next->all_prev = c->all_prev;
     if (c->h2)
         wk_h2_conn_release(c);
+    sg_tls_conn_free(c->tls); /* keeps its session in the worker's context for the next connection */
     close(c->fd);
     sg_h1_resp_free(&c->h1);
     sg_sse_free(&c->rs.sse);
@@ -92,6 +101,181 @@ void wk_conn_close(sg_conn_t *c)
     }
 }
 
+/* ---------------- TLS ---------------- */
+
+/* Send the pending ciphertext unless a send is already out (its completion sends the rest). */
+static void tls_kick(sg_conn_t *c)
+{
+    if (c->tls_sending || c->state == C_CLOSING)
+        return;
+    const uint8_t *p;
+    size_t n;
+    sg_tls_out_peek(c->tls, &p, &n);
+    if (!n)
+        return;
+    struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
+    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    c->ops++;
+    c->tls_sending = true;
+}
+
+/*
+ * A connection that never became usable (handshake failed, the server closed or reset it during the handshake):
+ * one failed attempt fails the request it was opened for, as a refused connect does.
+ */
+static void tls_setup_failed(sg_conn_t *c, const char *why)
+{
+    sg_worker_t *w = c->w;
+    w->tls_failures++;
+    bool for_setup = c->for_setup;
+    wk_conn_close(c);
+    if (!for_setup) {
+        sg_req_t *r = wk_wait_pop(w);
+        if (r) {
+            wk_set_error(r, SG_ERRC_TLS, "%s", why);
+            wk_req_finish(w, r, sg_now_ns());
+        }
+    }
+    wk_conn_dispatch(w);
+}
+
+static void conn_ready(sg_conn_t *c);
+
+static void tls_handshake(sg_conn_t *c)
+{
+    sg_worker_t *w = c->w;
+    int rc = sg_tls_handshake(c->tls);
+    if (rc < 0) {
+        tls_setup_failed(c, sg_tls_error(c->tls));
+        return;
+    }
+    tls_kick(c);
+    if (rc == 1)
+        return;
+    if (sg_tls_resumed(c->tls))
+        w->tls_resumed++;
+    else
+        w->tls_full++;
+    w->n_connecting--;
+    c->state = C_BUSY; /* so a failure below does not count the connect twice */
+    conn_ready(c);
+}
+
+/* A TCP connection is up: start its handshake. */
+static void tls_start(sg_conn_t *c)
+{
+    sg_worker_t *w = c->w;
+    const sg_config_t *cfg = w->cfg;
+    int err = sg_tls_conn_new(w->tls_ctx, cfg->host, cfg->host_header, &c->tls);
+    if (err < 0) {
+        char why[128];
+        snprintf(why, sizeof why, "TLS: cannot set up the connection: %s", sg_strerror(err));
+        tls_setup_failed(c, why);
+        return;
+    }
+    tls_handshake(c);
+}
+
+static void conn_lost(sg_conn_t *c, int res);
+static void handle_data(sg_conn_t *c, const char *data, size_t len);
+
+/* The TLS layer failed on an established connection (or the peer ended it with close_notify). */
+static void tls_broken(sg_conn_t *c, int err)
+{
+    conn_lost(c, err == SG_ETLS_CLOSED ? 0 : err);
+}
+
+static void tls_on_data(sg_conn_t *c, const char *data, size_t len)
+{
+    sg_worker_t *w = c->w;
+    int err = sg_tls_feed(c->tls, data, len);
+    if (err < 0) {
+        if (c->state == C_CONNECTING)
+            tls_setup_failed(c, "TLS: the server sent more than 4 MiB during the handshake");
+        else
+            tls_broken(c, err);
+        return;
+    }
+    if (c->state == C_CONNECTING) {
+        tls_handshake(c);
+        if (c->state == C_CONNECTING || c->state == C_CLOSING)
+            return;
+    }
+    for (;;) {
+        int n = sg_tls_read(c->tls, w->tls_buf, TLS_PLAIN_BUF);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            tls_broken(c, n);
+            return;
+        }
+        handle_data(c, w->tls_buf, (size_t)n);
+        if (c->state == C_CLOSING)
+            return;
+    }
+    tls_kick(c); /* what reading produced (a key update's answer, an alert) */
+}
+
+/* The peer closed (res 0) or the receive failed. */
+static void tls_on_eof(sg_conn_t *c, int res)
+{
+    if (c->state == C_CONNECTING) {
+        char why[160];
+        if (res == 0)
+            snprintf(why, sizeof why, "TLS: the server closed the connection during the handshake");
+        else
+            snprintf(why, sizeof why, "TLS: connection error during the handshake: %s", sg_strerror(res));
+        tls_setup_failed(c, why);
+        return;
+    }
+    if (res == 0) {
+        /* Records the filter still holds go first. A close without close_notify is then an ordinary EOF, as
+         * over plaintext: the HTTP framing tells whether the response was complete. */
+        tls_on_data(c, NULL, 0);
+        if (c->state == C_CLOSING)
+            return;
+    }
+    conn_lost(c, res);
+}
+
+static void tls_on_sent(sg_conn_t *c, int res)
+{
+    c->tls_sending = false;
+    if (c->state == C_CLOSING)
+        return;
+    if (res < 0) {
+        tls_on_eof(c, res);
+        return;
+    }
+    sg_tls_out_consume(c->tls, (size_t)res);
+    tls_kick(c);
+    /* an HTTP/2 session waits for its frames to be out before it drains more, as over plaintext */
+    if (!c->tls_sending && c->sending && c->h2)
+        wk_h2_on_sent(c, (int)(c->wlen - c->woff));
+}
+
+/*
+ * Send n bytes at p. http://: one send from p, which the caller leaves untouched until on_send. https://: they
+ * are encrypted now (p is free again on return) and the ciphertext goes out behind what is pending. 0 or an
+ * error (TLS only).
+ */
+int wk_conn_send(sg_conn_t *c, const void *p, size_t n)
+{
+    if (c->tls) {
+        int err = sg_tls_write(c->tls, p, n);
+        if (err < 0)
+            return err;
+        tls_kick(c);
+        return 0;
+    }
+    struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
+    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    c->ops++;
+    return 0;
+}
+
+/* ---------------- HTTP/1.1 ---------------- */
+
 static void conn_send(sg_conn_t *c)
 {
     const sg_payload_t *p = c->rs.req->payload;
@@ -111,9 +295,17 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
     sg_h1_resp_reset(&c->h1);
     sg_sse_reset(&c->rs.sse);
     r->conn = c;
-    r->rec.sent_ns = sg_now_ns();
+    r->rec.sent_ns = sg_now_ns(); /* https://: when the bytes go to TLS, the handshake long done */
     wk_fl_append(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
+    if (c->tls) {
+        int err = sg_tls_write(c->tls, r->payload->bytes, r->payload->len);
+        if (err < 0)
+            conn_lost(c, err);
+        else
+            tls_kick(c);
+        return;
+    }
     conn_send(c);
 }
 
@@ -156,6 +348,8 @@ static void conn_lost(sg_conn_t *c, int res)
             if (res == 0)
                 wk_set_error(r, SG_ERRC_DISCONNECT, "connection closed by the server %s",
                              sg_h1_resp_started(&c->h1) ? "in the middle of the response" : "before any response");
+            else if (c->tls && (res == SG_ETLS || res == SG_ETOOBIG))
+                wk_set_error(r, SG_ERRC_TLS, "%s", sg_tls_error(c->tls));
             else
                 wk_set_error(r, SG_ERRC_DISCONNECT, "connection error: %s", sg_strerror(res));
         }
@@ -218,12 +412,20 @@ static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
     int res = cqe->res;
     if (res > 0) {
         unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
-        if (c->state != C_CLOSING)
-            handle_data(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+        if (c->state != C_CLOSING) {
+            if (c->tls)
+                tls_on_data(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+            else
+                handle_data(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+        }
         sg_loop_buf_release(&w->loop, bid);
     } else if (res == 0 || (res < 0 && res != -ENOBUFS && res != -ECANCELED)) {
-        if (c->state != C_CLOSING)
-            conn_lost(c, res);
+        if (c->state != C_CLOSING) {
+            if (c->tls)
+                tls_on_eof(c, res);
+            else
+                conn_lost(c, res);
+        }
     }
     if (!more) {
         c->recv_armed = false;
@@ -241,6 +443,11 @@ static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
 {
     sg_conn_t *c = SG_CONTAINER_OF(op, sg_conn_t, send_op);
     int res = cqe->res;
+    if (c->tls) {
+        tls_on_sent(c, res);
+        wk_conn_put(c);
+        return;
+    }
     if (c->w->http2) {
         wk_h2_on_sent(c, res);
         wk_conn_put(c);
@@ -267,13 +474,29 @@ void wk_fail_waiting_head(sg_worker_t *w, int err)
     wk_req_finish(w, r, sg_now_ns());
 }
 
+/* Connected, and over TLS the handshake done: HTTP/2 opens its session, HTTP/1.1 goes idle. */
+static void conn_ready(sg_conn_t *c)
+{
+    sg_worker_t *w = c->w;
+    if (w->http2) {
+        if (wk_h2_conn_ready(c) < 0) {
+            c->state = C_BUSY; /* so wk_conn_close does not count the connect twice */
+            wk_conn_close(c);
+            wk_fail_waiting_head(w, SG_ENOMEM);
+        }
+    } else {
+        wk_idle_push(w, c);
+    }
+    wk_conn_dispatch(w);
+}
+
 static void on_connect(sg_op_t *op, const struct io_uring_cqe *cqe)
 {
     sg_conn_t *c = SG_CONTAINER_OF(op, sg_conn_t, connect_op);
     sg_worker_t *w = c->w;
     if (c->state == C_CONNECTING) {
-        w->n_connecting--;
         if (cqe->res < 0) {
+            w->n_connecting--;
             w->last_connect_err = cqe->res;
             w->connect_failures++;
             c->state = C_BUSY; /* so wk_conn_close does not count it twice */
@@ -285,17 +508,13 @@ static void on_connect(sg_op_t *op, const struct io_uring_cqe *cqe)
             return;
         }
         recv_arm(c);
-        if (w->http2) {
-            if (wk_h2_conn_ready(c) < 0) {
-                c->state = C_BUSY; /* so wk_conn_close does not count the connect twice */
-                wk_conn_close(c);
-                wk_fail_waiting_head(w, SG_ENOMEM);
-            }
+        if (w->tls_ctx) {
+            tls_start(c); /* still connecting until the handshake is done */
         } else {
-            wk_idle_push(w, c);
+            w->n_connecting--;
+            conn_ready(c);
         }
         wk_conn_put(c);
-        wk_conn_dispatch(w);
         return;
     }
     wk_conn_put(c);
@@ -379,6 +598,7 @@ void wk_conns_free_all(sg_worker_t *w)
         w->all_head = c->all_next;
         if (c->h2)
             wk_h2_conn_release(c);
+        sg_tls_conn_free(c->tls);
         close(c->fd);
         sg_h1_resp_free(&c->h1);
         sg_sse_free(&c->rs.sse);

@@ -1,5 +1,5 @@
 /*
- * The worker's HTTP/2 side (--http2: h2c with prior knowledge).
+ * The worker's HTTP/2 side (--http2: h2c with prior knowledge; over https:// h2 through ALPN).
  *
  * Each connection holds one sg_h2 session and many streams; a stream's response has its own resp_t, handled by
  * the same parser callbacks as HTTP/1.1. Frames the session queues are sent from c->wbuf, one send in flight
@@ -255,9 +255,11 @@ static void h2_flush(sg_conn_t *c)
         return;
     }
     if (c->wlen) {
-        struct io_uring_sqe *sqe = sg_loop_sqe(&w->loop, &c->send_op);
-        io_uring_prep_send(sqe, c->fd, c->wbuf, c->wlen, MSG_NOSIGNAL);
-        c->ops++;
+        err = wk_conn_send(c, c->wbuf, c->wlen); /* over TLS: until the ciphertext is out */
+        if (err < 0) {
+            wk_h2_conn_lost(c, err);
+            return;
+        }
         c->sending = true;
     }
     h2_maybe_retire(c);
@@ -284,9 +286,7 @@ void wk_h2_on_sent(sg_conn_t *c, int res)
     }
     c->woff += (size_t)res;
     if (c->woff < c->wlen) {
-        struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
-        io_uring_prep_send(sqe, c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
-        c->ops++;
+        (void)wk_conn_send(c, c->wbuf + c->woff, c->wlen - c->woff); /* a short plaintext send: the rest */
         return;
     }
     c->sending = false;

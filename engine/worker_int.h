@@ -16,6 +16,7 @@
 #include "sg_sched.h"
 #include "sg_openai.h"
 #include "sg_sse.h"
+#include "sg_tls.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -24,7 +25,8 @@
 #define MAX_BODY_BYTES (16u << 20) /* one non-streamed body */
 #define ERR_BODY_SAMPLE 200        /* bytes of an error body kept for the message */
 #define SETUP_CONNECT_NS 3000000000LL
-#define FIXED_PREOPEN 4 /* connections opened before a fixed schedule starts, per worker */
+#define FIXED_PREOPEN 4           /* connections opened before a fixed schedule starts, per worker */
+#define TLS_PLAIN_BUF (32u << 10) /* decrypted bytes handed to the protocol per sg_tls_read (a record is <= 16 KiB) */
 
 typedef struct sg_conn sg_conn_t;
 typedef struct sg_req sg_req_t;
@@ -88,6 +90,9 @@ struct sg_conn {
     size_t send_off;
     sg_h1_resp_t h1;
     uint64_t served; /* responses completed on this connection */
+    /* https://: the TLS filter; the connection stays C_CONNECTING until its handshake is done */
+    sg_tls_conn_t *tls;
+    bool tls_sending; /* ciphertext from sg_tls_out_peek is in flight on send_op */
     /* --http2 */
     sg_h2_t *h2;
     char *wbuf; /* bytes being sent (wlen), sent up to woff */
@@ -142,7 +147,12 @@ struct sg_worker {
     int last_connect_err;
     uint64_t conns_opened, conns_peak, connect_failures, resent;
 
-    /* --http2 */
+    /* https:// (NULL for http://): this worker's context, where reconnects find their sessions to resume */
+    sg_tls_ctx_t *tls_ctx;
+    char *tls_buf; /* TLS_PLAIN_BUF bytes: plaintext out of sg_tls_read */
+    uint64_t tls_full, tls_resumed, tls_failures;
+
+    /* HTTP/2: --http2, or h2 selected through ALPN by the run's first handshake (the preflight) */
     bool http2;
     bool grpc;                  /* --service-kind triton: streams carry gRPC calls (worker_grpc.c) */
     struct sg_kserve_dec *kdec; /* decodes KServe responses; created on first use */
@@ -197,6 +207,7 @@ void wk_conn_put(sg_conn_t *c);
 void wk_conn_dispatch(sg_worker_t *w);
 void wk_conns_free_all(sg_worker_t *w);
 void wk_fail_waiting_head(sg_worker_t *w, int err);
+int wk_conn_send(sg_conn_t *c, const void *p, size_t n);
 
 /* worker_h2.c: HTTP/2 */
 int wk_h2_conn_ready(sg_conn_t *c);

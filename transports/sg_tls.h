@@ -45,6 +45,8 @@ typedef struct {
     bool insecure;         /* client: no certificate or host-name verification at all (-k) */
     const char *cert_file; /* PEM chain: the client certificate (optional), or the server's (required) */
     const char *key_file;  /* PEM private key for cert_file; both or neither */
+    const char *cert_pem;  /* instead of the files: the certificate chain and its key as PEM text (both or neither) */
+    const char *key_pem;
     /* Comma-separated ALPN protocols, preferred first ("h2,http/1.1"). Client: offered. Server: accepted, the
      * server's order wins; a client offering none of them still connects, with no ALPN. */
     const char *alpn;
@@ -53,11 +55,21 @@ typedef struct {
     bool tls12_only;     /* speak TLS 1.2 only (tests and benchmarks); otherwise TLS 1.3, or 1.2 if the peer must */
 } sg_tls_opts_t;
 
+/*
+ * A self-signed certificate for a test server, made here with wolfCrypt (ECDSA P-256, SHA-256): CN=localhost,
+ * subjectAltName DNS:localhost and IP:127.0.0.1, valid from a day ago for a year. *cert_pem and *key_pem are
+ * malloc'd PEM text for sg_tls_opts_t's cert_pem/key_pem (the caller frees them). 0, or SG_EINVAL with a line in err.
+ */
+SG_WUR int sg_tls_self_signed(char **cert_pem, char **key_pem, char *err, size_t errlen);
+
 /* A client (or server) context. On failure returns SG_EINVAL (or SG_ENOMEM) with one line in err; *out is NULL.
  * The caller frees it with sg_tls_ctx_free() after every connection made from it. */
 SG_WUR int sg_tls_client_ctx_new(const sg_tls_opts_t *opts, sg_tls_ctx_t **out, char *err, size_t errlen);
 SG_WUR int sg_tls_server_ctx_new(const sg_tls_opts_t *opts, sg_tls_ctx_t **out, char *err, size_t errlen);
 void sg_tls_ctx_free(sg_tls_ctx_t *ctx);
+/* Free what wolfCrypt keeps per thread (Debian builds it with FP_ECC: a fixed-point ECC cache in thread-local
+ * storage, leaked at thread exit otherwise). Call at the end of every thread that ran TLS; harmless otherwise. */
+void sg_tls_thread_done(void);
 /* Forget the stored sessions (the next connection to every target runs a full handshake). */
 void sg_tls_ctx_forget_sessions(sg_tls_ctx_t *ctx);
 

@@ -7,7 +7,10 @@
 #include <wolfssl/options.h>
 
 #include <wolfssl/ssl.h>
+#include <wolfssl/wolfcrypt/asn_public.h>
+#include <wolfssl/wolfcrypt/ecc.h>
 #include <wolfssl/wolfcrypt/error-crypt.h>
+#include <wolfssl/wolfcrypt/random.h>
 
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -136,6 +139,17 @@ static int io_send(WOLFSSL *ssl, char *src, int sz, void *arg)
 
 static int load_key_pair(WOLFSSL_CTX *wctx, const sg_tls_opts_t *o, char *err, size_t errlen)
 {
+    if (o->cert_pem) {
+        if (wolfSSL_CTX_use_certificate_chain_buffer(wctx, (const unsigned char *)o->cert_pem,
+                                                     (long)strlen(o->cert_pem)) != WOLFSSL_SUCCESS ||
+            wolfSSL_CTX_use_PrivateKey_buffer(wctx, (const unsigned char *)o->key_pem, (long)strlen(o->key_pem),
+                                              WOLFSSL_FILETYPE_PEM) != WOLFSSL_SUCCESS ||
+            wolfSSL_CTX_check_private_key(wctx) != WOLFSSL_SUCCESS) {
+            set_err(err, errlen, "cannot use the PEM certificate and key given in memory");
+            return SG_EINVAL;
+        }
+        return 0;
+    }
     if (wolfSSL_CTX_use_certificate_chain_file(wctx, o->cert_file) != WOLFSSL_SUCCESS) {
         set_err(err, errlen, "cannot load the certificate from %s (PEM expected)", o->cert_file);
         return SG_EINVAL;
@@ -179,11 +193,11 @@ static int ctx_new(const sg_tls_opts_t *o, bool server, sg_tls_ctx_t **out, char
         set_err(err, errlen, "wolfSSL failed to initialise");
         return SG_EINVAL;
     }
-    if (!o->cert_file != !o->key_file) {
+    if (!o->cert_file != !o->key_file || !o->cert_pem != !o->key_pem) {
         set_err(err, errlen, "a TLS certificate needs its private key: give both or neither");
         return SG_EINVAL;
     }
-    if (server && !o->cert_file) {
+    if (server && !o->cert_file && !o->cert_pem) {
         set_err(err, errlen, "a TLS server needs a certificate and a private key");
         return SG_EINVAL;
     }
@@ -225,7 +239,7 @@ static int ctx_new(const sg_tls_opts_t *o, bool server, sg_tls_ctx_t **out, char
             goto fail;
         }
     }
-    if (o->cert_file && (rc = load_key_pair(ctx->wctx, o, err, errlen)) != 0)
+    if ((o->cert_file || o->cert_pem) && (rc = load_key_pair(ctx->wctx, o, err, errlen)) != 0)
         goto fail;
     rc = SG_EINVAL;
     if (server) {
@@ -272,6 +286,13 @@ int sg_tls_server_ctx_new(const sg_tls_opts_t *opts, sg_tls_ctx_t **out, char *e
     return ctx_new(opts, true, out, err, errlen);
 }
 
+void sg_tls_thread_done(void)
+{
+#ifdef FP_ECC
+    wc_ecc_fp_free();
+#endif
+}
+
 void sg_tls_ctx_forget_sessions(sg_tls_ctx_t *ctx)
 {
     for (size_t i = 0; i < ctx->n_sessions; i++) {
@@ -300,10 +321,17 @@ static sess_slot_t *find_session(sg_tls_ctx_t *ctx, const char *target)
     return NULL;
 }
 
-/* Keep conn's session for its target once it can resume (TLS 1.3: after the server's ticket was read). */
-static void save_session(sg_tls_conn_t *c)
+/*
+ * Keep conn's session for its target once it can resume. TLS 1.3: only once application data was read, so the
+ * server's NewSessionTicket (sent before it) was too. Between a resumed handshake's end and the new ticket, the
+ * session pairs the old ticket with the new resumption secret: a connection resuming from that fails its PSK
+ * binder (OpenSSL: "binder does not verify", alert illegal_parameter).
+ */
+static void save_session(sg_tls_conn_t *c, bool after_data)
 {
     if (c->ctx->server || c->session_saved || !c->done || c->failed)
+        return;
+    if (!after_data && wolfSSL_version(c->ssl) == TLS1_3_VERSION)
         return;
     WOLFSSL_SESSION *s = wolfSSL_get1_session(c->ssl);
     if (!s)
@@ -387,7 +415,7 @@ void sg_tls_conn_free(sg_tls_conn_t *c)
     if (!c)
         return;
     if (c->ssl) {
-        save_session(c);
+        save_session(c, false);
         wolfSSL_free(c->ssl);
     }
     free(c->host);
@@ -570,7 +598,7 @@ int sg_tls_handshake(sg_tls_conn_t *c)
         snprintf(c->err, sizeof c->err, "TLS: the server selected none of the ALPN protocols \"%s\"", c->ctx->alpn);
         return SG_ETLS;
     }
-    save_session(c);
+    save_session(c, false);
     return 0;
 }
 
@@ -601,7 +629,7 @@ int sg_tls_read(sg_tls_conn_t *c, void *buf, size_t cap)
     if (!cap)
         return 0;
     int ret = wolfSSL_read(c->ssl, buf, cap > INT32_MAX ? INT32_MAX : (int)cap);
-    save_session(c); /* a TLS 1.3 ticket arrives after the handshake, read here */
+    save_session(c, ret > 0); /* a TLS 1.3 ticket arrives after the handshake, read here */
     if (ret > 0)
         return ret;
     int werr = wolfSSL_get_error(c->ssl, ret);
@@ -616,7 +644,7 @@ int sg_tls_close(sg_tls_conn_t *c)
 {
     if (c->failed || !c->done)
         return c->failed ? SG_ETLS : 0;
-    save_session(c);
+    save_session(c, false);
     int ret = wolfSSL_shutdown(c->ssl);
     if (ret == WOLFSSL_SUCCESS || ret == WOLFSSL_SHUTDOWN_NOT_DONE)
         return 0;
@@ -651,4 +679,88 @@ const char *sg_tls_version(const sg_tls_conn_t *c)
 {
     const char *v = c->done ? wolfSSL_get_version(c->ssl) : NULL;
     return v ? v : "";
+}
+
+/* DER of: SEQUENCE { [2] "localhost", [7] 127.0.0.1 } (GeneralNames for subjectAltName) */
+static const unsigned char alt_names_der[] = {0x30, 0x11, 0x82, 0x09, 'l',  'o',  'c',  'a',  'l', 'h',
+                                              'o',  's',  't',  0x87, 0x04, 0x7f, 0x00, 0x00, 0x01};
+
+static char *der_to_pem(const unsigned char *der, int der_len, int type)
+{
+    int n = wc_DerToPem(der, (word32)der_len, NULL, 0, type); /* the size it needs */
+    if (n <= 0)
+        return NULL;
+    char *pem = malloc((size_t)n + 1);
+    if (!pem)
+        return NULL;
+    n = wc_DerToPem(der, (word32)der_len, (byte *)pem, (word32)n, type);
+    if (n <= 0) {
+        free(pem);
+        return NULL;
+    }
+    pem[n] = '\0';
+    return pem;
+}
+
+int sg_tls_self_signed(char **cert_pem, char **key_pem, char *err, size_t errlen)
+{
+    *cert_pem = *key_pem = NULL;
+    pthread_once(&init_once, init_wolfssl);
+    WC_RNG rng;
+    ecc_key key;
+    Cert *cert = calloc(1, sizeof *cert);
+    unsigned char *der = malloc(4096);
+    int rc = SG_EINVAL;
+    bool rng_ok = false, key_ok = false;
+    const char *step = "out of memory";
+    if (!cert || !der)
+        goto out;
+    step = "random number generator";
+    if (wc_InitRng(&rng) != 0)
+        goto out;
+    rng_ok = true;
+    step = "ECC key generation";
+    if (wc_ecc_init(&key) != 0)
+        goto out;
+    key_ok = true;
+    if (wc_ecc_make_key(&rng, 32, &key) != 0)
+        goto out;
+    step = "certificate";
+    if (wc_InitCert(cert) != 0)
+        goto out;
+    snprintf(cert->subject.commonName, CTC_NAME_SIZE, "localhost");
+    snprintf(cert->subject.org, CTC_NAME_SIZE, "surge mock (self-signed)");
+    cert->sigType = CTC_SHA256wECDSA;
+    cert->daysValid = 365;
+    cert->isCA = 0;
+    memcpy(cert->altNames, alt_names_der, sizeof alt_names_der);
+    cert->altNamesSz = (int)sizeof alt_names_der;
+    int n = wc_MakeCert_ex(cert, der, 4096, ECC_TYPE, &key, &rng);
+    if (n <= 0)
+        goto out;
+    n = wc_SignCert_ex(cert->bodySz, cert->sigType, der, 4096, ECC_TYPE, &key, &rng);
+    if (n <= 0)
+        goto out;
+    *cert_pem = der_to_pem(der, n, CERT_TYPE);
+    step = "private key encoding";
+    n = wc_EccKeyToDer(&key, der, 4096);
+    if (n <= 0 || !*cert_pem)
+        goto out;
+    *key_pem = der_to_pem(der, n, ECC_PRIVATEKEY_TYPE);
+    if (*key_pem)
+        rc = 0;
+out:
+    if (rc) {
+        set_err(err, errlen, "cannot make a self-signed certificate: %s failed", step);
+        free(*cert_pem);
+        free(*key_pem);
+        *cert_pem = *key_pem = NULL;
+    }
+    if (key_ok)
+        wc_ecc_free(&key);
+    if (rng_ok)
+        wc_FreeRng(&rng);
+    free(cert);
+    free(der);
+    return rc;
 }

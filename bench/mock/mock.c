@@ -130,6 +130,35 @@ int sg_mock_main(int argc, char **argv)
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
 
+    char *self_cert = NULL, *self_key = NULL;
+    if (o.tls) {
+        if (!o.tls_cert) {
+            if (sg_tls_self_signed(&self_cert, &self_key, err, sizeof(err)) < 0) {
+                fprintf(stderr, "surge mock: --tls: %s\n", err);
+                goto out;
+            }
+            if (o.tls_cert_out) {
+                FILE *f = fopen(o.tls_cert_out, "w");
+                if (!f || fputs(self_cert, f) < 0 || fclose(f) != 0) {
+                    fprintf(stderr, "surge mock: --tls-cert-out: cannot write %s\n", o.tls_cert_out);
+                    goto out;
+                }
+            }
+        }
+        s->tls_opts = (sg_tls_opts_t){.cert_file = o.tls_cert,
+                                      .key_file = o.tls_key,
+                                      .cert_pem = self_cert,
+                                      .key_pem = self_key,
+                                      .alpn = o.tls_alpn ? o.tls_alpn : "h2,http/1.1"};
+        /* one context now, only to say what is wrong with the files before anything listens */
+        sg_tls_ctx_t *probe = NULL;
+        if (sg_tls_server_ctx_new(&s->tls_opts, &probe, err, sizeof(err)) < 0) {
+            fprintf(stderr, "surge mock: --tls: %s\n", err);
+            goto out;
+        }
+        sg_tls_ctx_free(probe);
+    }
+
     /* connections are capped by descriptors; keep some for the rings, eventfds, listeners and the record */
     uint64_t nofile = sg_raise_nofile();
     uint64_t reserve = 32 + 8 * (uint64_t)o.workers;
@@ -263,6 +292,10 @@ out:
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     sg_tok_free(s->tok);
+    free(self_cert);
+    free(self_key);
+    if (o.tls)
+        sg_tls_thread_done(); /* the certificate was made and tried on this thread */
     free(fds);
     free(workers);
     free(s);

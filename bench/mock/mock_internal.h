@@ -9,6 +9,7 @@
 #include "sg_common.h"
 #include "sg_h2srv.h"
 #include "sg_openai.h"
+#include "sg_tls.h"
 #include "sg_tokenizer.h"
 #include "sg_workload.h"
 
@@ -34,6 +35,11 @@ typedef struct {
     bool no_usage;                   /* never send usage, even when the request asks for it */
     bool quiet;
     uint32_t max_streams; /* HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS per connection */
+    bool tls;             /* --tls, or implied by --tls-cert/--tls-key: serve TLS only */
+    const char *tls_cert; /* PEM chain; NULL with tls: a self-signed certificate made at start */
+    const char *tls_key;
+    const char *tls_cert_out; /* write the self-signed certificate here (for clients' --cacert) */
+    const char *tls_alpn;     /* NULL: "h2,http/1.1" */
 } sg_mock_opts_t;
 
 #define SG_MOCK_MAX_WORKERS 256
@@ -234,6 +240,7 @@ typedef struct {
     int64_t stall_start_ns, stall_end_ns; /* equal: no stall window */
     int record_fd;                        /* -1: no record */
     sg_tokenizer_t *tok;                  /* --tokenizer, NULL without; each worker has its own encoder */
+    sg_tls_opts_t tls_opts;               /* --tls: each worker makes its own server context from these */
     uint64_t max_conns;
     atomic_uint_fast64_t conns_open;
     atomic_uint_fast64_t conn_serial;

@@ -44,6 +44,15 @@ static const char usage_text[] =
     "                       add N (may be negative; the result is at least 0) to usage.completion_tokens, so\n"
     "                       that usage disagrees with the text (for testing a client's comparison)\n"
     "  --no-usage           never send usage, even when stream_options.include_usage asks for it\n"
+    "  --tls                serve TLS (wolfSSL) instead of plaintext, with ALPN h2 and http/1.1: HTTP/2 when the\n"
+    "                       client selects h2, HTTP/1.1 otherwise. Without --tls-cert a self-signed certificate\n"
+    "                       (ECDSA P-256, CN and subjectAltName localhost and 127.0.0.1) is made at start:\n"
+    "                       clients need -k, or its PEM from --tls-cert-out as their CA file\n"
+    "  --tls-cert FILE      with --tls-key: serve this PEM certificate chain (implies --tls)\n"
+    "  --tls-key FILE       its PEM private key\n"
+    "  --tls-cert-out FILE  write the self-signed certificate made by --tls to FILE (PEM)\n"
+    "  --tls-alpn LIST      ALPN protocols accepted, preferred first (default h2,http/1.1; http/1.1 alone makes\n"
+    "                       an HTTP/1.1-only TLS server)\n"
     "  --record FILE        append one JSON line per completion request received\n"
     "  --port-file FILE     write the bound port to FILE (atomically) once listening\n"
     "  --exit-after SEC     stop after SEC seconds, as on SIGINT\n"
@@ -109,6 +118,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             o->quiet = true;
             continue;
         }
+        if (strcmp(arg, "--tls") == 0) {
+            o->tls = true;
+            continue;
+        }
         if (strcmp(arg, "--no-usage") == 0) {
             o->no_usage = true;
             continue;
@@ -146,7 +159,11 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--exit-after",
                                             "--tokenizer",
                                             "--usage-completion-offset",
-                                            "--max-concurrent-streams"};
+                                            "--max-concurrent-streams",
+                                            "--tls-cert",
+                                            "--tls-key",
+                                            "--tls-cert-out",
+                                            "--tls-alpn"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -219,12 +236,34 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             if (!parse_uint(val, 1u << 20, &u) || u == 0)
                 return bad(name, val, "expected a stream count 1..1048576");
             o->max_streams = (uint32_t)u;
+        } else if (strcmp(name, "--tls-cert") == 0 || strcmp(name, "--tls-key") == 0 ||
+                   strcmp(name, "--tls-cert-out") == 0) {
+            if (!*val)
+                return bad(name, val, "expected a file name");
+            if (strcmp(name, "--tls-cert-out") == 0)
+                o->tls_cert_out = val;
+            else if (strcmp(name, "--tls-cert") == 0)
+                o->tls_cert = val;
+            else
+                o->tls_key = val;
+        } else if (strcmp(name, "--tls-alpn") == 0) {
+            if (strcmp(val, "h2,http/1.1") != 0 && strcmp(val, "http/1.1,h2") != 0 && strcmp(val, "h2") != 0 &&
+                strcmp(val, "http/1.1") != 0)
+                return bad(name, val, "expected h2,http/1.1, http/1.1,h2, h2 or http/1.1");
+            o->tls_alpn = val;
         } else if (strcmp(name, "--exit-after") == 0) {
             if (!parse_double(val, 0, 1e9, &d) || d <= 0)
                 return bad(name, val, "expected seconds > 0");
             o->exit_after_s = d;
         }
     }
+    if (!o->tls_cert != !o->tls_key)
+        return bad(o->tls_cert ? "--tls-cert" : "--tls-key", NULL,
+                   "needs its partner: give both --tls-cert and --tls-key");
+    if (o->tls_cert)
+        o->tls = true;
+    if (o->tls_cert_out && (!o->tls || o->tls_cert))
+        return bad("--tls-cert-out", NULL, "only applies to the self-signed certificate of --tls without --tls-cert");
     if (have_stall_start && !have_stall)
         return bad("--stall-start-ms", NULL, "needs --stall-ms (the length of the window)");
     return 0;

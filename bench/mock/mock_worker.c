@@ -12,6 +12,11 @@
  * session instead (proto/sg_h2srv.h): every stream's job runs on its own timer, its body is rendered into the
  * job's buffer and framed as DATA when the session is drained into the connection's pending buffer (at flush
  * time, so frames due together leave together). --drop-rate resets the stream (RST_STREAM INTERNAL_ERROR).
+ *
+ * --tls: every connection has an sg_tls_conn from the worker's server context. Received ciphertext is fed to it,
+ * the handshake driven, and the plaintext read out goes to conn_recv as plaintext bytes would (so the preface
+ * test above picks HTTP/2 for a client that selected h2 through ALPN). At flush time the pending buffer is
+ * encrypted into the filter and its ciphertext sent, one send in flight (the wire buffer is unused).
  */
 #define _GNU_SOURCE
 #include "mock_internal.h"
@@ -51,6 +56,7 @@
  * one drain moved into the connection's output while a send waits), not the whole response.
  */
 #define H2_STREAM_HIGH_WATER (64u << 10)
+#define TLS_PLAIN_BUF (32u << 10)
 
 typedef struct sg_mock_conn conn_t;
 struct sg_mock_conn {
@@ -78,6 +84,8 @@ struct sg_mock_conn {
     uint8_t pre_n;
     char pre[SG_H2SRV_PREFACE_LEN]; /* the first bytes, while they still match the preface */
     sg_h2srv_t *h2;                 /* HTTP/2 connections only */
+    sg_tls_conn_t *tls;             /* --tls only */
+    bool tls_closed;                /* our close_notify is queued */
 };
 
 struct sg_mock_worker {
@@ -114,6 +122,9 @@ struct sg_mock_worker {
     sg_mock_buf_t scratch;
     uint32_t text_n;
     int64_t text_tokens; /* -1: nothing cached */
+
+    sg_tls_ctx_t *tls_ctx; /* --tls */
+    char *tls_buf;         /* TLS_PLAIN_BUF: plaintext out of sg_tls_read */
 
     sg_mock_stats_t st;
     struct sg_kserve_dec *kdec; /* gRPC requests; created on the first call */
@@ -336,6 +347,7 @@ static void conn_maybe_free(conn_t *c)
         c->next->prev = c->prev;
     sg_h1_req_free(&c->parser);
     sg_h2srv_free(c->h2); /* its streams' jobs are freed through on_close */
+    sg_tls_conn_free(c->tls);
     buf_release(w, &c->out);
     buf_release(w, &c->wire);
     atomic_fetch_sub_explicit(&w->srv->conns_open, 1, memory_order_relaxed);
@@ -362,11 +374,60 @@ static void conn_arm_recv(conn_t *c)
     c->recv_armed = true;
 }
 
+/* --tls: encrypt the pending bytes and send the ciphertext (one send in flight). */
+static void conn_flush_tls(conn_t *c, int64_t now)
+{
+    if (c->h2) {
+        sg_mock_buf_t *b = conn_out(c);
+        if (!b->oom && sg_h2srv_want_write(c->h2) && sg_h2srv_drain(c->h2, &b->p, &b->len, &b->cap) < 0)
+            b->oom = true;
+        if (b->len == 0 && sg_h2srv_done(c->h2))
+            c->close_after_flush = true;
+    }
+    if (SG_UNLIKELY(c->out.oom)) {
+        conn_close(c);
+        return;
+    }
+    if (c->out.len || sg_tls_out_pending(c->tls)) {
+        if (in_stall(c->w->srv, now)) {
+            mark_dirty(c);
+            return;
+        }
+    }
+    if (c->out.len) {
+        if (sg_tls_write(c->tls, c->out.p, c->out.len) < 0) {
+            conn_close(c);
+            return;
+        }
+        c->out.len = 0;
+    }
+    if (c->close_after_flush && !c->tls_closed) {
+        c->tls_closed = true;
+        int e = sg_tls_close(c->tls); /* close_notify goes with the last bytes; failing, the close just goes */
+        (void)e;
+    }
+    const uint8_t *p;
+    size_t n;
+    sg_tls_out_peek(c->tls, &p, &n);
+    if (n == 0) {
+        if (c->close_after_flush)
+            conn_close(c);
+        return;
+    }
+    struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
+    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    c->send_inflight = true;
+}
+
 /* Hand the pending bytes to the kernel unless a send is in flight or the stall window holds them. */
 static void conn_flush(conn_t *c, int64_t now)
 {
     if (c->closing || c->send_inflight)
         return;
+    if (c->tls) {
+        conn_flush_tls(c, now);
+        return;
+    }
     if (c->wire_off < c->wire.len) {
         /* the rest of a short send that the stall window held back */
         if (in_stall(c->w->srv, now)) {
@@ -417,8 +478,15 @@ static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
         conn_maybe_free(c);
         return;
     }
-    c->wire_off += (size_t)cqe->res;
     int64_t now = sg_now_ns();
+    if (c->tls) {
+        sg_tls_out_consume(c->tls, (size_t)cqe->res);
+        if (sg_tls_out_pending(c->tls)) {
+            conn_flush(c, now); /* the rest, with whatever was rendered meanwhile */
+            return;
+        }
+    }
+    c->wire_off += c->tls ? 0 : (size_t)cqe->res;
     if (c->wire_off < c->wire.len) {
         /* short send: the rest of the same buffer, which stays untouched until it is all out */
         conn_flush(c, now);
@@ -1145,6 +1213,36 @@ static void conn_recv(conn_t *c, const char *data, size_t len)
         h2_recv(c, data + take, len - take);
 }
 
+/* --tls: ciphertext in; the handshake, then plaintext to conn_recv. A failed handshake just closes: the client
+ * has the alert. */
+static void tls_recv(conn_t *c, const char *data, size_t len)
+{
+    if (sg_tls_feed(c->tls, data, len) < 0) {
+        conn_close(c);
+        return;
+    }
+    mark_dirty(c); /* handshake flights, tickets, and whatever the requests render */
+    int rc = sg_tls_handshake(c->tls);
+    if (rc != 0) {
+        if (rc < 0)
+            conn_close(c);
+        return;
+    }
+    for (;;) {
+        int n = sg_tls_read(c->tls, c->w->tls_buf, TLS_PLAIN_BUF);
+        if (n == 0)
+            return;
+        if (n < 0) { /* close_notify, or a broken record: either way the peer is done */
+            c->read_stopped = true;
+            c->close_after_flush = true;
+            return;
+        }
+        conn_recv(c, c->w->tls_buf, (size_t)n);
+        if (c->closing || c->read_stopped)
+            return;
+    }
+}
+
 static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
 {
     conn_t *c = SG_CONTAINER_OF(op, conn_t, recv_op);
@@ -1157,7 +1255,10 @@ static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
         unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
         if (!c->closing && !c->read_stopped) {
             c->recv_ns = sg_now_ns();
-            conn_recv(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+            if (c->tls)
+                tls_recv(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+            else
+                conn_recv(c, sg_loop_buf(&w->loop, bid), (size_t)res);
         }
         sg_loop_buf_release(&w->loop, bid);
     } else if (res == -ENOBUFS) {
@@ -1214,6 +1315,12 @@ static void on_accept(sg_op_t *op, const struct io_uring_cqe *cqe)
     c->fd = fd;
     c->recv_op.fn = on_recv;
     c->send_op.fn = on_send;
+    if (w->tls_ctx && sg_tls_conn_new(w->tls_ctx, NULL, NULL, &c->tls) < 0) {
+        atomic_fetch_sub_explicit(&s->conns_open, 1, memory_order_relaxed);
+        close(fd);
+        free(c);
+        return;
+    }
     c->serial = atomic_fetch_add_explicit(&s->conn_serial, 1, memory_order_relaxed);
     sg_h1_req_init(&c->parser, SG_MOCK_MAX_REQUEST);
     c->next = w->conns;
@@ -1324,6 +1431,8 @@ static void *worker_main(void *arg)
     }
     if (w->rec.len)
         record_flush(w);
+    if (w->tls_ctx)
+        sg_tls_thread_done();
     return NULL;
 }
 
@@ -1339,6 +1448,18 @@ sg_mock_worker_t *sg_mock_worker_new(sg_mock_server_t *srv, unsigned idx, int li
         sg_tok_enc_free(w->enc);
         free(w);
         return NULL;
+    }
+    if (srv->opts.tls) {
+        /* the options were tried once by the main thread: a failure here is memory */
+        char err[160];
+        if (sg_tls_server_ctx_new(&srv->tls_opts, &w->tls_ctx, err, sizeof(err)) < 0 ||
+            !(w->tls_buf = malloc(TLS_PLAIN_BUF))) {
+            sg_tls_ctx_free(w->tls_ctx);
+            free(w->pool);
+            sg_tok_enc_free(w->enc);
+            free(w);
+            return NULL;
+        }
     }
     w->text_tokens = -1;
     w->srv = srv;
@@ -1382,6 +1503,7 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
         conn_t *next = c->next;
         conn_discard_jobs(c);
         sg_h2srv_free(c->h2);
+        sg_tls_conn_free(c->tls);
         close(c->fd);
         sg_h1_req_free(&c->parser);
         free(c->out.p);
@@ -1406,6 +1528,8 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     free(w->scratch.p);
     sg_tok_enc_free(w->enc);
     sg_kserve_dec_free(w->kdec);
+    sg_tls_ctx_free(w->tls_ctx);
+    free(w->tls_buf);
     st->requests += w->st.requests;
     st->completions += w->st.completions;
     st->streamed += w->st.streamed;

@@ -1,6 +1,7 @@
 """surge mock over h2c (prior knowledge): surge profile --http2 straight against it (timing, exact OSL, many
 streams multiplexed on few connections as the mock's record shows, injected errors counted, resets from
 --drop-rate counted), and h2load, a third-party HTTP/2 client, against it (every request 2xx)."""
+# ctest: run-serial (its TTFT p99 over 32 lockstep streams moves with a test running beside it on 2 cores)
 import os
 import re
 import shutil

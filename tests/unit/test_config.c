@@ -221,8 +221,17 @@ static void test_urls(void)
     check_url("http://[fe80::1%eth0]:81/p", "fe80::1%eth0", 81, "/p", "[fe80::1%eth0]:81");
     check_url("host:8000/prefix", "host", 8000, "/prefix", "host:8000");
 
-    BAD("-m", "x", "-u", "https://host:443");
-    BAD("-m", "x", "-u", "HTTPS://host");
+    check_url("https://host:8443/base", "host", 8443, "/base", "host:8443");
+    check_url("HTTPS://host", "host", 443, "", "host:443");
+    {
+        sg_config_t c;
+        CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "https://h", NULL), 0);
+        CHECK(c.tls);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "http://h", NULL), 0);
+        CHECK(!c.tls);
+        sg_config_free(&c);
+    }
     BAD("-m", "x", "-u", "ftp://host");
     BAD("-m", "x", "-u", "http://");
     BAD("-m", "x", "-u", "http://:8000");

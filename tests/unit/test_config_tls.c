@@ -115,8 +115,7 @@ static void test_rejected(void)
     BAD(want, "--cert", ca, "--key", missing);
     BAD("surge: --insecure: takes no value, got \"--insecure=yes\"\n", "--insecure=yes", NULL, NULL, NULL);
     BAD("surge: --cacert: expects a value\n", "--cacert", NULL, NULL, NULL);
-    /* https stays refused until the engine speaks TLS */
-    BAD("surge: --url: TLS is not supported yet: use an http:// URL (got \"https://h:443\")\n", "-u", "https://h:443",
+    BAD("surge: --url: unsupported scheme \"ftps\": only http:// and https:// are supported\n", "-u", "ftps://h:443",
         "-k", NULL);
 }
 
