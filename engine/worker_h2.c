@@ -200,14 +200,34 @@ static void h2_cb_goaway(void *ud, int32_t last_stream_id, uint32_t code)
     wk_h2v_remove(c->w, c); /* no new streams here; those above last_stream_id come back refused */
 }
 
-static const sg_h2_cb_t h2_cb = {
-    .on_head = h2_cb_head, .on_data = h2_cb_data, .on_close = h2_cb_close, .on_goaway = h2_cb_goaway};
+/*
+ * The request leaves now: its HEADERS were serialized into the drain about to be sent. h2_start stamped the
+ * submit; a stream can wait in the session after that (the peer's stream limit is known only once its SETTINGS
+ * arrive, and one send is on the wire at a time), and that wait is not the server's time.
+ */
+static void h2_cb_sent(void *ud, void *sud)
+{
+    sg_conn_t *c = ud;
+    resp_t *rs = sud;
+    if (rs->req)
+        rs->req->rec.sent_ns = sg_now_ns();
+    uint32_t n = sg_h2_sent_streams(c->h2);
+    if (n > c->w->h2_streams_peak)
+        c->w->h2_streams_peak = n;
+}
+
+static const sg_h2_cb_t h2_cb = {.on_head = h2_cb_head,
+                                 .on_data = h2_cb_data,
+                                 .on_close = h2_cb_close,
+                                 .on_goaway = h2_cb_goaway,
+                                 .on_sent = h2_cb_sent};
 /* --service-kind triton: the same, and every head and trailer field for grpc-status */
 static const sg_h2_cb_t h2_grpc_cb = {.on_head = h2_cb_head,
                                       .on_data = h2_cb_data,
                                       .on_close = h2_cb_close,
                                       .on_goaway = h2_cb_goaway,
-                                      .on_field = wk_grpc_on_field};
+                                      .on_field = wk_grpc_on_field,
+                                      .on_sent = h2_cb_sent};
 
 /* Free the session; streams still open end through h2_cb_close (as disconnects, or re-sent). */
 void wk_h2_conn_release(sg_conn_t *c)
@@ -368,12 +388,9 @@ static bool h2_start(sg_conn_t *c, sg_req_t *r)
     r->rs = rs;
     r->conn = c;
     r->stream_id = id;
-    r->rec.sent_ns = sg_now_ns();
+    r->rec.sent_ns = sg_now_ns(); /* provisional, for timeouts: h2_cb_sent stamps when its HEADERS go out */
     wk_fl_append(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
-    uint32_t open = sg_h2_open_streams(c->h2);
-    if (open > w->h2_streams_peak)
-        w->h2_streams_peak = open;
     h2_mark(c);
     return true;
 }

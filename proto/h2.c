@@ -241,6 +241,7 @@ struct h2_stream {
     bool head_done;  /* a final (non-1xx) response head was delivered */
     bool end_stream; /* the peer ended its side */
     bool any_recv;   /* a response frame arrived on this stream */
+    bool sent;       /* its HEADERS were serialized */
 };
 
 struct sg_h2 {
@@ -251,6 +252,7 @@ struct sg_h2 {
     h2_stream_t *free_streams;
     h2_pool_t pool; /* nghttp2's allocations; outlives s->ng */
     uint32_t n_open;
+    uint32_t n_sent; /* open streams whose HEADERS went out */
     bool goaway;
     bool freeing;
 };
@@ -264,6 +266,8 @@ static void stream_unlink(sg_h2_t *s, h2_stream_t *st)
     if (st->next)
         st->next->prev = st->prev;
     s->n_open--;
+    if (st->sent)
+        s->n_sent--;
     st->next = s->free_streams;
     s->free_streams = st;
 }
@@ -347,6 +351,21 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *user
     return 0;
 }
 
+static int on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *user)
+{
+    sg_h2_t *s = user;
+    if (f->hd.type != NGHTTP2_HEADERS || s->freeing)
+        return 0;
+    h2_stream_t *st = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    if (!st || st->sent)
+        return 0;
+    st->sent = true;
+    s->n_sent++;
+    if (s->cb.on_sent)
+        s->cb.on_sent(s->ud, st->ud);
+    return 0;
+}
+
 static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *user)
 {
     sg_h2_t *s = user;
@@ -386,6 +405,8 @@ static int session_open(nghttp2_session **ng, bool server, const sg_h2_fns_t *fn
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, fns->frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, fns->data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, fns->stream_close);
+    if (fns->frame_send)
+        nghttp2_session_callbacks_set_on_frame_send_callback(cbs, fns->frame_send);
     int rv = server ? nghttp2_session_server_new3(ng, cbs, ud, NULL, mem)
                     : nghttp2_session_client_new3(ng, cbs, ud, NULL, mem);
     nghttp2_session_callbacks_del(cbs);
@@ -413,7 +434,8 @@ sg_h2_t *sg_h2_client_new(const sg_h2_cb_t *cb, void *ud)
         return NULL;
     s->cb = *cb;
     s->ud = ud;
-    static const sg_h2_fns_t fns = {on_begin_headers, on_header, on_frame_recv, on_data_chunk, on_stream_close};
+    static const sg_h2_fns_t fns = {on_begin_headers, on_header,       on_frame_recv,
+                                    on_data_chunk,    on_stream_close, on_frame_send};
     const nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SG_H2_LOCAL_STREAM_WINDOW},
@@ -554,6 +576,11 @@ uint32_t sg_h2_peer_max_streams(const sg_h2_t *s)
 uint32_t sg_h2_open_streams(const sg_h2_t *s)
 {
     return s->n_open;
+}
+
+uint32_t sg_h2_sent_streams(const sg_h2_t *s)
+{
+    return s->n_sent;
 }
 
 bool sg_h2_can_submit(const sg_h2_t *s)

@@ -65,6 +65,12 @@ typedef struct {
      */
     int (*on_field)(void *ud, void *stream_ud, const char *name, size_t name_len, const char *value, size_t value_len,
                     bool trailer);
+    /*
+     * Optional: the stream's HEADERS were just serialized by sg_h2_drain, so the request leaves with that drain. A
+     * submitted stream can wait in the session before this (behind the peer's MAX_CONCURRENT_STREAMS, which is
+     * only known once its SETTINGS arrive, or while the caller still has an earlier drain on the wire).
+     */
+    void (*on_sent)(void *ud, void *stream_ud);
 } sg_h2_cb_t;
 
 typedef struct sg_h2 sg_h2_t;
@@ -94,6 +100,7 @@ typedef struct {
     nghttp2_on_frame_recv_callback frame_recv;
     nghttp2_on_data_chunk_recv_callback data_chunk;
     nghttp2_on_stream_close_callback stream_close;
+    nghttp2_on_frame_send_callback frame_send; /* may be NULL */
 } sg_h2_fns_t;
 
 /* Create a client or server nghttp2 session with these callbacks and user data, queue our SETTINGS (iv) and
@@ -106,6 +113,8 @@ bool sg_h2_want_write(const sg_h2_t *s);
 bool sg_h2_can_submit(const sg_h2_t *s);
 /* Streams open (submitted and not closed). */
 uint32_t sg_h2_open_streams(const sg_h2_t *s);
+/* Of those, the streams whose HEADERS have gone out (sent and not closed): what the peer sees open. */
+uint32_t sg_h2_sent_streams(const sg_h2_t *s);
 /* The peer's SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 assumes 100 until the peer's SETTINGS arrive). */
 uint32_t sg_h2_peer_max_streams(const sg_h2_t *s);
 /* A GOAWAY was received (or the session ended): no new streams. */
