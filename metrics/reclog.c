@@ -416,11 +416,7 @@ static const char digits2[201] = "0001020304050607080910111213141516171819202122
                                  "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                  "8081828384858687888990919293949596979899";
 
-/* u in decimal at p; returns the end. At most 20 bytes. Written in place from the last digit: a memcpy of a
- * variable length from a scratch buffer was a libc call per number (1.4% of the whole process). */
-static char *put_u64(char *p, uint64_t u)
-{
-    static const uint64_t pow10[20] = {1ull,
+static const uint64_t pow10_tab[20] = {1ull,
                                        10ull,
                                        100ull,
                                        1000ull,
@@ -440,27 +436,57 @@ static char *put_u64(char *p, uint64_t u)
                                        100000000000000000ull,
                                        1000000000000000000ull,
                                        10000000000000000000ull};
-    unsigned n = 1;
-    while (n < 20 && u >= pow10[n])
-        n++;
+
+/* Decimal digits of u (1 for 0): log10 from the bit length (1233/4096 ~ log10(2)), corrected by one compare
+ * instead of a loop over the powers of ten. */
+static inline unsigned dec_len(uint64_t u)
+{
+    u |= 1; /* 0 has one digit; setting bit 0 changes no other number's count (powers of ten are even) */
+    unsigned t = ((unsigned)(64 - __builtin_clzll(u)) * 1233u) >> 12;
+    return t - (u < pow10_tab[t]) + 1;
+}
+
+/* The n low digits of u (u < 10^n) at p[0..n), two at a time from the last. */
+static inline void put_digits(char *p, uint64_t u, unsigned n)
+{
     char *t = p + n;
-    while (u >= 100) {
+    while (n >= 2) {
         unsigned d = (unsigned)(u % 100) * 2;
         u /= 100;
         *--t = digits2[d + 1];
         *--t = digits2[d];
+        n -= 2;
     }
-    if (u >= 10) {
-        *--t = digits2[u * 2 + 1];
-        *--t = digits2[u * 2];
-    } else {
+    if (n)
         *--t = (char)('0' + u);
+}
+
+/* u in decimal at p; returns the end. At most 20 bytes. Written in place from the last digit: a memcpy of a
+ * variable length from a scratch buffer was a libc call per number (1.4% of the whole process). Most numbers in a
+ * line (status, token counts, worker) are below 1000: those take no division at all. */
+static inline char *put_u64(char *p, uint64_t u)
+{
+    if (u < 10) {
+        *p = (char)('0' + u);
+        return p + 1;
     }
+    if (u < 100) {
+        memcpy(p, digits2 + u * 2, 2);
+        return p + 2;
+    }
+    if (u < 1000) {
+        unsigned h = (unsigned)u / 100;
+        p[0] = (char)('0' + h);
+        memcpy(p + 1, digits2 + ((unsigned)u - h * 100) * 2, 2);
+        return p + 3;
+    }
+    unsigned n = dec_len(u);
+    put_digits(p, u, n);
     return p + n;
 }
 
 /* At most 21 bytes. */
-static char *put_i64(char *p, int64_t v)
+static inline char *put_i64(char *p, int64_t v)
 {
     if (v < 0) {
         *p++ = '-';
@@ -472,17 +498,16 @@ static char *put_i64(char *p, int64_t v)
 /*
  * v / 10^decimals in fixed point, from integers: exact (no double rounding) and much cheaper than printf's %f,
  * which matters for token_times_ms (one number per token, millions of tokens). At most 23 bytes.
+ * pow10 is 10^decimals.
  */
-static char *put_fixed(char *p, int64_t v, unsigned decimals, uint64_t pow10)
+static inline char *put_fixed(char *p, int64_t v, unsigned decimals, uint64_t pow10)
 {
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     if (v < 0)
         *p++ = '-';
     p = put_u64(p, u / pow10);
     *p++ = '.';
-    uint64_t f = u % pow10;
-    for (unsigned i = decimals; i > 0; i--, f /= 10)
-        p[i - 1] = (char)('0' + f % 10);
+    put_digits(p, u % pow10, decimals);
     return p + decimals;
 }
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 /* Bytes that end a run of plain string content: the quote, the backslash, and raw control characters. */
-static const unsigned char str_stop[256] = {
+const unsigned char sg_js_str_stop[256] = {
     [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1, [0x07] = 1, [0x08] = 1,
     [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1, [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1,
     [0x12] = 1, [0x13] = 1, [0x14] = 1, [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1a] = 1,
@@ -34,140 +34,29 @@ static int hex4(const char *s, const char *end, uint32_t *out)
     return 0;
 }
 
-static inline uint64_t swar_has_zero(uint64_t w)
+const char *sg_js_escape_end(const char *p, const char *end)
 {
-    return (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
-}
-
-/* Some byte of w is below n (n <= 128). */
-static inline uint64_t swar_has_less(uint64_t w, unsigned n)
-{
-    return (w - 0x0101010101010101ull * n) & ~w & 0x8080808080808080ull;
-}
-
-int sg_js_string(sg_js_t *js, sg_slice_t *raw)
-{
-    const char *p = js->p, *end = js->end;
-    if (p >= end || *p != '"')
-        return SG_EJSON;
-    const char *start = ++p;
-    bool escaped = false;
-    for (;;) {
-        /* Eight bytes at a time to the first quote, backslash or control character (SWAR). The tests can flag
-         * a byte wrongly only above (after) a byte that truly matches, so the lowest flag is exact: go straight to it.
-         */
-        while (end - p >= 8) {
-            uint64_t w;
-            memcpy(&w, p, 8);
-            uint64_t m = swar_has_zero(w ^ 0x2222222222222222ull) | swar_has_zero(w ^ 0x5c5c5c5c5c5c5c5cull) |
-                         swar_has_less(w, 0x20);
-            if (m) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-                p += (unsigned)__builtin_ctzll(m) >> 3; /* the lowest byte in memory order: the byte loop stops */
-#endif
-                break;
-            }
-            p += 8;
-        }
-        while (p < end && !str_stop[(unsigned char)*p])
-            p++;
-        if (p >= end)
-            return SG_EJSON;
-        if (*p == '"')
-            break;
-        if (*p != '\\')
-            return SG_EJSON; /* a raw control character */
-        escaped = true;
-        if (++p >= end)
-            return SG_EJSON;
-        switch (*p) {
-        case '"':
-        case '\\':
-        case '/':
-        case 'b':
-        case 'f':
-        case 'n':
-        case 'r':
-        case 't':
-            p++;
-            break;
-        case 'u': {
-            uint32_t cp;
-            if (hex4(p + 1, end, &cp) < 0)
-                return SG_EJSON;
-            p += 5;
-            break;
-        }
-        default:
-            return SG_EJSON;
-        }
+    if (++p >= end)
+        return NULL;
+    switch (*p) {
+    case '"':
+    case '\\':
+    case '/':
+    case 'b':
+    case 'f':
+    case 'n':
+    case 'r':
+    case 't':
+        return p + 1;
+    case 'u': {
+        uint32_t cp;
+        if (hex4(p + 1, end, &cp) < 0)
+            return NULL;
+        return p + 5;
     }
-    raw->base = start;
-    raw->len = (size_t)(p - start);
-    js->p = p + 1;
-    js->escaped = escaped;
-    return 0;
-}
-
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-int sg_js_number(sg_js_t *js, int64_t *value, bool *is_int)
-{
-    const char *p = js->p, *end = js->end;
-    bool neg = false;
-    if (p < end && *p == '-') {
-        neg = true;
-        p++;
+    default:
+        return NULL;
     }
-    if (p >= end)
-        return SG_EJSON;
-    const char *digits = p;
-    if (*p == '0')
-        p++;
-    else if (*p >= '1' && *p <= '9')
-        while (p < end && is_digit(*p))
-            p++;
-    else
-        return SG_EJSON;
-    const char *digits_end = p;
-    bool integral = true;
-    if (p < end && *p == '.') {
-        integral = false;
-        p++;
-        if (p >= end || !is_digit(*p))
-            return SG_EJSON;
-        while (p < end && is_digit(*p))
-            p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        integral = false;
-        p++;
-        if (p < end && (*p == '+' || *p == '-'))
-            p++;
-        if (p >= end || !is_digit(*p))
-            return SG_EJSON;
-        while (p < end && is_digit(*p))
-            p++;
-    }
-    js->p = p;
-    *is_int = false;
-    *value = 0;
-    if (!integral)
-        return 0;
-    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    uint64_t mag = 0;
-    for (const char *d = digits; d < digits_end; d++) {
-        uint64_t dv = (uint64_t)(*d - '0');
-        if (mag > (limit - dv) / 10)
-            return 0; /* too big for int64: a number, but not one we can hold */
-        mag = mag * 10 + dv;
-    }
-    *is_int = true;
-    *value = neg ? (int64_t)(0 - mag) : (int64_t)mag;
-    return 0;
 }
 
 static int literal(sg_js_t *js, const char *lit, size_t n)
@@ -175,21 +64,6 @@ static int literal(sg_js_t *js, const char *lit, size_t n)
     if ((size_t)(js->end - js->p) < n || memcmp(js->p, lit, n) != 0)
         return SG_EJSON;
     js->p += n;
-    return 0;
-}
-
-/* A member's key and its colon, leaving the scanner before the value. */
-static int member_key(sg_js_t *js, sg_slice_t *key)
-{
-    if (sg_js_peek(js) != '"')
-        return SG_EJSON;
-    int rc = sg_js_string(js, key);
-    if (rc < 0)
-        return rc;
-    js->key_escaped = js->escaped;
-    if (sg_js_peek(js) != ':')
-        return SG_EJSON;
-    js->p++;
     return 0;
 }
 
@@ -215,7 +89,7 @@ static int scalar(sg_js_t *js, int c)
     }
 }
 
-int sg_js_skip(sg_js_t *js)
+int sg_js_skip_any(sg_js_t *js)
 {
     /* Iterative, so hostile nesting costs a bit per level instead of a stack frame. Bit i of is_obj tells
      * whether the container opened at level i+1 of this walk is an object. */
@@ -241,7 +115,7 @@ int sg_js_skip(sg_js_t *js)
                 level--;
             } else {
                 value_done = false;
-                if (obj && (rc = member_key(js, &key)) < 0)
+                if (obj && (rc = sg_js_member_key(js, &key)) < 0)
                     return rc;
             }
         } else if ((rc = scalar(js, c)) < 0) {
@@ -255,7 +129,7 @@ int sg_js_skip(sg_js_t *js)
             c = sg_js_peek(js);
             if (c == ',') {
                 js->p++;
-                if (obj && (rc = member_key(js, &key)) < 0)
+                if (obj && (rc = sg_js_member_key(js, &key)) < 0)
                     return rc;
                 break;
             }
@@ -265,64 +139,6 @@ int sg_js_skip(sg_js_t *js)
             level--;
         }
     }
-}
-
-int sg_js_obj_begin(sg_js_t *js)
-{
-    if (sg_js_peek(js) != '{' || js->depth + 1 > SG_JSON_MAX_DEPTH)
-        return SG_EJSON;
-    js->p++;
-    js->depth++;
-    return 0;
-}
-
-/* Between members or elements: 0 at the closing bracket (consumed), 1 when another follows (its comma consumed). */
-static int list_next(sg_js_t *js, int count, char close)
-{
-    int c = sg_js_peek(js);
-    if (c == close) {
-        js->p++;
-        js->depth--;
-        return 0;
-    }
-    if (count > 0) {
-        if (c != ',')
-            return SG_EJSON;
-        js->p++;
-    }
-    return 1;
-}
-
-int sg_js_obj_next(sg_js_t *js, int *count, sg_slice_t *key)
-{
-    int rc = list_next(js, *count, '}');
-    if (rc <= 0)
-        return rc;
-    rc = member_key(js, key);
-    if (rc < 0)
-        return rc;
-    (*count)++;
-    return 1;
-}
-
-int sg_js_arr_begin(sg_js_t *js)
-{
-    if (sg_js_peek(js) != '[' || js->depth + 1 > SG_JSON_MAX_DEPTH)
-        return SG_EJSON;
-    js->p++;
-    js->depth++;
-    return 0;
-}
-
-int sg_js_arr_next(sg_js_t *js, int *count)
-{
-    int rc = list_next(js, *count, ']');
-    if (rc <= 0)
-        return rc;
-    if (sg_js_peek(js) < 0)
-        return SG_EJSON;
-    (*count)++;
-    return 1;
 }
 
 bool sg_js_raw_eq(sg_slice_t raw, const char *lit, size_t lit_len)
