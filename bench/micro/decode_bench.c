@@ -1,8 +1,7 @@
 /*
  * Micro-benchmark: ns per sg_oai_decode of the bodies the bundled mock sends (a whole chat response, the two
- * streamed chunk shapes, a completions response). Not built by CMake; run by hand:
- *   cc -O2 -g -Icommon -Iproto bench/micro/decode_bench.c build/libsg_proto.a build/libsg_common.a -o /tmp/db
- *   /tmp/db [iterations]
+ * streamed chunk shapes, a completions response). Built with the project, run by hand:
+ *   build/micro/decode_bench [iterations]
  */
 #include "sg_openai.h"
 

@@ -1,9 +1,8 @@
 /*
  * Micro-benchmark: CPU ns per JSONL line of sg_export_jsonl, for N non-streamed records shaped like the h2
- * benchmark's (one worker's log, ok, usage counts). Not built by CMake; run by hand:
- *   cc -O2 -g -Icommon -Imetrics bench/micro/export_bench.c build/libsg_metrics.a build/libsg_common.a \
- *      -ljansson -lm -o /tmp/eb
- *   /tmp/eb [records] [dir]     (prints ns/line; the output file is left as dir/eb.jsonl for comparison)
+ * benchmark's (one worker's log, ok, usage counts). Built with the project, run by hand:
+ *   build/micro/export_bench [records] [dir]
+ *   (prints ns/line; the output file is left as dir/eb.jsonl for comparison)
  */
 #include "sg_metrics.h"
 
