@@ -209,8 +209,11 @@ static void h2_cb_sent(void *ud, void *sud)
 {
     sg_conn_t *c = ud;
     resp_t *rs = sud;
-    if (rs->req)
-        rs->req->rec.sent_ns = sg_now_ns();
+    if (rs->req) {
+        if (c->w->drain_ns == 0)
+            c->w->drain_ns = sg_now_ns(); /* one clock read for every request leaving in this drain */
+        rs->req->rec.sent_ns = c->w->drain_ns;
+    }
     uint32_t n = sg_h2_sent_streams(c->h2);
     if (n > c->w->h2_streams_peak)
         c->w->h2_streams_peak = n;
@@ -268,6 +271,7 @@ static void h2_flush(sg_conn_t *c)
         return;
     c->wlen = c->woff = 0;
     w->in_h2_cb = true;
+    w->drain_ns = 0;
     int err = sg_h2_drain(c->h2, &c->wbuf, &c->wlen, &c->wcap);
     w->in_h2_cb = false;
     if (err < 0) {
