@@ -6,24 +6,18 @@ non-zero exit."""
 import json
 import os
 import shutil
-import socket
 import subprocess
-import time
 
 import harness
 from profiling import profile, tol
+from servers import free_port, wait_listening
 
 
 def by_class(r):
     return r.errors_by_class()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+
 
 
 def main(h):
@@ -152,13 +146,7 @@ def main(h):
     srv = subprocess.Popen([nghttpd, "--no-tls", "-d", root, "-a", "127.0.0.1", str(port)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_listening(srv, [port])
         r = profile(h, "127.0.0.1:%d" % port, "--service-kind", "triton", "--request-count", 5, check_rc=None)
         h.check(r.rc != 0, "not a gRPC server: non-zero exit", r.rc)
         cls = by_class(r)

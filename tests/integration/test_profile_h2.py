@@ -3,27 +3,12 @@ reverse proxy (proxy_buffering off, so SSE streams through) in front of surge mo
 few connections, and GOAWAY (nginx's keepalive_requests) with the refused streams re-sent, never lost."""
 import os
 import shutil
-import socket
-import subprocess
-import time
 
 import harness
 from profiling import HttpServer, profile, tol
+from servers import Nginx
 
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-error_log {prefix}/error.log warn;
-pid {prefix}/nginx.pid;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {prefix}/body;
-  proxy_temp_path {prefix}/proxy;
-  fastcgi_temp_path {prefix}/fcgi;
-  uwsgi_temp_path {prefix}/uwsgi;
-  scgi_temp_path {prefix}/scgi;
-  upstream mock {{ server 127.0.0.1:{mock_port}; keepalive 64; }}
+NGINX_HTTP = """  upstream mock {{ server 127.0.0.1:{mock_port}; keepalive 64; }}
   server {{
     listen 127.0.0.1:{port} http2;
     http2_max_concurrent_streams 128;
@@ -39,49 +24,10 @@ http {{
 """
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Nginx:
-    def __init__(self, h, mock_port, keepalive_requests=100000):
-        self.prefix = h.path("nginx-%d" % free_port())
-        os.makedirs(self.prefix)
-        self.port = free_port()
-        conf = os.path.join(self.prefix, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(prefix=self.prefix, mock_port=mock_port, port=self.port,
-                                      keepalive_requests=keepalive_requests))
-        self.proc = subprocess.Popen(["timeout", "120", shutil.which("nginx"), "-c", conf, "-p", self.prefix],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None:
-                    break
-                time.sleep(0.02)
-        self.url = "http://127.0.0.1:%d" % self.port
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        self.stop()
+def nginx(h, mock_port, keepalive_requests=100000):
+    ng = Nginx(h, NGINX_HTTP, ["port"], mock_port=mock_port, keepalive_requests=keepalive_requests)
+    ng.url = "http://127.0.0.1:%d" % ng.port
+    return ng
 
 
 def stat(stderr, word):
@@ -103,8 +49,8 @@ def main(h):
             return
         h.skip("nginx is not installed")
     ttft, itl, osl, n = 40, 8, 24, 200
-    with h.mock("--ttft-ms", ttft, "--itl-ms", itl, record=True) as m, Nginx(h, m.port) as ng:
-        h.check(ng.proc.poll() is None, "nginx runs", ng.proc.stderr.read().decode() if ng.proc.poll() else "")
+    with h.mock("--ttft-ms", ttft, "--itl-ms", itl, record=True) as m, nginx(h, m.port) as ng:
+        h.check(ng.proc.poll() is None, "nginx runs", ng.failed())
         # 1. streamed, closed loop: 32 streams over 2 connections of one worker
         r = profile(h, ng.url, "--http2", "--streaming", "--concurrency", 32, "--max-connections", 2, "--workers", 1,
                     "--request-count", n, "--output-tokens-mean", osl, "--synthetic-input-tokens-mean", 100,
@@ -133,7 +79,7 @@ def main(h):
         h.check("1 connections opened" in r.stderr, "non-streamed: one connection suffices", r.stderr)
 
     # 3. GOAWAY every 25 requests: streams above last-stream-id come back refused and are re-sent, none lost
-    with h.mock("--ttft-ms", 10, "--itl-ms", 2) as m, Nginx(h, m.port, keepalive_requests=25) as ng:
+    with h.mock("--ttft-ms", 10, "--itl-ms", 2) as m, nginx(h, m.port, keepalive_requests=25) as ng:
         r = profile(h, ng.url, "--http2", "--streaming", "--concurrency", 40, "--workers", 1, "--request-count", 300,
                     "--output-tokens-mean", 8, "--verbose")
         if r.summary:

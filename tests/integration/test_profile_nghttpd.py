@@ -5,12 +5,11 @@ frame log shows), and nghttpd's 404s are counted as HTTP errors by code."""
 import os
 import re
 import shutil
-import socket
 import subprocess
-import time
 
 import harness
 from profiling import profile
+from servers import free_port, wait_listening
 
 MAX_STREAMS = 8
 COMPLETION = ('{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":'
@@ -18,12 +17,7 @@ COMPLETION = ('{"id":"c1","object":"chat.completion","created":1,"model":"m","ch
               '"usage":{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6}}')
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+
 
 
 def server_view(log_path):
@@ -58,15 +52,7 @@ def main(h):
                                  "-d", docroot, str(port)], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    break
-                time.sleep(0.02)
+        wait_listening(proc, [port])
         h.check(proc.poll() is None, "nghttpd runs", open(log).read()[-2000:])
         url = "http://127.0.0.1:%d" % port
 

@@ -5,28 +5,13 @@ OSL as over plaintext; --http2 against the listener without h2 fails with a clea
 Certificates are made at test time with the openssl CLI."""
 import os
 import shutil
-import socket
-import subprocess
-import time
 
 import harness
 from profiling import profile, tol
-from tlsutil import free_port, make_ca, openssl, tls_stat
+from servers import Nginx
+from tlsutil import make_ca, openssl, tls_stat
 
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-error_log {prefix}/error.log warn;
-pid {prefix}/nginx.pid;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {prefix}/body;
-  proxy_temp_path {prefix}/proxy;
-  fastcgi_temp_path {prefix}/fcgi;
-  uwsgi_temp_path {prefix}/uwsgi;
-  scgi_temp_path {prefix}/scgi;
-  upstream mock {{ server 127.0.0.1:{mock_port}; keepalive 64; }}
+NGINX_HTTP = """  upstream mock {{ server 127.0.0.1:{mock_port}; keepalive 64; }}
   ssl_protocols TLSv1.2 TLSv1.3;
   ssl_certificate {cert};
   ssl_certificate_key {key};
@@ -52,42 +37,9 @@ http {{
 """
 
 
-class Nginx:
-    def __init__(self, h, mock_port, ca, cert, key, keepalive_requests=100000):
-        self.prefix = h.path("nginx-%d" % free_port())
-        os.makedirs(self.prefix)
-        self.h2_port, self.h1_port, self.mtls_port = free_port(), free_port(), free_port()
-        conf = os.path.join(self.prefix, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(prefix=self.prefix, mock_port=mock_port, h2_port=self.h2_port,
-                                      h1_port=self.h1_port, mtls_port=self.mtls_port, ca=ca, cert=cert, key=key,
-                                      keepalive_requests=keepalive_requests))
-        self.proc = subprocess.Popen(["timeout", "120", shutil.which("nginx"), "-c", conf, "-p", self.prefix],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        for port in (self.h2_port, self.h1_port, self.mtls_port):
-            while time.monotonic() < deadline:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    if self.proc.poll() is not None:
-                        return
-                    time.sleep(0.02)
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        self.stop()
+def nginx(h, mock_port, ca, cert, key, keepalive_requests=100000):
+    return Nginx(h, NGINX_HTTP, ["h2_port", "h1_port", "mtls_port"], mock_port=mock_port, ca=ca, cert=cert, key=key,
+                 keepalive_requests=keepalive_requests)
 
 
 def main(h):
@@ -107,8 +59,8 @@ def main(h):
             "-days", "2", "-out", ccert)
 
     ttft, itl, osl, n = 40, 8, 24, 200
-    with h.mock("--ttft-ms", ttft, "--itl-ms", itl) as m, Nginx(h, m.port, ca, cert, key) as ng:
-        h.check(ng.proc.poll() is None, "nginx runs", ng.proc.stderr.read().decode() if ng.proc.poll() else "")
+    with h.mock("--ttft-ms", ttft, "--itl-ms", itl) as m, nginx(h, m.port, ca, cert, key) as ng:
+        h.check(ng.proc.poll() is None, "nginx runs", ng.failed())
         h2 = "https://localhost:%d" % ng.h2_port
         h1 = "https://localhost:%d" % ng.h1_port
         # 1. TLS h2 (negotiated through ALPN), SSE through nginx: timing and OSL as over plaintext
@@ -156,7 +108,7 @@ def main(h):
                     "--cert/--key: served", r.summary.get("error_summary"))
 
     # 5. nginx closes every connection after 10 requests: the reconnects resume the TLS session
-    with h.mock("--ttft-ms", 2, "--itl-ms", 1) as m, Nginx(h, m.port, ca, cert, key, keepalive_requests=10) as ng:
+    with h.mock("--ttft-ms", 2, "--itl-ms", 1) as m, nginx(h, m.port, ca, cert, key, keepalive_requests=10) as ng:
         r = profile(h, "https://localhost:%d" % ng.h1_port, "--cacert", ca, "--concurrency", 2, "--workers", 1,
                     "--request-count", 100, "--output-tokens-mean", 2, "--verbose")
         full, resumed = tls_stat(r.stderr, "full handshakes"), tls_stat(r.stderr, "resumed")

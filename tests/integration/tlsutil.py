@@ -1,15 +1,9 @@
 """Helpers for the TLS integration tests: certificates made with the openssl CLI, and the --verbose TLS counts."""
 import os
-import socket
 import subprocess
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+
 
 
 def openssl(h, *args):
