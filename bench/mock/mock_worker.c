@@ -890,10 +890,49 @@ static void h2_grpc_end(conn_t *c, sg_mock_job_t *j)
     sg_h2srv_resume(c->h2, j->h2_id);
 }
 
+enum h2_tok {
+    H2_TOK_DONE, /* every token is rendered */
+    H2_TOK_WAIT, /* the next is due at j->due_ns: back to the timer heap */
+    H2_TOK_STOP, /* dropped (--drop-rate), or blocked on output until h2_on_read has taken the body */
+};
+
+/* Render a streamed job's tokens that are due, SSE events or gRPC messages, with the same timing, drops and
+ * back-pressure (H2_STREAM_HIGH_WATER) for both. */
+static enum h2_tok h2_tokens(conn_t *c, sg_mock_job_t *j, int64_t now, bool grpc)
+{
+    const sg_mock_server_t *s = c->w->srv;
+    sg_mock_buf_t *b = &j->h2_body;
+    while (j->k < j->n) {
+        int64_t due = j->arrival_ns + s->ttft_ns + s->itl_ns * (int64_t)j->k;
+        if (due > now) {
+            j->due_ns = due;
+            sg_h2srv_resume(c->h2, j->h2_id);
+            mark_dirty(c);
+            return H2_TOK_WAIT;
+        }
+        if (j->k == j->drop_at) {
+            h2_drop(c, j);
+            return H2_TOK_STOP;
+        }
+        if (b->len - j->h2_off >= H2_STREAM_HIGH_WATER) {
+            /* the peer takes less than we render: go on once h2_on_read has taken it all */
+            j->blocked = true;
+            sg_h2srv_resume(c->h2, j->h2_id);
+            mark_dirty(c);
+            return H2_TOK_STOP;
+        }
+        if (grpc)
+            sg_mock_grpc_render_token(b, j, j->k);
+        else
+            sg_mock_render_token(b, j, j->k);
+        j->k++;
+    }
+    return H2_TOK_DONE;
+}
+
 /* A gRPC job (mock_grpc.c builds and renders, this sends). false: it waits until j->due_ns. */
 static bool h2_grpc_run(conn_t *c, sg_mock_job_t *j, int64_t now)
 {
-    const sg_mock_server_t *s = c->w->srv;
     sg_mock_buf_t *b = &j->h2_body;
     switch (j->type) {
     case SG_MOCK_JOB_GRPC_STATUS:
@@ -920,20 +959,13 @@ static bool h2_grpc_run(conn_t *c, sg_mock_job_t *j, int64_t now)
             j->started = true;
             h2_grpc_head(c, j, 0, false);
         }
-        while (j->k < j->n) {
-            int64_t due = j->arrival_ns + s->ttft_ns + s->itl_ns * (int64_t)j->k;
-            if (due > now) {
-                j->due_ns = due;
-                sg_h2srv_resume(c->h2, j->h2_id);
-                mark_dirty(c);
-                return false;
-            }
-            if (j->k == j->drop_at) {
-                h2_drop(c, j);
-                return true;
-            }
-            sg_mock_grpc_render_token(b, j, j->k);
-            j->k++;
+        switch (h2_tokens(c, j, now, true)) {
+        case H2_TOK_WAIT:
+            return false;
+        case H2_TOK_STOP:
+            return true;
+        case H2_TOK_DONE:
+            break;
         }
         h2_grpc_end(c, j);
         return true;
@@ -943,7 +975,6 @@ static bool h2_grpc_run(conn_t *c, sg_mock_job_t *j, int64_t now)
 /* Render what the stream's job has due; it waits in the heap for the rest. The HTTP/2 twin of job_run. */
 static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
 {
-    const sg_mock_server_t *s = c->w->srv;
     if (c->closing)
         return; /* freed with the session */
     sg_mock_buf_t *b = &j->h2_body;
@@ -980,27 +1011,13 @@ static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
             h2_respond(c, j, 200, "text/event-stream", -1, true);
             sg_mock_render_stream_start(b, j);
         }
-        while (j->k < j->n) {
-            int64_t due = j->arrival_ns + s->ttft_ns + s->itl_ns * (int64_t)j->k;
-            if (due > now) {
-                j->due_ns = due;
-                sg_h2srv_resume(c->h2, j->h2_id);
-                mark_dirty(c);
-                goto wait;
-            }
-            if (j->k == j->drop_at) {
-                h2_drop(c, j);
-                return;
-            }
-            if (b->len - j->h2_off >= H2_STREAM_HIGH_WATER) {
-                /* the peer takes less than we render: go on once h2_on_read has taken it all */
-                j->blocked = true;
-                sg_h2srv_resume(c->h2, j->h2_id);
-                mark_dirty(c);
-                return;
-            }
-            sg_mock_render_token(b, j, j->k);
-            j->k++;
+        switch (h2_tokens(c, j, now, false)) {
+        case H2_TOK_WAIT:
+            goto wait;
+        case H2_TOK_STOP:
+            return;
+        case H2_TOK_DONE:
+            break;
         }
         sg_mock_render_stream_end(b, j);
         j->h2_eof = true;
