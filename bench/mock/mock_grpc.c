@@ -117,17 +117,8 @@ static void record_call(const sg_mock_grpc_ctx_t *x, int64_t now, sg_slice_t pat
                         sg_slice_t prompt, int64_t max_tokens, uint64_t words)
 {
     sg_mock_buf_t *b = x->rec;
-    if (b->len == 0)
-        *x->rec_first_ns = now;
-    SG_MOCK_BUF_LIT(b, "{\"t_ns\":");
-    sg_mock_buf_u64(b, (uint64_t)now);
-    SG_MOCK_BUF_LIT(b, ",\"worker\":");
-    sg_mock_buf_u64(b, x->worker);
-    SG_MOCK_BUF_LIT(b, ",\"conn\":");
-    sg_mock_buf_u64(b, x->conn);
-    SG_MOCK_BUF_LIT(b, ",\"path\":\"");
-    sg_mock_buf_json_escape(b, path);
-    SG_MOCK_BUF_LIT(b, "\",\"model\":\"");
+    sg_mock_record_head(b, x->rec_first_ns, now, x->worker, x->conn, path);
+    SG_MOCK_BUF_LIT(b, ",\"model\":\"");
     sg_mock_buf_json_escape(b, (sg_slice_t){v->model, strlen(v->model)});
     if (method_is(path, SG_KSERVE_PATH_STREAM))
         SG_MOCK_BUF_LIT(b, "\",\"stream\":true,\"max_tokens\":");

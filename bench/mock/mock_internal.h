@@ -216,6 +216,10 @@ void sg_mock_text(char *d, uint32_t n);
 void sg_mock_buf_json_raw(sg_mock_buf_t *b, sg_slice_t s);
 /* Arbitrary bytes escaped into a JSON string body. */
 void sg_mock_buf_json_escape(sg_mock_buf_t *b, sg_slice_t s);
+/* The start of a --record line, common to every kind of request: {"t_ns":…,"worker":…,"conn":…,"path":"…" (the
+ * caller adds the rest and the closing brace). *first_ns takes now when b is empty. */
+void sg_mock_record_head(sg_mock_buf_t *b, int64_t *first_ns, int64_t now, uint64_t worker, uint64_t conn,
+                         sg_slice_t path);
 
 /* One token's text (a word with its leading space), as sg_mock_text strings them together. */
 sg_slice_t sg_mock_word(uint32_t k);

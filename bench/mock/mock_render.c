@@ -48,6 +48,22 @@ void sg_mock_buf_json_raw(sg_mock_buf_t *b, sg_slice_t s)
     sg_mock_buf_mem(b, s.base + run, s.len - run);
 }
 
+void sg_mock_record_head(sg_mock_buf_t *b, int64_t *first_ns, int64_t now, uint64_t worker, uint64_t conn,
+                         sg_slice_t path)
+{
+    if (b->len == 0)
+        *first_ns = now;
+    SG_MOCK_BUF_LIT(b, "{\"t_ns\":");
+    sg_mock_buf_u64(b, (uint64_t)now);
+    SG_MOCK_BUF_LIT(b, ",\"worker\":");
+    sg_mock_buf_u64(b, worker);
+    SG_MOCK_BUF_LIT(b, ",\"conn\":");
+    sg_mock_buf_u64(b, conn);
+    SG_MOCK_BUF_LIT(b, ",\"path\":\"");
+    sg_mock_buf_json_escape(b, path);
+    SG_MOCK_BUF_LIT(b, "\"");
+}
+
 void sg_mock_buf_json_escape(sg_mock_buf_t *b, sg_slice_t s)
 {
     size_t run = 0;

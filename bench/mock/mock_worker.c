@@ -524,17 +524,8 @@ static bool ends_with(sg_slice_t s, const char *lit)
 static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice_t path, const sg_oai_request_t *r)
 {
     sg_mock_buf_t *b = &w->rec;
-    if (b->len == 0)
-        w->rec_first_ns = now;
-    SG_MOCK_BUF_LIT(b, "{\"t_ns\":");
-    sg_mock_buf_u64(b, (uint64_t)now);
-    SG_MOCK_BUF_LIT(b, ",\"worker\":");
-    sg_mock_buf_u64(b, w->idx);
-    SG_MOCK_BUF_LIT(b, ",\"conn\":");
-    sg_mock_buf_u64(b, c->serial);
-    SG_MOCK_BUF_LIT(b, ",\"path\":\"");
-    sg_mock_buf_json_escape(b, path);
-    SG_MOCK_BUF_LIT(b, "\",\"model\":\"");
+    sg_mock_record_head(b, &w->rec_first_ns, now, w->idx, c->serial, path);
+    SG_MOCK_BUF_LIT(b, ",\"model\":\"");
     sg_mock_buf_json_raw(b, r->model); /* "" when the request named none */
     SG_MOCK_BUF_LIT(b, "\"");
     if (r->stream)
