@@ -535,6 +535,72 @@ static void test_scan_request(void)
         __LINE__);
 }
 
+/* Words in a prompt against a reference: the string decoded by sg_json_unescape, then a plain byte loop. Random
+ * runs of words, spaces and escapes put every escape and word boundary at every offset of the 16-byte blocks
+ * count_words works in. */
+static void test_prompt_words_random(void)
+{
+    static const char *const pieces[] = {"a",
+                                         "word",
+                                         " ",
+                                         "  ",
+                                         "\\n",
+                                         "\\t",
+                                         "\\r",
+                                         "\\f",
+                                         "\\b",
+                                         "\\/",
+                                         "\\\"",
+                                         "\\\\",
+                                         "\\u0020",
+                                         "\\u000b",
+                                         "\\u00a0",
+                                         "\\u00e9",
+                                         "\\ud83d\\ude00",
+                                         "\xc3\xa9",
+                                         "x y",
+                                         "\\u0009z"};
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    char prompt[1024], body[1200], dec[1024];
+    unsigned mismatches = 0;
+    for (int iter = 0; iter < 4000; iter++) {
+        size_t len = 0;
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned n = (unsigned)(rng >> 33) % 90;
+        for (unsigned i = 0; i < n; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const char *pc = pieces[(rng >> 33) % (sizeof pieces / sizeof pieces[0])];
+            size_t pl = strlen(pc);
+            if (len + pl >= sizeof prompt)
+                break;
+            memcpy(prompt + len, pc, pl);
+            len += pl;
+        }
+        prompt[len] = '\0';
+        int bl = snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"%s\"}]}", prompt);
+        ssize_t dl = sg_json_unescape(prompt, len, dec, sizeof dec);
+        CHECK(dl >= 0 && (size_t)dl <= sizeof dec);
+        if (dl < 0)
+            return;
+        uint64_t want = 0;
+        bool in_word = false;
+        for (ssize_t i = 0; i < dl; i++) {
+            unsigned char c = (unsigned char)dec[i];
+            bool ws = c == ' ' || (c >= 0x09 && c <= 0x0d);
+            want += !ws && !in_word;
+            in_word = !ws;
+        }
+        sg_oai_request_t q;
+        int rc = sg_oai_scan_request(SG_OAI_CHAT, body, (size_t)bl, &q);
+        if (rc != 0 || q.prompt_words != want) {
+            if (mismatches++ < 5)
+                fprintf(stderr, "test_openai.c: %llu words, want %llu (rc %d) in \"%s\"\n",
+                        (unsigned long long)(rc ? 0 : q.prompt_words), (unsigned long long)want, rc, prompt);
+        }
+    }
+    CHECK_EQ_INT(mismatches, 0);
+}
+
 int main(void)
 {
     test_chat_stream();
@@ -546,5 +612,6 @@ int main(void)
     test_is_done();
     test_unescape();
     test_scan_request();
+    test_prompt_words_random();
     return test_finish("test_openai");
 }
