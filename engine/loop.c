@@ -165,6 +165,8 @@ static int dispatch(sg_loop_t *l)
 
 int sg_loop_run_once(sg_loop_t *l, int64_t deadline_ns)
 {
+    if (l->before_submit)
+        l->before_submit(l->before_submit_arg);
     publish_buffers(l);
     int64_t now = sg_now_ns();
     int err;

@@ -38,6 +38,10 @@ typedef struct {
     sg_op_t wake_op;
     bool defer_taskrun;
     int64_t spin_ns; /* a deadline closer than this is waited for by polling, not by sleeping */
+    /* Called at the start of every sg_loop_run_once, before the queue is submitted: the owner's chance to turn
+     * what a whole batch of completions left pending into SQEs (HTTP/2 sessions write once per batch). */
+    void (*before_submit)(void *arg);
+    void *before_submit_arg;
 } sg_loop_t;
 
 #define SG_LOOP_BGID 1
@@ -63,9 +67,9 @@ static inline char *sg_loop_buf(sg_loop_t *l, unsigned bid)
 void sg_loop_buf_release(sg_loop_t *l, unsigned bid);
 
 /*
- * Submit what is queued, then wait until at least one completion arrives or the clock reaches deadline_ns
- * (absolute CLOCK_MONOTONIC; INT64_MAX: no deadline; <= now: do not wait), and dispatch every completion.
- * Deadlines closer than spin_ns are polled for rather than slept on, so timer slack never makes us late.
+ * Call before_submit (when set), submit what is queued, then wait until at least one completion arrives or the clock
+ * reaches deadline_ns (absolute CLOCK_MONOTONIC; INT64_MAX: no deadline; <= now: do not wait), and dispatch every
+ * completion. Deadlines closer than spin_ns are polled for rather than slept on, so timer slack never makes us late.
  * Returns the number of completions dispatched, or -errno.
  */
 SG_WUR int sg_loop_run_once(sg_loop_t *l, int64_t deadline_ns);

@@ -319,7 +319,9 @@ static void preopen(sg_worker_t *w)
         if (!wk_conn_open(w, true))
             break;
     int64_t until = sg_now_ns() + SETUP_CONNECT_NS;
-    while (w->n_connecting > 0 && sg_now_ns() < until) {
+    /* HTTP/2: set-up ends with the server's SETTINGS, so the first requests keep to its stream limit (sent
+     * before it, they would go out against nghttp2's assumed 100 and come back refused) */
+    while ((w->n_connecting > 0 || (w->http2 && wk_h2_awaiting_settings(w))) && sg_now_ns() < until) {
         int err = sg_loop_run_once(&w->loop, until);
         if (err < 0) {
             fatal(w, err, "io_uring wait");
@@ -334,6 +336,10 @@ static void *worker_main(void *arg)
     pin(w);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     int err = sg_loop_init(&w->loop, 4096, 1024, 4096);
+    if (err == 0 && w->http2) {
+        w->loop.before_submit = wk_h2_before_submit;
+        w->loop.before_submit_arg = w;
+    }
     if (err < 0) {
         fatal(w, err,
               err == -EPERM || err == -ENOSYS

@@ -217,7 +217,10 @@ void wk_h2_conn_lost(sg_conn_t *c, int res);
 void wk_h2v_remove(sg_worker_t *w, sg_conn_t *c);
 void wk_h2_handle_data(sg_conn_t *c, const char *data, size_t len);
 void wk_h2_on_sent(sg_conn_t *c, int res);
+/* sg_loop's before_submit: write every dirty session (arg: the worker) */
+void wk_h2_before_submit(void *arg);
 void wk_h2_dispatch(sg_worker_t *w);
+bool wk_h2_awaiting_settings(const sg_worker_t *w);
 void wk_h2_abandon(sg_req_t *r);
 void wk_h2_free_all(sg_worker_t *w);
 

@@ -254,6 +254,7 @@ struct sg_h2 {
     uint32_t n_open;
     uint32_t n_sent; /* open streams whose HEADERS went out */
     bool goaway;
+    bool settings_seen; /* the peer's SETTINGS arrived */
     bool freeing;
 };
 
@@ -329,6 +330,8 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *user
     sg_h2_t *s = user;
     if (s->freeing)
         return 0;
+    if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK))
+        s->settings_seen = true;
     if (f->hd.type == NGHTTP2_GOAWAY) {
         s->goaway = true;
         if (s->cb.on_goaway)
@@ -571,6 +574,11 @@ bool sg_h2_going_away(const sg_h2_t *s)
 uint32_t sg_h2_peer_max_streams(const sg_h2_t *s)
 {
     return nghttp2_session_get_remote_settings(s->ng, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+}
+
+bool sg_h2_peer_settings_seen(const sg_h2_t *s)
+{
+    return s->settings_seen;
 }
 
 uint32_t sg_h2_open_streams(const sg_h2_t *s)

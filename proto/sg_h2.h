@@ -117,6 +117,8 @@ uint32_t sg_h2_open_streams(const sg_h2_t *s);
 uint32_t sg_h2_sent_streams(const sg_h2_t *s);
 /* The peer's SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 assumes 100 until the peer's SETTINGS arrive). */
 uint32_t sg_h2_peer_max_streams(const sg_h2_t *s);
+/* The peer's first SETTINGS frame has been received: its stream limit is known. */
+bool sg_h2_peer_settings_seen(const sg_h2_t *s);
 /* A GOAWAY was received (or the session ended): no new streams. */
 bool sg_h2_going_away(const sg_h2_t *s);
 
