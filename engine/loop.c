@@ -40,6 +40,20 @@ static int ring_init(sg_loop_t *l, unsigned entries)
     return io_uring_queue_init_params(entries, &l->ring, &p);
 }
 
+static void publish_buffers(sg_loop_t *l);
+
+/* Hand the kernel n more of the buffers it has not had yet (published with the next releases). */
+static void add_buffers(sg_loop_t *l, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        unsigned bid = l->buf_live + i;
+        io_uring_buf_ring_add(l->br, sg_loop_buf(l, bid), l->buf_size, (unsigned short)bid,
+                              io_uring_buf_ring_mask(l->buf_count), (int)(l->bufs_released + i));
+    }
+    l->buf_live += n;
+    l->bufs_released += n;
+}
+
 int sg_loop_init(sg_loop_t *l, unsigned entries, unsigned buf_count, unsigned buf_size)
 {
     memset(l, 0, sizeof(*l));
@@ -74,10 +88,8 @@ int sg_loop_init(sg_loop_t *l, unsigned entries, unsigned buf_count, unsigned bu
     if (err < 0)
         goto fail_bufs;
     io_uring_buf_ring_init(l->br);
-    for (unsigned i = 0; i < buf_count; i++)
-        io_uring_buf_ring_add(l->br, sg_loop_buf(l, i), buf_size, (unsigned short)i, io_uring_buf_ring_mask(buf_count),
-                              (int)i);
-    io_uring_buf_ring_advance(l->br, (int)buf_count);
+    add_buffers(l, buf_count < SG_LOOP_BUFS_FIRST ? buf_count : SG_LOOP_BUFS_FIRST);
+    publish_buffers(l);
 
     l->wake_fd = eventfd(0, EFD_CLOEXEC);
     if (l->wake_fd < 0) {
@@ -154,6 +166,9 @@ static int dispatch(sg_loop_t *l)
     io_uring_for_each_cqe(&l->ring, head, cqe)
     {
         sg_op_t *op = io_uring_cqe_get_data(cqe);
+        /* a receive found no buffer: give the kernel more (doubling) before its owner arms it again */
+        if (SG_UNLIKELY(cqe->res == -ENOBUFS) && l->buf_live < l->buf_count)
+            add_buffers(l, l->buf_live < l->buf_count - l->buf_live ? l->buf_live : l->buf_count - l->buf_live);
         if (op)
             op->fn(op, cqe);
         n++;

@@ -335,7 +335,10 @@ static void *worker_main(void *arg)
     sg_worker_t *w = arg;
     pin(w);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    int err = sg_loop_init(&w->loop, 4096, 1024, 4096);
+    /* 512 SQEs (4,096 CQEs): a full SQ is submitted and reused, and a CQ overflow is kept by the kernel, so size
+     * only trades syscalls. The rings are allocated and cleared at set-up: 4,096 SQEs cost 3 ms of CPU there
+     * (0.37 ms for 512) on this project's VMs, 1.5% of a 100k-request benchmark. */
+    int err = sg_loop_init(&w->loop, 512, 1024, 4096);
     if (err == 0 && w->http2) {
         w->loop.before_submit = wk_h2_before_submit;
         w->loop.before_submit_arg = w;
