@@ -767,6 +767,36 @@ static void sort_idx(idx_t *idx, size_t n)
     }
 }
 
+/*
+ * A worker numbers its requests in the order it issues them, and it issues them in intended-time order; its log
+ * is in completion order. So when the ids are exactly lo..lo+n-1 (one worker, or several splitting one arrival
+ * sequence), putting each entry at slot id - lo usually yields the output order with no sort: each entry is
+ * swapped straight into its slot, in place, O(n), with no second array (fresh pages cost more than the moves here).
+ * The caller still checks the order. false when the ids are not such a range (the index is then permuted but
+ * whole).
+ */
+static bool place_by_id(idx_t *idx, size_t n)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        lo = idx[i].id < lo ? idx[i].id : lo;
+        hi = idx[i].id > hi ? idx[i].id : hi;
+    }
+    if (hi - lo != n - 1)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        while (idx[i].id - lo != i) {
+            size_t j = (size_t)(idx[i].id - lo);
+            if (idx[j].id == idx[i].id)
+                return false; /* a repeated id: some other id is missing */
+            idx_t t = idx[j];
+            idx[j] = idx[i];
+            idx[i] = t;
+        }
+    }
+    return true;
+}
+
 /* True when the index is already in output order (one worker's log usually is): the sort can be skipped. */
 static bool idx_sorted(const idx_t *idx, size_t n)
 {
@@ -797,7 +827,7 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
         rc = models ? render_models(models, model_names, n_models) : -ENOMEM;
     }
     if (!rc) {
-        if (n > 1 && !idx_sorted(idx, n))
+        if (n > 1 && !idx_sorted(idx, n) && !(place_by_id(idx, n) && idx_sorted(idx, n)))
             sort_idx(idx, n);
         int64_t base = 0;
         for (size_t i = 0; i < n; i++)

@@ -1,11 +1,13 @@
 /*
  * Micro-benchmark: CPU ns per JSONL line of sg_export_jsonl, for N non-streamed records shaped like the h2
  * benchmark's (one worker's log, ok, usage counts). Built with the project, run by hand:
- *   build/micro/export_bench [records] [dir]
- *   (prints ns/line; the output file is left as dir/eb.jsonl for comparison)
+ *   build/micro/export_bench [records] [dir] [intended]
+ *   (prints ns/line; the output file is left as dir/eb.jsonl for comparison). The log is in completion order, as
+ *   a worker writes it (the export must reorder it), or with "intended" already in output order.
  */
 #include "sg_metrics.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,12 @@ static double cpu_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+static int by_end(const void *a, const void *b)
+{
+    const sg_record_t *x = a, *y = b;
+    return x->end_ns < y->end_ns ? -1 : x->end_ns > y->end_ns;
+}
+
 int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 100000;
@@ -28,6 +36,10 @@ int main(int argc, char **argv)
     int err = 0;
     sg_reclog_t *l = sg_reclog_open(log, &err);
     if (!l)
+        return 1;
+    bool completion_order = !(argc > 3 && strcmp(argv[3], "intended") == 0);
+    sg_record_t *recs = calloc((size_t)n, sizeof(*recs));
+    if (!recs)
         return 1;
     int64_t t = 1000000000000ll;
     uint64_t x = 12345;
@@ -49,9 +61,14 @@ int main(int argc, char **argv)
         r.osl_tokenizer = -1;
         r.max_tokens = 1;
         r.response_bytes = 250;
-        if (sg_reclog_append(l, &r))
-            return 1;
+        recs[i] = r;
     }
+    if (completion_order)
+        qsort(recs, (size_t)n, sizeof(*recs), by_end);
+    for (long i = 0; i < n; i++)
+        if (sg_reclog_append(l, &recs[i]))
+            return 1;
+    free(recs);
     if (sg_reclog_close(l))
         return 1;
     const char *logs[] = {log};

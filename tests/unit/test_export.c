@@ -763,6 +763,88 @@ static void cleanup(void)
     rmdir(dir);
 }
 
+/*
+ * One worker's log, in completion order, through each way the export orders it: ids a dense range whose order
+ * is the intended order (placed by id, no sort), a dense range whose order is not (placed, then sorted), and ids
+ * with one repeated and one missing (sorted). Every line must come out once, in (intended, id) order.
+ */
+static void check_order_case(const char *name, int which)
+{
+    enum { N = 300 };
+    char log[128], out[128];
+    path_in(log, sizeof(log), "order.reclog");
+    path_in(out, sizeof(out), "order.jsonl");
+    int err = 1;
+    sg_reclog_t *l = sg_reclog_open(log, &err);
+    CHECK(l != NULL);
+    if (!l)
+        return;
+    uint64_t rng = 42;
+    uint32_t perm[N];
+    for (uint32_t i = 0; i < N; i++)
+        perm[i] = i;
+    for (uint32_t i = N - 1; i > 0; i--) { /* a completion order: any order */
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t j = (uint32_t)((rng >> 33) % (i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        uint64_t id = 1000 + perm[i];
+        int64_t at = T0 + (int64_t)perm[i] * MS;
+        if (which == 1 && perm[i] % 3 == 0)
+            at = T0 + (int64_t)(N - perm[i]) * MS; /* intended order is not id order */
+        if (which == 2 && perm[i] == 7)
+            id = 1000 + 6; /* 6 twice, 7 missing */
+        sg_record_t r = streamed(id, 0, at, 5, 2, 1);
+        CHECK_EQ_INT(sg_reclog_append(l, &r), 0);
+    }
+    CHECK_EQ_INT(sg_reclog_close(l), 0);
+    const char *const paths[1] = {log};
+    CHECK_EQ_INT(sg_export_jsonl(out, paths, 1, NULL, 0), 0);
+    FILE *f = fopen(out, "r");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0, order_bad = 0;
+    int64_t prev_t = INT64_MIN;
+    uint64_t prev_id = 0, id_sum = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        CHECK(o != NULL);
+        if (!o)
+            continue;
+        int64_t t = json_integer_value(json_object_get(o, "intended_ns"));
+        uint64_t id = (uint64_t)json_integer_value(json_object_get(o, "id"));
+        if (n > 0 && (t < prev_t || (t == prev_t && id < prev_id)))
+            order_bad++;
+        prev_t = t;
+        prev_id = id;
+        id_sum += id;
+        n++;
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    uint64_t want_sum = 1000ull * N + (uint64_t)N * (N - 1) / 2 - (which == 2 ? 1 : 0);
+    if (order_bad || n != N || id_sum != want_sum)
+        fprintf(stderr, "order case %s: %d lines, %d out of order, id sum %llu (want %llu)\n", name, n, order_bad,
+                (unsigned long long)id_sum, (unsigned long long)want_sum);
+    CHECK_EQ_INT(n, N);
+    CHECK_EQ_INT(order_bad, 0);
+    CHECK_EQ_INT(id_sum, want_sum);
+    unlink(out);
+}
+
+static void test_reclog_orders(void)
+{
+    check_order_case("dense ids in intended order", 0);
+    check_order_case("dense ids, intended order differs", 1);
+    check_order_case("a repeated id", 2);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/sg_test_export.XXXXXX");
@@ -774,6 +856,7 @@ int main(void)
     test_csv();
     test_table();
     test_reclog();
+    test_reclog_orders();
     test_outbuf();
     cleanup();
     return test_finish("test_export");
