@@ -7,7 +7,8 @@ runs, and the comparisons are ratios taken in the same run).
   bench/bench.py cpu      client CPU per non-streamed HTTP/1.1 request: surge (1 worker) vs h2load --h1 (1 thread),
                           64 connections, same mock, same body
   bench/bench.py h2       client CPU per non-streamed request over h2c, 32 streams per connection: surge
-                          (--workers 1 --http2, concurrency 32 x connections) vs h2load -m32 -c<N> -t1
+                          (--workers 1 --http2, concurrency 32 x connections) vs h2load -m32 -c<N> -t1, and
+                          h2load --log-file (its own line per request) as the peer that also writes records
   bench/bench.py tls      client CPU per non-streamed request over TLS vs plaintext, HTTP/1.1 keep-alive (64
                           connections) and h2 (4 x 32 streams), surge and h2load (https URLs) in the same run
   bench/bench.py stream   streamed tokens (SSE events) per client CPU-second, one worker
@@ -185,6 +186,13 @@ def bench_h2(surge, n, repeat, client_cpu, mock_cpu, conns=4, streams=32):
                 "-H", "Content-Type: application/json", url])
             if "%d succeeded" % n not in out:
                 raise RuntimeError("h2load did not complete every request:\n" + out[-2000:])
+            # h2load's own per-request record (--log-file: start time, status, duration), the closest thing it has
+            # to surge's JSONL: the whole-process comparison with both writing one line per request
+            out, hl_cpu, _, _ = measured(pin_prefix(client_cpu) + [
+                "h2load", "-n", str(n), "-c", str(conns), "-m", str(streams), "-t", "1", "-d", body_file,
+                "--log-file", os.path.join(tmp, "h2load.log"), "-H", "Content-Type: application/json", url])
+            if "%d succeeded" % n not in out:
+                raise RuntimeError("h2load --log-file did not complete every request:\n" + out[-2000:])
             _, s_cpu, _, s_wall = measured(surge_cmd(surge, m.port, client_cpu, [
                 "--http2", "--max-connections", str(conns), "--concurrency", str(conc), "--request-count", str(n),
                 "--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "1"]))
@@ -193,19 +201,23 @@ def bench_h2(surge, n, repeat, client_cpu, mock_cpu, conns=4, streams=32):
             if ok != n:
                 raise RuntimeError("surge completed %s of %d requests" % (ok, n))
             run_cpu = s["client_cpu_time"]["avg"]
-            rows.append((h_cpu / n * 1e6, s_cpu / n * 1e6, n / h_wall, n / s_wall, run_cpu / n * 1e6))
+            rows.append((h_cpu / n * 1e6, s_cpu / n * 1e6, n / h_wall, n / s_wall, run_cpu / n * 1e6,
+                         hl_cpu / n * 1e6))
     shutil.rmtree(tmp, ignore_errors=True)
     h = statistics.median(r[0] for r in rows)
     s = statistics.median(r[1] for r in rows)
     s_run = statistics.median(r[4] for r in rows)
+    h_log = statistics.median(r[5] for r in rows)
     print("h2: non-streamed h2c, %d connections x %d streams, %d requests, median of %d" % (conns, streams, n, repeat))
     print("  h2load -m%d -c%d -t1 %7.2f us CPU/request, whole process  (%8.0f req/s)"
           % (streams, conns, h, statistics.median(r[2] for r in rows)))
+    print("    with --log-file   %7.2f us CPU/request, whole process incl. its per-request log" % h_log)
     print("  surge --http2 -w1   %7.2f us CPU/request, whole process incl. writing the per-request JSONL  (%8.0f req/s)"
           % (s, statistics.median(r[3] for r in rows)))
     print("                      %7.2f us CPU/request, load phase (start instant to last response)" % s_run)
     print("  ratio surge/h2load: %.2fx whole process, %.2fx load phase  (target <= 1.0)" % (s / h, s_run / h))
-    return {"h2load_us": h, "surge_us": s, "surge_run_us": s_run, "ratio": s / h}
+    print("  ratio surge/h2load, both writing a line per request: %.2fx whole process" % (s / h_log))
+    return {"h2load_us": h, "surge_us": s, "surge_run_us": s_run, "ratio": s / h, "h2load_log_us": h_log}
 
 
 def bench_tls(surge, n, repeat, client_cpu, mock_cpu, conns=64, h2_conns=4, streams=32):
