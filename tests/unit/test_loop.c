@@ -48,6 +48,25 @@ static void on_rx(sg_op_t *op, const struct io_uring_cqe *cqe)
         r->armed = false;
 }
 
+/* Arm whichever receives have ended (multishot stops on ENOBUFS) and run the loop until every one of the n has
+ * want bytes. */
+static void receive_all(sg_loop_t *l, rx_t *rx, int n, size_t want)
+{
+    for (int spins = 0; spins < 2000; spins++) {
+        bool done = true;
+        for (int i = 0; i < n; i++) {
+            if (!rx[i].armed) {
+                sg_loop_recv_multishot(l, rx[i].fd, &rx[i].op);
+                rx[i].armed = true;
+            }
+            done = done && rx[i].got == want;
+        }
+        if (done)
+            return;
+        CHECK(sg_loop_run_once(l, 0) >= 0);
+    }
+}
+
 static int hook_calls;
 static void hook(void *arg)
 {
@@ -83,20 +102,7 @@ static void test_buffers_grow(void)
             CHECK_EQ_INT(write(peer[i], buf, CHUNK), CHUNK);
         }
         size_t want = (size_t)(round + 1) * CHUNK;
-        for (int spins = 0; spins < 2000; spins++) {
-            bool done = true;
-            for (int i = 0; i < PAIRS; i++) {
-                if (!rx[i].armed) {
-                    sg_loop_recv_multishot(&l, rx[i].fd, &rx[i].op);
-                    rx[i].armed = true;
-                }
-                done = done && rx[i].got == want;
-            }
-            if (done)
-                break;
-            int n = sg_loop_run_once(&l, 0);
-            CHECK(n >= 0);
-        }
+        receive_all(&l, rx, PAIRS, want);
         for (int i = 0; i < PAIRS; i++)
             CHECK_EQ_INT(rx[i].got, want);
     }
@@ -137,19 +143,7 @@ static void test_few_buffers(void)
             b[k] = (unsigned char)k;
         CHECK_EQ_INT(write(peer[i], b, sizeof b), 100);
     }
-    for (int spins = 0; spins < 2000; spins++) {
-        bool done = true;
-        for (int i = 0; i < 16; i++) {
-            if (!rx[i].armed) {
-                sg_loop_recv_multishot(&l, rx[i].fd, &rx[i].op);
-                rx[i].armed = true;
-            }
-            done = done && rx[i].got == 100;
-        }
-        if (done)
-            break;
-        CHECK(sg_loop_run_once(&l, 0) >= 0);
-    }
+    receive_all(&l, rx, 16, 100);
     for (int i = 0; i < 16; i++) {
         CHECK_EQ_INT(rx[i].got, 100);
         CHECK_EQ_INT(rx[i].bad, 0);
