@@ -246,10 +246,7 @@ void wk_h2_conn_release(sg_conn_t *c)
     c->h2_lost = true;
     wk_h2v_remove(w, c);
     h2_unmark(c);
-    bool was = w->in_h2_cb;
-    w->in_h2_cb = true;
     sg_h2_free(h);
-    w->in_h2_cb = was;
 }
 
 void wk_h2_conn_lost(sg_conn_t *c, int res)
@@ -275,10 +272,8 @@ static void h2_flush(sg_conn_t *c)
     if (!c->h2 || c->state == C_CLOSING || c->sending)
         return;
     c->wlen = c->woff = 0;
-    w->in_h2_cb = true;
     w->drain_ns = 0;
     int err = sg_h2_drain(c->h2, &c->wbuf, &c->wlen, &c->wcap);
-    w->in_h2_cb = false;
     if (err < 0) {
         wk_h2_conn_lost(c, err);
         return;
@@ -296,7 +291,7 @@ static void h2_flush(sg_conn_t *c)
 
 static void h2_flush_dirty(sg_worker_t *w)
 {
-    while (w->dirty_head && !w->in_h2_cb) {
+    while (w->dirty_head) {
         sg_conn_t *c = w->dirty_head;
         w->dirty_head = c->dirty_next;
         c->dirty = false;
@@ -343,9 +338,7 @@ void wk_h2_handle_data(sg_conn_t *c, const char *data, size_t len)
 {
     sg_worker_t *w = c->w;
     wk_t_recv_ns = sg_now_ns();
-    w->in_h2_cb = true;
     int err = sg_h2_feed(c->h2, data, len);
-    w->in_h2_cb = false;
     if (err < 0) {
         wk_h2_conn_lost(c, err);
         return;

@@ -156,7 +156,6 @@ struct sg_worker {
     bool http2;
     bool grpc;                  /* --service-kind triton: streams carry gRPC calls (worker_grpc.c) */
     struct sg_kserve_dec *kdec; /* decodes KServe responses; created on first use */
-    bool in_h2_cb;              /* inside nghttp2 (feed, drain, free): queue frames, do not flush */
     int64_t drain_ns;           /* the clock read for requests leaving in the drain under way; 0 = not read yet */
     sg_conn_t **h2v;            /* connected sessions that may take streams */
     size_t h2n, h2cap;
