@@ -346,200 +346,246 @@ static void describe(const sg_run_t *run, unsigned n_workers)
                 cfg->streaming ? "streaming" : "not streaming", load, stop, n_workers, n_workers == 1 ? "" : "s");
 }
 
-int sg_profile_main(int argc, char **argv)
-{
+/*
+ * One `surge profile` invocation, as a list of steps over one context: load the local inputs, build the
+ * workload, check the target, prepare the artifact directory (prepare_*), run one load point (point_run), then
+ * report it (point_report). Each step returns an exit status (EXIT_OK to go on) and leaves what it made in the
+ * context, which profile_free releases whatever step stopped the run.
+ */
+typedef struct {
     sg_config_t cfg;
-    int rc = sg_config_parse(&cfg, argc, argv);
-    if (rc == 1) {
-        sg_config_free(&cfg);
-        return EXIT_OK;
-    }
-    if (rc < 0)
-        return EXIT_USAGE;
-
-    int exit_code = EXIT_OK;
-    char err[512];
-    sg_payload_table_t payloads = {0};
-    sg_tokenizer_t *tok = NULL;
-    sg_input_t input = {0};
-    int64_t *schedule = NULL;
-    sg_worker_t **ws = NULL;
-    unsigned n_workers = 0;
-    sg_metrics_t *merged = NULL;
-    char *input_json = NULL;
-    char *run_name = NULL;
-
     sg_run_t run;
-    memset(&run, 0, sizeof(run));
-    run.cfg = &cfg;
-    run.payloads = &payloads;
+    sg_payload_table_t payloads;
+    sg_tokenizer_t *tok;
+    sg_input_t input;
+    int64_t *schedule; /* --fixed-schedule: the trace's offsets (run.schedule_ns) */
+    char tls_info[160];
+} profile_t;
 
-    /* Everything that reads local files comes first: a bad tokenizer or input file is reported before any
-     * connection is made. */
-    if (cfg.tokenizer) {
-        if (sg_tok_load(cfg.tokenizer, &tok, err, sizeof(err)) < 0) {
-            fprintf(stderr, "surge: --tokenizer %s: %s\n", cfg.tokenizer, err);
-            exit_code = EXIT_USAGE;
-            goto out;
+/* One load point: its workers (their logs hold the per-request records until the export) and merged results. */
+typedef struct {
+    sg_worker_t **ws;
+    unsigned n_workers;
+    sg_metrics_t *merged;
+    uint64_t warmup;
+    double client_cpu_s;
+    bool interrupted;
+    bool fatal; /* a worker failed, or the OSL pass or the merge did */
+} point_t;
+
+/* Everything that reads local files comes first: a bad tokenizer or input file is reported before any
+ * connection is made. */
+static int prepare_inputs(profile_t *p)
+{
+    sg_config_t *cfg = &p->cfg;
+    char err[512];
+    if (cfg->tokenizer) {
+        if (sg_tok_load(cfg->tokenizer, &p->tok, err, sizeof(err)) < 0) {
+            fprintf(stderr, "surge: --tokenizer %s: %s\n", cfg->tokenizer, err);
+            return EXIT_USAGE;
         }
-        run.tok = tok;
+        p->run.tok = p->tok;
     }
-    if (cfg.input_file) {
-        if (sg_input_load(cfg.input_file, (sg_input_format_t)cfg.input_format, &input, err, sizeof(err)) < 0) {
-            fprintf(stderr, "surge: --input-file: %s\n", err);
-            exit_code = EXIT_USAGE;
-            goto out;
-        }
-        if (input.skipped)
-            fprintf(stderr,
-                    "surge: --input-file %s: skipped %zu of %zu conversations without a human turn followed "
-                    "by a reply\n",
-                    cfg.input_file, input.skipped, input.skipped + input.n);
-        if (cfg.fixed_schedule) {
-            if (input.format != SG_INPUT_MOONCAKE) {
-                fprintf(stderr,
-                        "surge: --fixed-schedule: %s is %s, not a trace (mooncake_trace lines with "
-                        "\"timestamp\")\n",
-                        cfg.input_file, sg_input_format_name(input.format));
-                exit_code = EXIT_USAGE;
-                goto out;
-            }
-            schedule = malloc(input.n * sizeof(*schedule));
-            if (!schedule) {
-                exit_code = EXIT_FATAL;
-                goto out;
-            }
-            for (size_t i = 0; i < input.n; i++)
-                schedule[i] = input.e[i].t_ns; /* sorted, relative to the first */
-            run.schedule_ns = schedule;
-            run.schedule_n = input.n;
-            cfg.request_count = input.n; /* every entry once */
-        }
+    if (!cfg->input_file)
+        return EXIT_OK;
+    sg_input_t *in = &p->input;
+    if (sg_input_load(cfg->input_file, (sg_input_format_t)cfg->input_format, in, err, sizeof(err)) < 0) {
+        fprintf(stderr, "surge: --input-file: %s\n", err);
+        return EXIT_USAGE;
     }
+    if (in->skipped)
+        fprintf(stderr,
+                "surge: --input-file %s: skipped %zu of %zu conversations without a human turn followed "
+                "by a reply\n",
+                cfg->input_file, in->skipped, in->skipped + in->n);
+    if (!cfg->fixed_schedule)
+        return EXIT_OK;
+    if (in->format != SG_INPUT_MOONCAKE) {
+        fprintf(stderr, "surge: --fixed-schedule: %s is %s, not a trace (mooncake_trace lines with \"timestamp\")\n",
+                cfg->input_file, sg_input_format_name(in->format));
+        return EXIT_USAGE;
+    }
+    if (!(p->schedule = malloc(in->n * sizeof(*p->schedule))))
+        return EXIT_FATAL;
+    for (size_t i = 0; i < in->n; i++)
+        p->schedule[i] = in->e[i].t_ns; /* sorted, relative to the first */
+    p->run.schedule_ns = p->schedule;
+    p->run.schedule_n = in->n;
+    cfg->request_count = in->n; /* every entry once */
+    return EXIT_OK;
+}
+
+/* The payload table: every request rendered once into the bytes sent. */
+static int prepare_workload(profile_t *p)
+{
+    const sg_config_t *cfg = &p->cfg;
+    char err[512];
     /* a deadline the server can see (--request-timeout), as gRPC clients send it */
     char grpc_timeout[SG_GRPC_TIMEOUT_MAX] = "";
-    if (cfg.triton && sg_grpc_timeout_format((int64_t)(cfg.request_timeout_s * 1e9), grpc_timeout) < 0)
+    if (cfg->triton && sg_grpc_timeout_format((int64_t)(cfg->request_timeout_s * 1e9), grpc_timeout) < 0)
         grpc_timeout[0] = '\0';
     sg_workload_spec_t spec = {
-        .host_header = cfg.host_header,
-        .path = cfg.endpoint_path,
-        .headers = (const char *const *)cfg.headers,
-        .kind = cfg.endpoint_type,
-        .models = (const char *const *)cfg.models,
-        .n_models = cfg.n_models,
-        .model_strategy = (int)cfg.model_strategy,
-        .streaming = cfg.streaming,
-        .extra_inputs_json = cfg.extra_inputs_json,
-        .num_prompts = cfg.num_prompts,
-        .isl_mean = cfg.isl_mean,
-        .isl_stddev = cfg.isl_stddev,
-        .osl_mean = cfg.osl_mean,
-        .osl_stddev = cfg.osl_stddev,
-        .seed = cfg.random_seed,
-        .tok = tok,
-        .prefix_len = cfg.num_prefix ? cfg.prefix_len : 0,
-        .num_prefix = cfg.num_prefix,
-        .input = cfg.input_file ? &input : NULL,
-        .input_name = cfg.input_file,
-        .block_size = cfg.block_size,
-        .grpc = cfg.triton,
-        .backend = cfg.backend,
-        .deterministic = cfg.osl_deterministic,
+        .host_header = cfg->host_header,
+        .path = cfg->endpoint_path,
+        .headers = (const char *const *)cfg->headers,
+        .kind = cfg->endpoint_type,
+        .models = (const char *const *)cfg->models,
+        .n_models = cfg->n_models,
+        .model_strategy = (int)cfg->model_strategy,
+        .streaming = cfg->streaming,
+        .extra_inputs_json = cfg->extra_inputs_json,
+        .num_prompts = cfg->num_prompts,
+        .isl_mean = cfg->isl_mean,
+        .isl_stddev = cfg->isl_stddev,
+        .osl_mean = cfg->osl_mean,
+        .osl_stddev = cfg->osl_stddev,
+        .seed = cfg->random_seed,
+        .tok = p->tok,
+        .prefix_len = cfg->num_prefix ? cfg->prefix_len : 0,
+        .num_prefix = cfg->num_prefix,
+        .input = cfg->input_file ? &p->input : NULL,
+        .input_name = cfg->input_file,
+        .block_size = cfg->block_size,
+        .grpc = cfg->triton,
+        .backend = cfg->backend,
+        .deterministic = cfg->osl_deterministic,
         .grpc_timeout = grpc_timeout[0] ? grpc_timeout : NULL,
     };
-    if (sg_workload_build(&spec, &payloads, err, sizeof(err)) < 0) {
+    if (sg_workload_build(&spec, &p->payloads, err, sizeof(err)) < 0) {
         fprintf(stderr, "surge: building the workload: %s\n", err);
-        exit_code = EXIT_USAGE;
-        goto out;
+        return EXIT_USAGE;
     }
-    sg_input_free(&input); /* the payloads hold what the requests need */
-    if (sg_tcp_resolve(cfg.host, cfg.port, &run.addr, err, sizeof(err)) < 0) {
-        fprintf(stderr, "surge: -u/--url %s: %s\n", cfg.url, err);
-        exit_code = EXIT_USAGE;
-        goto out;
-    }
-    sg_addr_format(&run.addr, run.addr_text, sizeof(run.addr_text));
-    int pfd = -1;
-    int perr = preflight(&run, 5000, cfg.tls ? &pfd : NULL);
-    if (perr < 0) {
-        fprintf(stderr, "surge: cannot connect to %s (from -u/--url %s): %s\n", run.addr_text, cfg.url,
-                sg_strerror(perr));
-        exit_code = EXIT_USAGE;
-        goto out;
-    }
-    run.http2 = cfg.http2;
-    char tls_info[160] = "";
-    if (cfg.tls) {
-        /* --http2 demands h2; otherwise offer both and let the server choose. The workers then offer only what
-         * it chose here, so every connection of the run speaks one protocol (h2 then required). */
-        run.tls_opts = (sg_tls_opts_t){
-            .cafile = cfg.cacert,
-            .insecure = cfg.insecure,
-            .cert_file = cfg.client_cert,
-            .key_file = cfg.client_key,
-            .alpn = cfg.http2 ? "h2" : "h2,http/1.1",
-            .alpn_required = cfg.http2,
-        };
-        char alpn[64];
-        int terr = preflight_tls(&run, pfd, 5000, alpn, sizeof alpn, tls_info, sizeof tls_info, err, sizeof err);
-        close(pfd);
-        if (terr < 0) {
-            fprintf(stderr, "surge: %s (-u/--url %s)\n", err, cfg.url);
-            if (cfg.http2 && (strstr(err, "ALPN") || strstr(err, "no_application_protocol")))
-                fprintf(stderr, "surge: --http2 on https:// requires the server to select h2 through ALPN; "
-                                "without --http2 surge uses what the server selects\n");
-            exit_code = EXIT_USAGE;
-            goto out;
-        }
-        run.http2 = strcmp(alpn, "h2") == 0;
-        run.tls_opts.alpn = run.http2 ? "h2" : "http/1.1";
-        run.tls_opts.alpn_required = run.http2;
-    }
-    if (run.http2) {
-        /* Each pre-rendered request once more in HTTP/2 form (header fields, body in place), shared read-only. */
-        run.h2_reqs = calloc(payloads.n, sizeof(*run.h2_reqs));
-        if (!run.h2_reqs) {
-            exit_code = EXIT_FATAL;
-            goto out;
-        }
-        for (size_t i = 0; i < payloads.n; i++) {
-            int herr = sg_h2_req_from_h1(payloads.items[i].bytes, payloads.items[i].len, cfg.tls ? "https" : "http",
-                                         &run.h2_reqs[i]);
-            if (herr < 0) {
-                fprintf(stderr, "surge: HTTP/2: cannot express request %zu in HTTP/2: %s\n", i, sg_strerror(herr));
-                exit_code = herr == SG_ENOMEM ? EXIT_FATAL : EXIT_USAGE;
-                goto out;
-            }
-        }
-    }
+    sg_input_free(&p->input); /* the payloads hold what the requests need */
+    return EXIT_OK;
+}
 
-    run_name = sg_config_run_name(&cfg);
-    if (cfg.artifact_dir) {
-        run.artifact_dir = strdup(cfg.artifact_dir);
-    } else {
-        size_t len = strlen(run_name) + 16;
-        run.artifact_dir = malloc(len);
-        if (run.artifact_dir)
-            snprintf(run.artifact_dir, len, "artifacts/%s", run_name);
+/*
+ * Resolve the target and check it before anything is measured: it accepts a connection, and over https:// its
+ * TLS handshake succeeds and tells which protocol the run speaks.
+ */
+static int prepare_target(profile_t *p)
+{
+    const sg_config_t *cfg = &p->cfg;
+    sg_run_t *run = &p->run;
+    char err[512];
+    if (sg_tcp_resolve(cfg->host, cfg->port, &run->addr, err, sizeof(err)) < 0) {
+        fprintf(stderr, "surge: -u/--url %s: %s\n", cfg->url, err);
+        return EXIT_USAGE;
     }
-    if (!run.artifact_dir) {
-        exit_code = EXIT_FATAL;
-        goto out;
+    sg_addr_format(&run->addr, run->addr_text, sizeof(run->addr_text));
+    int pfd = -1;
+    int perr = preflight(run, 5000, cfg->tls ? &pfd : NULL);
+    if (perr < 0) {
+        fprintf(stderr, "surge: cannot connect to %s (from -u/--url %s): %s\n", run->addr_text, cfg->url,
+                sg_strerror(perr));
+        return EXIT_USAGE;
     }
-    int derr = mkdir_p(run.artifact_dir);
+    run->http2 = cfg->http2;
+    if (!cfg->tls)
+        return EXIT_OK;
+    /* --http2 demands h2; otherwise offer both and let the server choose. The workers then offer only what it
+     * chose here, so every connection of the run speaks one protocol (h2 then required). */
+    run->tls_opts = (sg_tls_opts_t){
+        .cafile = cfg->cacert,
+        .insecure = cfg->insecure,
+        .cert_file = cfg->client_cert,
+        .key_file = cfg->client_key,
+        .alpn = cfg->http2 ? "h2" : "h2,http/1.1",
+        .alpn_required = cfg->http2,
+    };
+    char alpn[64];
+    int terr = preflight_tls(run, pfd, 5000, alpn, sizeof alpn, p->tls_info, sizeof p->tls_info, err, sizeof err);
+    close(pfd);
+    if (terr < 0) {
+        fprintf(stderr, "surge: %s (-u/--url %s)\n", err, cfg->url);
+        if (cfg->http2 && (strstr(err, "ALPN") || strstr(err, "no_application_protocol")))
+            fprintf(stderr, "surge: --http2 on https:// requires the server to select h2 through ALPN; "
+                            "without --http2 surge uses what the server selects\n");
+        return EXIT_USAGE;
+    }
+    run->http2 = strcmp(alpn, "h2") == 0;
+    run->tls_opts.alpn = run->http2 ? "h2" : "http/1.1";
+    run->tls_opts.alpn_required = run->http2;
+    return EXIT_OK;
+}
+
+/* HTTP/2: each pre-rendered request once more in HTTP/2 form (header fields, body in place), shared read-only. */
+static int prepare_h2(profile_t *p)
+{
+    sg_run_t *run = &p->run;
+    if (!run->http2)
+        return EXIT_OK;
+    const sg_payload_table_t *pl = &p->payloads;
+    if (!(run->h2_reqs = calloc(pl->n, sizeof(*run->h2_reqs))))
+        return EXIT_FATAL;
+    for (size_t i = 0; i < pl->n; i++) {
+        int herr =
+            sg_h2_req_from_h1(pl->items[i].bytes, pl->items[i].len, p->cfg.tls ? "https" : "http", &run->h2_reqs[i]);
+        if (herr < 0) {
+            fprintf(stderr, "surge: HTTP/2: cannot express request %zu in HTTP/2: %s\n", i, sg_strerror(herr));
+            return herr == SG_ENOMEM ? EXIT_FATAL : EXIT_USAGE;
+        }
+    }
+    return EXIT_OK;
+}
+
+/* The artifact directory (config.c always names one), and room for the connections asked for. */
+static int prepare_output(profile_t *p)
+{
+    const sg_config_t *cfg = &p->cfg;
+    sg_run_t *run = &p->run;
+    if (!(run->artifact_dir = strdup(cfg->artifact_dir)))
+        return EXIT_FATAL;
+    int derr = mkdir_p(run->artifact_dir);
     if (derr < 0) {
-        fprintf(stderr, "surge: --artifact-dir %s: %s\n", run.artifact_dir, sg_strerror(derr));
-        exit_code = EXIT_USAGE;
-        goto out;
+        fprintf(stderr, "surge: --artifact-dir %s: %s\n", run->artifact_dir, sg_strerror(derr));
+        return EXIT_USAGE;
     }
-    run.nofile = sg_raise_nofile();
-    uint64_t want_conns = cfg.request_rate > 0 ? cfg.max_concurrency : cfg.concurrency;
-    if (want_conns && run.nofile < want_conns + 64)
+    run->nofile = sg_raise_nofile();
+    uint64_t want_conns = cfg->request_rate > 0 ? cfg->max_concurrency : cfg->concurrency;
+    if (want_conns && run->nofile < want_conns + 64)
         fprintf(stderr,
                 "surge: warning: RLIMIT_NOFILE (%llu) leaves room for fewer connections than the %llu requests asked "
                 "to be in flight; the rest will wait, and that shows as schedule lag (raise it with ulimit -n)\n",
-                (unsigned long long)run.nofile, (unsigned long long)want_conns);
+                (unsigned long long)run->nofile, (unsigned long long)want_conns);
+    return EXIT_OK;
+}
 
+/* Workers the point runs: one per usable CPU, fewer when the load cannot keep more of them busy. */
+static unsigned point_worker_count(const sg_config_t *cfg)
+{
+    unsigned n = cfg->workers;
+    /* A worker without a slot would hold a share of the requests it can never send. */
+    if (cfg->request_rate == 0 && !cfg->fixed_schedule && cfg->concurrency < n)
+        n = cfg->concurrency;
+    if (cfg->max_concurrency && cfg->max_concurrency < n)
+        n = cfg->max_concurrency;
+    /* --max-connections: every worker needs a connection of its own */
+    if (cfg->max_connections && cfg->max_connections < n)
+        n = cfg->max_connections;
+    return n;
+}
+
+/* Join every worker of a point that failed to start, leaving no half-made files. */
+static void point_abort(sg_run_t *run, point_t *pt)
+{
+    char err[512];
+    atomic_store(&run->stop, 1);
+    run->start_ns = sg_now_ns();
+    atomic_store(&run->go, 1);
+    for (unsigned i = 0; i < pt->n_workers; i++)
+        if (pt->ws[i]) {
+            sg_worker_join(pt->ws[i], err, sizeof(err));
+            unlink(sg_worker_log_path(pt->ws[i])); /* nothing was measured */
+        }
+}
+
+/* Create and start the workers; SIGINT/SIGTERM go to the controller only. */
+static int point_start(profile_t *p, point_t *pt)
+{
+    sg_run_t *run = &p->run;
+    char err[512];
+    int code = EXIT_OK;
     /* Workers inherit a mask that blocks SIGINT/SIGTERM: only the controller handles them. */
     sigset_t block, old;
     sigemptyset(&block);
@@ -549,34 +595,23 @@ int sg_profile_main(int argc, char **argv)
 
     int cpus[1024];
     unsigned n_cpus = cpu_list(cpus, SG_ARRAY_LEN(cpus));
-    n_workers = cfg.workers;
-    /* A worker without a slot would hold a share of the requests it can never send. */
-    if (cfg.request_rate == 0 && !cfg.fixed_schedule && cfg.concurrency < n_workers)
-        n_workers = cfg.concurrency;
-    if (cfg.max_concurrency && cfg.max_concurrency < n_workers)
-        n_workers = cfg.max_concurrency;
-    /* --max-connections: every worker needs a connection of its own */
-    if (cfg.max_connections && cfg.max_connections < n_workers)
-        n_workers = cfg.max_connections;
-    ws = calloc(n_workers, sizeof(*ws));
-    if (!ws) {
-        exit_code = EXIT_FATAL;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        goto out;
+    pt->n_workers = point_worker_count(&p->cfg);
+    if (!(pt->ws = calloc(pt->n_workers, sizeof(*pt->ws)))) {
+        pt->n_workers = 0;
+        code = EXIT_FATAL;
     }
-    for (unsigned i = 0; i < n_workers; i++) {
-        ws[i] = sg_worker_new(&run, i, n_workers, cpus[i % n_cpus], err, sizeof(err));
-        if (!ws[i]) {
+    for (unsigned i = 0; i < pt->n_workers && code == EXIT_OK; i++) {
+        pt->ws[i] = sg_worker_new(run, i, pt->n_workers, cpus[i % n_cpus], err, sizeof(err));
+        if (!pt->ws[i]) {
             fprintf(stderr, "surge: %s\n", err);
-            exit_code = EXIT_FATAL;
-            break;
+            code = EXIT_FATAL;
         }
     }
-    for (unsigned i = 0; i < n_workers && exit_code == EXIT_OK; i++) {
-        int e = sg_worker_start(ws[i]);
+    for (unsigned i = 0; i < pt->n_workers && code == EXIT_OK; i++) {
+        int e = sg_worker_start(pt->ws[i]);
         if (e < 0) {
             fprintf(stderr, "surge: starting worker %u: %s\n", i, sg_strerror(e));
-            exit_code = EXIT_FATAL;
+            code = EXIT_FATAL;
         }
     }
     struct sigaction sa;
@@ -585,189 +620,252 @@ int sg_profile_main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (code != EXIT_OK)
+        point_abort(run, pt);
+    return code;
+}
 
-    if (exit_code != EXIT_OK) {
-        atomic_store(&run.stop, 1);
-        run.start_ns = sg_now_ns();
-        atomic_store(&run.go, 1);
-        for (unsigned i = 0; i < n_workers; i++)
-            if (ws[i]) {
-                sg_worker_join(ws[i], err, sizeof(err));
-                unlink(sg_worker_log_path(ws[i])); /* nothing was measured: leave no half-made files */
-            }
-        goto out;
-    }
-
-    describe(&run, n_workers);
-    if (cfg.verbose && cfg.tls)
-        fprintf(stderr, "surge: TLS: %s\n", tls_info);
-    if (cfg.verbose)
-        fprintf(stderr, "surge: %zu distinct payloads, RLIMIT_NOFILE %llu, artifacts in %s\n", payloads.n,
-                (unsigned long long)run.nofile, run.artifact_dir);
-    /* Wait for every worker's set-up, then release them all at one start instant. */
+/* Release the workers at one start instant once all are set up, and wait for them, passing SIGINT on. */
+static void point_wait(profile_t *p, point_t *pt)
+{
+    const sg_config_t *cfg = &p->cfg;
+    sg_run_t *run = &p->run;
+    sg_worker_t **ws = pt->ws;
+    unsigned n = pt->n_workers;
     for (;;) {
         unsigned ready = 0;
-        for (unsigned i = 0; i < n_workers; i++)
+        for (unsigned i = 0; i < n; i++)
             ready += (unsigned)atomic_load(&sg_worker_progress(ws[i])->ready);
-        if (ready == n_workers || g_interrupted)
+        if (ready == n || g_interrupted)
             break;
         usleep(1000);
     }
-    run.start_ns = sg_now_ns() + 2000000; /* 2 ms: every worker is past its wait before the first arrival */
+    run->start_ns = sg_now_ns() + 2000000; /* 2 ms: every worker is past its wait before the first arrival */
     double cpu_at_start = process_cpu_s();
-    atomic_store(&run.go, 1);
+    atomic_store(&run->go, 1);
 
-    bool show = cfg.progress > 0 || (cfg.progress < 0 && isatty(STDERR_FILENO));
+    bool show = cfg->progress > 0 || (cfg->progress < 0 && isatty(STDERR_FILENO));
     uint64_t last_done = 0;
-    int64_t last_ns = run.start_ns, last_print = 0;
+    int64_t last_ns = run->start_ns, last_print = 0;
     bool stop_sent = false;
     for (;;) {
         unsigned finished = 0;
-        for (unsigned i = 0; i < n_workers; i++)
+        for (unsigned i = 0; i < n; i++)
             finished += (unsigned)atomic_load(&sg_worker_progress(ws[i])->finished);
-        if (finished == n_workers)
+        if (finished == n)
             break;
         if (g_interrupted && !stop_sent) {
-            atomic_store(&run.stop, 1);
-            for (unsigned i = 0; i < n_workers; i++)
+            atomic_store(&run->stop, 1);
+            for (unsigned i = 0; i < n; i++)
                 sg_worker_wake(ws[i]);
             stop_sent = true;
         }
         int64_t now = sg_now_ns();
         if (show && now - last_print >= 500000000LL) {
-            progress_line(ws, n_workers, &cfg, run.start_ns, &last_done, &last_ns, false);
+            progress_line(ws, n, cfg, run->start_ns, &last_done, &last_ns, false);
             last_print = now;
         }
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
-    double client_cpu = process_cpu_s() - cpu_at_start;
+    pt->client_cpu_s = process_cpu_s() - cpu_at_start;
+    pt->interrupted = g_interrupted != 0;
     if (show)
-        progress_line(ws, n_workers, &cfg, run.start_ns, &last_done, &last_ns, true);
+        progress_line(ws, n, cfg, run->start_ns, &last_done, &last_ns, true);
+}
 
-    bool fatal = false;
-    uint64_t warmup = 0;
-    merged = sg_metrics_new(cfg.slos, cfg.n_slos);
-    if (!merged) {
-        exit_code = EXIT_FATAL;
-        goto out;
-    }
-    for (unsigned i = 0; i < n_workers; i++) {
-        if (sg_worker_join(ws[i], err, sizeof(err)) != 0) {
+static void print_worker_stats(const sg_run_t *run, unsigned i, const sg_worker_t *w)
+{
+    sg_worker_stats_t st;
+    sg_worker_stats(w, &st);
+    fprintf(stderr,
+            "surge: worker %u (cpu %d): %llu requests issued, %llu connections opened (peak %llu open, %llu "
+            "failed to connect), %llu re-sent after a closed keep-alive connection\n",
+            i, st.cpu, (unsigned long long)st.issued, (unsigned long long)st.conns_opened,
+            (unsigned long long)st.conns_peak, (unsigned long long)st.connect_failures, (unsigned long long)st.resent);
+    if (run->cfg->tls)
+        fprintf(stderr, "surge: worker %u: tls: %llu full handshakes, %llu resumed, %llu failed\n", i,
+                (unsigned long long)st.tls_full, (unsigned long long)st.tls_resumed,
+                (unsigned long long)st.tls_failures);
+    if (run->http2)
+        fprintf(stderr,
+                "surge: worker %u: http2: peak %llu streams on one connection, %llu GOAWAY received, %llu "
+                "streams refused and re-sent, %llu streams reset\n",
+                i, (unsigned long long)st.h2_streams_peak, (unsigned long long)st.h2_goaways,
+                (unsigned long long)st.h2_refused_resent, (unsigned long long)st.h2_resets);
+}
+
+/*
+ * Join the workers and merge what they measured. With a tokenizer the workers deferred their measured records:
+ * OSL is settled from the logs first, off the hot path (sg_osl.h), before anything reads the metrics.
+ */
+static int point_collect(profile_t *p, point_t *pt)
+{
+    sg_run_t *run = &p->run;
+    char err[512];
+    if (!(pt->merged = sg_metrics_new(p->cfg.slos, p->cfg.n_slos)))
+        return EXIT_FATAL;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        if (sg_worker_join(pt->ws[i], err, sizeof(err)) != 0) {
             fprintf(stderr, "surge: %s\n", err);
-            fatal = true;
+            pt->fatal = true;
         }
-        warmup += sg_worker_warmup_count(ws[i]);
-        if (cfg.verbose) {
-            sg_worker_stats_t st;
-            sg_worker_stats(ws[i], &st);
-            fprintf(stderr,
-                    "surge: worker %u (cpu %d): %llu requests issued, %llu connections opened (peak %llu open, %llu "
-                    "failed to connect), %llu re-sent after a closed keep-alive connection\n",
-                    i, st.cpu, (unsigned long long)st.issued, (unsigned long long)st.conns_opened,
-                    (unsigned long long)st.conns_peak, (unsigned long long)st.connect_failures,
-                    (unsigned long long)st.resent);
-            if (cfg.tls)
-                fprintf(stderr, "surge: worker %u: tls: %llu full handshakes, %llu resumed, %llu failed\n", i,
-                        (unsigned long long)st.tls_full, (unsigned long long)st.tls_resumed,
-                        (unsigned long long)st.tls_failures);
-            if (run.http2)
-                fprintf(stderr,
-                        "surge: worker %u: http2: peak %llu streams on one connection, %llu GOAWAY received, %llu "
-                        "streams refused and re-sent, %llu streams reset\n",
-                        i, (unsigned long long)st.h2_streams_peak, (unsigned long long)st.h2_goaways,
-                        (unsigned long long)st.h2_refused_resent, (unsigned long long)st.h2_resets);
-        }
+        pt->warmup += sg_worker_warmup_count(pt->ws[i]);
+        if (p->cfg.verbose)
+            print_worker_stats(run, i, pt->ws[i]);
     }
-    /* With a tokenizer the workers deferred their measured records: settle OSL from the logs, off the hot path
-     * (sg_osl.h), before anything reads the metrics. */
-    if (run.tok) {
-        const char **logs = calloc(n_workers, sizeof(*logs));
-        sg_metrics_t **wm = calloc(n_workers, sizeof(*wm));
+    if (run->tok) {
+        const char **logs = calloc(pt->n_workers, sizeof(*logs));
+        sg_metrics_t **wm = calloc(pt->n_workers, sizeof(*wm));
         int oerr = logs && wm ? 0 : SG_ENOMEM;
-        for (unsigned i = 0; i < n_workers && !oerr; i++) {
-            logs[i] = sg_worker_log_path(ws[i]);
-            wm[i] = sg_worker_metrics(ws[i]);
+        for (unsigned i = 0; i < pt->n_workers && !oerr; i++) {
+            logs[i] = sg_worker_log_path(pt->ws[i]);
+            wm[i] = sg_worker_metrics(pt->ws[i]);
         }
         if (!oerr)
-            oerr = sg_osl_pass(run.tok, logs, wm, n_workers, err, sizeof(err));
+            oerr = sg_osl_pass(run->tok, logs, wm, pt->n_workers, err, sizeof(err));
         else
             snprintf(err, sizeof(err), "out of memory");
         if (oerr < 0) {
             fprintf(stderr, "surge: %s\n", err);
-            fatal = true;
+            pt->fatal = true;
         }
         free(logs);
         free(wm);
     }
-    for (unsigned i = 0; i < n_workers; i++)
-        if (sg_metrics_merge(merged, sg_worker_metrics(ws[i])) < 0)
-            fatal = true;
+    for (unsigned i = 0; i < pt->n_workers; i++)
+        if (sg_metrics_merge(pt->merged, sg_worker_metrics(pt->ws[i])) < 0)
+            pt->fatal = true;
+    return EXIT_OK;
+}
 
-    input_json = sg_config_to_json(&cfg);
+/* One load point, start to merge. */
+static int point_run(profile_t *p, point_t *pt)
+{
+    int code = point_start(p, pt);
+    if (code != EXIT_OK)
+        return code;
+    describe(&p->run, pt->n_workers);
+    if (p->cfg.verbose && p->cfg.tls)
+        fprintf(stderr, "surge: TLS: %s\n", p->tls_info);
+    if (p->cfg.verbose)
+        fprintf(stderr, "surge: %zu distinct payloads, RLIMIT_NOFILE %llu, artifacts in %s\n", p->payloads.n,
+                (unsigned long long)p->run.nofile, p->run.artifact_dir);
+    point_wait(p, pt);
+    return point_collect(p, pt);
+}
+
+/* A wrong port or an HTTP server under --service-kind triton: one line rather than only the error table. */
+static void hint_not_grpc(const profile_t *p, const point_t *pt)
+{
+    if (!p->cfg.triton || sg_metrics_ok(pt->merged) != 0 || sg_metrics_errors(pt->merged) == 0)
+        return;
+    const sg_error_group_t *g;
+    size_t ng = sg_metrics_error_groups(pt->merged, &g);
+    for (size_t i = 0; i < ng; i++)
+        if (strstr(g[i].message, "not a gRPC server")) {
+            fprintf(stderr, "surge: the server at %s is not a gRPC server (--service-kind triton): %s\n",
+                    p->run.addr_text, g[i].message);
+            return;
+        }
+}
+
+/* The table, the files and the exit status of a point that ran. */
+static int point_report(profile_t *p, point_t *pt)
+{
+    const sg_config_t *cfg = &p->cfg;
+    char *input_json = sg_config_to_json(cfg);
     sg_run_info_t info = {
         .title = "surge | LLM Metrics",
-        .streaming = cfg.streaming,
-        .interrupted = g_interrupted != 0,
-        .warmup_count = warmup,
+        .streaming = cfg->streaming,
+        .interrupted = pt->interrupted,
+        .warmup_count = pt->warmup,
         .input_config_json = input_json ? input_json : "{}",
-        .has_slos = cfg.n_slos > 0,
-        .client_cpu_s = client_cpu,
-        .tokenizer = run.tok ? sg_tok_describe(run.tok) : NULL,
+        .has_slos = cfg->n_slos > 0,
+        .client_cpu_s = pt->client_cpu_s,
+        .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
-        .isl_source = run.tok ? "tokenizer" : "words",
+        .isl_source = p->run.tok ? "tokenizer" : "words",
     };
-    sg_export_table(stdout, merged, &info);
+    sg_export_table(stdout, pt->merged, &info);
     fflush(stdout);
-    int xerr = write_exports(&run, ws, n_workers, merged, &info);
-    fprintf(stderr, "surge: artifacts in %s/\n", run.artifact_dir);
+    int xerr = write_exports(&p->run, pt->ws, pt->n_workers, pt->merged, &info);
+    free(input_json);
+    fprintf(stderr, "surge: artifacts in %s/\n", p->run.artifact_dir);
+    hint_not_grpc(p, pt);
 
-    uint64_t ok = sg_metrics_ok(merged), failed = sg_metrics_errors(merged);
-    if (cfg.triton && ok == 0 && failed > 0) {
-        /* a wrong port or an HTTP server: say so in one line rather than only in the error table */
-        const sg_error_group_t *g;
-        size_t ng = sg_metrics_error_groups(merged, &g);
-        for (size_t i = 0; i < ng; i++)
-            if (strstr(g[i].message, "not a gRPC server")) {
-                fprintf(stderr, "surge: the server at %s is not a gRPC server (--service-kind triton): %s\n",
-                        run.addr_text, g[i].message);
-                break;
-            }
-    }
-    if (g_interrupted) {
+    uint64_t ok = sg_metrics_ok(pt->merged), failed = sg_metrics_errors(pt->merged);
+    if (pt->interrupted) {
         fprintf(stderr, "surge: run INTERRUPTED: the results cover what completed before the interrupt\n");
-        exit_code = EXIT_INTERRUPTED;
-    } else if (fatal || xerr < 0) {
-        exit_code = EXIT_FATAL;
-    } else if (failed > 0 && (double)failed > cfg.max_error_rate * (double)(ok + failed)) {
+        return EXIT_INTERRUPTED;
+    }
+    if (pt->fatal || xerr < 0)
+        return EXIT_FATAL;
+    if (failed > 0 && (double)failed > cfg->max_error_rate * (double)(ok + failed)) {
         fprintf(stderr, "surge: %llu of %llu requests failed (%.2f%%), above --max-error-rate %g\n",
                 (unsigned long long)failed, (unsigned long long)(ok + failed),
-                100.0 * (double)failed / (double)(ok + failed), cfg.max_error_rate);
-        exit_code = EXIT_REQUEST_ERRORS;
-    } else if (ok + failed == 0) {
-        fprintf(stderr, "surge: no request was measured\n");
-        exit_code = EXIT_REQUEST_ERRORS;
+                100.0 * (double)failed / (double)(ok + failed), cfg->max_error_rate);
+        return EXIT_REQUEST_ERRORS;
     }
+    if (ok + failed == 0) {
+        fprintf(stderr, "surge: no request was measured\n");
+        return EXIT_REQUEST_ERRORS;
+    }
+    return EXIT_OK;
+}
 
-out:
-    if (ws)
-        for (unsigned i = 0; i < n_workers; i++)
-            sg_worker_free(ws[i]);
-    free(ws);
-    sg_metrics_free(merged);
-    if (run.h2_reqs)
-        for (size_t i = 0; i < payloads.n; i++)
-            sg_h2_req_free(&run.h2_reqs[i]);
-    free(run.h2_reqs);
-    sg_workload_free(&payloads);
-    sg_input_free(&input);
-    free(schedule);
-    sg_tok_free(tok);
-    free(run.artifact_dir);
-    free(input_json);
-    free(run_name);
-    if (cfg.tls)
+static void point_free(point_t *pt)
+{
+    if (pt->ws)
+        for (unsigned i = 0; i < pt->n_workers; i++)
+            sg_worker_free(pt->ws[i]);
+    free(pt->ws);
+    sg_metrics_free(pt->merged);
+    memset(pt, 0, sizeof(*pt));
+}
+
+static void profile_free(profile_t *p)
+{
+    if (p->run.h2_reqs)
+        for (size_t i = 0; i < p->payloads.n; i++)
+            sg_h2_req_free(&p->run.h2_reqs[i]);
+    free(p->run.h2_reqs);
+    sg_workload_free(&p->payloads);
+    sg_input_free(&p->input);
+    free(p->schedule);
+    sg_tok_free(p->tok);
+    free(p->run.artifact_dir);
+    if (p->cfg.tls)
         sg_tls_thread_done(); /* the preflight's handshake ran here */
-    sg_config_free(&cfg);
-    return exit_code;
+    sg_config_free(&p->cfg);
+}
+
+int sg_profile_main(int argc, char **argv)
+{
+    profile_t p;
+    memset(&p, 0, sizeof(p));
+    int rc = sg_config_parse(&p.cfg, argc, argv);
+    if (rc == 1) {
+        sg_config_free(&p.cfg);
+        return EXIT_OK;
+    }
+    if (rc < 0)
+        return EXIT_USAGE;
+    p.run.cfg = &p.cfg;
+    p.run.payloads = &p.payloads;
+
+    static int (*const prepare[])(profile_t *) = {prepare_inputs, prepare_workload, prepare_target, prepare_h2,
+                                                  prepare_output};
+    int code = EXIT_OK;
+    for (size_t i = 0; i < SG_ARRAY_LEN(prepare) && code == EXIT_OK; i++)
+        code = prepare[i](&p);
+    if (code == EXIT_OK) {
+        point_t pt = {0};
+        code = point_run(&p, &pt);
+        if (code == EXIT_OK)
+            code = point_report(&p, &pt);
+        point_free(&pt);
+    }
+    profile_free(&p);
+    return code;
 }
