@@ -34,3 +34,19 @@ surge_build() {
     shift
     cmake -S "$SURGE_ROOT" -B "$dir" "$@" >/dev/null && cmake --build "$dir" -j"$(nproc)"
 }
+
+# surge_build_target DIR TARGET [cmake args...]: configure DIR and build only TARGET, quietly: the output goes to
+# DIR/build.log, and only a failure shows it (its last lines, and where the rest is).
+surge_build_target() {
+    local dir=$1 target=$2
+    shift 2
+    mkdir -p "$dir" || return 1
+    local log="$dir/build.log"
+    echo "surge: building $target (log: $log)" >&2
+    if ! { cmake -S "$SURGE_ROOT" -B "$dir" "$@" && cmake --build "$dir" -j"$(nproc)" --target "$target"; } \
+        >"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        echo "surge: the build failed; the whole output is in $log" >&2
+        return 1
+    fi
+}
