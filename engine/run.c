@@ -551,6 +551,32 @@ static int prepare_output(profile_t *p)
     return EXIT_OK;
 }
 
+/* inputs.json's bodies: the payload table's, in table order (entry, then model variant). */
+static const char *payload_body_at(void *ctx, size_t i, size_t *len)
+{
+    const sg_payload_table_t *t = ctx;
+    return sg_payload_body(&t->items[i], len);
+}
+
+/*
+ * inputs.json with the exact bodies the run sends, in GenAI-Perf's layout (docs/metrics.md, Files), written before
+ * the first request so that it exists whatever becomes of the run. A gRPC call carries protobuf, not JSON: none
+ * for --service-kind triton. A file that cannot be written is worth a warning, not the run.
+ */
+static int prepare_inputs_json(profile_t *p)
+{
+    if (p->cfg.triton)
+        return EXIT_OK;
+    char *path = path_join(p->run.artifact_dir, "inputs.json");
+    if (!path)
+        return EXIT_FATAL;
+    int err = sg_export_inputs(path, p->payloads.n, payload_body_at, &p->payloads);
+    if (err < 0)
+        fprintf(stderr, "surge: warning: writing %s: %s; the run goes on\n", path, sg_strerror(err));
+    free(path);
+    return EXIT_OK;
+}
+
 /* Workers the point runs: one per usable CPU, fewer when the load cannot keep more of them busy. */
 static unsigned point_worker_count(const sg_config_t *cfg)
 {
@@ -854,8 +880,8 @@ int sg_profile_main(int argc, char **argv)
     p.run.cfg = &p.cfg;
     p.run.payloads = &p.payloads;
 
-    static int (*const prepare[])(profile_t *) = {prepare_inputs, prepare_workload, prepare_target, prepare_h2,
-                                                  prepare_output};
+    static int (*const prepare[])(profile_t *) = {prepare_inputs, prepare_workload, prepare_target,
+                                                  prepare_h2,     prepare_output,   prepare_inputs_json};
     int code = EXIT_OK;
     for (size_t i = 0; i < SG_ARRAY_LEN(prepare) && code == EXIT_OK; i++)
         code = prepare[i](&p);

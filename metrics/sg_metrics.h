@@ -159,6 +159,14 @@ SG_WUR int sg_export_json(const char *path, const sg_metrics_t *m, const sg_run_
 /* profile_export_surge.csv. 0 or -errno. */
 SG_WUR int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
 
+/*
+ * inputs.json, in GenAI-Perf's layout {"data": [{"payload": [BODY]}, ...]}: one element per i in [0, n) for which
+ * body_at(ctx, i, &len) returns a body (NULL skips i). Each body must be one JSON value; it is copied as it is.
+ * Streams through a fixed buffer, written whole or not at all. 0 or -errno.
+ */
+typedef const char *(*sg_body_at_fn)(void *ctx, size_t i, size_t *len);
+SG_WUR int sg_export_inputs(const char *path, size_t n, sg_body_at_fn body_at, void *ctx);
+
 /* ---------- per-worker record log: binary, appended, merged into profile_export.jsonl after the run ---------- */
 
 typedef struct sg_reclog sg_reclog_t;

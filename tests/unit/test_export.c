@@ -364,6 +364,55 @@ static void test_csv(void)
     sg_metrics_free(m);
 }
 
+/* inputs.json: bodies copied as they are into GenAI-Perf's layout, whatever their size; NULL skips one. */
+static const char *const *input_bodies;
+static const char *body_at(void *ctx, size_t i, size_t *len)
+{
+    (void)ctx;
+    const char *b = input_bodies[i];
+    *len = b ? strlen(b) : 0;
+    return b;
+}
+
+static void test_inputs(void)
+{
+    /* a body larger than the 1 MiB buffer: written in pieces */
+    size_t big_len = 3u << 20;
+    char *big = malloc(big_len + 64);
+    int k = snprintf(big, 64, "{\"model\":\"m\",\"prompt\":\"");
+    memset(big + k, 'x', big_len);
+    strcpy(big + k + big_len, "\"}");
+    const char *bodies[] = {"{\"model\":\"a\",\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 \\\"q\\\"\"}]}",
+                            NULL, big, "{\"model\":\"b\",\"stream\":true}"};
+    input_bodies = bodies;
+    char path[128];
+    path_in(path, sizeof(path), "inputs.json");
+    CHECK_EQ_INT(sg_export_inputs(path, SG_ARRAY_LEN(bodies), body_at, NULL), 0);
+    CHECK_EQ_INT(count_tmp_files(), 0);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    CHECK(root != NULL);
+    json_t *data = json_object_get(root, "data");
+    CHECK(json_is_array(data) && json_array_size(data) == 3);
+    const size_t from[] = {0, 2, 3};
+    for (size_t i = 0; i < 3 && json_array_size(data) == 3; i++) {
+        json_t *pl = json_object_get(json_array_get(data, i), "payload");
+        CHECK(json_is_array(pl) && json_array_size(pl) == 1);
+        json_t *want = json_loads(bodies[from[i]], 0, NULL);
+        CHECK(want && json_equal(json_array_get(pl, 0), want));
+        json_decref(want);
+    }
+    json_decref(root);
+    /* No bodies: still a valid file with an empty list. */
+    CHECK_EQ_INT(sg_export_inputs(path, 0, body_at, NULL), 0);
+    root = json_load_file(path, 0, &jerr);
+    CHECK(root && json_is_array(json_object_get(root, "data")) && json_array_size(json_object_get(root, "data")) == 0);
+    json_decref(root);
+    /* A path that cannot be written: an error, nothing left behind. */
+    CHECK(sg_export_inputs("/nonexistent-dir/inputs.json", 1, body_at, NULL) < 0);
+    free(big);
+}
+
 /* An error group's class and status read as one phrase: a status is never left to look like a duration. */
 static void test_error_labels(void)
 {
@@ -1019,6 +1068,7 @@ int main(void)
     test_json();
     test_csv();
     test_error_labels();
+    test_inputs();
     test_table();
     test_reclog();
     test_reclog_orders();
