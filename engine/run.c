@@ -796,6 +796,62 @@ static void hint_not_grpc(const profile_t *p, const point_t *pt)
         }
 }
 
+/* True when every request of the point failed with HTTP 404: the server has nothing at the path surge used. */
+static bool all_not_found(const point_t *pt)
+{
+    uint64_t failed = sg_metrics_errors(pt->merged), not_found = 0;
+    if (sg_metrics_ok(pt->merged) != 0 || failed == 0)
+        return false;
+    const sg_error_group_t *g;
+    size_t ng = sg_metrics_error_groups(pt->merged, &g);
+    for (size_t i = 0; i < ng; i++)
+        if (g[i].cls == SG_ERRC_HTTP && g[i].http_status == 404)
+            not_found += g[i].count;
+    return not_found == failed;
+}
+
+/*
+ * A run of 404s: one line naming the method, the URL and how its path was made (the URL's base path, then the
+ * endpoint), with the flag that changes the part most likely wrong. config.c builds the path as base + "/" +
+ * endpoint, the endpoint being --endpoint or the type's default.
+ */
+static void hint_not_found(const profile_t *p, const point_t *pt)
+{
+    const sg_config_t *cfg = &p->cfg;
+    if (cfg->triton || !all_not_found(pt))
+        return;
+    const char *base = cfg->base_path ? cfg->base_path : "";
+    size_t base_len = strlen(base);
+    const char *endpoint = cfg->endpoint_path + (strncmp(cfg->endpoint_path, base, base_len) == 0 ? base_len : 0);
+    endpoint += endpoint[0] == '/';
+    const char *type = cfg->endpoint_type == SG_OAI_CHAT ? "chat" : "completions";
+    const char *dflt = cfg->endpoint_type == SG_OAI_CHAT ? "v1/chat/completions" : "v1/completions";
+    bool given = strcmp(endpoint, dflt) != 0;
+    fprintf(stderr, "surge: every request got HTTP 404 Not Found from POST %s://%s%s; ", cfg->tls ? "https" : "http",
+            cfg->host_header, cfg->endpoint_path);
+    if (given)
+        fprintf(stderr,
+                "%s%s and --endpoint is %s: check --endpoint (OpenAI-compatible servers serve v1/chat/completions and "
+                "v1/completions; without --endpoint, --endpoint-type %s uses %s)\n",
+                base_len ? "the URL's base path is " : "the URL has no base path", base, endpoint, type, dflt);
+    else if (base_len >= 3 && strcmp(base + base_len - 3, "/v1") == 0)
+        fprintf(stderr,
+                "the URL's base path is %s and the endpoint %s (--endpoint-type %s), so v1 comes twice: drop /v1 from "
+                "-u/--url, or give --endpoint %s\n",
+                base, endpoint, type, endpoint + 3);
+    else if (base_len)
+        fprintf(stderr,
+                "the URL's base path is %s and the endpoint %s (--endpoint-type %s): if the server does not serve its "
+                "API under %s, drop it from -u/--url; if it serves it at another path, give that with --endpoint\n",
+                base, endpoint, type, base);
+    else
+        fprintf(stderr,
+                "the URL has no base path and the endpoint is %s (--endpoint-type %s): if the server serves its API "
+                "under a prefix, add it to -u/--url (http://host:port/PREFIX); if at another path, give that with "
+                "--endpoint\n",
+                endpoint, type);
+}
+
 /* The table, the files and the exit status of a point that ran. */
 static int point_report(profile_t *p, point_t *pt)
 {
@@ -819,6 +875,7 @@ static int point_report(profile_t *p, point_t *pt)
     free(input_json);
     fprintf(stderr, "surge: artifacts in %s/\n", p->run.artifact_dir);
     hint_not_grpc(p, pt);
+    hint_not_found(p, pt);
 
     uint64_t ok = sg_metrics_ok(pt->merged), failed = sg_metrics_errors(pt->merged);
     if (pt->interrupted) {
