@@ -155,6 +155,11 @@ def main(h):
         h.check(("from POST %s/v1/chat/complete; the URL has no base path and --endpoint is v1/chat/complete: "
                  "check --endpoint" % m.url) in r.stderr, "404 hint: --endpoint", r.stderr[-1500:])
 
+    # --help says where the peers' names are: vLLM's TPOT and ITL are not surge's ITL
+    helptext = h.run([h.surge, "profile", "--help"], timeout=30).stdout
+    h.check("vLLM's TPOT is inter_token_latency, its ITL is inter_chunk_latency" in " ".join(helptext.split()) and
+            "docs/metrics.md" in helptext, "--help maps vLLM's names", helptext[-1500:])
+
     # a tokenizer that is not the model's: byte-level ranks against the mock's word counts
     tok = h.path("cl100k_base.tiktoken")
     with open(tok, "w") as f:
