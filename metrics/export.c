@@ -381,9 +381,8 @@ static const char *unmeasurable_reason(sg_metric_id_t id)
 /* One SLO as written on the command line's terms: "time_to_first_token <= 500 ms". */
 static void slo_text(const sg_slo_t *s, char *buf, size_t cap)
 {
-    const char *unit = sg_metric_larger_is_better(s->metric) ? "tokens/sec/user" : sg_metric_unit(s->metric);
     snprintf(buf, cap, "%s %s %g %s", sg_metric_tag(s->metric),
-             sg_metric_larger_is_better(s->metric) ? ">=" : "<=", s->threshold, unit);
+             sg_metric_larger_is_better(s->metric) ? ">=" : "<=", s->threshold, sg_metric_unit(s->metric));
 }
 
 static void put_goodput(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
@@ -567,7 +566,7 @@ static json_t *goodput_constraints(const sg_metrics_t *m)
         rc = rc ? rc : set(o, "metric", json_string(sg_metric_tag(slos[i].metric)));
         rc = rc ? rc : set(o, "comparison", json_string(floor ? ">=" : "<="));
         rc = rc ? rc : set(o, "threshold", real(slos[i].threshold));
-        rc = rc ? rc : set(o, "unit", json_string(floor ? "tokens/sec/user" : sg_metric_unit(slos[i].metric)));
+        rc = rc ? rc : set(o, "unit", json_string(sg_metric_unit(slos[i].metric)));
         rc = rc ? rc : set(o, "met", json_integer((json_int_t)t[i].met));
         rc = rc ? rc : set(o, "missed", json_integer((json_int_t)t[i].missed));
         rc = rc ? rc : set(o, "not_measurable", json_integer((json_int_t)t[i].not_measurable));
