@@ -551,6 +551,32 @@ static int prepare_output(profile_t *p)
     return EXIT_OK;
 }
 
+/* inputs.json's bodies: the payload table's, in table order (entry, then model variant). */
+static const char *payload_body_at(void *ctx, size_t i, size_t *len)
+{
+    const sg_payload_table_t *t = ctx;
+    return sg_payload_body(&t->items[i], len);
+}
+
+/*
+ * inputs.json with the exact bodies the run sends, in GenAI-Perf's layout (docs/metrics.md, Files), written before
+ * the first request so that it exists whatever becomes of the run. A gRPC call carries protobuf, not JSON: none
+ * for --service-kind triton. A file that cannot be written is worth a warning, not the run.
+ */
+static int prepare_inputs_json(profile_t *p)
+{
+    if (p->cfg.triton)
+        return EXIT_OK;
+    char *path = path_join(p->run.artifact_dir, "inputs.json");
+    if (!path)
+        return EXIT_FATAL;
+    int err = sg_export_inputs(path, p->payloads.n, payload_body_at, &p->payloads);
+    if (err < 0)
+        fprintf(stderr, "surge: warning: writing %s: %s; the run goes on\n", path, sg_strerror(err));
+    free(path);
+    return EXIT_OK;
+}
+
 /* Workers the point runs: one per usable CPU, fewer when the load cannot keep more of them busy. */
 static unsigned point_worker_count(const sg_config_t *cfg)
 {
@@ -770,6 +796,62 @@ static void hint_not_grpc(const profile_t *p, const point_t *pt)
         }
 }
 
+/* True when every request of the point failed with HTTP 404: the server has nothing at the path surge used. */
+static bool all_not_found(const point_t *pt)
+{
+    uint64_t failed = sg_metrics_errors(pt->merged), not_found = 0;
+    if (sg_metrics_ok(pt->merged) != 0 || failed == 0)
+        return false;
+    const sg_error_group_t *g;
+    size_t ng = sg_metrics_error_groups(pt->merged, &g);
+    for (size_t i = 0; i < ng; i++)
+        if (g[i].cls == SG_ERRC_HTTP && g[i].http_status == 404)
+            not_found += g[i].count;
+    return not_found == failed;
+}
+
+/*
+ * A run of 404s: one line naming the method, the URL and how its path was made (the URL's base path, then the
+ * endpoint), with the flag that changes the part most likely wrong. config.c builds the path as base + "/" +
+ * endpoint, the endpoint being --endpoint or the type's default.
+ */
+static void hint_not_found(const profile_t *p, const point_t *pt)
+{
+    const sg_config_t *cfg = &p->cfg;
+    if (cfg->triton || !all_not_found(pt))
+        return;
+    const char *base = cfg->base_path ? cfg->base_path : "";
+    size_t base_len = strlen(base);
+    const char *endpoint = cfg->endpoint_path + (strncmp(cfg->endpoint_path, base, base_len) == 0 ? base_len : 0);
+    endpoint += endpoint[0] == '/';
+    const char *type = cfg->endpoint_type == SG_OAI_CHAT ? "chat" : "completions";
+    const char *dflt = cfg->endpoint_type == SG_OAI_CHAT ? "v1/chat/completions" : "v1/completions";
+    bool given = strcmp(endpoint, dflt) != 0;
+    fprintf(stderr, "surge: every request got HTTP 404 Not Found from POST %s://%s%s; ", cfg->tls ? "https" : "http",
+            cfg->host_header, cfg->endpoint_path);
+    if (given)
+        fprintf(stderr,
+                "%s%s and --endpoint is %s: check --endpoint (OpenAI-compatible servers serve v1/chat/completions and "
+                "v1/completions; without --endpoint, --endpoint-type %s uses %s)\n",
+                base_len ? "the URL's base path is " : "the URL has no base path", base, endpoint, type, dflt);
+    else if (base_len >= 3 && strcmp(base + base_len - 3, "/v1") == 0)
+        fprintf(stderr,
+                "the URL's base path is %s and the endpoint %s (--endpoint-type %s), so v1 comes twice: drop /v1 from "
+                "-u/--url, or give --endpoint %s\n",
+                base, endpoint, type, endpoint + 3);
+    else if (base_len)
+        fprintf(stderr,
+                "the URL's base path is %s and the endpoint %s (--endpoint-type %s): if the server does not serve its "
+                "API under %s, drop it from -u/--url; if it serves it at another path, give that with --endpoint\n",
+                base, endpoint, type, base);
+    else
+        fprintf(stderr,
+                "the URL has no base path and the endpoint is %s (--endpoint-type %s): if the server serves its API "
+                "under a prefix, add it to -u/--url (http://host:port/PREFIX); if at another path, give that with "
+                "--endpoint\n",
+                endpoint, type);
+}
+
 /* The table, the files and the exit status of a point that ran. */
 static int point_report(profile_t *p, point_t *pt)
 {
@@ -793,6 +875,7 @@ static int point_report(profile_t *p, point_t *pt)
     free(input_json);
     fprintf(stderr, "surge: artifacts in %s/\n", p->run.artifact_dir);
     hint_not_grpc(p, pt);
+    hint_not_found(p, pt);
 
     uint64_t ok = sg_metrics_ok(pt->merged), failed = sg_metrics_errors(pt->merged);
     if (pt->interrupted) {
@@ -854,8 +937,8 @@ int sg_profile_main(int argc, char **argv)
     p.run.cfg = &p.cfg;
     p.run.payloads = &p.payloads;
 
-    static int (*const prepare[])(profile_t *) = {prepare_inputs, prepare_workload, prepare_target, prepare_h2,
-                                                  prepare_output};
+    static int (*const prepare[])(profile_t *) = {prepare_inputs, prepare_workload, prepare_target,
+                                                  prepare_h2,     prepare_output,   prepare_inputs_json};
     int code = EXIT_OK;
     for (size_t i = 0; i < SG_ARRAY_LEN(prepare) && code == EXIT_OK; i++)
         code = prepare[i](&p);

@@ -101,14 +101,86 @@ static const sg_error_group_t **sorted_groups(const sg_metrics_t *m, size_t *n_o
     return v;
 }
 
+/* ---------- error groups, as people read them ---------- */
+
+/* The reason phrases of the statuses inference servers and their proxies answer with. */
+static const char *http_reason(int status)
+{
+    switch (status) {
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Content Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Content";
+    case 429:
+        return "Too Many Requests";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return NULL;
+    }
+}
+
+void sg_error_group_label(const sg_error_group_t *g, char *buf, size_t cap)
+{
+    const char *cls = sg_err_class_name(g->cls);
+    if (!g->http_status) {
+        snprintf(buf, cap, "%s", cls);
+    } else if (g->cls == SG_ERRC_HTTP) {
+        const char *reason = http_reason(g->http_status);
+        snprintf(buf, cap, "%s %d%s%s", cls, (int)g->http_status, reason ? " " : "", reason ? reason : "");
+    } else {
+        /* The status of a response whose head arrived before the failure: said as such, so "timeout 200" cannot
+         * read as 200 ms. */
+        snprintf(buf, cap, "%s (after HTTP %d headers)", cls, (int)g->http_status);
+    }
+}
+
 /* ---------- console table ---------- */
 
-#define N_COLS 6
+/*
+ * Row order of the table and the CSV: GenAI-Perf's and AIPerf's metrics in their order first (a reader of their
+ * output finds the rows where they were), surge's own after them.
+ */
+static const sg_metric_id_t display_order[] = {
+    SG_M_TTFT, SG_M_TTST,           SG_M_LATENCY,           SG_M_ITL,         SG_M_TOKENS_PER_USER, SG_M_OSL,
+    SG_M_ISL,  SG_M_TTFT_FROM_SEND, SG_M_LATENCY_FROM_SEND, SG_M_INTER_CHUNK, SG_M_SCHEDULE_LAG,
+};
+_Static_assert(SG_ARRAY_LEN(display_order) == SG_M__COUNT, "every metric has a place in the table");
+
+/* The union of GenAI-Perf's console columns (p75) and AIPerf's (p50, std), each reader finding all of its own. */
+#define N_COLS 8
 #define CELL 40
-#define MAX_ROWS (SG_M__COUNT + 4)
+#define MAX_ROWS (SG_M__COUNT + 8)
+/* Longer labels put their unit on a second line, as GenAI-Perf and AIPerf do, so the table fits 120 columns. */
+#define LABEL_WRAP 36
 
 typedef struct {
-    const char *label;
+    char label[64];
+    char unit_line[32]; /* the unit on its own line when label was too long; "" otherwise */
     char cell[N_COLS][CELL];
 } row_t;
 
@@ -136,12 +208,56 @@ static void fmt_num(char *out, size_t cap, double v, int decimals)
     out[o] = '\0';
 }
 
-static void na_row(row_t *r, const char *label, const char *first)
+static void set_label(row_t *r, const char *label)
 {
-    r->label = label;
-    snprintf(r->cell[0], CELL, "%s", first);
+    const char *open = strrchr(label, '(');
+    size_t len = strlen(label);
+    if (len > LABEL_WRAP && open && open > label + 1 && open[-1] == ' ') {
+        snprintf(r->label, sizeof(r->label), "%.*s", (int)(open - 1 - label), label);
+        snprintf(r->unit_line, sizeof(r->unit_line), "%s", open);
+    } else {
+        snprintf(r->label, sizeof(r->label), "%s", label);
+        r->unit_line[0] = '\0';
+    }
+}
+
+/* A single-valued row: the value under avg, N/A elsewhere. */
+static void value_row(row_t *r, const char *label, double v, int decimals)
+{
+    set_label(r, label);
+    fmt_num(r->cell[0], CELL, v, decimals);
     for (int c = 1; c < N_COLS; c++)
         snprintf(r->cell[c], CELL, "N/A");
+}
+
+static void dist_row(row_t *r, const sg_metrics_t *m, sg_metric_id_t id)
+{
+    double v[N_COLS] = {stat_avg(m, id),       stat_min(m, id),       stat_max(m, id),       stat_pct(m, id, 99.0),
+                        stat_pct(m, id, 90.0), stat_pct(m, id, 75.0), stat_pct(m, id, 50.0), stat_std(m, id)};
+    set_label(r, sg_metric_label(id));
+    for (int c = 0; c < N_COLS; c++)
+        fmt_num(r->cell[c], CELL, v[c], 2);
+}
+
+/* The rows of the table: the distributions with data, then the run's single values. Returns how many. */
+static size_t table_rows(row_t *rows, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    size_t n = 0;
+    double duration = sg_metrics_duration_s(m);
+    for (size_t i = 0; i < SG_ARRAY_LEN(display_order); i++)
+        if (exported(m, info, display_order[i]))
+            dist_row(&rows[n++], m, display_order[i]);
+    uint64_t out_tok = sg_metrics_output_tokens(m), in_tok = sg_metrics_input_tokens(m);
+    value_row(&rows[n++], "Output token throughput (tokens/sec)", per_sec(out_tok, duration), 2);
+    value_row(&rows[n++], "Input token throughput (tokens/sec)", per_sec(in_tok, duration), 2);
+    value_row(&rows[n++], "Total token throughput (tokens/sec)", per_sec(out_tok + in_tok, duration), 2);
+    value_row(&rows[n++], "Request throughput (per sec)", per_sec(sg_metrics_ok(m), duration), 2);
+    if (info && info->has_slos)
+        value_row(&rows[n++], "Goodput (per sec)", per_sec(sg_metrics_good(m), duration), 2);
+    value_row(&rows[n++], "Request count", (double)sg_metrics_ok(m), 0);
+    value_row(&rows[n++], "Error request count", (double)sg_metrics_errors(m), 0);
+    value_row(&rows[n++], "Benchmark duration (sec)", duration, 2);
+    return n;
 }
 
 /* Display width of a UTF-8 string: one column per code point (no wide characters in our titles). */
@@ -159,107 +275,181 @@ static void put_repeat(FILE *out, const char *s, size_t n)
         fputs(s, out);
 }
 
-static void put_rule(FILE *out, const char *left, const char *fill, const char *mid, const char *right, size_t w0,
-                     size_t wn)
+static void put_rule(FILE *out, const char *left, const char *fill, const char *mid, const char *right, const size_t *w)
 {
     fputs(left, out);
-    put_repeat(out, fill, w0 + 2);
-    for (int c = 0; c < N_COLS; c++) {
+    put_repeat(out, fill, w[0] + 2);
+    for (int c = 1; c <= N_COLS; c++) {
         fputs(mid, out);
-        put_repeat(out, fill, wn + 2);
+        put_repeat(out, fill, w[c] + 2);
     }
     fputs(right, out);
     fputc('\n', out);
 }
 
-static void put_cells(FILE *out, const char *bar, const char *label, const char *const *cells, size_t w0, size_t wn)
+/* cells[0] is the label, cells[1..N_COLS] the numbers; all right-aligned, as in GenAI-Perf and AIPerf. */
+static void put_cells(FILE *out, const char *bar, const char *const *cells, const size_t *w)
 {
-    fprintf(out, "%s %*s %s", bar, (int)w0, label, bar);
-    for (int c = 0; c < N_COLS; c++)
-        fprintf(out, " %*s %s", (int)wn, cells[c], bar);
+    fputs(bar, out);
+    for (int c = 0; c <= N_COLS; c++)
+        fprintf(out, " %*s %s", (int)w[c], cells[c], bar);
+    fputc('\n', out);
+}
+
+static void put_box(FILE *out, const row_t *rows, size_t n_rows, const char *title)
+{
+    static const char *const heads[N_COLS + 1] = {"Statistic", "avg", "min", "max", "p99", "p90", "p75", "p50", "std"};
+    size_t w[N_COLS + 1];
+    for (int c = 0; c <= N_COLS; c++)
+        w[c] = strlen(heads[c]);
+    for (size_t i = 0; i < n_rows; i++) {
+        size_t l = strlen(rows[i].label), u = strlen(rows[i].unit_line);
+        w[0] = l > w[0] ? l : w[0];
+        w[0] = u > w[0] ? u : w[0];
+        for (int c = 0; c < N_COLS; c++) {
+            size_t cl = strlen(rows[i].cell[c]);
+            w[c + 1] = cl > w[c + 1] ? cl : w[c + 1];
+        }
+    }
+    /* label cell + numeric cells (each padded by a space on both sides) + the N_COLS + 2 bars */
+    size_t total = N_COLS + 2;
+    for (int c = 0; c <= N_COLS; c++)
+        total += w[c] + 2;
+    size_t tw = text_width(title);
+    fprintf(out, "%*s%s\n", (int)(tw < total ? (total - tw) / 2 : 0), "", title);
+    put_rule(out, "┏", "━", "┳", "┓", w);
+    put_cells(out, "┃", heads, w);
+    put_rule(out, "┡", "━", "╇", "┩", w);
+    for (size_t i = 0; i < n_rows; i++) {
+        const char *cells[N_COLS + 1] = {rows[i].label};
+        for (int c = 0; c < N_COLS; c++)
+            cells[c + 1] = rows[i].cell[c];
+        put_cells(out, "│", cells, w);
+        if (rows[i].unit_line[0]) {
+            const char *more[N_COLS + 1] = {rows[i].unit_line};
+            for (int c = 1; c <= N_COLS; c++)
+                more[c] = "";
+            put_cells(out, "│", more, w);
+        }
+    }
+    put_rule(out, "└", "─", "┴", "┘", w);
+}
+
+static void put_errors(FILE *out, const sg_metrics_t *m)
+{
+    uint64_t errors = sg_metrics_errors(m);
+    if (!errors)
+        return;
+    char num[CELL], all[CELL];
+    fmt_num(num, sizeof(num), (double)errors, 0);
+    fmt_num(all, sizeof(all), (double)(errors + sg_metrics_ok(m)), 0);
+    fprintf(out, "Errors: %s of %s requests failed\n", num, all);
+    size_t n_groups;
+    const sg_error_group_t **g = sorted_groups(m, &n_groups);
+    for (size_t i = 0; g && i < n_groups; i++) {
+        char label[96];
+        sg_error_group_label(g[i], label, sizeof(label));
+        fprintf(out, "  %s: %" PRIu64, label, g[i]->count);
+        if (g[i]->message[0]) {
+            char msg[SG_RECORD_MSG];
+            sg_utf8_sanitize(msg, sizeof(msg), g[i]->message);
+            fprintf(out, " (%s)", msg);
+        }
+        fputc('\n', out);
+    }
+    free(g);
+}
+
+/* Why a successful request can lack a metric an SLO names; NULL for the metrics every such request has. */
+static const char *unmeasurable_reason(sg_metric_id_t id)
+{
+    switch (id) {
+    case SG_M_TTFT:
+    case SG_M_TTFT_FROM_SEND:
+        return "no content event";
+    case SG_M_TTST:
+    case SG_M_INTER_CHUNK:
+        return "fewer than 2 content events";
+    case SG_M_ITL:
+    case SG_M_TOKENS_PER_USER:
+        return "no content event, or OSL below 2";
+    default:
+        return NULL;
+    }
+}
+
+/* One SLO as written on the command line's terms: "time_to_first_token <= 500 ms". */
+static void slo_text(const sg_slo_t *s, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s %s %g %s", sg_metric_tag(s->metric),
+             sg_metric_larger_is_better(s->metric) ? ">=" : "<=", s->threshold, sg_metric_unit(s->metric));
+}
+
+static void put_goodput(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    const sg_slo_t *slos;
+    const sg_slo_tally_t *t;
+    size_t n = sg_metrics_slo_tallies(m, &slos, &t);
+    if (!info || !info->has_slos || n == 0)
+        return;
+    fprintf(out, "Goodput: %" PRIu64 " of %" PRIu64 " successful requests met every SLO", sg_metrics_good(m),
+            sg_metrics_ok(m));
+    uint64_t unmeasurable = 0;
+    for (size_t i = 0; i < n; i++)
+        unmeasurable += t[i].not_measurable;
+    fputs(unmeasurable ? " (a request without a constrained metric is not good)\n" : "\n", out);
+    for (size_t i = 0; i < n; i++) {
+        char text[96];
+        slo_text(&slos[i], text, sizeof(text));
+        fprintf(out, "  %s: met %" PRIu64 ", missed %" PRIu64 ", not measurable %" PRIu64, text, t[i].met, t[i].missed,
+                t[i].not_measurable);
+        const char *why = unmeasurable_reason(slos[i].metric);
+        if (t[i].not_measurable && why)
+            fprintf(out, " (%s)", why);
+        fputc('\n', out);
+    }
+}
+
+/*
+ * usage.completion_tokens against the --tokenizer count of the same text. When they differ on every request the
+ * likeliest cause is a tokenizer that is not the model's: say so, with the tokenizer's name and the mean gap.
+ */
+static void put_osl_compare(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    sg_len_cmp_t c;
+    sg_metrics_osl_cmp(m, &c);
+    if (!c.compared) {
+        if (info && info->tokenizer)
+            fputs("  usage vs tokenizer: no request had both counts\n", out);
+        return;
+    }
+    fprintf(out,
+            "  usage vs tokenizer: %" PRIu64 " of %" PRIu64 " requests differ (mean |diff| %.2f, max |diff| %" PRIu64
+            " tokens)\n",
+            c.differ, c.compared, (double)c.sum_abs_diff / (double)c.compared, c.max_abs_diff);
+    if (c.differ != c.compared)
+        return;
+    char desc[512];
+    sg_utf8_sanitize(desc, sizeof(desc), info && info->tokenizer ? info->tokenizer : "the tokenizer");
+    fprintf(out,
+            "Hint: the server's usage.completion_tokens and --tokenizer %s differ on every one of the %" PRIu64
+            " compared requests (usage minus tokenizer: mean %+.2f tokens); it is probably not the model's "
+            "tokenizer: give the model's own (its tokenizer.json, or its Hugging Face id)",
+            desc, c.compared, (double)c.sum_diff / (double)c.compared);
+    if (c.min_diff == c.max_diff && (c.min_diff == 1 || c.min_diff == -1))
+        fputs("; a constant difference of one is also what a server that counts a stop token it does not send "
+              "shows",
+              out);
     fputc('\n', out);
 }
 
 int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
 {
-    static const char *const heads[N_COLS] = {"avg", "min", "max", "p99", "p90", "p75"};
     row_t rows[MAX_ROWS];
-    size_t n_rows = 0;
-    double duration = sg_metrics_duration_s(m);
-
-    for (int i = 0; i < SG_M__COUNT; i++) {
-        sg_metric_id_t id = (sg_metric_id_t)i;
-        if (!exported(m, info, id))
-            continue;
-        row_t *r = &rows[n_rows++];
-        double v[N_COLS] = {stat_avg(m, id),       stat_min(m, id),       stat_max(m, id),
-                            stat_pct(m, id, 99.0), stat_pct(m, id, 90.0), stat_pct(m, id, 75.0)};
-        r->label = sg_metric_label(id);
-        for (int c = 0; c < N_COLS; c++)
-            fmt_num(r->cell[c], CELL, v[c], 2);
-    }
-    char num[CELL];
-    fmt_num(num, sizeof(num), per_sec(sg_metrics_output_tokens(m), duration), 2);
-    na_row(&rows[n_rows++], "Output token throughput (tokens/sec)", num);
-    fmt_num(num, sizeof(num), per_sec(sg_metrics_ok(m), duration), 2);
-    na_row(&rows[n_rows++], "Request throughput (per sec)", num);
-    fmt_num(num, sizeof(num), (double)sg_metrics_ok(m), 0);
-    na_row(&rows[n_rows++], "Request count", num);
-    if (info && info->has_slos) {
-        fmt_num(num, sizeof(num), per_sec(sg_metrics_good(m), duration), 2);
-        na_row(&rows[n_rows++], "Goodput (per sec)", num);
-    }
-
-    size_t w0 = strlen("Statistic"), wn = 0;
-    for (size_t i = 0; i < n_rows; i++) {
-        size_t l = strlen(rows[i].label);
-        w0 = l > w0 ? l : w0;
-        for (int c = 0; c < N_COLS; c++) {
-            size_t cl = strlen(rows[i].cell[c]);
-            wn = cl > wn ? cl : wn;
-        }
-    }
-    /* At least as wide as GenAI-Perf's narrowest tables, so short numbers still read as columns. */
-    wn = wn < 6 ? 6 : wn;
-
-    const char *title = info && info->title ? info->title : "surge | LLM Metrics";
-    /* label cell + numeric cells (each padded by a space on both sides) + the N_COLS + 2 bars */
-    size_t total = (w0 + 2) + N_COLS * (wn + 2) + N_COLS + 2;
-    size_t tw = text_width(title);
-    fprintf(out, "%*s%s\n", (int)(tw < total ? (total - tw) / 2 : 0), "", title);
-    put_rule(out, "┏", "━", "┳", "┓", w0, wn);
-    put_cells(out, "┃", "Statistic", heads, w0, wn);
-    put_rule(out, "┡", "━", "╇", "┩", w0, wn);
-    for (size_t i = 0; i < n_rows; i++) {
-        const char *cells[N_COLS];
-        for (int c = 0; c < N_COLS; c++)
-            cells[c] = rows[i].cell[c];
-        put_cells(out, "│", rows[i].label, cells, w0, wn);
-    }
-    put_rule(out, "└", "─", "┴", "┘", w0, wn);
-
-    uint64_t errors = sg_metrics_errors(m);
-    if (errors) {
-        fmt_num(num, sizeof(num), (double)errors, 0);
-        char all[CELL];
-        fmt_num(all, sizeof(all), (double)(errors + sg_metrics_ok(m)), 0);
-        fprintf(out, "Errors: %s of %s requests failed\n", num, all);
-        size_t n_groups;
-        const sg_error_group_t **g = sorted_groups(m, &n_groups);
-        for (size_t i = 0; g && i < n_groups; i++) {
-            fprintf(out, "  %s", sg_err_class_name(g[i]->cls));
-            if (g[i]->http_status)
-                fprintf(out, " %d", (int)g[i]->http_status);
-            fprintf(out, ": %" PRIu64, g[i]->count);
-            if (g[i]->message[0]) {
-                char msg[SG_RECORD_MSG];
-                sg_utf8_sanitize(msg, sizeof(msg), g[i]->message);
-                fprintf(out, " (%s)", msg);
-            }
-            fputc('\n', out);
-        }
-        free(g);
-    }
+    size_t n_rows = table_rows(rows, m, info);
+    put_box(out, rows, n_rows, info && info->title ? info->title : "surge | LLM Metrics");
+    put_errors(out, m);
+    put_goodput(out, m, info);
     if (info && info->warmup_count)
         fprintf(out, "Warmup requests (not counted): %" PRIu64 "\n", info->warmup_count);
     if (info && info->client_cpu_s > 0) {
@@ -277,15 +467,8 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
     fprintf(out, "Output sequence length source: usage %" PRIu64 ", tokenizer %" PRIu64 ", events %" PRIu64 "\n",
             sg_metrics_osl_source_count(m, SG_OSL_USAGE), sg_metrics_osl_source_count(m, SG_OSL_TOKENIZER),
             sg_metrics_osl_source_count(m, SG_OSL_EVENTS));
+    put_osl_compare(out, m, info);
     sg_len_cmp_t c;
-    sg_metrics_osl_cmp(m, &c);
-    if (c.compared)
-        fprintf(out,
-                "  usage vs tokenizer: %" PRIu64 " of %" PRIu64
-                " requests differ (mean |diff| %.2f, max |diff| %" PRIu64 " tokens)\n",
-                c.differ, c.compared, (double)c.sum_abs_diff / (double)c.compared, c.max_abs_diff);
-    else if (info && info->tokenizer)
-        fputs("  usage vs tokenizer: no request had both counts\n", out);
     sg_metrics_isl_cmp(m, &c);
     if (c.compared)
         fprintf(out,
@@ -351,8 +534,13 @@ static json_t *error_summary(const sg_metrics_t *m)
         json_t *e = json_object();
         if (!e || json_array_append_new(arr, e))
             goto fail;
-        if (set(e, "class", json_string(sg_err_class_name(g[i]->cls))) ||
-            set(e, "code", g[i]->http_status ? json_integer(g[i]->http_status) : json_null()) ||
+        char label[96];
+        sg_error_group_label(g[i], label, sizeof(label));
+        /* "code" stays for the readers that know it; "http_status" says what the number is, and "label" is the
+         * table's phrase for the group ("timeout (after HTTP 200 headers)"). */
+        json_t *status = g[i]->http_status ? json_integer(g[i]->http_status) : json_null();
+        if (set(e, "class", json_string(sg_err_class_name(g[i]->cls))) || set(e, "code", json_incref(status)) ||
+            set(e, "http_status", status) || set(e, "label", json_string(label)) ||
             set(e, "message", json_string(msg)) || set(e, "count", json_integer((json_int_t)g[i]->count)))
             goto fail;
     }
@@ -362,6 +550,32 @@ fail:
     free(g);
     json_decref(arr);
     return NULL;
+}
+
+/* Per SLO: what it asked and how many successful requests met it, missed it, or did not have the metric. */
+static json_t *goodput_constraints(const sg_metrics_t *m)
+{
+    const sg_slo_t *slos;
+    const sg_slo_tally_t *t;
+    size_t n = sg_metrics_slo_tallies(m, &slos, &t);
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++) {
+        bool floor = sg_metric_larger_is_better(slos[i].metric);
+        json_t *o = json_object();
+        int rc = o && json_array_append_new(arr, o) == 0 ? 0 : -ENOMEM;
+        rc = rc ? rc : set(o, "metric", json_string(sg_metric_tag(slos[i].metric)));
+        rc = rc ? rc : set(o, "comparison", json_string(floor ? ">=" : "<="));
+        rc = rc ? rc : set(o, "threshold", real(slos[i].threshold));
+        rc = rc ? rc : set(o, "unit", json_string(sg_metric_unit(slos[i].metric)));
+        rc = rc ? rc : set(o, "met", json_integer((json_int_t)t[i].met));
+        rc = rc ? rc : set(o, "missed", json_integer((json_int_t)t[i].missed));
+        rc = rc ? rc : set(o, "not_measurable", json_integer((json_int_t)t[i].not_measurable));
+        if (rc) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
 }
 
 static json_t *input_config(const char *text)
@@ -397,12 +611,19 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     rc = rc ? rc
             : set(root, "output_token_throughput",
                   single("tokens/sec", real(per_sec(sg_metrics_output_tokens(m), duration))));
+    uint64_t in_tok = sg_metrics_input_tokens(m), out_tok = sg_metrics_output_tokens(m);
+    rc = rc ? rc : set(root, "input_token_throughput", single("tokens/sec", real(per_sec(in_tok, duration))));
+    rc = rc ? rc : set(root, "total_token_throughput", single("tokens/sec", real(per_sec(in_tok + out_tok, duration))));
     rc = rc ? rc : set(root, "request_throughput", single("requests/sec", real(per_sec(sg_metrics_ok(m), duration))));
     rc = rc ? rc : set(root, "request_count", single("requests", json_integer((json_int_t)sg_metrics_ok(m))));
     rc = rc ? rc : set(root, "error_request_count", single("requests", json_integer((json_int_t)sg_metrics_errors(m))));
     rc = rc ? rc : set(root, "benchmark_duration", single("sec", real(duration)));
-    if (info && info->has_slos)
+    if (info && info->has_slos) {
         rc = rc ? rc : set(root, "goodput", single("requests/sec", real(per_sec(sg_metrics_good(m), duration))));
+        rc =
+            rc ? rc : set(root, "good_request_count", single("requests", json_integer((json_int_t)sg_metrics_good(m))));
+        rc = rc ? rc : set(root, "goodput_constraints", goodput_constraints(m));
+    }
     rc = rc ? rc
             : set(root, "warmup_request_count",
                   single("requests", json_integer((json_int_t)(info ? info->warmup_count : 0))));
@@ -478,39 +699,78 @@ int sg_export_json(const char *path, const sg_metrics_t *m, const sg_run_info_t 
 
 /* ---------- CSV ---------- */
 
+/* GenAI-Perf's label: the tag's words capitalized, then the unit in parentheses ("Time To First Token (ms)"). */
+static void csv_label(char *buf, size_t cap, const char *tag, const char *unit)
+{
+    size_t o = 0;
+    bool word_start = true;
+    for (const char *p = tag; *p && o + 1 < cap; p++) {
+        char ch = *p == '_' ? ' ' : *p;
+        if (word_start && ch >= 'a' && ch <= 'z')
+            ch = (char)(ch - 'a' + 'A');
+        word_start = ch == ' ';
+        buf[o++] = ch;
+    }
+    buf[o] = '\0';
+    if (unit && unit[0] && o < cap)
+        snprintf(buf + o, cap - o, " (%s)", unit);
+}
+
+/*
+ * The distributions: GenAI-Perf's columns in its order (avg, min, max, then p99 down to p1), surge's std, p99_9
+ * and count after them; GenAI-Perf's rows in its order, surge's own after them. A reader of GenAI-Perf's file
+ * finds every column and row where it was.
+ */
+static void csv_distributions(FILE *f, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    static const double pcts[] = {99, 95, 90, 75, 50, 25, 10, 5, 1};
+    fputs("Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,p99_9,count\n", f);
+    for (size_t i = 0; i < SG_ARRAY_LEN(display_order); i++) {
+        sg_metric_id_t id = display_order[i];
+        if (!exported(m, info, id))
+            continue;
+        char label[96];
+        csv_label(label, sizeof(label), sg_metric_tag(id), sg_metric_unit(id));
+        fprintf(f, "%s,%.2f,%.2f,%.2f", label, stat_avg(m, id), stat_min(m, id), stat_max(m, id));
+        for (size_t p = 0; p < SG_ARRAY_LEN(pcts); p++)
+            fprintf(f, ",%.2f", stat_pct(m, id, pcts[p]));
+        fprintf(f, ",%.2f,%.2f,%" PRIu64 "\n", stat_std(m, id), stat_pct(m, id, 99.9),
+                sg_hist_count(sg_metrics_hist(m, id)));
+    }
+}
+
+/* The single values: GenAI-Perf's rows first, in its order and with its names, then surge's. */
+static void csv_values(FILE *f, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    double duration = sg_metrics_duration_s(m);
+    uint64_t in_tok = sg_metrics_input_tokens(m), out_tok = sg_metrics_output_tokens(m);
+    bool slos = info && info->has_slos;
+    fputs("Metric,Value\n", f);
+    fprintf(f, "Output Token Throughput (tokens/sec),%.2f\n", per_sec(out_tok, duration));
+    fprintf(f, "Request Throughput (per sec),%.2f\n", per_sec(sg_metrics_ok(m), duration));
+    if (slos)
+        fprintf(f, "Request Goodput (per sec),%.2f\n", per_sec(sg_metrics_good(m), duration));
+    fprintf(f, "Request Count (count),%" PRIu64 "\n", sg_metrics_ok(m));
+    fprintf(f, "Input Token Throughput (tokens/sec),%.2f\n", per_sec(in_tok, duration));
+    fprintf(f, "Total Token Throughput (tokens/sec),%.2f\n", per_sec(in_tok + out_tok, duration));
+    fprintf(f, "Error Request Count (count),%" PRIu64 "\n", sg_metrics_errors(m));
+    if (slos)
+        fprintf(f, "Good Request Count (count),%" PRIu64 "\n", sg_metrics_good(m));
+    fprintf(f, "Benchmark Duration (sec),%.3f\n", duration);
+    fprintf(f, "Warmup Request Count (count),%" PRIu64 "\n", info ? info->warmup_count : 0);
+}
+
 int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info)
 {
     sg_outfile_t of;
     int rc = sg_outfile_open(&of, path);
     if (rc)
         return rc;
-    FILE *f = of.f;
-    double duration = sg_metrics_duration_s(m);
-
-    /* GenAI-Perf's CSV: a table of distributions, a blank line, then Metric,Value rows. Labels hold no comma. */
-    fputs("Metric,avg,min,max", f);
-    for (size_t i = 0; i < SG_ARRAY_LEN(json_stats); i++)
-        fprintf(f, ",%s", json_stats[i].key);
-    fputs(",std,count\n", f);
-    for (int i = 0; i < SG_M__COUNT; i++) {
-        sg_metric_id_t id = (sg_metric_id_t)i;
-        if (!exported(m, info, id))
-            continue;
-        fprintf(f, "%s,%.2f,%.2f,%.2f", sg_metric_label(id), stat_avg(m, id), stat_min(m, id), stat_max(m, id));
-        for (size_t s = 0; s < SG_ARRAY_LEN(json_stats); s++)
-            fprintf(f, ",%.2f", stat_pct(m, id, json_stats[s].p));
-        fprintf(f, ",%.2f,%" PRIu64 "\n", stat_std(m, id), sg_hist_count(sg_metrics_hist(m, id)));
-    }
-    fputs("\nMetric,Value\n", f);
-    fprintf(f, "Output token throughput (tokens/sec),%.2f\n", per_sec(sg_metrics_output_tokens(m), duration));
-    fprintf(f, "Request throughput (per sec),%.2f\n", per_sec(sg_metrics_ok(m), duration));
-    fprintf(f, "Request count,%" PRIu64 "\n", sg_metrics_ok(m));
-    fprintf(f, "Error request count,%" PRIu64 "\n", sg_metrics_errors(m));
-    fprintf(f, "Benchmark duration (sec),%.3f\n", duration);
-    if (info && info->has_slos)
-        fprintf(f, "Goodput (per sec),%.2f\n", per_sec(sg_metrics_good(m), duration));
-    fprintf(f, "Warmup request count,%" PRIu64 "\n", info ? info->warmup_count : 0);
-    if (ferror(f)) {
+    /* GenAI-Perf's two parts, a blank line between. Labels hold no comma, so no field needs quoting. */
+    csv_distributions(of.f, m, info);
+    fputc('\n', of.f);
+    csv_values(of.f, m, info);
+    if (ferror(of.f)) {
         sg_outfile_abort(&of);
         return -EIO;
     }

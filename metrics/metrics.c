@@ -27,12 +27,14 @@ struct sg_metrics {
     uint64_t errors;
     uint64_t good;
     uint64_t output_tokens;
+    uint64_t input_tokens;
     uint64_t osl_source[3];
     sg_len_cmp_t osl_cmp;      /* usage.completion_tokens - tokenizer count */
     sg_len_cmp_t isl_cmp;      /* usage.prompt_tokens - client isl */
     int64_t first_intended_ns; /* INT64_MAX until a request counts */
     int64_t last_end_ns;
-    sg_slo_t *slos;
+    sg_slo_t slos[SG_SLO_MAX];
+    sg_slo_tally_t slo_tally[SG_SLO_MAX];
     size_t n_slos;
     size_t n_groups;
     sg_error_group_t groups[ALL_GROUPS];
@@ -110,10 +112,9 @@ sg_metrics_t *sg_metrics_new(const sg_slo_t *slos, size_t n_slos)
         if (!m->hist[i])
             goto fail;
     }
+    if (n_slos > SG_SLO_MAX)
+        goto fail;
     if (n_slos) {
-        m->slos = malloc(n_slos * sizeof(*slos));
-        if (!m->slos)
-            goto fail;
         memcpy(m->slos, slos, n_slos * sizeof(*slos));
         m->n_slos = n_slos;
     }
@@ -129,13 +130,12 @@ void sg_metrics_free(sg_metrics_t *m)
         return;
     for (int i = 0; i < SG_M__COUNT; i++)
         sg_hist_free(m->hist[i]);
-    free(m->slos);
     free(m);
 }
 
 size_t sg_metrics_bytes(const sg_metrics_t *m)
 {
-    size_t n = sizeof(*m) + m->n_slos * sizeof(m->slos[0]);
+    size_t n = sizeof(*m);
     for (int i = 0; i < SG_M__COUNT; i++)
         n += sg_hist_bytes(m->hist[i]);
     return n;
@@ -218,28 +218,45 @@ static uint64_t nonneg(int64_t d)
     return d > 0 ? (uint64_t)d : 0;
 }
 
+bool sg_metric_larger_is_better(sg_metric_id_t id)
+{
+    return id == SG_M_TOKENS_PER_USER;
+}
+
 /*
  * A request is good when it meets every SLO. The values compared are the exact per-request ones (ns, tokens,
- * tokens/s), not the bucketed ones. A metric the request does not have (no TTFT when not streamed) fails it.
+ * tokens/s), not the bucketed ones. Every SLO is tallied, not only up to the first miss, so that the summary can
+ * say which constraint cost the goodput. A metric the request does not have (no TTFT when no content came, no ITL
+ * with one token) is tallied as not measurable and the request is not good: goodput counts requests shown to meet
+ * every SLO (AIPerf's rule; vLLM instead takes a one-token request's TPOT as 0, see docs/metrics.md).
  */
-static bool meets_slos(const sg_metrics_t *m, const double *value, const bool *have)
+static bool tally_slos(sg_metrics_t *m, const double *value, const bool *have)
 {
+    bool good = true;
     for (size_t i = 0; i < m->n_slos; i++) {
         sg_metric_id_t id = m->slos[i].metric;
         double t = m->slos[i].threshold;
-        if (!valid_id(id) || !have[id])
-            return false;
-        if (id == SG_M_TOKENS_PER_USER) {
-            if (!(value[id] >= t))
-                return false;
-        } else if (sg_metric_is_time(id)) {
-            if (!(value[id] <= t * 1e6))
-                return false;
-        } else if (!(value[id] <= t)) {
-            return false;
+        sg_slo_tally_t *c = &m->slo_tally[i];
+        if (!valid_id(id) || !have[id]) {
+            c->not_measurable++;
+            good = false;
+            continue;
+        }
+        bool met;
+        if (sg_metric_larger_is_better(id))
+            met = value[id] >= t;
+        else if (sg_metric_is_time(id))
+            met = value[id] <= t * 1e6;
+        else
+            met = value[id] <= t;
+        if (met) {
+            c->met++;
+        } else {
+            c->missed++;
+            good = false;
         }
     }
-    return true;
+    return good;
 }
 
 void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
@@ -280,6 +297,7 @@ void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
     value[SG_M_OSL] = r->osl, have[SG_M_OSL] = true;
     value[SG_M_ISL] = r->isl, have[SG_M_ISL] = true;
     m->output_tokens += r->osl;
+    m->input_tokens += r->isl;
     if (r->osl_source < SG_ARRAY_LEN(m->osl_source))
         m->osl_source[r->osl_source]++;
     if (r->osl_server >= 0 && r->osl_tokenizer >= 0)
@@ -325,7 +343,7 @@ void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
         }
     }
 
-    if (m->n_slos == 0 || meets_slos(m, value, have))
+    if (tally_slos(m, value, have))
         m->good++;
 }
 
@@ -340,6 +358,13 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
     dst->errors += src->errors;
     dst->good += src->good;
     dst->output_tokens += src->output_tokens;
+    dst->input_tokens += src->input_tokens;
+    /* The workers' metrics were made with the run's SLOs, in the same order. */
+    for (size_t i = 0; i < dst->n_slos && i < src->n_slos; i++) {
+        dst->slo_tally[i].met += src->slo_tally[i].met;
+        dst->slo_tally[i].missed += src->slo_tally[i].missed;
+        dst->slo_tally[i].not_measurable += src->slo_tally[i].not_measurable;
+    }
     for (size_t i = 0; i < SG_ARRAY_LEN(dst->osl_source); i++)
         dst->osl_source[i] += src->osl_source[i];
     cmp_merge(&dst->osl_cmp, &src->osl_cmp);
@@ -378,6 +403,18 @@ uint64_t sg_metrics_good(const sg_metrics_t *m)
 uint64_t sg_metrics_output_tokens(const sg_metrics_t *m)
 {
     return m->output_tokens;
+}
+
+uint64_t sg_metrics_input_tokens(const sg_metrics_t *m)
+{
+    return m->input_tokens;
+}
+
+size_t sg_metrics_slo_tallies(const sg_metrics_t *m, const sg_slo_t **slos, const sg_slo_tally_t **tallies)
+{
+    *slos = m->slos;
+    *tallies = m->slo_tally;
+    return m->n_slos;
 }
 
 uint64_t sg_metrics_osl_source_count(const sg_metrics_t *m, sg_osl_source_t s)

@@ -57,9 +57,26 @@ typedef struct {
     double threshold;
 } sg_slo_t;
 
+/* The most SLOs one run can give (the config's array holds as many). */
+#define SG_SLO_MAX 8
+
+/* True for the metrics where more is better (the per-user token rate): their SLO is a floor, not a ceiling. */
+bool sg_metric_larger_is_better(sg_metric_id_t id);
+
+/*
+ * How the successful requests of a run fared against one SLO. A request that does not have the metric (no TTFT
+ * without a content event, no ITL with OSL below 2, ...) is neither met nor missed: it is not_measurable, and,
+ * as in AIPerf, it does not count as good (docs/metrics.md, Goodput).
+ */
+typedef struct {
+    uint64_t met;
+    uint64_t missed;
+    uint64_t not_measurable;
+} sg_slo_tally_t;
+
 typedef struct sg_metrics sg_metrics_t;
 
-/* slos may be NULL when n_slos == 0; copied. NULL on OOM. */
+/* slos may be NULL when n_slos == 0; copied. NULL on OOM or when n_slos > SG_SLO_MAX. */
 SG_WUR sg_metrics_t *sg_metrics_new(const sg_slo_t *slos, size_t n_slos);
 void sg_metrics_free(sg_metrics_t *m);
 /* Hot path, on the worker: derive and record the metrics of one completed request. Warmup records are ignored. */
@@ -76,6 +93,9 @@ uint64_t sg_metrics_ok(const sg_metrics_t *m);            /* successful requests
 uint64_t sg_metrics_errors(const sg_metrics_t *m);        /* failed requests, all classes */
 uint64_t sg_metrics_good(const sg_metrics_t *m);          /* successful requests meeting every SLO */
 uint64_t sg_metrics_output_tokens(const sg_metrics_t *m); /* sum of OSL over successful requests */
+uint64_t sg_metrics_input_tokens(const sg_metrics_t *m);  /* sum of ISL (client count) over successful requests */
+/* The SLOs m was made with (*slos) and a tally for each (*tallies), in the order given; returns how many. */
+size_t sg_metrics_slo_tallies(const sg_metrics_t *m, const sg_slo_t **slos, const sg_slo_tally_t **tallies);
 uint64_t sg_metrics_osl_source_count(const sg_metrics_t *m, sg_osl_source_t s);
 
 /*
@@ -108,6 +128,12 @@ typedef struct {
     uint64_t count;
 } sg_error_group_t;
 size_t sg_metrics_error_groups(const sg_metrics_t *m, const sg_error_group_t **groups);
+/*
+ * The group's class and HTTP status as one phrase nobody misreads: "http 404 Not Found", "connect",
+ * "timeout (after HTTP 200 headers)" (a status on a class other than http is that of the response head that had
+ * arrived when the request failed). Into buf (cap bytes, always NUL-terminated).
+ */
+void sg_error_group_label(const sg_error_group_t *g, char *buf, size_t cap);
 
 /* ---------- exporters (after the run; they may allocate and do I/O) ---------- */
 
@@ -132,6 +158,14 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
 SG_WUR int sg_export_json(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
 /* profile_export_surge.csv. 0 or -errno. */
 SG_WUR int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
+
+/*
+ * inputs.json, in GenAI-Perf's layout {"data": [{"payload": [BODY]}, ...]}: one element per i in [0, n) for which
+ * body_at(ctx, i, &len) returns a body (NULL skips i). Each body must be one JSON value; it is copied as it is.
+ * Streams through a fixed buffer, written whole or not at all. 0 or -errno.
+ */
+typedef const char *(*sg_body_at_fn)(void *ctx, size_t i, size_t *len);
+SG_WUR int sg_export_inputs(const char *path, size_t n, sg_body_at_fn body_at, void *ctx);
 
 /* ---------- per-worker record log: binary, appended, merged into profile_export.jsonl after the run ---------- */
 

@@ -3,6 +3,7 @@
  * go on the wire. Bodies are built with jansson (correct escaping of model names and extra inputs matters more
  * than speed here, and this runs once per prompt, not per request).
  */
+#define _GNU_SOURCE /* memmem */
 #include "sg_workload.h"
 
 #include "sg_h1.h"
@@ -127,6 +128,19 @@ static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const 
     int rc = render_http(spec, text, strlen(text), p, err, errlen);
     free(text);
     return rc;
+}
+
+const char *sg_payload_body(const sg_payload_t *p, size_t *len)
+{
+    /* Our heads hold no blank line before their end (sg_h1_write_request refuses CR and LF in values). */
+    const char *end = memmem(p->bytes, p->len, "\r\n\r\n", 4);
+    if (!end) {
+        *len = 0;
+        return NULL;
+    }
+    end += 4;
+    *len = p->len - (size_t)(end - p->bytes);
+    return end;
 }
 
 const sg_payload_t *sg_payload_pick(const sg_payload_table_t *t, uint64_t id, int model_strategy, uint64_t seed,

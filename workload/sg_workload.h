@@ -32,6 +32,12 @@ typedef struct {
 } sg_payload_table_t;
 
 /*
+ * The body of a rendered request: what follows its head (the bytes after the blank line), len bytes in *len.
+ * For OpenAI requests the JSON body as sent; for gRPC calls the gRPC frame. NULL when p holds no head.
+ */
+const char *sg_payload_body(const sg_payload_t *p, size_t *len);
+
+/*
  * The payload of request `id` (0, 1, 2, ... in issue order over all workers): entry id % n_entries, in order;
  * variant (model) id % n_variants with model_strategy 0 (round robin), or a uniform draw that depends only on
  * (seed, id) with 1 (random). *index gets the item's index.

@@ -185,6 +185,21 @@ static void test_json(void)
     CHECK(strcmp(json_string_value(json_object_get(json_object_get(root, "request_count"), "unit")), "requests") == 0);
     CHECK_NEAR(num(root, "error_request_count", "avg"), 2, 0);
     CHECK_NEAR(num(root, "goodput", "avg"), 6.0, 1e-9); /* TTFT 10..15 ms: 6 requests */
+    CHECK_NEAR(num(root, "good_request_count", "avg"), 6, 0);
+    CHECK_NEAR(num(root, "input_token_throughput", "avg"), 2000.0, 1e-9); /* 10 x 200 tokens in 1 s */
+    CHECK_NEAR(num(root, "total_token_throughput", "avg"), 2200.0, 1e-9);
+    CHECK(strcmp(json_string_value(json_object_get(json_object_get(root, "total_token_throughput"), "unit")),
+                 "tokens/sec") == 0);
+    json_t *gc = json_object_get(root, "goodput_constraints");
+    CHECK(json_is_array(gc) && json_array_size(gc) == 1);
+    json_t *g0 = json_array_get(gc, 0);
+    CHECK(g0 && strcmp(json_string_value(json_object_get(g0, "metric")), "time_to_first_token") == 0);
+    CHECK(g0 && strcmp(json_string_value(json_object_get(g0, "comparison")), "<=") == 0);
+    CHECK(g0 && strcmp(json_string_value(json_object_get(g0, "unit")), "ms") == 0);
+    CHECK_NEAR(json_number_value(json_object_get(g0, "threshold")), 15.0, 0);
+    CHECK_EQ_INT(json_integer_value(json_object_get(g0, "met")), 6);
+    CHECK_EQ_INT(json_integer_value(json_object_get(g0, "missed")), 4);
+    CHECK_EQ_INT(json_integer_value(json_object_get(g0, "not_measurable")), 0);
     CHECK_NEAR(num(root, "warmup_request_count", "avg"), 4, 0);
 
     json_t *es = json_object_get(root, "error_summary");
@@ -192,6 +207,8 @@ static void test_json(void)
     json_t *e0 = json_array_get(es, 0);
     CHECK(strcmp(json_string_value(json_object_get(e0, "class")), "http") == 0);
     CHECK_EQ_INT(json_integer_value(json_object_get(e0, "code")), 500);
+    CHECK_EQ_INT(json_integer_value(json_object_get(e0, "http_status")), 500);
+    CHECK(strcmp(json_string_value(json_object_get(e0, "label")), "http 500 Internal Server Error") == 0);
     CHECK(strcmp(json_string_value(json_object_get(e0, "message")), "Internal Server Error") == 0);
     CHECK_EQ_INT(json_integer_value(json_object_get(e0, "count")), 2);
 
@@ -231,6 +248,7 @@ static void test_json(void)
     CHECK(json_object_get(root, "output_token_throughput_per_user") == NULL);
     CHECK(json_object_get(root, "request_latency") != NULL);
     CHECK(json_object_get(root, "goodput") == NULL);
+    CHECK(json_object_get(root, "goodput_constraints") == NULL && json_object_get(root, "good_request_count") == NULL);
     CHECK(json_is_false(json_object_get(root, "was_interrupted")));
     CHECK(json_is_string(json_object_get(root, "input_config")));
     CHECK(strcmp(json_string_value(json_object_get(root, "input_config")), "{not json") == 0);
@@ -270,7 +288,8 @@ static void test_csv(void)
         sg_metrics_free(m);
         return;
     }
-    const char *header = "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,p99_9,std,count\n";
+    /* GenAI-Perf's header, its columns in its order, then surge's std, p99_9 and count. */
+    const char *header = "Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,p99_9,count\n";
     CHECK(strncmp(text, header, strlen(header)) == 0);
     /* Part one: 11 distribution rows with 16 fields each; then a blank line; then Metric,Value rows. */
     char *part2 = strstr(text, "\n\nMetric,Value\n");
@@ -280,28 +299,149 @@ static void test_csv(void)
         return;
     }
     int rows = 0, bad_fields = 0;
+    char first_col[16][64];
     for (char *line = text + strlen(header); line < part2;) {
         char *nl = strchr(line, '\n');
         int commas = 0;
         for (char *c = line; c < nl; c++)
             commas += *c == ',';
         bad_fields += commas != 15;
+        if (rows < 16)
+            snprintf(first_col[rows], sizeof(first_col[rows]), "%.*s", (int)strcspn(line, ","), line);
         rows++;
         line = nl + 1;
     }
     CHECK_EQ_INT(rows, 11);
     CHECK_EQ_INT(bad_fields, 0);
-    CHECK(strstr(text, "\nTime to first token (ms),14.50,10.00,19.00,") != NULL);
-    CHECK(strstr(text, "\nOutput sequence length (tokens),20.00,20.00,20.00,") != NULL);
-    CHECK(strstr(text, ",10\nTime to first token from send (ms),") != NULL);
-    CHECK(strstr(part2, "\nOutput token throughput (tokens/sec),200.00\n") != NULL);
-    CHECK(strstr(part2, "\nRequest throughput (per sec),10.00\n") != NULL);
-    CHECK(strstr(part2, "\nRequest count,10\n") != NULL);
-    CHECK(strstr(part2, "\nError request count,2\n") != NULL);
-    CHECK(strstr(part2, "\nGoodput (per sec),6.00\n") != NULL);
-    CHECK(strstr(part2, "\nWarmup request count,2\n") != NULL);
-    CHECK(strstr(part2, "\nBenchmark duration (sec),1.000\n") != NULL);
+    /* GenAI-Perf's rows, its names, its order; surge's own after them. */
+    static const char *const order[] = {
+        "Time To First Token (ms)",
+        "Time To Second Token (ms)",
+        "Request Latency (ms)",
+        "Inter Token Latency (ms)",
+        "Output Token Throughput Per User (tokens/sec/user)",
+        "Output Sequence Length (tokens)",
+        "Input Sequence Length (tokens)",
+        "Time To First Token From Send (ms)",
+        "Request Latency From Send (ms)",
+        "Inter Chunk Latency (ms)",
+        "Schedule Lag (ms)",
+    };
+    for (size_t i = 0; i < SG_ARRAY_LEN(order) && (int)i < rows; i++) {
+        bool same = strcmp(first_col[i], order[i]) == 0;
+        CHECK(same);
+        if (!same)
+            fprintf(stderr, "CSV row %zu: [%s], want [%s]\n", i, first_col[i], order[i]);
+    }
+    /* TTFT 10..19 ms: avg, min, max, then p99 (19), p95 (19), p90 (18), p75 (17), p50 (14) ... p1 (10). */
+    CHECK(strstr(text, "\nTime To First Token (ms),14.50,10.00,19.00,19.00,19.00,18.00,17.00,14.00,12.00,10.00,"
+                       "10.00,10.00,2.87,19.00,10\n") != NULL);
+    CHECK(strstr(text, "\nOutput Sequence Length (tokens),20.00,20.00,20.00,") != NULL);
+    /* GenAI-Perf's single values first, in its order, then surge's: 200 output and 2,000 input tokens in 1 s. */
+    const char *values = "\n\nMetric,Value\n"
+                         "Output Token Throughput (tokens/sec),200.00\n"
+                         "Request Throughput (per sec),10.00\n"
+                         "Request Goodput (per sec),6.00\n"
+                         "Request Count (count),10\n"
+                         "Input Token Throughput (tokens/sec),2000.00\n"
+                         "Total Token Throughput (tokens/sec),2200.00\n"
+                         "Error Request Count (count),2\n"
+                         "Good Request Count (count),6\n"
+                         "Benchmark Duration (sec),1.000\n"
+                         "Warmup Request Count (count),2\n";
+    CHECK(strcmp(part2, values) == 0);
+    if (strcmp(part2, values) != 0)
+        fprintf(stderr, "CSV values:\n%s", part2);
+
+    /* Not streamed, no SLOs: GenAI-Perf leaves out the streamed rows and the goodput row; so does surge. */
+    sg_run_info_t plain = {.streaming = false};
+    CHECK_EQ_INT(sg_export_csv(path, m, &plain), 0);
+    text = read_all(path);
+    CHECK(text && strstr(text, "Time To First Token") == NULL && strstr(text, "Inter Token Latency") == NULL &&
+          strstr(text, "Per User") == NULL && strstr(text, "Inter Chunk") == NULL);
+    CHECK(text && strstr(text, "\nRequest Latency (ms),") != NULL && strstr(text, "Goodput") == NULL &&
+          strstr(text, "Good Request") == NULL);
     sg_metrics_free(m);
+}
+
+/* inputs.json: bodies copied as they are into GenAI-Perf's layout, whatever their size; NULL skips one. */
+static const char *const *input_bodies;
+static const char *body_at(void *ctx, size_t i, size_t *len)
+{
+    (void)ctx;
+    const char *b = input_bodies[i];
+    *len = b ? strlen(b) : 0;
+    return b;
+}
+
+static void test_inputs(void)
+{
+    /* a body larger than the 1 MiB buffer: written in pieces */
+    size_t big_len = 3u << 20;
+    char *big = malloc(big_len + 64);
+    int k = snprintf(big, 64, "{\"model\":\"m\",\"prompt\":\"");
+    memset(big + k, 'x', big_len);
+    strcpy(big + k + big_len, "\"}");
+    const char *bodies[] = {"{\"model\":\"a\",\"messages\":[{\"role\":\"user\",\"content\":\"h\\u00e9 \\\"q\\\"\"}]}",
+                            NULL, big, "{\"model\":\"b\",\"stream\":true}"};
+    input_bodies = bodies;
+    char path[128];
+    path_in(path, sizeof(path), "inputs.json");
+    CHECK_EQ_INT(sg_export_inputs(path, SG_ARRAY_LEN(bodies), body_at, NULL), 0);
+    CHECK_EQ_INT(count_tmp_files(), 0);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    CHECK(root != NULL);
+    json_t *data = json_object_get(root, "data");
+    CHECK(json_is_array(data) && json_array_size(data) == 3);
+    const size_t from[] = {0, 2, 3};
+    for (size_t i = 0; i < 3 && json_array_size(data) == 3; i++) {
+        json_t *pl = json_object_get(json_array_get(data, i), "payload");
+        CHECK(json_is_array(pl) && json_array_size(pl) == 1);
+        json_t *want = json_loads(bodies[from[i]], 0, NULL);
+        CHECK(want && json_equal(json_array_get(pl, 0), want));
+        json_decref(want);
+    }
+    json_decref(root);
+    /* No bodies: still a valid file with an empty list. */
+    CHECK_EQ_INT(sg_export_inputs(path, 0, body_at, NULL), 0);
+    root = json_load_file(path, 0, &jerr);
+    CHECK(root && json_is_array(json_object_get(root, "data")) && json_array_size(json_object_get(root, "data")) == 0);
+    json_decref(root);
+    /* A path that cannot be written: an error, nothing left behind. */
+    CHECK(sg_export_inputs("/nonexistent-dir/inputs.json", 1, body_at, NULL) < 0);
+    free(big);
+}
+
+/* An error group's class and status read as one phrase: a status is never left to look like a duration. */
+static void test_error_labels(void)
+{
+    static const struct {
+        sg_err_class_t cls;
+        int32_t status;
+        const char *want;
+    } cases[] = {
+        {SG_ERRC_HTTP, 404, "http 404 Not Found"},
+        {SG_ERRC_HTTP, 429, "http 429 Too Many Requests"},
+        {SG_ERRC_HTTP, 418, "http 418"},
+        {SG_ERRC_TIMEOUT, 200, "timeout (after HTTP 200 headers)"},
+        {SG_ERRC_DISCONNECT, 200, "disconnect (after HTTP 200 headers)"},
+        {SG_ERRC_TIMEOUT, 0, "timeout"},
+        {SG_ERRC_CONNECT, 0, "connect"},
+        {SG_ERRC_GRPC, 200, "grpc (after HTTP 200 headers)"},
+    };
+    for (size_t i = 0; i < SG_ARRAY_LEN(cases); i++) {
+        sg_error_group_t g = {.cls = cases[i].cls, .http_status = cases[i].status};
+        char buf[96];
+        sg_error_group_label(&g, buf, sizeof(buf));
+        CHECK(strcmp(buf, cases[i].want) == 0);
+        if (strcmp(buf, cases[i].want) != 0)
+            fprintf(stderr, "label [%s], want [%s]\n", buf, cases[i].want);
+    }
+    sg_error_group_t g = {.cls = SG_ERRC_HTTP, .http_status = 503};
+    char small[8];
+    sg_error_group_label(&g, small, sizeof(small));
+    CHECK(strcmp(small, "http 50") == 0); /* cut, terminated */
 }
 
 /* Every line of the box must have the same display width (code points; our box characters are narrow). */
@@ -331,6 +471,21 @@ static void check_box(const char *text, size_t *width_out)
     *width_out = width;
 }
 
+/* Each of want[] found in text, in order. */
+static void check_in_order(const char *text, const char *const *want, size_t n)
+{
+    const char *at = text;
+    for (size_t i = 0; i < n; i++) {
+        const char *hit = at ? strstr(at, want[i]) : NULL;
+        CHECK(hit != NULL);
+        if (!hit) {
+            fprintf(stderr, "missing in table (in this order): [%s]\n", want[i]);
+            continue;
+        }
+        at = hit + strlen(want[i]);
+    }
+}
+
 static void test_table(void)
 {
     sg_metrics_t *m = streamed_run(NULL, 0);
@@ -341,6 +496,10 @@ static void test_table(void)
     sg_record_t c = failed(21, 0, T0, 0, "connection refused");
     c.err_class = SG_ERRC_CONNECT;
     sg_metrics_add(m, &c);
+    /* A timeout after the response head: its status is that of the head, not a number of milliseconds. */
+    sg_record_t t = failed(22, 0, T0, 200, "no complete response within --request-timeout 1 s");
+    t.err_class = SG_ERRC_TIMEOUT;
+    sg_metrics_add(m, &t);
     sg_run_info_t info = {.title = "surge | LLM Metrics",
                           .streaming = true,
                           .interrupted = true,
@@ -351,44 +510,51 @@ static void test_table(void)
     FILE *f = open_memstream(&buf, &len);
     CHECK_EQ_INT(sg_export_table(f, m, &info), 0);
     fclose(f);
+    /* 11 successful requests over 1.91541 s: 202 output and 2,200 input tokens. GenAI-Perf's and AIPerf's rows
+     * in their order, surge's after; a label longer than 36 columns puts its unit on a line of its own. */
     static const char *const want[] = {
         "surge | LLM Metrics\n",
         "┏━━━",
-        "┃                                          Statistic ┃",
-        "┃      avg ┃      min ┃      max ┃      p99 ┃      p90 ┃      p75 ┃\n",
+        "┃                            Statistic ┃",
+        "      avg ┃    min ┃      max ┃      p99 ┃    p90 ┃    p75 ┃    p50 ┃    std ┃\n",
         "┡━━━",
-        "│                           Time to first token (ms) │",
-        "│                 Time to first token from send (ms) │",
-        "│                          Time to second token (ms) │",
-        "│                           Inter token latency (ms) │",
-        "│                           Inter chunk latency (ms) │",
-        "│                               Request latency (ms) │",
-        "│                     Request latency from send (ms) │",
-        "│                                  Schedule lag (ms) │",
-        "│                    Output sequence length (tokens) │",
-        "│                     Input sequence length (tokens) │",
-        "│ Output token throughput per user (tokens/sec/user) │",
-        "│               Output token throughput (tokens/sec) │",
-        "│                       Request throughput (per sec) │",
-        ("│                                      Request count │       11 │      N/A │      N/A │      N/A │      "
-         "N/A │      N/A │\n"),
+        "│             Time to first token (ms) │",
+        "│            Time to second token (ms) │",
+        "│                 Request latency (ms) │   273.67 │ 105.00 │ 1,915.41 │ 1,915.41 │ 114.00 │ ",
+        "│             Inter token latency (ms) │",
+        "│     Output token throughput per user │",
+        "│                    (tokens/sec/user) │          │        │          │          │        │        │        │"
+        "        │\n",
+        "│      Output sequence length (tokens) │",
+        "│       Input sequence length (tokens) │",
+        "│   Time to first token from send (ms) │",
+        "│       Request latency from send (ms) │",
+        "│             Inter chunk latency (ms) │",
+        "│                    Schedule lag (ms) │",
+        "│ Output token throughput (tokens/sec) │   105.46 │    N/A │",
+        "│  Input token throughput (tokens/sec) │ 1,148.58 │    N/A │",
+        "│  Total token throughput (tokens/sec) │ 1,254.04 │    N/A │",
+        "│         Request throughput (per sec) │     5.74 │    N/A │",
+        ("│                        Request count │       11 │    N/A │      N/A │      N/A │    N/A │    N/A │    N/A │"
+         "    N/A │\n"),
+        "│                  Error request count │        4 │    N/A │",
+        "│             Benchmark duration (sec) │     1.92 │    N/A │",
         "└───",
         "─┘\n",
-        "1,915.41",
-        "Errors: 3 of 14 requests failed\n",
-        "  http 500: 2 (Internal Server Error)\n",
+        "Errors: 4 of 15 requests failed\n",
+        "  http 500 Internal Server Error: 2 (Internal Server Error)\n",
         "  connect: 1 (connection refused)\n",
+        "  timeout (after HTTP 200 headers): 1 (no complete response within --request-timeout 1 s)\n",
         "Warmup requests (not counted): 3\n",
         "Run INTERRUPTED: results cover what completed before SIGINT\n",
         "Output sequence length source: usage 0, tokenizer 11, events 0\n",
         "Input sequence length, server usage minus client (tokenizer): mean +1.00, min +1, max +1 over 11 requests",
     };
-    for (size_t i = 0; i < SG_ARRAY_LEN(want); i++) {
-        bool found = buf && strstr(buf, want[i]) != NULL;
-        CHECK(found);
-        if (!found)
-            fprintf(stderr, "missing in table: [%s]\n", want[i]);
-    }
+    check_in_order(buf, want, SG_ARRAY_LEN(want));
+    /* p50 and std of TTFT (10..19 ms and one of 15): nearest rank 6 of 11 is 15, population std 2.74 */
+    CHECK(strstr(buf, "│             Time to first token (ms) │    14.55 │  10.00 │    19.00 │    19.00 │  18.00 │  "
+                      "17.00 │  15.00 │   2.74 │\n") != NULL);
+    CHECK(strstr(buf, "Hint:") == NULL);
     CHECK(strstr(buf, "Goodput") == NULL);
     size_t width;
     check_box(buf, &width);
@@ -432,11 +598,58 @@ static void test_table(void)
     CHECK(strstr(buf, "  usage vs tokenizer: 1 of 4 requests differ (mean |diff| 0.50, max |diff| 2 tokens)\n") !=
           NULL);
     CHECK(strstr(buf, "Input sequence length, server") == NULL);
+    CHECK(strstr(buf, "Goodput: 2 of 4 successful requests met every SLO\n"
+                      "  request_latency <= 100 ms: met 2, missed 2, not measurable 0\n") != NULL);
+    CHECK(strstr(buf, "Hint:") == NULL); /* only one of four differs */
     check_box(buf, &width);
     if (test_failures)
         fputs(buf, stderr);
     free(buf);
     sg_metrics_free(p);
+
+    /* A request without the constrained metric is reported as not measurable, not as a miss; a tokenizer that
+     * disagrees with usage on every request gets a hint naming it. */
+    sg_slo_t two[] = {{SG_M_ITL, 10.0}, {SG_M_TTFT, 11.0}};
+    sg_metrics_t *g = sg_metrics_new(two, 2);
+    for (int i = 0; i < 4; i++) {
+        sg_record_t q = streamed((uint64_t)i, 0, T0 + i * 100 * MS, 10 + (i < 3 ? i : 0), i < 3 ? 20 : 1, 5);
+        q.osl_server = (int32_t)q.osl + 2; /* usage counts two more than the tokenizer, every time */
+        q.osl_source = SG_OSL_USAGE;
+        sg_metrics_add(g, &q);
+    }
+    sg_run_info_t ginfo = {.streaming = true, .has_slos = true, .tokenizer = "cl100k_base (tiktoken, /x)"};
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    CHECK_EQ_INT(sg_export_table(f, g, &ginfo), 0);
+    fclose(f);
+    static const char *const gwant[] = {
+        "Goodput: 2 of 4 successful requests met every SLO (a request without a constrained metric is not good)\n",
+        "  inter_token_latency <= 10 ms: met 3, missed 0, not measurable 1 (no content event, or OSL below 2)\n",
+        "  time_to_first_token <= 11 ms: met 3, missed 1, not measurable 0\n",
+        "  usage vs tokenizer: 4 of 4 requests differ (mean |diff| 2.00, max |diff| 2 tokens)\n",
+        ("Hint: the server's usage.completion_tokens and --tokenizer cl100k_base (tiktoken, /x) differ on every one "
+         "of the 4 compared requests (usage minus tokenizer: mean +2.00 tokens); it is probably not the model's "
+         "tokenizer"),
+    };
+    check_in_order(buf, gwant, SG_ARRAY_LEN(gwant));
+    CHECK(strstr(buf, "stop token") == NULL);
+    if (test_failures)
+        fputs(buf, stderr);
+    free(buf);
+    sg_metrics_free(g);
+
+    /* One more than the tokenizer on every request: a stop token the server counts is the other likely cause. */
+    sg_metrics_t *one = sg_metrics_new(NULL, 0);
+    sg_record_t q = streamed(1, 0, T0, 10, 20, 5);
+    q.osl_server = 21;
+    sg_metrics_add(one, &q);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    CHECK_EQ_INT(sg_export_table(f, one, &ginfo), 0);
+    fclose(f);
+    CHECK(strstr(buf, "mean +1.00 tokens") != NULL && strstr(buf, "counts a stop token it does not send") != NULL);
+    free(buf);
+    sg_metrics_free(one);
 }
 
 /* ---------- record log ---------- */
@@ -709,7 +922,8 @@ static void outbuf_round_trip(const char *path)
     CHECK_EQ_INT(sg_outbuf_commit(&ob), 0);
     FILE *f = fopen(path, "rb");
     CHECK(f != NULL);
-    unsigned char *got = malloc(total + 1);
+    /* calloc: under -fsanitize gcc warns that a short read would leave malloc'd bytes unset */
+    unsigned char *got = calloc(1, total + 1);
     size_t n = f && got ? fread(got, 1, total + 1, f) : 0;
     CHECK_EQ_INT(n, total);
     CHECK(got && memcmp(got, want, total) == 0);
@@ -854,6 +1068,8 @@ int main(void)
     }
     test_json();
     test_csv();
+    test_error_labels();
+    test_inputs();
     test_table();
     test_reclog();
     test_reclog_orders();

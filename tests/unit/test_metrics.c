@@ -100,6 +100,7 @@ static void test_streamed_exact(void)
     CHECK_EQ_INT(sg_hist_min(H(m, SG_M_INTER_CHUNK)), 10 * MS);
     CHECK_EQ_INT(sg_hist_max(H(m, SG_M_INTER_CHUNK)), 10 * MS);
     CHECK_EQ_INT(sg_metrics_output_tokens(m), 100);
+    CHECK_EQ_INT(sg_metrics_input_tokens(m), 200);
     CHECK_EQ_INT(sg_metrics_osl_source_count(m, SG_OSL_USAGE), 1);
     CHECK_EQ_INT(sg_metrics_first_intended_ns(m), T0);
     CHECK_EQ_INT(sg_metrics_last_end_ns(m), T0 + 1042 * MS);
@@ -290,6 +291,29 @@ static void test_goodput(void)
     sg_metrics_add(m, &e);
     CHECK_EQ_INT(sg_metrics_ok(m), 5);
     CHECK_EQ_INT(sg_metrics_good(m), 1);
+    /* Each SLO is tallied on its own; a request without the metric is not measurable, never a miss. */
+    const sg_slo_t *got;
+    const sg_slo_tally_t *tl;
+    CHECK_EQ_INT(sg_metrics_slo_tallies(m, &got, &tl), 3);
+    CHECK(got[1].metric == SG_M_ITL && got[1].threshold == 10.0);
+    CHECK_EQ_INT(tl[0].met, 3); /* TTFT: 1, 3, 4 */
+    CHECK_EQ_INT(tl[0].missed, 1);
+    CHECK_EQ_INT(tl[0].not_measurable, 1); /* the plain one */
+    CHECK_EQ_INT(tl[1].met, 2);            /* ITL: 1, 2 */
+    CHECK_EQ_INT(tl[1].missed, 1);
+    CHECK_EQ_INT(tl[1].not_measurable, 2); /* one token, and the plain one */
+    CHECK_EQ_INT(tl[2].met, 3);            /* tokens/s/user >= 90: 100, 100, 90.9 */
+    CHECK_EQ_INT(tl[2].missed, 0);
+    CHECK_EQ_INT(tl[2].not_measurable, 2);
+    CHECK(sg_metric_larger_is_better(SG_M_TOKENS_PER_USER) && !sg_metric_larger_is_better(SG_M_ITL));
+    /* More SLOs than a run can give: refused. */
+    sg_slo_t many[SG_SLO_MAX + 1];
+    for (size_t i = 0; i < SG_ARRAY_LEN(many); i++)
+        many[i] = (sg_slo_t){SG_M_LATENCY, 1.0};
+    CHECK(sg_metrics_new(many, SG_ARRAY_LEN(many)) == NULL);
+    sg_metrics_t *eight = sg_metrics_new(many, SG_SLO_MAX);
+    CHECK(eight != NULL);
+    sg_metrics_free(eight);
 
     /* Throughput SLO alone: >= threshold holds. */
     sg_slo_t tput[] = {{SG_M_TOKENS_PER_USER, 100.0}};
@@ -326,9 +350,10 @@ static void test_goodput(void)
 
 static void test_merge(void)
 {
-    sg_metrics_t *all = sg_metrics_new(NULL, 0), *w[3];
+    sg_slo_t slos[] = {{SG_M_TTFT, 30.0}, {SG_M_LATENCY, 200.0}};
+    sg_metrics_t *all = sg_metrics_new(slos, 2), *w[3];
     for (int i = 0; i < 3; i++)
-        w[i] = sg_metrics_new(NULL, 0);
+        w[i] = sg_metrics_new(slos, 2);
     for (int i = 0; i < 300; i++) {
         sg_record_t r;
         if (i % 10 == 3)
@@ -340,9 +365,22 @@ static void test_merge(void)
         sg_metrics_add(all, &r);
         sg_metrics_add(w[i % 3], &r);
     }
-    sg_metrics_t *merged = sg_metrics_new(NULL, 0);
+    sg_metrics_t *merged = sg_metrics_new(slos, 2);
     for (int i = 0; i < 3; i++)
         CHECK_EQ_INT(sg_metrics_merge(merged, w[i]), 0);
+    CHECK_EQ_INT(sg_metrics_input_tokens(merged), sg_metrics_input_tokens(all));
+    CHECK(sg_metrics_input_tokens(all) > 0);
+    const sg_slo_t *sa_, *sb_;
+    const sg_slo_tally_t *ta, *tb;
+    CHECK_EQ_INT(sg_metrics_slo_tallies(all, &sa_, &ta), 2);
+    CHECK_EQ_INT(sg_metrics_slo_tallies(merged, &sb_, &tb), 2);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(ta[i].met, tb[i].met);
+        CHECK_EQ_INT(ta[i].missed, tb[i].missed);
+        CHECK_EQ_INT(ta[i].not_measurable, tb[i].not_measurable);
+        CHECK_EQ_INT(ta[i].met + ta[i].missed + ta[i].not_measurable, sg_metrics_ok(all));
+    }
+    CHECK(ta[0].not_measurable > 0 && ta[0].met > 0); /* the plain ones have no TTFT */
     CHECK_EQ_INT(sg_metrics_ok(merged), sg_metrics_ok(all));
     CHECK_EQ_INT(sg_metrics_errors(merged), sg_metrics_errors(all));
     CHECK_EQ_INT(sg_metrics_good(merged), sg_metrics_good(all));

@@ -237,6 +237,9 @@ static void test_build_chat_streaming(void)
             http_ok = false;
             continue;
         }
+        size_t body_len = 0;
+        if (sg_payload_body(p, &body_len) != r.body || body_len != r.body_len)
+            http_ok = false;
         json_error_t je;
         json_t *b = json_loadb(r.body, r.body_len, 0, &je);
         if (!b || !json_is_object(b)) {
