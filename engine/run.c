@@ -646,7 +646,7 @@ int sg_profile_main(int argc, char **argv)
         progress_line(ws, n_workers, &cfg, run.start_ns, &last_done, &last_ns, true);
 
     bool fatal = false;
-    uint64_t warmup = 0;
+    uint64_t warmup = 0, resent = 0;
     merged = sg_metrics_new(cfg.slos, cfg.n_slos);
     if (!merged) {
         exit_code = EXIT_FATAL;
@@ -658,9 +658,10 @@ int sg_profile_main(int argc, char **argv)
             fatal = true;
         }
         warmup += sg_worker_warmup_count(ws[i]);
+        sg_worker_stats_t st;
+        sg_worker_stats(ws[i], &st);
+        resent += st.resent_measured;
         if (cfg.verbose) {
-            sg_worker_stats_t st;
-            sg_worker_stats(ws[i], &st);
             fprintf(stderr,
                     "surge: worker %u (cpu %d): %llu requests issued, %llu connections opened (peak %llu open, %llu "
                     "failed to connect), %llu re-sent after a closed keep-alive connection\n",
@@ -716,6 +717,7 @@ int sg_profile_main(int argc, char **argv)
         .tokenizer = run.tok ? sg_tok_describe(run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
         .isl_source = run.tok ? "tokenizer" : "words",
+        .resent_count = resent,
     };
     sg_export_table(stdout, merged, &info);
     fflush(stdout);

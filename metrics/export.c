@@ -260,6 +260,11 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
         }
         free(g);
     }
+    if (info && info->resent_count)
+        fprintf(out,
+                "Re-sent: %" PRIu64 " requests that got no response on their first try (a reused connection the "
+                "server had closed, or a refused HTTP/2 stream); latency still from the intended start\n",
+                info->resent_count);
     if (info && info->warmup_count)
         fprintf(out, "Warmup requests (not counted): %" PRIu64 "\n", info->warmup_count);
     if (info && info->client_cpu_s > 0) {
@@ -400,6 +405,9 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     rc = rc ? rc : set(root, "request_throughput", single("requests/sec", real(per_sec(sg_metrics_ok(m), duration))));
     rc = rc ? rc : set(root, "request_count", single("requests", json_integer((json_int_t)sg_metrics_ok(m))));
     rc = rc ? rc : set(root, "error_request_count", single("requests", json_integer((json_int_t)sg_metrics_errors(m))));
+    rc = rc ? rc
+            : set(root, "resent_request_count",
+                  single("requests", json_integer((json_int_t)(info ? info->resent_count : 0))));
     rc = rc ? rc : set(root, "benchmark_duration", single("sec", real(duration)));
     if (info && info->has_slos)
         rc = rc ? rc : set(root, "goodput", single("requests/sec", real(per_sec(sg_metrics_good(m), duration))));
