@@ -82,6 +82,18 @@ def lossy_server_runs(h):
         h.check(total_resent > 0, "requests were re-sent", total_resent)
 
 
+def tls_runs(h):
+    """The same over TLS (HTTP/1.1 by ALPN): a lost request is seen through the filter, re-sent on a connection
+    with a handshake of its own, and counted."""
+    with h.mock("--tls", "--tls-alpn", "http/1.1", "--ttft-ms", 2, "--itl-ms", 1, "--close-after", 1,
+                "--close-notice", "none", "--close-delay-ms", DELAY_MS) as m:
+        n, conc = 40, 4
+        r = profile(h, m.url.replace("http://", "https://"), "-k", "--streaming", "--concurrency", conc,
+                    "--request-count", n, "--output-tokens-mean", 4, "--synthetic-input-tokens-mean", 16)
+        if check_clean(h, r, n, "TLS, close after each response"):
+            h.check(resent(r) >= n - 2 * conc, "TLS: the lost requests were re-sent and counted", resent(r))
+
+
 def honest_server_runs(h):
     """A server that says when it will close: Connection: close on the last response, or a Keep-Alive max that
     counts down to it. The client believes it and never loses a request, though the FIN comes late."""
@@ -209,6 +221,7 @@ def idle_timeout_runs(h):
 
 def main(h):
     lossy_server_runs(h)
+    tls_runs(h)
     honest_server_runs(h)
     idle_fin_runs(h)
     connection_cap_runs(h)
