@@ -368,6 +368,7 @@ typedef struct {
     unsigned n_workers;
     sg_metrics_t *merged;
     uint64_t warmup;
+    uint64_t resent; /* measured requests sent more than once (sg_worker_stats_t.resent_measured) */
     double client_cpu_s;
     bool interrupted;
     bool fatal; /* a worker failed, or the OSL pass or the merge did */
@@ -737,6 +738,9 @@ static int point_collect(profile_t *p, point_t *pt)
             pt->fatal = true;
         }
         pt->warmup += sg_worker_warmup_count(pt->ws[i]);
+        sg_worker_stats_t st;
+        sg_worker_stats(pt->ws[i], &st);
+        pt->resent += st.resent_measured;
         if (p->cfg.verbose)
             print_worker_stats(run, i, pt->ws[i]);
     }
@@ -868,6 +872,7 @@ static int point_report(profile_t *p, point_t *pt)
         .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
         .isl_source = p->run.tok ? "tokenizer" : "words",
+        .resent_count = pt->resent,
     };
     sg_export_table(stdout, pt->merged, &info);
     fflush(stdout);

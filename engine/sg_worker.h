@@ -47,7 +47,8 @@ typedef struct {
     uint64_t conns_opened;
     uint64_t conns_peak; /* most connections open at once */
     uint64_t connect_failures;
-    uint64_t resent; /* requests re-sent once after a kept-alive connection turned out closed */
+    uint64_t resent;          /* requests re-sent once after a kept-alive connection turned out closed */
+    uint64_t resent_measured; /* measured requests sent more than once (either re-send above, or HTTP/2's) */
     /* --http2 */
     uint64_t h2_streams_peak;   /* most streams open at once on one connection */
     uint64_t h2_goaways;        /* GOAWAY frames received */

@@ -138,6 +138,35 @@ sg_req_t *wk_wait_pop(sg_worker_t *w)
     return r;
 }
 
+void wk_fresh_push(sg_worker_t *w, sg_req_t *r)
+{
+    r->next = NULL;
+    if (w->fresh_tail)
+        w->fresh_tail->next = r;
+    else
+        w->fresh_head = r;
+    w->fresh_tail = r;
+    w->n_fresh++;
+}
+
+sg_req_t *wk_fresh_pop(sg_worker_t *w)
+{
+    sg_req_t *r = w->fresh_head;
+    if (r) {
+        w->fresh_head = r->next;
+        if (!w->fresh_head)
+            w->fresh_tail = NULL;
+        w->n_fresh--;
+    }
+    return r;
+}
+
+sg_req_t *wk_wait_pop_opened_for(sg_worker_t *w)
+{
+    sg_req_t *r = wk_fresh_pop(w);
+    return r ? r : wk_wait_pop(w);
+}
+
 /* ---------------- request completion ---------------- */
 
 void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
@@ -152,6 +181,8 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     rec->has_text = w->keep_text && !rec->warmup && !r->text_lost && rec->err_class == SG_ERRC_NONE;
     rec->text = r->text;
     rec->text_len = rec->has_text ? r->text_len : 0;
+    if (!rec->warmup && (r->retried || r->h2_resends))
+        w->resent_measured++;
     if (rec->warmup) {
         w->warmup_done++;
         atomic_store_explicit(&w->progress.warmup_done, w->warmup_done, memory_order_relaxed);
@@ -277,7 +308,7 @@ static void cancel_all(sg_worker_t *w, int64_t now)
         wk_req_finish(w, r, now);
     }
     sg_req_t *r;
-    while ((r = wk_wait_pop(w))) {
+    while ((r = wk_wait_pop_opened_for(w))) {
         wk_set_error(r, SG_ERRC_CANCELLED, "run interrupted before the request could be sent");
         wk_req_finish(w, r, now);
     }
@@ -399,7 +430,7 @@ static void *worker_main(void *arg)
             issue_due(w, now);
         if (w->fl_head)
             check_timeouts(w, now);
-        if (w->issuing_done && !w->wait_head && !w->fl_head)
+        if (w->issuing_done && !w->wait_head && !w->fresh_head && !w->fl_head)
             break;
         int64_t deadline = INT64_MAX;
         if (w->rate > 0 && !w->issuing_done)
@@ -553,6 +584,7 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->conns_peak = w->conns_peak;
     out->connect_failures = w->connect_failures;
     out->resent = w->resent;
+    out->resent_measured = w->resent_measured;
     out->h2_streams_peak = w->h2_streams_peak;
     out->h2_goaways = w->h2_goaways;
     out->h2_refused_resent = w->h2_refused_resent;

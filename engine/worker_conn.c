@@ -23,22 +23,30 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* A connection that never carried a request idles on its own list: only those may take a re-send. */
+static sg_conn_t **idle_list(sg_worker_t *w, const sg_conn_t *c)
+{
+    return c->served ? &w->idle_head : &w->idle_fresh_head;
+}
+
 void wk_idle_push(sg_worker_t *w, sg_conn_t *c)
 {
+    sg_conn_t **head = idle_list(w, c);
     c->prev = NULL;
-    c->next = w->idle_head;
-    if (w->idle_head)
-        w->idle_head->prev = c;
-    w->idle_head = c;
+    c->next = *head;
+    if (*head)
+        (*head)->prev = c;
+    *head = c;
     c->state = C_IDLE;
 }
 
 void wk_idle_remove(sg_worker_t *w, sg_conn_t *c)
 {
+    sg_conn_t **head = idle_list(w, c);
     if (c->prev)
         c->prev->next = c->next;
-    else if (w->idle_head == c)
-        w->idle_head = c->next;
+    else if (*head == c)
+        *head = c->next;
     if (c->next)
         c->next->prev = c->prev;
     c->next = c->prev = NULL;
@@ -64,13 +72,20 @@ static void conn_free(sg_conn_t *c)
     free(c->rs.body);
     free(c->wbuf);
     w->n_conns--;
+    w->n_closing--;
     free(c);
 }
 
 void wk_conn_put(sg_conn_t *c)
 {
-    if (--c->ops == 0 && c->state == C_CLOSING)
+    if (--c->ops == 0 && c->state == C_CLOSING) {
+        sg_worker_t *w = c->w;
         conn_free(c);
+        /* The descriptor it held may be the one a waiting request needs (--max-connections, or the share of
+         * RLIMIT_NOFILE): nothing else would look again, and the run would wait for ever. */
+        if (w->wait_head || w->fresh_head)
+            wk_conn_dispatch(w);
+    }
 }
 
 /* Idempotent. Pending operations are cancelled; the memory goes when the last of them has completed. */
@@ -85,6 +100,7 @@ void wk_conn_close(sg_conn_t *c)
     if (connecting)
         w->n_connecting--;
     c->state = C_CLOSING;
+    w->n_closing++;
     if (c->h2v_idx)
         wk_h2v_remove(w, c);
     if (c->ops == 0) {
@@ -130,7 +146,7 @@ static void tls_setup_failed(sg_conn_t *c, const char *why)
     bool for_setup = c->for_setup;
     wk_conn_close(c);
     if (!for_setup) {
-        sg_req_t *r = wk_wait_pop(w);
+        sg_req_t *r = wk_wait_pop_opened_for(w);
         if (r) {
             wk_set_error(r, SG_ERRC_TLS, "%s", why);
             wk_req_finish(w, r, sg_now_ns());
@@ -309,8 +325,13 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
     conn_send(c);
 }
 
-/* A kept-alive connection the server had already closed: re-send once on a fresh one, keeping the intended
- * time, as HTTP clients do when not a byte of the response arrived. */
+/*
+ * A reused connection that the server had closed (its FIN crossed our request, or it closed after the last
+ * response without saying so, as llama-server does after a streamed one): not a byte of the response came.
+ * Re-send once, as HTTP clients do, on a connection that never carried a request: the fresh queue waits for one
+ * (wk_conn_dispatch), so the re-send cannot meet another stale connection. It keeps its intended time, so the
+ * reconnect counts in its latency; only the send time is taken again.
+ */
 static bool maybe_retry(sg_conn_t *c, sg_req_t *r)
 {
     sg_worker_t *w = c->w;
@@ -322,13 +343,34 @@ static bool maybe_retry(sg_conn_t *c, sg_req_t *r)
     r->conn = NULL;
     r->rec.sent_ns = 0;
     c->rs.req = NULL;
-    /* back to the front of the queue: it was due before everything waiting */
-    r->next = w->wait_head;
-    w->wait_head = r;
-    if (!w->wait_tail)
-        w->wait_tail = r;
-    w->n_waiting++;
+    wk_fresh_push(w, r);
     return true;
+}
+
+/* Seconds of Keep-Alive timeout to the idle time after which a connection is not reused: a margin (a quarter,
+ * at most a second) keeps a request from crossing the server's own close at the edge. 0 s: never reused. */
+static int64_t ka_idle_ns(int32_t timeout_s)
+{
+    int64_t t = (int64_t)timeout_s * 1000000000LL;
+    int64_t margin = t / 4 < 1000000000LL ? t / 4 : 1000000000LL;
+    return t - margin;
+}
+
+/*
+ * What the response's Keep-Alive header says about reusing c (sg_h1_resp_head_t): max counts the requests the
+ * connection may carry, taken as including the one just answered (exact for cpp-httplib's fixed total, one short
+ * of Apache's count of those left, never one too many); timeout bounds how long it may idle. The smallest total
+ * any response implied stands.
+ */
+static void keep_alive_hints(sg_conn_t *c, const sg_h1_resp_head_t *h)
+{
+    if (h->ka_max >= 0) {
+        uint64_t limit = (c->served - 1) + (uint64_t)h->ka_max;
+        if (limit < c->ka_limit)
+            c->ka_limit = limit;
+    }
+    if (h->ka_timeout_s >= 0)
+        c->ka_idle_ns = ka_idle_ns(h->ka_timeout_s);
 }
 
 static void conn_lost(sg_conn_t *c, int res)
@@ -386,13 +428,16 @@ static void handle_data(sg_conn_t *c, const char *data, size_t len)
     }
     if (!c->rs.complete)
         return;
-    bool keep = c->h1.head.keep_alive && (size_t)n == len;
     c->rs.req = NULL;
     c->served++;
-    if (keep)
+    keep_alive_hints(c, &c->h1.head);
+    bool keep = c->h1.head.keep_alive && (size_t)n == len && c->served < c->ka_limit;
+    if (keep) {
+        c->idle_since_ns = wk_t_recv_ns;
         wk_idle_push(w, c);
-    else
+    } else {
         wk_conn_close(c);
+    }
     wk_req_finish(w, r, wk_t_recv_ns);
     wk_conn_dispatch(w);
 }
@@ -467,7 +512,7 @@ static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
 
 void wk_fail_waiting_head(sg_worker_t *w, int err)
 {
-    sg_req_t *r = wk_wait_pop(w);
+    sg_req_t *r = wk_wait_pop_opened_for(w);
     if (!r)
         return;
     wk_set_error(r, SG_ERRC_CONNECT, "connect to %s: %s", w->run->addr_text, sg_strerror(err));
@@ -540,6 +585,8 @@ sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup)
     c->send_op.fn = on_send;
     c->recv_op.fn = on_recv;
     sg_h1_resp_init(&c->h1);
+    c->ka_limit = UINT64_MAX;
+    c->ka_idle_ns = INT64_MAX;
     c->rs.w = w;
     sg_sse_init(&c->rs.sse, MAX_EVENT_BYTES);
     c->state = C_CONNECTING;
@@ -558,7 +605,37 @@ sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup)
     return c;
 }
 
-/* Give waiting requests to idle connections, opening connections as demand requires. */
+/*
+ * An idle connection from the list at *head that may still be reused, taken off it; NULL when none. One that
+ * idled past the server's Keep-Alive timeout is closed instead (*now: the clock, read once when first needed).
+ */
+static sg_conn_t *idle_take(sg_worker_t *w, sg_conn_t **head, int64_t *now)
+{
+    sg_conn_t *c;
+    while ((c = *head)) {
+        wk_idle_remove(w, c);
+        c->state = C_BUSY;
+        if (c->ka_idle_ns == INT64_MAX)
+            return c;
+        if (!*now)
+            *now = sg_now_ns();
+        if (*now - c->idle_since_ns < c->ka_idle_ns)
+            return c;
+        wk_conn_close(c);
+    }
+    return NULL;
+}
+
+static bool room_in_flight(const sg_worker_t *w)
+{
+    return !w->max_in_flight || w->n_in_flight < w->max_in_flight;
+}
+
+/*
+ * Give waiting requests to idle connections, opening connections as demand requires. Re-sends go first (they
+ * were due before anything queued) and only to connections that never carried a request; the queue takes the
+ * most recently used idle connection, then a fresh one.
+ */
 void wk_conn_dispatch(sg_worker_t *w)
 {
     if (atomic_load_explicit(&w->run->stop, memory_order_relaxed))
@@ -567,25 +644,29 @@ void wk_conn_dispatch(sg_worker_t *w)
         wk_h2_dispatch(w);
         return;
     }
-    while (w->wait_head) {
-        if (w->max_in_flight && w->n_in_flight >= w->max_in_flight)
-            return;
-        sg_conn_t *c = w->idle_head;
-        if (!c)
-            break;
-        wk_idle_remove(w, c);
+    int64_t now = 0;
+    sg_conn_t *c;
+    while (w->fresh_head && room_in_flight(w) && (c = idle_take(w, &w->idle_fresh_head, &now)))
+        conn_start(c, wk_fresh_pop(w));
+    while (w->wait_head && room_in_flight(w) &&
+           ((c = idle_take(w, &w->idle_head, &now)) || (c = idle_take(w, &w->idle_fresh_head, &now))))
         conn_start(c, wk_wait_pop(w));
-    }
-    uint64_t want = w->n_waiting;
+    uint64_t want = w->n_waiting + w->n_fresh;
     if (w->max_in_flight) {
-        uint64_t room = w->max_in_flight - w->n_in_flight;
+        uint64_t room = w->max_in_flight > w->n_in_flight ? w->max_in_flight - w->n_in_flight : 0;
         if (want > room)
             want = room;
     }
+    /* At the connection cap, re-sends still need new connections: idle reused ones (the queue is empty when there
+     * are any) give up their descriptors, as many as the connections being opened or closed do not cover;
+     * wk_conn_put dispatches again once one is freed. */
+    while (w->n_fresh > w->n_connecting + w->n_closing && w->n_conns >= w->max_conns && w->idle_head)
+        wk_conn_close(w->idle_head);
     while (w->n_connecting < want && w->n_conns < w->max_conns) {
         if (!wk_conn_open(w, false)) {
             wk_fail_waiting_head(w, w->last_connect_err);
-            want = w->n_waiting < want ? w->n_waiting : want;
+            uint64_t left = w->n_waiting + w->n_fresh;
+            want = left < want ? left : want;
         }
     }
 }
@@ -607,4 +688,5 @@ void wk_conns_free_all(sg_worker_t *w)
         free(c);
     }
     w->idle_head = NULL;
+    w->idle_fresh_head = NULL;
 }

@@ -68,7 +68,7 @@ struct sg_req {
     uint32_t text_cap;
     bool text_lost; /* over SG_RECORD_TEXT_MAX, a bad escape, or out of memory: no tokenizer count */
     bool in_flight;
-    bool retried;       /* re-sent once after a kept-alive connection turned out to be closed */
+    bool retried;       /* re-sent once, on a fresh connection, after a kept-alive one turned out closed */
     uint8_t h2_resends; /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */
     resp_t *rs;         /* --http2: the stream's response */
     int32_t stream_id;
@@ -89,7 +89,11 @@ struct sg_conn {
     resp_t rs;      /* HTTP/1.1: the response of the request on this connection (rs.req) */
     size_t send_off;
     sg_h1_resp_t h1;
-    uint64_t served; /* responses completed on this connection */
+    uint64_t served; /* responses completed on this connection; 0: fresh, it never carried a request */
+    /* what the server's Keep-Alive header said (worker_conn.c: keep_alive_hints) */
+    uint64_t ka_limit;     /* requests it lets this connection carry; UINT64_MAX: it did not say */
+    int64_t ka_idle_ns;    /* idle longer than this, it is not reused; INT64_MAX: the server named no timeout */
+    int64_t idle_since_ns; /* when it last went idle */
     /* https://: the TLS filter; the connection stays C_CONNECTING until its handshake is done */
     sg_tls_conn_t *tls;
     bool tls_sending; /* ciphertext from sg_tls_out_peek is in flight on send_op */
@@ -103,7 +107,7 @@ struct sg_conn {
     size_t h2v_idx;        /* 1 + index in the worker's usable HTTP/2 connections; 0 when not there */
     sg_conn_t *dirty_next; /* conns with frames to flush after a dispatch */
     bool dirty;
-    sg_conn_t *next; /* idle list */
+    sg_conn_t *next; /* idle list (w->idle_head, or w->idle_fresh_head while served is 0) */
     sg_conn_t *prev;
     sg_conn_t *all_next; /* every connection of the worker, for the final clean-up */
     sg_conn_t *all_prev;
@@ -134,18 +138,28 @@ struct sg_worker {
     sg_req_t *free_reqs;
     sg_req_t *wait_head, *wait_tail;
     uint64_t n_waiting;
+    /*
+     * HTTP/1.1 re-sends: requests that got no byte of response on a reused connection. They wait here, ahead of
+     * the queue above, for a connection that never carried a request (one opened for them, or a fresh idle one):
+     * the next reused connection is likely closed too (llama-server closes every connection after a streamed
+     * response), and a second loss would be an error the server never caused.
+     */
+    sg_req_t *fresh_head, *fresh_tail;
+    uint64_t n_fresh;
     sg_req_t *fl_head, *fl_tail;
     uint64_t n_in_flight;
     int64_t timeout_ns;
 
     /* connections */
-    sg_conn_t *idle_head;
+    sg_conn_t *idle_head;       /* idle after a response, most recent first */
+    sg_conn_t *idle_fresh_head; /* idle and never used: the ones re-sends may take */
     sg_conn_t *all_head;
     uint64_t n_conns;
     uint64_t n_connecting;
+    uint64_t n_closing; /* closed, their descriptors held until the ring returns their operations */
     uint64_t max_conns;
     int last_connect_err;
-    uint64_t conns_opened, conns_peak, connect_failures, resent;
+    uint64_t conns_opened, conns_peak, connect_failures, resent, resent_measured;
 
     /* https:// (NULL for http://): this worker's context, where reconnects find their sessions to resume */
     sg_tls_ctx_t *tls_ctx;
@@ -184,6 +198,11 @@ void wk_fl_append(sg_worker_t *w, sg_req_t *r);
 void wk_fl_remove(sg_worker_t *w, sg_req_t *r);
 void wk_wait_push(sg_worker_t *w, sg_req_t *r);
 sg_req_t *wk_wait_pop(sg_worker_t *w);
+void wk_fresh_push(sg_worker_t *w, sg_req_t *r);
+sg_req_t *wk_fresh_pop(sg_worker_t *w);
+/* The request a failed connection attempt was opened for: a re-send first (they wait longest), else the queue's
+ * head. NULL when none waits. */
+sg_req_t *wk_wait_pop_opened_for(sg_worker_t *w);
 void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now);
 void wk_issue_closed(sg_worker_t *w, int64_t intended);
 

@@ -450,6 +450,11 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
     put_box(out, rows, n_rows, info && info->title ? info->title : "surge | LLM Metrics");
     put_errors(out, m);
     put_goodput(out, m, info);
+    if (info && info->resent_count)
+        fprintf(out,
+                "Re-sent: %" PRIu64 " requests that got no response on their first try (a reused connection the "
+                "server had closed, or a refused HTTP/2 stream); latency still from the intended start\n",
+                info->resent_count);
     if (info && info->warmup_count)
         fprintf(out, "Warmup requests (not counted): %" PRIu64 "\n", info->warmup_count);
     if (info && info->client_cpu_s > 0) {
@@ -617,6 +622,9 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     rc = rc ? rc : set(root, "request_throughput", single("requests/sec", real(per_sec(sg_metrics_ok(m), duration))));
     rc = rc ? rc : set(root, "request_count", single("requests", json_integer((json_int_t)sg_metrics_ok(m))));
     rc = rc ? rc : set(root, "error_request_count", single("requests", json_integer((json_int_t)sg_metrics_errors(m))));
+    rc = rc ? rc
+            : set(root, "resent_request_count",
+                  single("requests", json_integer((json_int_t)(info ? info->resent_count : 0))));
     rc = rc ? rc : set(root, "benchmark_duration", single("sec", real(duration)));
     if (info && info->has_slos) {
         rc = rc ? rc : set(root, "goodput", single("requests/sec", real(per_sec(sg_metrics_good(m), duration))));
@@ -758,6 +766,7 @@ static void csv_values(FILE *f, const sg_metrics_t *m, const sg_run_info_t *info
         fprintf(f, "Good Request Count (count),%" PRIu64 "\n", sg_metrics_good(m));
     fprintf(f, "Benchmark Duration (sec),%.3f\n", duration);
     fprintf(f, "Warmup Request Count (count),%" PRIu64 "\n", info ? info->warmup_count : 0);
+    fprintf(f, "Resent Request Count (count),%" PRIu64 "\n", info ? info->resent_count : 0);
 }
 
 int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info)

@@ -147,6 +147,8 @@ typedef struct {
     double client_cpu_s;    /* CPU time surge spent from the start instant to the last response; 0 = unknown */
     const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */
     const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
+    uint64_t resent_count;  /* measured requests sent again (a reused connection closed before any response;
+                               HTTP/2: a refused stream); each counted once, its latency still from intended */
 } sg_run_info_t;
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */

@@ -112,6 +112,49 @@ static void parse_connection(const char *v, size_t len, uint32_t *flags)
     }
 }
 
+/*
+ * Keep-Alive: timeout=5, max=100 (parameters in any order and case, values optionally quoted). Each parameter
+ * keeps its smallest value across fields; a value that is not a plain decimal number is skipped, and numbers
+ * beyond INT32_MAX are taken as INT32_MAX.
+ */
+static void parse_keep_alive(const char *v, size_t len, sg_h1_keep_alive_t *ka)
+{
+    const char *s = v, *end = v + len;
+    const char *item;
+    size_t item_len;
+    while (next_list_item(&s, end, &item, &item_len)) {
+        const char *eq = memchr(item, '=', item_len);
+        if (!eq)
+            continue;
+        size_t name_len = (size_t)(eq - item);
+        while (name_len && is_ows(item[name_len - 1]))
+            name_len--;
+        const char *val = eq + 1, *val_end = item + item_len;
+        while (val < val_end && is_ows(*val))
+            val++;
+        if (val_end - val >= 2 && *val == '"' && val_end[-1] == '"') {
+            val++;
+            val_end--;
+        }
+        if (val == val_end)
+            continue;
+        int64_t n = 0;
+        const char *p = val;
+        for (; p < val_end && *p >= '0' && *p <= '9'; p++)
+            n = n < INT32_MAX ? n * 10 + (*p - '0') : INT32_MAX;
+        if (p != val_end)
+            continue;
+        int32_t n32 = n > INT32_MAX ? INT32_MAX : (int32_t)n;
+        int32_t *slot = NULL;
+        if (name_is(item, name_len, "max"))
+            slot = &ka->max;
+        else if (name_is(item, name_len, "timeout"))
+            slot = &ka->timeout_s;
+        if (slot && (*slot < 0 || n32 < *slot))
+            *slot = n32;
+    }
+}
+
 static bool is_event_stream(const char *v, size_t len)
 {
     /* The media type ends at ';' (parameters) or whitespace before it. */
@@ -121,7 +164,7 @@ static bool is_event_stream(const char *v, size_t len)
     return name_is(v, n, "text/event-stream");
 }
 
-int sg_h1_header_line(const char *line, size_t len, int64_t *content_length, uint32_t *flags)
+int sg_h1_header_line(const char *line, size_t len, int64_t *content_length, uint32_t *flags, sg_h1_keep_alive_t *ka)
 {
     /* obs-fold (a line starting with whitespace) is deprecated; RFC 9112 5.2 lets a recipient reject it. */
     if (len == 0 || is_ows(line[0]))
@@ -156,6 +199,8 @@ int sg_h1_header_line(const char *line, size_t len, int64_t *content_length, uin
     case 10:
         if (name_is(line, name_len, "connection"))
             parse_connection(v, vlen, flags);
+        else if (ka && name_is(line, name_len, "keep-alive"))
+            parse_keep_alive(v, vlen, ka);
         break;
     case 12:
         if (name_is(line, name_len, "content-type")) {

@@ -18,12 +18,19 @@ enum {
     SG_H1F_EVENT_STREAM = 1u << 5, /* Content-Type is text/event-stream */
 };
 
+/* The Keep-Alive header's parameters (-1: not given); the response head carries them (sg_h1_resp_head_t). */
+typedef struct {
+    int32_t max;
+    int32_t timeout_s;
+} sg_h1_keep_alive_t;
+
 /*
  * Parse one header field line ("Name: value") and fold what matters into *content_length (-1 until a
- * Content-Length is seen) and *flags. Returns 0 or SG_EPROTO: obs-fold, a bad name, control characters in the
- * value, a malformed or conflicting Content-Length, chunked applied twice.
+ * Content-Length is seen), *flags and, when ka is not NULL, the Keep-Alive parameters (start them at -1).
+ * Returns 0 or SG_EPROTO: obs-fold, a bad name, control characters in the value, a malformed or conflicting
+ * Content-Length, chunked applied twice. A Keep-Alive value that does not parse is ignored.
  */
-int sg_h1_header_line(const char *line, size_t len, int64_t *content_length, uint32_t *flags);
+int sg_h1_header_line(const char *line, size_t len, int64_t *content_length, uint32_t *flags, sg_h1_keep_alive_t *ka);
 
 /* "HTTP/1.x" exactly (8 bytes at s, len >= 8). Returns x (0..9) or SG_EPROTO. */
 int sg_h1_version(const char *s, size_t len);

@@ -181,7 +181,7 @@ static ssize_t walk_chunked(const char *s, size_t len, size_t start, char *dst, 
             break;
         int64_t cl = -1;
         uint32_t f = 0;
-        int rc = sg_h1_header_line(l.base, l.len, &cl, &f);
+        int rc = sg_h1_header_line(l.base, l.len, &cl, &f, NULL);
         if (rc < 0)
             return rc;
     }
@@ -223,7 +223,7 @@ static ssize_t parse_one(sg_h1_req_t *p, char *mut, const char *s, size_t len, c
         sg_slice_t l = next_line(s, head_len, &i);
         if (l.len == 0)
             break;
-        rc = sg_h1_header_line(l.base, l.len, &cl, &flags);
+        rc = sg_h1_header_line(l.base, l.len, &cl, &flags, NULL);
         if (rc < 0)
             return rc;
     }

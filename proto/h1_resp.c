@@ -26,6 +26,8 @@ static void clear_head(sg_h1_resp_t *p)
 {
     memset(&p->head, 0, sizeof p->head);
     p->head.content_length = -1;
+    p->head.ka_max = -1;
+    p->head.ka_timeout_s = -1;
     p->hflags = 0;
 }
 
@@ -254,7 +256,13 @@ static int step(sg_h1_resp_t *p, const char *data, size_t len, size_t *off, cons
             return rc;
         if (n == 0)
             return end_of_head(p, cb, ud);
-        return sg_h1_header_line(l, n, &p->head.content_length, &p->hflags);
+        {
+            sg_h1_keep_alive_t ka = {p->head.ka_max, p->head.ka_timeout_s};
+            rc = sg_h1_header_line(l, n, &p->head.content_length, &p->hflags, &ka);
+            p->head.ka_max = ka.max;
+            p->head.ka_timeout_s = ka.timeout_s;
+            return rc;
+        }
     case ST_BODY_LEN: {
         rc = deliver_counted(p, data, len, off, cb, ud);
         if (rc < 0)
@@ -315,7 +323,7 @@ static int step(sg_h1_resp_t *p, const char *data, size_t len, size_t *off, cons
         {
             int64_t cl = -1;
             uint32_t f = 0;
-            return sg_h1_header_line(l, n, &cl, &f);
+            return sg_h1_header_line(l, n, &cl, &f, NULL);
         }
     default:
         return SG_EPROTO;

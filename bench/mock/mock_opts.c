@@ -53,6 +53,15 @@ static const char usage_text[] =
     "  --tls-cert-out FILE  write the self-signed certificate made by --tls to FILE (PEM)\n"
     "  --tls-alpn LIST      ALPN protocols accepted, preferred first (default h2,http/1.1; http/1.1 alone makes\n"
     "                       an HTTP/1.1-only TLS server)\n"
+    "  --close-after N      HTTP/1.1: close every connection after its N-th response, right after the last byte\n"
+    "                       (default 0: keep connections open while the client does)\n"
+    "  --close-notice HOW   what the responses say about that close: connection (default: the last one carries\n"
+    "                       Connection: close, as nginx does), max (each carries Keep-Alive: timeout=5,\n"
+    "                       max=<responses left, this one included> and nothing more, as a server relying on the\n"
+    "                       count alone), none (each advertises Keep-Alive: timeout=5, max=100 and the close comes\n"
+    "                       unannounced, as llama-server's after a streamed response)\n"
+    "  --close-delay-ms D   the FIN follows the last byte D ms later; requests arriving meanwhile are read and\n"
+    "                       dropped unanswered (a client that reused the connection at once loses its request)\n"
     "  --record FILE        append one JSON line per completion request received\n"
     "  --port-file FILE     write the bound port to FILE (atomically) once listening\n"
     "  --exit-after SEC     stop after SEC seconds, as on SIGINT\n"
@@ -103,7 +112,7 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
     o->itl_ms = 5;
     o->workers = 1;
     o->max_streams = SG_MOCK_DEFAULT_STREAMS;
-    bool have_stall_start = false, have_stall = false;
+    bool have_stall_start = false, have_stall = false, have_notice = false, have_delay = false;
 
     int i = 0;
     if (argc > 0 && strcmp(argv[0], "mock") == 0)
@@ -163,7 +172,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--tls-cert",
                                             "--tls-key",
                                             "--tls-cert-out",
-                                            "--tls-alpn"};
+                                            "--tls-alpn",
+                                            "--close-after",
+                                            "--close-notice",
+                                            "--close-delay-ms"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -251,6 +263,25 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                 strcmp(val, "http/1.1") != 0)
                 return bad(name, val, "expected h2,http/1.1, http/1.1,h2, h2 or http/1.1");
             o->tls_alpn = val;
+        } else if (strcmp(name, "--close-after") == 0) {
+            if (!parse_uint(val, UINT32_MAX, &u) || u == 0)
+                return bad(name, val, "expected a response count 1..4294967295");
+            o->close_after = (uint32_t)u;
+        } else if (strcmp(name, "--close-notice") == 0) {
+            if (strcmp(val, "connection") == 0)
+                o->close_notice = SG_MOCK_NOTICE_CONNECTION;
+            else if (strcmp(val, "max") == 0)
+                o->close_notice = SG_MOCK_NOTICE_MAX;
+            else if (strcmp(val, "none") == 0)
+                o->close_notice = SG_MOCK_NOTICE_NONE;
+            else
+                return bad(name, val, "expected connection, max or none");
+            have_notice = true;
+        } else if (strcmp(name, "--close-delay-ms") == 0) {
+            if (!parse_double(val, 0, 86400e3, &d))
+                return bad(name, val, "expected milliseconds >= 0");
+            o->close_delay_ns = (int64_t)(d * 1e6);
+            have_delay = true;
         } else if (strcmp(name, "--exit-after") == 0) {
             if (!parse_double(val, 0, 1e9, &d) || d <= 0)
                 return bad(name, val, "expected seconds > 0");
@@ -264,6 +295,9 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
         o->tls = true;
     if (o->tls_cert_out && (!o->tls || o->tls_cert))
         return bad("--tls-cert-out", NULL, "only applies to the self-signed certificate of --tls without --tls-cert");
+    if ((have_notice || have_delay) && !o->close_after)
+        return bad(have_notice ? "--close-notice" : "--close-delay-ms", NULL,
+                   "needs --close-after (the responses a connection serves)");
     if (have_stall_start && !have_stall)
         return bad("--stall-start-ms", NULL, "needs --stall-ms (the length of the window)");
     return 0;

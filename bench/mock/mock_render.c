@@ -107,6 +107,7 @@ static uint8_t frag_len[2][N_WORDS][2];
 typedef struct {
     char ka[512];
     size_t ka_len;
+    size_t ka_head_len; /* ka up to its head's last field line, without the blank line that ends the head */
     char close[512];
     size_t close_len;
     int code;
@@ -122,6 +123,7 @@ static void static_set(sg_mock_static_t id, const char *status, const char *body
         snprintf(r->ka, sizeof(r->ka), "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
                  status, blen, body);
     r->ka_len = (size_t)n;
+    r->ka_head_len = r->ka_len - blen - 2;
     n = snprintf(r->close, sizeof(r->close),
                  "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
                  status, blen, body);
@@ -177,10 +179,50 @@ void sg_mock_render_init(void)
                "{\"error\":{\"message\":\"injected error (--error-rate)\",\"type\":\"server_error\",\"code\":500}}");
 }
 
-sg_slice_t sg_mock_static_response(sg_mock_static_t id, bool close)
+/*
+ * The connection fields of an HTTP/1.1 head (each line with its CRLF; the head's blank line is the caller's):
+ * Connection: close when the connection ends after j and says so, else the Keep-Alive advertisement when j has
+ * one, else nothing. d needs room for KA_FIELDS_MAX; returns the bytes written.
+ */
+#define KA_FIELDS_MAX 64
+static size_t put_conn_fields(char *d, const sg_mock_job_t *j)
 {
-    const static_resp_t *r = &statics[id];
-    return close ? (sg_slice_t){r->close, r->close_len} : (sg_slice_t){r->ka, r->ka_len};
+    static const char close[] = "Connection: close\r\n", ka[] = "Keep-Alive: timeout=5, max=";
+    char *p = d;
+    if (j->close_after && !j->close_silent) {
+        memcpy(p, close, sizeof(close) - 1);
+        p += sizeof(close) - 1;
+    } else if (j->ka_max) {
+        memcpy(p, ka, sizeof(ka) - 1);
+        p += sizeof(ka) - 1;
+        p += sg_mock_u64_fmt(p, j->ka_max);
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    return (size_t)(p - d);
+}
+
+void sg_mock_render_static(sg_mock_buf_t *b, const sg_mock_job_t *j)
+{
+    const static_resp_t *r = &statics[j->static_id];
+    if (j->close_after && !j->close_silent) {
+        sg_mock_buf_mem(b, r->close, r->close_len);
+        return;
+    }
+    if (!j->ka_max) {
+        sg_mock_buf_mem(b, r->ka, r->ka_len);
+        return;
+    }
+    char *d = sg_mock_buf_room(b, r->ka_len + KA_FIELDS_MAX);
+    if (!d)
+        return;
+    char *p = d;
+    memcpy(p, r->ka, r->ka_head_len);
+    p += r->ka_head_len;
+    p += put_conn_fields(p, j);
+    memcpy(p, r->ka + r->ka_head_len, r->ka_len - r->ka_head_len); /* the blank line and the body */
+    p += r->ka_len - r->ka_head_len;
+    b->len += (size_t)(p - d);
 }
 
 sg_slice_t sg_mock_static_body(sg_mock_static_t id, int *status)
@@ -308,8 +350,7 @@ void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j)
                   usage_len + 1;
 
     static const char h1[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ";
-    static const char h_ka[] = "\r\n\r\n", h_close[] = "\r\nConnection: close\r\n\r\n";
-    char *d = sg_mock_buf_room(b, sizeof(h1) + 20 + sizeof(h_close) + body);
+    char *d = sg_mock_buf_room(b, sizeof(h1) + 20 + 4 + KA_FIELDS_MAX + body);
     if (!d)
         return;
     char *p = d;
@@ -317,13 +358,11 @@ void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j)
         memcpy(p, h1, sizeof(h1) - 1);
         p += sizeof(h1) - 1;
         p += sg_mock_u64_fmt(p, body);
-        if (j->close_after) {
-            memcpy(p, h_close, sizeof(h_close) - 1);
-            p += sizeof(h_close) - 1;
-        } else {
-            memcpy(p, h_ka, sizeof(h_ka) - 1);
-            p += sizeof(h_ka) - 1;
-        }
+        *p++ = '\r';
+        *p++ = '\n';
+        p += put_conn_fields(p, j);
+        *p++ = '\r';
+        *p++ = '\n';
     }
     memcpy(p, j->head, j->head_len);
     p += j->head_len;
@@ -381,14 +420,17 @@ static void put_event(sg_mock_buf_t *b, const sg_mock_job_t *j, const char *frag
 
 void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j)
 {
-    if (j->h2_id)
-        ; /* HTTP/2: the head is a HEADERS frame */
-    else if (j->close_after)
+    if (!j->h2_id) { /* HTTP/2: the head is a HEADERS frame */
         SG_MOCK_BUF_LIT(b, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                           "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
-    else
-        SG_MOCK_BUF_LIT(b, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                           "Transfer-Encoding: chunked\r\n\r\n");
+                           "Transfer-Encoding: chunked\r\n");
+        char *d = sg_mock_buf_room(b, KA_FIELDS_MAX + 2);
+        if (d) {
+            size_t n = put_conn_fields(d, j);
+            d[n++] = '\r';
+            d[n++] = '\n';
+            b->len += n;
+        }
+    }
     if (j->kind == SG_OAI_CHAT) {
         static const char role[] = "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
                                    "\"finish_reason\":null}]}";

@@ -81,6 +81,7 @@ struct sg_mock_conn {
     bool read_stopped;      /* ignore further requests (after Connection: close or a parse error) */
     bool expect_checked;    /* the buffered partial request's head was looked at for Expect: 100-continue */
     bool proto_known;       /* the first bytes told HTTP/1.1 from the HTTP/2 preface */
+    uint32_t h1_answered;   /* HTTP/1.1 requests taken on this connection (--close-after counts them) */
     uint8_t pre_n;
     char pre[SG_H2SRV_PREFACE_LEN]; /* the first bytes, while they still match the preface */
     sg_h2srv_t *h2;                 /* HTTP/2 connections only */
@@ -228,6 +229,9 @@ static sg_mock_job_t *job_new(sg_mock_worker_t *w)
     j->usage_completion = 0;
     j->drop_full = false;
     j->close_after = false;
+    j->close_silent = false;
+    j->close_linger = false;
+    j->ka_max = 0;
     j->started = false;
     j->blocked = false;
     j->head = j->head_inline;
@@ -732,6 +736,31 @@ static sg_mock_job_t *build_job(conn_t *c, sg_slice_t method, sg_slice_t full_pa
     return j;
 }
 
+/*
+ * --close-after N: the N-th response on a connection is its last. What the responses say about it follows
+ * --close-notice: Connection: close on the last (honest), a Keep-Alive max that counts down to it (honest, and
+ * only that), or a Keep-Alive advertisement that promises more (llama-server after a streamed response). With
+ * --close-delay-ms the FIN comes that long after the last byte, and whatever the client sends meanwhile is read
+ * and dropped: the race a client loses when it reuses a connection the server is about to close.
+ */
+static void keep_alive_faults(conn_t *c, sg_mock_job_t *j)
+{
+    const sg_mock_opts_t *o = &c->w->srv->opts;
+    if (!o->close_after)
+        return;
+    uint32_t seq = ++c->h1_answered;
+    bool last = seq >= o->close_after;
+    if (o->close_notice == SG_MOCK_NOTICE_MAX)
+        j->ka_max = o->close_after - seq + 1;
+    else if (o->close_notice == SG_MOCK_NOTICE_NONE)
+        j->ka_max = 100;
+    if (!last || j->close_after)
+        return; /* a close the request asked for (or an error) is always announced */
+    j->close_after = true;
+    j->close_silent = o->close_notice != SG_MOCK_NOTICE_CONNECTION;
+    j->close_linger = o->close_delay_ns > 0;
+}
+
 static int on_request(void *ud, const sg_h1_request_t *req)
 {
     conn_t *c = ud;
@@ -740,6 +769,7 @@ static int on_request(void *ud, const sg_h1_request_t *req)
     sg_mock_job_t *j = build_job(c, req->method, req->path, req->body, req->keep_alive, c->recv_ns);
     if (!j)
         return SG_ENOMEM;
+    keep_alive_faults(c, j);
     conn_enqueue(c, j, c->recv_ns);
     if (j->close_after || c->close_after_flush || c->closing) {
         c->read_stopped = true;
@@ -777,7 +807,12 @@ static bool job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
     }
     switch (j->type) {
     case SG_MOCK_JOB_STATIC:
-        sg_mock_buf_slice(conn_out(c), sg_mock_static_response(j->static_id, j->close_after));
+        sg_mock_render_static(conn_out(c), j);
+        return true;
+    case SG_MOCK_JOB_CLOSE:
+        if (j->due_ns > now)
+            break;
+        mark_dirty(c); /* the flush finds nothing to send and closes (close_after_flush, set by conn_pump) */
         return true;
     case SG_MOCK_JOB_FULL:
         if (j->due_ns > now)
@@ -831,6 +866,22 @@ static void conn_pump(conn_t *c, int64_t now)
         c->q_head = j->next;
         if (!c->q_head)
             c->q_tail = NULL;
+        if (j->close_after && j->close_linger) {
+            /* --close-delay-ms: what is rendered goes out now, the FIN later (a CLOSE job in the timer heap) */
+            job_free(c->w, j);
+            conn_discard_jobs(c);
+            sg_mock_job_t *k = job_new(c->w);
+            if (!k) {
+                c->close_after_flush = true;
+                break;
+            }
+            k->type = SG_MOCK_JOB_CLOSE;
+            k->close_after = true;
+            k->due_ns = now + c->w->srv->opts.close_delay_ns;
+            k->conn = c;
+            c->q_head = c->q_tail = k;
+            continue;
+        }
         if (j->close_after) {
             c->close_after_flush = true;
             job_free(c->w, j);

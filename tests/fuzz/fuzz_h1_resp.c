@@ -29,14 +29,17 @@ static int on_head(void *ud, const sg_h1_resp_head_t *h)
         abort();
     if (h->chunked && h->content_length >= 0)
         abort(); /* Transfer-Encoding with Content-Length is refused */
+    if (h->ka_max < -1 || h->ka_timeout_s < -1)
+        abort(); /* a Keep-Alive hint is a count, or -1 when there is none */
     r->head_seen = true;
     r->in_body = false;
     r->content_length = h->content_length;
     r->cl_framed = !h->chunked && !h->body_until_close && h->content_length >= 0;
     r->no_body = r->head_req || h->status == 204 || h->status == 304;
     r->body_total = 0;
-    str_fmt(&r->trace, "[head %d 1.%d cl=%lld ch=%d ka=%d es=%d uc=%d]", h->status, h->minor_version,
-            (long long)h->content_length, h->chunked, h->keep_alive, h->event_stream, h->body_until_close);
+    str_fmt(&r->trace, "[head %d 1.%d cl=%lld ch=%d ka=%d es=%d uc=%d max=%d timeout=%d]", h->status, h->minor_version,
+            (long long)h->content_length, h->chunked, h->keep_alive, h->event_stream, h->body_until_close,
+            (int)h->ka_max, (int)h->ka_timeout_s);
     return 0;
 }
 

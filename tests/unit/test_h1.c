@@ -20,8 +20,12 @@ static int r_head(void *ud, const sg_h1_resp_head_t *h)
 {
     resp_rec_t *r = ud;
     r->in_body = false;
-    str_fmt(&r->trace, "[head %d 1.%d cl=%lld ch=%d ka=%d es=%d uc=%d]", h->status, h->minor_version,
+    str_fmt(&r->trace, "[head %d 1.%d cl=%lld ch=%d ka=%d es=%d uc=%d", h->status, h->minor_version,
             (long long)h->content_length, h->chunked, h->keep_alive, h->event_stream, h->body_until_close);
+    /* the Keep-Alive hints only when a response gave one, so the vectors without one read as before */
+    if (h->ka_max >= 0 || h->ka_timeout_s >= 0)
+        str_fmt(&r->trace, " max=%d timeout=%d", (int)h->ka_max, (int)h->ka_timeout_s);
+    str_add(&r->trace, "]", 1);
     return r->abort_on_head;
 }
 
@@ -167,6 +171,55 @@ static void test_resp_vectors(void)
     /* Header values: whitespace around is trimmed, obs-text is allowed. */
     CHECK_RESP("HTTP/1.1 200 OK\r\nX-A:\t \xc3\xa9t\xc3\xa9 \t\r\nContent-Length:1\r\n\r\n!",
                "[head 200 1.1 cl=1 ch=0 ka=1 es=0 uc=0][body !][done]");
+}
+
+/* Keep-Alive: timeout=T, max=N. A hint: what does not parse is ignored, never an error. */
+static void test_resp_keep_alive(void)
+{
+    /* llama-server's (cpp-httplib's) exact head */
+    CHECK_RESP("HTTP/1.1 200 OK\r\nServer: llama.cpp\r\nContent-Type: text/event-stream\r\n"
+               "Transfer-Encoding: chunked\r\nKeep-Alive: timeout=5, max=100\r\n\r\n0\r\n\r\n",
+               "[head 200 1.1 cl=-1 ch=1 ka=1 es=1 uc=0 max=100 timeout=5][done]");
+    /* any order and case, quoted values, other parameters and junk skipped */
+    CHECK_RESP("HTTP/1.1 200 OK\r\nkeep-alive: MAX=\"7\" ,foo, bar=1,TimeOut = 30\r\nContent-Length: 0\r\n\r\n",
+               "[head 200 1.1 cl=0 ch=0 ka=1 es=0 uc=0 max=7 timeout=30][done]");
+    /* only one of them */
+    CHECK_RESP("HTTP/1.1 200 OK\r\nKeep-Alive: timeout=2\r\nContent-Length: 0\r\n\r\n",
+               "[head 200 1.1 cl=0 ch=0 ka=1 es=0 uc=0 max=-1 timeout=2][done]");
+    CHECK_RESP("HTTP/1.1 200 OK\r\nKeep-Alive: max=0\r\nContent-Length: 0\r\n\r\n",
+               "[head 200 1.1 cl=0 ch=0 ka=1 es=0 uc=0 max=0 timeout=-1][done]");
+    /* values that are not plain numbers are skipped; an empty or nameless one too */
+    CHECK_RESP("HTTP/1.1 200 OK\r\nKeep-Alive: max=-1, timeout=5s, max=, =3, max=1e3, timeout\r\n"
+               "Content-Length: 0\r\n\r\n",
+               "[head 200 1.1 cl=0 ch=0 ka=1 es=0 uc=0][done]");
+    /* several fields (or repeats): the smallest of each wins */
+    CHECK_RESP("HTTP/1.1 200 OK\r\nKeep-Alive: max=50, timeout=9\r\nKeep-Alive: max=80, timeout=3, max=60\r\n"
+               "Content-Length: 0\r\n\r\n",
+               "[head 200 1.1 cl=0 ch=0 ka=1 es=0 uc=0 max=50 timeout=3][done]");
+    /* huge numbers saturate rather than wrap */
+    CHECK_RESP("HTTP/1.1 200 OK\r\nKeep-Alive: max=99999999999999999999999, timeout=2147483648\r\n"
+               "Content-Length: 0\r\n\r\n",
+               "[head 200 1.1 cl=0 ch=0 ka=1 es=0 uc=0 max=2147483647 timeout=2147483647][done]");
+    /* Connection: close still closes, whatever Keep-Alive says; a HTTP/1.0 keep-alive carries its hints */
+    CHECK_RESP("HTTP/1.1 200 OK\r\nConnection: close\r\nKeep-Alive: timeout=5, max=100\r\nContent-Length: 0\r\n\r\n",
+               "[head 200 1.1 cl=0 ch=0 ka=0 es=0 uc=0 max=100 timeout=5][done]");
+    CHECK_RESP(
+        "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=15, max=99\r\nContent-Length: 0\r\n\r\n",
+        "[head 200 1.0 cl=0 ch=0 ka=1 es=0 uc=0 max=99 timeout=15][done]");
+    /* each response of a kept-alive connection has its own hints (Apache counts max down); an interim 1xx's and
+     * a trailer's do not count */
+    CHECK_RESP("HTTP/1.1 100 Continue\r\nKeep-Alive: max=1\r\n\r\n"
+               "HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=3\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "0\r\nKeep-Alive: max=0\r\n\r\n"
+               "HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=2\r\nContent-Length: 0\r\n\r\n"
+               "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+               "[head 200 1.1 cl=-1 ch=1 ka=1 es=0 uc=0 max=3 timeout=5][done]"
+               "[head 200 1.1 cl=0 ch=0 ka=1 es=0 uc=0 max=2 timeout=5][done]"
+               "[head 200 1.1 cl=0 ch=0 ka=1 es=0 uc=0][done]");
+    /* control bytes in its value are refused as in any field */
+    char want[64];
+    snprintf(want, sizeof want, "[err %d]", SG_EPROTO);
+    CHECK_RESP("HTTP/1.1 200 OK\r\nKeep-Alive: max=1\x01\r\n\r\n", want);
 }
 
 static void test_resp_errors(void)
@@ -675,6 +728,7 @@ static void test_writer(void)
 int main(void)
 {
     test_resp_vectors();
+    test_resp_keep_alive();
     test_resp_errors();
     test_resp_caps();
     test_resp_api();

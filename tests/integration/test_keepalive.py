@@ -1,0 +1,232 @@
+"""Keep-alive as real servers do it: a server that closes kept-alive connections after a response (announced or
+not, at once or just after the client reused the connection) costs no request; a lost request is re-sent once on
+a fresh connection, counted in the summary, and its latency still runs from its intended start."""
+import socket
+import statistics
+import subprocess
+import threading
+import time
+
+import harness
+from profiling import profile
+
+DELAY_MS = 3  # --close-delay-ms: the client reuses the connection before the FIN comes, every time
+
+
+def resent(r):
+    """The summary's count of re-sent requests; 0 when it has none (check_clean fails that run)."""
+    return (r.summary or {}).get("resent_request_count", {}).get("avg", 0)
+
+
+def check_clean(h, r, n, what):
+    """Every request succeeded; the summary and the records agree."""
+    if not r.summary:
+        h.check(False, "%s: a summary was written" % what, r.stderr[-2000:])
+        return False
+    h.check(r.summary["error_request_count"]["avg"] == 0, "%s: no errors" % what, r.summary.get("error_summary"))
+    h.check(r.summary["request_count"]["avg"] == n, "%s: %d requests measured" % (what, n),
+            r.summary["request_count"]["avg"])
+    h.check(len(r.records) == n and all(x["status"] == "ok" for x in r.records), "%s: %d ok records" % (what, n))
+    h.check("resent_request_count" in r.summary and 0 <= resent(r) <= n,
+            "%s: resent_request_count in the summary" % what, r.summary.get("resent_request_count"))
+    return True
+
+
+def lossy_server_runs(h):
+    """llama-server's habit, with the race made certain: every response advertises Keep-Alive: timeout=5,
+    max=100, and the connection closes DELAY_MS after it, dropping the request the client sent meanwhile."""
+    args = ("--ttft-ms", 2, "--itl-ms", 1, "--close-after", 1, "--close-notice", "none", "--close-delay-ms",
+            DELAY_MS)
+    with h.mock(*args, record=True) as m:
+        n = 60
+        total_resent = 0
+        for streaming in (True, False):
+            for conc in (1, 4, 16):
+                mode = ["--streaming"] if streaming else []
+                what = "close after each response, %s, concurrency %d" % (
+                    "streamed" if streaming else "not streamed", conc)
+                r = profile(h, m.url, "--concurrency", conc, "--request-count", n, "--output-tokens-mean", 4,
+                            "--synthetic-input-tokens-mean", 16, *mode)
+                if not check_clean(h, r, n, what):
+                    continue
+                total_resent += resent(r)
+                # one connection per request at most, and every reuse lost: nearly all are re-sent
+                h.check(resent(r) >= n - 2 * conc, "%s: the lost requests were re-sent and counted" % what,
+                        (resent(r), n))
+                h.check("Re-sent: %d requests" % resent(r) in r.stdout, "%s: the console says how many were re-sent"
+                        % what, r.stdout[-1500:])
+                if conc == 1:
+                    # The slot freed at the previous response's end, which is the request's intended start; the
+                    # connection it first went out on closed DELAY_MS later, so its send (and its latency from
+                    # intended) carries that wait: it was measured from intended, not from the re-send.
+                    lags = [x["schedule_lag_ms"] for x in r.records[1:]]
+                    h.check(statistics.median(lags) >= 0.9 * DELAY_MS,
+                            "%s: schedule lag includes the lost attempt (median %.2f ms)" % (what,
+                                                                                          statistics.median(lags)))
+                    key = "time_to_first_token_ms" if streaming else "request_latency_ms"
+                    lat = statistics.median(x[key] for x in r.records[1:])
+                    h.check(lat >= 2 + 0.9 * DELAY_MS, "%s: %s from intended includes it (%.2f ms)" % (what, key, lat))
+        # open loop: arrivals keep their schedule (constant rate: intended times exactly 1/R apart)
+        rate = 200.0
+        r = profile(h, m.url, "--request-rate", rate, "--request-distribution", "constant", "--request-count", n,
+                    "--output-tokens-mean", 4, "--synthetic-input-tokens-mean", 16, "--streaming")
+        if check_clean(h, r, n, "close after each response, open loop"):
+            intended = sorted(x["intended_ns"] for x in r.records)
+            gaps = [(b - a) / 1e6 for a, b in zip(intended, intended[1:])]
+            h.check(all(abs(g - 1e3 / rate) < 0.01 for g in gaps), "open loop: intended times keep the schedule",
+                    gaps[:10])
+        m.stop()
+        answered = len(m.records())
+        # the server answered each measured request exactly once: re-sends replaced lost ones, never doubled one
+        h.check(answered == 7 * n, "the mock answered every request once (%d)" % answered)
+        h.check(total_resent > 0, "requests were re-sent", total_resent)
+
+
+def tls_runs(h):
+    """The same over TLS (HTTP/1.1 by ALPN): a lost request is seen through the filter, re-sent on a connection
+    with a handshake of its own, and counted."""
+    with h.mock("--tls", "--tls-alpn", "http/1.1", "--ttft-ms", 2, "--itl-ms", 1, "--close-after", 1,
+                "--close-notice", "none", "--close-delay-ms", DELAY_MS) as m:
+        n, conc = 40, 4
+        r = profile(h, m.url.replace("http://", "https://"), "-k", "--streaming", "--concurrency", conc,
+                    "--request-count", n, "--output-tokens-mean", 4, "--synthetic-input-tokens-mean", 16)
+        if check_clean(h, r, n, "TLS, close after each response"):
+            h.check(resent(r) >= n - 2 * conc, "TLS: the lost requests were re-sent and counted", resent(r))
+
+
+def honest_server_runs(h):
+    """A server that says when it will close: Connection: close on the last response, or a Keep-Alive max that
+    counts down to it. The client believes it and never loses a request, though the FIN comes late."""
+    n = 60
+    for notice in ("connection", "max"):
+        with h.mock("--ttft-ms", 2, "--itl-ms", 1, "--close-after", 3, "--close-notice", notice, "--close-delay-ms",
+                    DELAY_MS) as m:
+            for conc in (1, 4):
+                what = "close after 3 responses, announced by %s, concurrency %d" % (notice, conc)
+                r = profile(h, m.url, "--concurrency", conc, "--request-count", n, "--output-tokens-mean", 4,
+                            "--synthetic-input-tokens-mean", 16, "--streaming")
+                if check_clean(h, r, n, what):
+                    h.check(resent(r) == 0, "%s: nothing re-sent (the client closed first)" % what, resent(r))
+                    h.check("Re-sent" not in r.stdout, "%s: no re-send line" % what)
+
+
+def idle_fin_runs(h):
+    """A connection the server closes (FIN) while it sits idle leaves the pool: with gaps between requests the
+    next one opens a fresh connection instead of losing itself on the closed one."""
+    with h.mock("--ttft-ms", 1, "--itl-ms", 1, "--close-after", 1, "--close-notice", "none") as m:
+        n = 20
+        r = profile(h, m.url, "--request-rate", 40, "--request-distribution", "constant", "--request-count", n,
+                    "--output-tokens-mean", 2, "--synthetic-input-tokens-mean", 16, "--workers", 1)
+        if check_clean(h, r, n, "idle connections closed by the server"):
+            h.check(resent(r) == 0, "idle connections the server closed were not reused", resent(r))
+
+
+def connection_cap_runs(h):
+    """--max-connections with a server that closes: a freed descriptor lets the waiting requests go on (the run
+    used to wait for ever once its only connection was closed)."""
+    with h.mock("--ttft-ms", 1, "--itl-ms", 1, "--close-after", 1, "--close-notice", "none", "--close-delay-ms",
+                DELAY_MS) as m:
+        n = 30
+        try:
+            r = profile(h, m.url, "--concurrency", 3, "--request-count", n, "--max-connections", 1, "--workers", 1,
+                        "--output-tokens-mean", 2, "--synthetic-input-tokens-mean", 16, "--streaming", timeout=20)
+        except subprocess.TimeoutExpired:
+            h.check(False, "one connection at most: the run ends within 20 s")
+            return
+        check_clean(h, r, n, "one connection at most")
+
+
+class IdleTimeoutServer:
+    """HTTP/1.1 on 127.0.0.1 that advertises Keep-Alive: timeout=1 and holds idle connections open past it, but
+    closes without an answer any connection whose next request comes after more than a second of idleness: a
+    client that ignores the timeout loses those requests. Bounded: it stops after 60 s."""
+
+    BODY = b'{"choices":[{"message":{"content":"a b"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}'
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.answered = 0
+        self.dropped = 0
+        self.connections = 0
+        self.stop_flag = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self):
+        deadline = time.monotonic() + 60
+        while not self.stop_flag and time.monotonic() < deadline:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            self.connections += 1
+            threading.Thread(target=self._handle, args=(c,), daemon=True).start()
+
+    def _handle(self, c):
+        c.settimeout(10)
+        buf = b""
+        idle_since = time.monotonic()
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        return
+                    buf += d
+                head, rest = buf.split(b"\r\n\r\n", 1)
+                n = 0
+                for line in head.split(b"\r\n")[1:]:
+                    k, v = line.split(b":", 1)
+                    if k.strip().lower() == b"content-length":
+                        n = int(v)
+                while len(rest) < n:
+                    rest += c.recv(65536)
+                buf = rest[n:]
+                if time.monotonic() - idle_since > 1.0:
+                    self.dropped += 1
+                    return
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nKeep-Alive: timeout=1, max=100\r\n"
+                          b"Content-Length: %d\r\n\r\n" % len(self.BODY) + self.BODY)
+                self.answered += 1
+                idle_since = time.monotonic()
+        except OSError:
+            return
+        finally:
+            c.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop_flag = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def idle_timeout_runs(h):
+    """Keep-Alive: timeout=T: a connection idle longer than that is not reused."""
+    with IdleTimeoutServer() as s:
+        n = 4
+        r = profile(h, s.url, "--request-rate", 0.7, "--request-distribution", "constant", "--request-count", n,
+                    "--workers", 1, "--synthetic-input-tokens-mean", 8, timeout=30)
+        if check_clean(h, r, n, "idle past the server's Keep-Alive timeout"):
+            h.check(resent(r) == 0, "a connection idle past its timeout was not reused", resent(r))
+        h.check(s.dropped == 0 and s.answered == n, "the server answered every request and dropped none",
+                (s.answered, s.dropped))
+
+
+def main(h):
+    lossy_server_runs(h)
+    tls_runs(h)
+    honest_server_runs(h)
+    idle_fin_runs(h)
+    connection_cap_runs(h)
+    idle_timeout_runs(h)
+
+
+if __name__ == "__main__":
+    harness.main(main)

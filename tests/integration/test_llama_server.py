@@ -1,0 +1,58 @@
+"""surge against llama.cpp's llama-server, a real third-party server (cpp-httplib, HTTP/1.1) that closes its
+connection after every streamed response while its Keep-Alive header promises more. With a tiny random-weight
+model and ignore_eos, every response is exactly max_tokens long: streamed chat and completions at 1, 4 and 16 in
+flight, and a non-streamed run, end with no error, exit 0, and every request's OSL from the server's usage equal
+to what was asked. Needs tests/data/fetch-llama-server (a skip without it, a failure under CI)."""
+import harness
+from profiling import profile
+from servers import LlamaServer
+
+OSL = 16
+N = 80
+
+
+def check_run(h, r, what, streaming):
+    if not r.summary:
+        h.check(False, "%s: a summary was written" % what, r.stderr[-2000:])
+        return
+    h.check(r.summary["error_request_count"]["avg"] == 0, "%s: no errors" % what, r.summary.get("error_summary"))
+    h.check(r.summary["request_count"]["avg"] == N, "%s: %d requests measured" % (what, N))
+    h.check("resent_request_count" in r.summary, "%s: re-sends counted in the summary" % what)
+    h.check(len(r.records) == N, "%s: %d records" % (what, N), len(r.records))
+    bad = [x for x in r.records
+           if x["status"] != "ok" or x["osl_source"] != "usage" or x["output_sequence_length"] != OSL
+           or x["output_sequence_length_server"] != OSL]
+    h.check(not bad, "%s: every request's OSL is %d, from usage" % (what, OSL), bad[:2])
+    # llama-server counts the prompt it tokenized (BOS, and a chat template) in usage.prompt_tokens
+    short = [x for x in r.records if not x.get("input_sequence_length_server")
+             or x["input_sequence_length_server"] <= x["input_sequence_length"]]
+    h.check(not short, "%s: the server's prompt_tokens kept, above the client's count" % what, short[:2])
+    if streaming:
+        # the first chunk carries only the role ("content": null): the first token is the first content event
+        # (token_times_ms is rounded to the microsecond)
+        h.check(all(x["content_events"] >= 1 and abs(x["time_to_first_token_ms"] - x["token_times_ms"][0]) < 0.002
+                    for x in r.records), "%s: TTFT is the first content event" % what)
+        h.check(r.summary["time_to_first_token"]["count"] == N, "%s: TTFT for every request" % what)
+
+
+def main(h):
+    try:
+        server = LlamaServer(h, parallel=16)
+    except RuntimeError:  # under CI, without the test data: testdata_file has failed a check
+        return
+    with server as s:
+        common = ("--output-tokens-mean", OSL, "--extra-inputs", "ignore_eos:true", "--synthetic-input-tokens-mean",
+                  32, "--request-count", N, "--model", "tiny-llama")
+        for endpoint in ("chat", "completions"):
+            for conc in (1, 4, 16):
+                what = "llama-server %s, streamed, concurrency %d" % (endpoint, conc)
+                r = profile(h, s.url, "--endpoint-type", endpoint, "--streaming", "--concurrency", conc, *common,
+                            timeout=180)
+                check_run(h, r, what, True)
+        r = profile(h, s.url, "--endpoint-type", "chat", "--concurrency", 4, *common, timeout=180)
+        check_run(h, r, "llama-server chat, not streamed, concurrency 4", False)
+        h.check(s.proc.poll() is None, "llama-server still running", s.log()[-2000:])
+
+
+if __name__ == "__main__":
+    harness.main(main)
