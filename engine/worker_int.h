@@ -161,7 +161,8 @@ struct sg_worker {
     size_t h2n, h2cap;
     sg_conn_t *dirty_head; /* sessions with frames to flush */
     resp_t *free_resps;
-    uint32_t h2_per_conn; /* streams a connection takes: the peer's last SETTINGS_MAX_CONCURRENT_STREAMS */
+    uint32_t h2_per_conn;  /* streams a connection takes: the peer's last SETTINGS_MAX_CONCURRENT_STREAMS */
+    char h2_lost_why[160]; /* nghttp2's reason while a broken session's streams end (wk_h2_conn_lost) */
     uint64_t h2_streams_peak, h2_goaways, h2_refused_resent, h2_resets;
 
     sg_metrics_t *metrics;
