@@ -522,6 +522,28 @@ static int point_start(profile_t *p, point_t *pt)
     return code;
 }
 
+/* Connections the workers opened before the start and could not set up in time: the run starts anyway, and says so. */
+static void report_setup(const profile_t *p, const point_t *pt)
+{
+    uint64_t opened = 0, pending = 0;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        const sg_worker_progress_t *wp = sg_worker_progress(pt->ws[i]);
+        opened += atomic_load_explicit(&wp->setup_opened, memory_order_relaxed);
+        pending += atomic_load_explicit(&wp->setup_pending, memory_order_relaxed);
+    }
+    if (pending == 0 || g_interrupted)
+        return;
+    fprintf(stderr,
+            "surge: %s: %llu of %llu connections opened before the start were not ready within %d s (%s failed or "
+            "still pending); the run starts anyway and opens connections as requests need them, each given up %.3g "
+            "s after it was opened\n",
+            p->run.addr_text, (unsigned long long)pending, (unsigned long long)opened, SG_WORKER_SETUP_WAIT_S,
+            p->run.http2 ? (p->cfg.tls ? "connect, TLS handshake or the server's HTTP/2 SETTINGS"
+                                       : "connect or the server's HTTP/2 SETTINGS")
+                         : (p->cfg.tls ? "connect or TLS handshake" : "connect"),
+            sg_worker_setup_timeout_s(&p->cfg));
+}
+
 /* Release the workers at one start instant once all are set up, and wait for them, passing SIGINT on. */
 static void point_wait(profile_t *p, point_t *pt)
 {
@@ -529,6 +551,7 @@ static void point_wait(profile_t *p, point_t *pt)
     sg_run_t *run = &p->run;
     sg_worker_t **ws = pt->ws;
     unsigned n = pt->n_workers;
+    /* bounded by the workers: each is ready within SG_WORKER_SETUP_WAIT_S of starting its set-up */
     for (;;) {
         unsigned ready = 0;
         for (unsigned i = 0; i < n; i++)
@@ -537,6 +560,7 @@ static void point_wait(profile_t *p, point_t *pt)
             break;
         usleep(1000);
     }
+    report_setup(p, pt);
     run->start_ns = sg_now_ns() + 2000000; /* 2 ms: every worker is past its wait before the first arrival */
     double cpu_at_start = process_cpu_s();
     atomic_store(&run->go, 1);

@@ -19,9 +19,17 @@ typedef struct {
     atomic_uint_fast64_t errors;                           /* measured requests failed */
     atomic_uint_fast64_t in_flight;
     atomic_uint_fast64_t warmup_done;
-    atomic_int ready; /* set-up finished (connections pre-opened) */
+    atomic_uint setup_opened;  /* connections opened before the start instant (valid once ready) */
+    atomic_uint setup_pending; /* of those, not set up when set-up ended (valid once ready) */
+    atomic_int ready;          /* set-up finished (connections pre-opened) */
     atomic_int finished;
 } sg_worker_progress_t;
+
+/* A connection not set up (TCP connect, TLS handshake) this long after it was opened is given up: 10 s, or
+ * --request-timeout when that is shorter, since a request waiting for it should not outwait its own timeout. */
+double sg_worker_setup_timeout_s(const sg_config_t *cfg);
+/* How long the workers wait, before the start instant, for the connections they open in advance. */
+#define SG_WORKER_SETUP_WAIT_S 3
 
 /*
  * Create worker `index` of `n` (not started). Its share of counts and rates is derived from run->cfg.
