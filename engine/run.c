@@ -544,6 +544,94 @@ static void report_setup(const profile_t *p, const point_t *pt)
             sg_worker_setup_timeout_s(&p->cfg));
 }
 
+/*
+ * The controller's watch on a server that has gone quiet (a benchmark never waits silently). Every look (20 ms)
+ * sums what the workers publish; while something is outstanding (requests in flight or waiting for a connection,
+ * connections being set up) and no byte has come from the server for 5 s, one line says so, then again at 10, 20,
+ * 40 s ... of silence over the whole run, so a slow server does not flood stderr. After the sending ends under
+ * --benchmark-duration, a drain that lasts says what it waits for.
+ */
+#define WATCH_FIRST_S 5.0
+
+typedef struct {
+    uint64_t bytes;      /* bytes received at the last look */
+    int64_t quiet_since; /* nothing received since (while something was outstanding) */
+    double report_at_s;  /* silence that earns the next line */
+    int64_t drain_since; /* every worker done issuing, something still outstanding; 0 = not (yet) */
+    bool drain_said;
+} watch_t;
+
+static void watch_line_start(bool show)
+{
+    if (show)
+        fputs("\r\033[K", stderr); /* the progress line is redrawn at its next tick */
+}
+
+static void watch(const profile_t *p, const point_t *pt, watch_t *wt, int64_t now, bool show)
+{
+    const sg_config_t *cfg = &p->cfg;
+    uint64_t bytes = 0, in_flight = 0, waiting = 0, connecting = 0;
+    unsigned done_issuing = 0;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        const sg_worker_progress_t *wp = sg_worker_progress(pt->ws[i]);
+        bytes += atomic_load_explicit(&wp->bytes_received, memory_order_relaxed);
+        in_flight += atomic_load_explicit(&wp->in_flight, memory_order_relaxed);
+        waiting += atomic_load_explicit(&wp->waiting, memory_order_relaxed);
+        connecting += atomic_load_explicit(&wp->connecting, memory_order_relaxed);
+        done_issuing += (unsigned)(atomic_load_explicit(&wp->issuing_done, memory_order_relaxed) ||
+                                   atomic_load_explicit(&wp->finished, memory_order_relaxed));
+    }
+    if (g_interrupted)
+        return;
+    bool outstanding = in_flight + waiting + connecting > 0;
+    if (bytes != wt->bytes || !outstanding) {
+        wt->bytes = bytes;
+        wt->quiet_since = now;
+    } else if ((double)(now - wt->quiet_since) >= wt->report_at_s * 1e9) {
+        char what[192] = "";
+        size_t k = 0;
+        const uint64_t counts[] = {in_flight, waiting, connecting};
+        const char *const names[][2] = {{"request in flight", "requests in flight"},
+                                        {"request waiting for a connection", "requests waiting for a connection"},
+                                        {"connection being set up", "connections being set up"}};
+        for (size_t i = 0; i < SG_ARRAY_LEN(counts); i++)
+            if (counts[i] && k < sizeof what)
+                k += (size_t)snprintf(what + k, sizeof what - k, "%s%llu %s", k ? ", " : "",
+                                      (unsigned long long)counts[i], names[i][counts[i] != 1]);
+        watch_line_start(show);
+        if (in_flight)
+            fprintf(stderr,
+                    "surge: no response from %s for %.0f s (%s); still waiting, up to --request-timeout %g s from "
+                    "each send%s\n",
+                    p->run.addr_text, wt->report_at_s, what, cfg->request_timeout_s,
+                    cfg->streaming ? "" : " (without --streaming an answer comes whole, after its last token)");
+        else
+            fprintf(stderr,
+                    "surge: no response from %s for %.0f s (%s); still waiting, up to %.3g s from each connection "
+                    "attempt\n",
+                    p->run.addr_text, wt->report_at_s, what, sg_worker_setup_timeout_s(cfg));
+        fflush(stderr);
+        wt->report_at_s *= 2;
+    }
+    /* --benchmark-duration: the user expects the end at the duration; a drain that goes on says why */
+    if (cfg->benchmark_duration_s > 0 && done_issuing == pt->n_workers && in_flight + waiting > 0) {
+        if (!wt->drain_since)
+            wt->drain_since = now;
+        bool quiet = now - wt->quiet_since >= (int64_t)(WATCH_FIRST_S * 1e9);
+        if (!wt->drain_said && !quiet && now - wt->drain_since >= (int64_t)(WATCH_FIRST_S * 1e9)) {
+            watch_line_start(show);
+            fprintf(stderr,
+                    "surge: sending is over (--benchmark-duration %g s); waiting for the %llu request%s still "
+                    "outstanding, each at most --request-timeout %g s after its send (Ctrl-C ends the run now and "
+                    "keeps what was measured)\n",
+                    cfg->benchmark_duration_s, (unsigned long long)(in_flight + waiting),
+                    in_flight + waiting == 1 ? "" : "s", cfg->request_timeout_s);
+            fflush(stderr);
+            wt->drain_said = true;
+        }
+    }
+}
+
 /* Release the workers at one start instant once all are set up, and wait for them, passing SIGINT on. */
 static void point_wait(profile_t *p, point_t *pt)
 {
@@ -569,6 +657,7 @@ static void point_wait(profile_t *p, point_t *pt)
     uint64_t last_done = 0;
     int64_t last_ns = run->start_ns, last_print = 0;
     bool stop_sent = false;
+    watch_t wt = {.quiet_since = run->start_ns, .report_at_s = WATCH_FIRST_S};
     for (;;) {
         unsigned finished = 0;
         for (unsigned i = 0; i < n; i++)
@@ -582,6 +671,7 @@ static void point_wait(profile_t *p, point_t *pt)
             stop_sent = true;
         }
         int64_t now = sg_now_ns();
+        watch(p, pt, &wt, now, show);
         if (show && now - last_print >= 500000000LL) {
             progress_line(ws, n, cfg, run->start_ns, &last_done, &last_ns, false);
             last_print = now;

@@ -303,6 +303,19 @@ static void fatal(sg_worker_t *w, int err, const char *what)
     snprintf(w->fatal_msg, sizeof(w->fatal_msg), "worker %u: %s: %s", w->index, what, sg_strerror(err));
 }
 
+/* What the controller watches (sg_worker_progress_t), once per loop iteration: plain stores, no shared lines
+ * written per request beyond the existing counters. */
+static void publish(sg_worker_t *w, int64_t now)
+{
+    sg_worker_progress_t *p = &w->progress;
+    atomic_store_explicit(&p->waiting, w->n_waiting, memory_order_relaxed);
+    atomic_store_explicit(&p->connecting, w->n_connecting, memory_order_relaxed);
+    atomic_store_explicit(&p->bytes_received, w->bytes_received, memory_order_relaxed);
+    /* a closed loop learns that the duration is over only when a slot frees: say so from the clock */
+    if (w->issuing_done || now >= w->stop_issue_ns)
+        atomic_store_explicit(&p->issuing_done, 1, memory_order_relaxed);
+}
+
 static void preopen(sg_worker_t *w)
 {
     /* Closed loop: open the connections before the clock starts, as h2load does, so the first requests do
@@ -417,6 +430,7 @@ static void *worker_main(void *arg)
             check_timeouts(w, now);
         if (now >= w->setup_check_ns)
             wk_conns_expire_setup(w, now);
+        publish(w, now);
         if (w->issuing_done && !w->wait_head && !w->fl_head)
             break;
         int64_t deadline = INT64_MAX;

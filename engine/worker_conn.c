@@ -412,6 +412,7 @@ static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
     int res = cqe->res;
     if (res > 0) {
         unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+        w->bytes_received += (uint64_t)res; /* the controller's sign that the server is alive (sg_worker.h) */
         if (c->state != C_CLOSING) {
             if (c->tls)
                 tls_on_data(c, sg_loop_buf(&w->loop, bid), (size_t)res);

@@ -152,6 +152,7 @@ struct sg_worker {
     uint64_t conns_opened, conns_peak, connect_failures, resent;
     int64_t setup_timeout_ns; /* sg_worker_setup_timeout_s */
     int64_t setup_check_ns;   /* no connection's set-up is due before this (INT64_MAX: none being set up) */
+    uint64_t bytes_received;  /* published in progress.bytes_received */
 
     /* https:// (NULL for http://): this worker's context, where reconnects find their sessions to resume */
     sg_tls_ctx_t *tls_ctx;
