@@ -19,6 +19,7 @@ class Run:
     """surge profile in the background, its stderr lines timed (seconds since launch) as they come."""
 
     def __init__(self, h, url, args):
+        self.h = h
         self.art = h.path("art-%d" % time.monotonic_ns())
         cmd = [h.surge, "profile", "-m", "m", "-u", url, "--no-progress", "--artifact-dir", self.art]
         self.t0 = time.monotonic()
@@ -58,6 +59,8 @@ class Run:
         took = time.monotonic() - self.t0
         for t in self.readers:
             t.join(5)
+        self.h.check(not any(m in line for _, line in self.lines for m in harness.SANITIZER_MARKS),
+                     "no sanitizer report", self.stderr()[-3000:])
         return rc, took
 
     def stderr(self):
