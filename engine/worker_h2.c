@@ -176,8 +176,7 @@ static void h2_cb_close(void *ud, void *sud, uint32_t code, bool complete, bool 
                 c->served++;
             } else if (c->h2_lost) {
                 if (c->lost_res == SG_EPROTO && w->h2_lost_why[0])
-                    wk_set_error(r, SG_ERRC_DISCONNECT, "connection broke (HTTP/2 protocol error: %s) %s",
-                                 w->h2_lost_why,
+                    wk_set_error(r, SG_ERRC_DISCONNECT, "HTTP/2 protocol error (%s) %s", w->h2_lost_why,
                                  r->rec.first_byte_ns ? "in the middle of the response" : "before any response");
                 else if (c->lost_res == 0 || c->lost_res == SG_EPROTO)
                     wk_set_error(r, SG_ERRC_DISCONNECT, "connection %s %s",

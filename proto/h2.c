@@ -402,6 +402,10 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error_code,
 static int on_error(nghttp2_session *ng, int lib_error_code, const char *msg, size_t len, void *user)
 {
     sg_h2_t *s = user;
+    /* the first sentence: it says what was wrong, and fits in a request's error message */
+    const char *stop = memchr(msg, '.', len);
+    if (stop)
+        len = (size_t)(stop - msg);
     int n = len < sizeof(s->err) ? (int)len : (int)sizeof(s->err) - 1;
     snprintf(s->err, sizeof(s->err), "%.*s", n, msg);
     return 0;

@@ -129,8 +129,8 @@ bool sg_h2_going_away(const sg_h2_t *s);
  * the connection rather than wait for them.
  */
 bool sg_h2_closed(const sg_h2_t *s);
-/* nghttp2's one-line account of the last protocol error it found in the peer's bytes ("" when none). Valid until
- * the session is freed. */
+/* The first sentence of nghttp2's account of the last protocol error it found in the peer's bytes ("" when none).
+ * Valid until the session is freed. */
 const char *sg_h2_error_text(const sg_h2_t *s);
 
 /*
