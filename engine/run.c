@@ -10,11 +10,11 @@
 #include "sg_input.h"
 #include "sg_kserve.h"
 #include "sg_osl.h"
+#include "sg_preflight.h"
 #include "sg_worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,133 +56,6 @@ static int mkdir_p(const char *path)
     if (mkdir(buf, 0755) < 0 && errno != EEXIST)
         return -errno;
     return 0;
-}
-
-/* One blocking connect before anything starts, so an unreachable server is a clear message, not N errors.
- * With fd_out the connected socket is handed back (non-blocking) instead of closed. */
-static int preflight(const sg_run_t *run, int timeout_ms, int *fd_out)
-{
-    int fd = socket(run->addr.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    int err = 0;
-    if (connect(fd, (const struct sockaddr *)&run->addr.addr, run->addr.len) < 0) {
-        if (errno != EINPROGRESS) {
-            err = -errno;
-        } else {
-            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-            int n = poll(&pfd, 1, timeout_ms);
-            if (n == 0) {
-                err = -ETIMEDOUT;
-            } else if (n < 0) {
-                err = -errno;
-            } else {
-                int soerr = 0;
-                socklen_t len = sizeof(soerr);
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
-                err = -soerr;
-            }
-        }
-    }
-    if (fd_out && err == 0)
-        *fd_out = fd;
-    else
-        close(fd);
-    return err;
-}
-
-/* Blocking send of the filter's pending ciphertext. 0 or -errno. */
-static int tls_send_pending(sg_tls_conn_t *t, int fd, int64_t deadline)
-{
-    for (;;) {
-        const uint8_t *p;
-        size_t n;
-        sg_tls_out_peek(t, &p, &n);
-        if (!n)
-            return 0;
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-        if (k > 0) {
-            sg_tls_out_consume(t, (size_t)k);
-            continue;
-        }
-        if (k < 0 && errno != EAGAIN && errno != EINTR)
-            return -errno;
-        int left = (int)((deadline - sg_now_ns()) / 1000000);
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        if (left <= 0 || poll(&pfd, 1, left) == 0)
-            return -ETIMEDOUT;
-    }
-}
-
-/*
- * https://: one handshake on fd with the run's options, so that an untrusted certificate, a host-name mismatch, a
- * server without h2 when --http2 requires it, or a bad --cacert/--cert file is one clear line before the run.
- * Tells which protocol the server selected (alpn, "" for none) and describes the session in info. 0, or -1 with
- * the reason in err.
- */
-static int preflight_tls(const sg_run_t *run, int fd, int timeout_ms, char *alpn, size_t alpn_len, char *info,
-                         size_t info_len, char *err, size_t errlen)
-{
-    const sg_config_t *cfg = run->cfg;
-    sg_tls_ctx_t *ctx = NULL;
-    sg_tls_conn_t *t = NULL;
-    int rc = -1;
-    char cerr[256];
-    if (sg_tls_client_ctx_new(&run->tls_opts, &ctx, cerr, sizeof cerr) < 0) {
-        snprintf(err, errlen, "TLS set-up: %s", cerr);
-        return -1;
-    }
-    if (sg_tls_conn_new(ctx, cfg->host, cfg->host_header, &t) < 0) {
-        snprintf(err, errlen, "TLS set-up failed for the host \"%s\"", cfg->host);
-        goto out;
-    }
-    int64_t deadline = sg_now_ns() + (int64_t)timeout_ms * 1000000;
-    for (;;) {
-        int h = sg_tls_handshake(t);
-        int e = tls_send_pending(t, fd, deadline);
-        if (h < 0) {
-            snprintf(err, errlen, "%s", sg_tls_error(t));
-            goto out;
-        }
-        if (e < 0) {
-            snprintf(err, errlen, "TLS handshake: sending: %s", sg_strerror(e));
-            goto out;
-        }
-        if (h == 0)
-            break;
-        int left = (int)((deadline - sg_now_ns()) / 1000000);
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || poll(&pfd, 1, left) == 0) {
-            snprintf(err, errlen,
-                     "TLS handshake: no answer from the server within %d s (does it speak TLS on this port?)",
-                     timeout_ms / 1000);
-            goto out;
-        }
-        uint8_t buf[16384];
-        ssize_t k = recv(fd, buf, sizeof buf, 0);
-        if (k < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (k < 0) {
-            snprintf(err, errlen, "TLS handshake: %s", strerror(errno));
-            goto out;
-        }
-        if (k == 0)
-            sg_tls_feed_eof(t);
-        else if (sg_tls_feed(t, buf, (size_t)k) < 0) {
-            snprintf(err, errlen, "TLS handshake: the server sent too much");
-            goto out;
-        }
-    }
-    snprintf(alpn, alpn_len, "%s", sg_tls_alpn(t));
-    snprintf(info, info_len, "%s %s%s, ALPN %s", sg_tls_version(t), sg_tls_cipher(t),
-             cfg->insecure ? " (not verified: -k)" : "", alpn[0] ? alpn : "none");
-    if (sg_tls_close(t) == 0)
-        (void)tls_send_pending(t, fd, deadline);
-    rc = 0;
-out:
-    sg_tls_conn_free(t);
-    sg_tls_ctx_free(ctx);
-    return rc;
 }
 
 static unsigned cpu_list(int *cpus, unsigned max)
@@ -460,9 +332,18 @@ static int prepare_workload(profile_t *p)
     return EXIT_OK;
 }
 
+/* What to do when the target does not speak HTTP/2: --http2 is a choice, triton's gRPC needs another port. */
+static const char *not_h2_advice(const sg_config_t *cfg)
+{
+    return cfg->triton ? "--service-kind triton speaks gRPC over HTTP/2: point -u/--url at the server's gRPC port "
+                         "(Triton's is 8001 unless changed; 8000 serves HTTP)"
+                       : "drop --http2 to speak HTTP/1.1 to it";
+}
+
 /*
- * Resolve the target and check it before anything is measured: it accepts a connection, and over https:// its
- * TLS handshake succeeds and tells which protocol the run speaks.
+ * Resolve the target and check it before anything is measured (sg_preflight.h): it accepts a connection, over
+ * https:// its TLS handshake succeeds and tells which protocol the run speaks, and under HTTP/2 it answers the
+ * connection preface with SETTINGS. Each check has a bound: nothing here waits longer than SG_PREFLIGHT_MS.
  */
 static int prepare_target(profile_t *p)
 {
@@ -475,15 +356,28 @@ static int prepare_target(profile_t *p)
     }
     sg_addr_format(&run->addr, run->addr_text, sizeof(run->addr_text));
     int pfd = -1;
-    int perr = preflight(run, 5000, cfg->tls ? &pfd : NULL);
+    int perr = sg_preflight_connect(run, SG_PREFLIGHT_MS, cfg->tls || cfg->http2 ? &pfd : NULL);
     if (perr < 0) {
         fprintf(stderr, "surge: cannot connect to %s (from -u/--url %s): %s\n", run->addr_text, cfg->url,
                 sg_strerror(perr));
         return EXIT_USAGE;
     }
     run->http2 = cfg->http2;
-    if (!cfg->tls)
+    if (!cfg->tls) {
+        if (!cfg->http2)
+            return EXIT_OK;
+        /* h2c with prior knowledge: an HTTP/1.1 server answers the preface with a 400, or waits for a request
+         * line that never ends; without this check every stream of the run would wait for --request-timeout */
+        char got[300];
+        int herr = sg_preflight_h2(pfd, SG_PREFLIGHT_MS, got, sizeof got);
+        close(pfd);
+        if (herr < 0) {
+            fprintf(stderr, "surge: %s does not speak HTTP/2 (h2c, prior knowledge): %s; %s\n", run->addr_text, got,
+                    not_h2_advice(cfg));
+            return EXIT_USAGE;
+        }
         return EXIT_OK;
+    }
     /* --http2 demands h2; otherwise offer both and let the server choose. The workers then offer only what it
      * chose here, so every connection of the run speaks one protocol (h2 then required). */
     run->tls_opts = (sg_tls_opts_t){
@@ -495,13 +389,16 @@ static int prepare_target(profile_t *p)
         .alpn_required = cfg->http2,
     };
     char alpn[64];
-    int terr = preflight_tls(run, pfd, 5000, alpn, sizeof alpn, p->tls_info, sizeof p->tls_info, err, sizeof err);
+    int terr = sg_preflight_tls(run, pfd, SG_PREFLIGHT_MS, alpn, sizeof alpn, p->tls_info, sizeof p->tls_info, err,
+                                sizeof err);
     close(pfd);
     if (terr < 0) {
         fprintf(stderr, "surge: %s (-u/--url %s)\n", err, cfg->url);
         if (cfg->http2 && (strstr(err, "ALPN") || strstr(err, "no_application_protocol")))
             fprintf(stderr, "surge: --http2 on https:// requires the server to select h2 through ALPN; "
                             "without --http2 surge uses what the server selects\n");
+        else if (cfg->triton && strstr(err, "does not speak HTTP/2"))
+            fprintf(stderr, "surge: %s\n", not_h2_advice(cfg));
         return EXIT_USAGE;
     }
     run->http2 = strcmp(alpn, "h2") == 0;
@@ -652,6 +549,116 @@ static int point_start(profile_t *p, point_t *pt)
     return code;
 }
 
+/* Connections the workers opened before the start and could not set up in time: the run starts anyway, and says so. */
+static void report_setup(const profile_t *p, const point_t *pt)
+{
+    uint64_t opened = 0, pending = 0;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        const sg_worker_progress_t *wp = sg_worker_progress(pt->ws[i]);
+        opened += atomic_load_explicit(&wp->setup_opened, memory_order_relaxed);
+        pending += atomic_load_explicit(&wp->setup_pending, memory_order_relaxed);
+    }
+    if (pending == 0 || g_interrupted)
+        return;
+    fprintf(stderr,
+            "surge: %s: %llu of %llu connections opened before the start were not ready within %d s (%s failed or "
+            "still pending); the run starts anyway and opens connections as requests need them, each given up %.3g "
+            "s after it was opened\n",
+            p->run.addr_text, (unsigned long long)pending, (unsigned long long)opened, SG_WORKER_SETUP_WAIT_S,
+            p->run.http2 ? (p->cfg.tls ? "connect, TLS handshake or the server's HTTP/2 SETTINGS"
+                                       : "connect or the server's HTTP/2 SETTINGS")
+                         : (p->cfg.tls ? "connect or TLS handshake" : "connect"),
+            sg_worker_setup_timeout_s(&p->cfg));
+}
+
+/*
+ * The controller's watch on a server that has gone quiet (a benchmark never waits silently). Every look (20 ms)
+ * sums what the workers publish; while something is outstanding (requests in flight or waiting for a connection,
+ * connections being set up) and no byte has come from the server for 5 s, one line says so, then again at 10, 20,
+ * 40 s ... of silence over the whole run, so a slow server does not flood stderr. After the sending ends under
+ * --benchmark-duration, a drain that lasts says what it waits for.
+ */
+#define WATCH_FIRST_S 5.0
+
+typedef struct {
+    uint64_t bytes;      /* bytes received at the last look */
+    int64_t quiet_since; /* nothing received since (while something was outstanding) */
+    double report_at_s;  /* silence that earns the next line */
+    int64_t drain_since; /* every worker done issuing, something still outstanding; 0 = not (yet) */
+    bool drain_said;
+} watch_t;
+
+static void watch_line_start(bool show)
+{
+    if (show)
+        fputs("\r\033[K", stderr); /* the progress line is redrawn at its next tick */
+}
+
+static void watch(const profile_t *p, const point_t *pt, watch_t *wt, int64_t now, bool show)
+{
+    const sg_config_t *cfg = &p->cfg;
+    uint64_t bytes = 0, in_flight = 0, waiting = 0, connecting = 0;
+    unsigned done_issuing = 0;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        const sg_worker_progress_t *wp = sg_worker_progress(pt->ws[i]);
+        bytes += atomic_load_explicit(&wp->bytes_received, memory_order_relaxed);
+        in_flight += atomic_load_explicit(&wp->in_flight, memory_order_relaxed);
+        waiting += atomic_load_explicit(&wp->waiting, memory_order_relaxed);
+        connecting += atomic_load_explicit(&wp->connecting, memory_order_relaxed);
+        done_issuing += (unsigned)(atomic_load_explicit(&wp->issuing_done, memory_order_relaxed) ||
+                                   atomic_load_explicit(&wp->finished, memory_order_relaxed));
+    }
+    if (g_interrupted)
+        return;
+    bool outstanding = in_flight + waiting + connecting > 0;
+    if (bytes != wt->bytes || !outstanding) {
+        wt->bytes = bytes;
+        wt->quiet_since = now;
+    } else if ((double)(now - wt->quiet_since) >= wt->report_at_s * 1e9) {
+        char what[192] = "";
+        size_t k = 0;
+        const uint64_t counts[] = {in_flight, waiting, connecting};
+        const char *const names[][2] = {{"request in flight", "requests in flight"},
+                                        {"request waiting for a connection", "requests waiting for a connection"},
+                                        {"connection being set up", "connections being set up"}};
+        for (size_t i = 0; i < SG_ARRAY_LEN(counts); i++)
+            if (counts[i] && k < sizeof what)
+                k += (size_t)snprintf(what + k, sizeof what - k, "%s%llu %s", k ? ", " : "",
+                                      (unsigned long long)counts[i], names[i][counts[i] != 1]);
+        watch_line_start(show);
+        if (in_flight)
+            fprintf(stderr,
+                    "surge: no response from %s for %.0f s (%s); still waiting, up to --request-timeout %g s from "
+                    "each send%s\n",
+                    p->run.addr_text, wt->report_at_s, what, cfg->request_timeout_s,
+                    cfg->streaming ? "" : " (without --streaming an answer comes whole, after its last token)");
+        else
+            fprintf(stderr,
+                    "surge: no response from %s for %.0f s (%s); still waiting, up to %.3g s from each connection "
+                    "attempt\n",
+                    p->run.addr_text, wt->report_at_s, what, sg_worker_setup_timeout_s(cfg));
+        fflush(stderr);
+        wt->report_at_s *= 2;
+    }
+    /* --benchmark-duration: the user expects the end at the duration; a drain that goes on says why */
+    if (cfg->benchmark_duration_s > 0 && done_issuing == pt->n_workers && in_flight + waiting > 0) {
+        if (!wt->drain_since)
+            wt->drain_since = now;
+        bool quiet = now - wt->quiet_since >= (int64_t)(WATCH_FIRST_S * 1e9);
+        if (!wt->drain_said && !quiet && now - wt->drain_since >= (int64_t)(WATCH_FIRST_S * 1e9)) {
+            watch_line_start(show);
+            fprintf(stderr,
+                    "surge: sending is over (--benchmark-duration %g s); waiting for the %llu request%s still "
+                    "outstanding, each at most --request-timeout %g s after its send (Ctrl-C ends the run now and "
+                    "keeps what was measured)\n",
+                    cfg->benchmark_duration_s, (unsigned long long)(in_flight + waiting),
+                    in_flight + waiting == 1 ? "" : "s", cfg->request_timeout_s);
+            fflush(stderr);
+            wt->drain_said = true;
+        }
+    }
+}
+
 /* Release the workers at one start instant once all are set up, and wait for them, passing SIGINT on. */
 static void point_wait(profile_t *p, point_t *pt)
 {
@@ -659,6 +666,7 @@ static void point_wait(profile_t *p, point_t *pt)
     sg_run_t *run = &p->run;
     sg_worker_t **ws = pt->ws;
     unsigned n = pt->n_workers;
+    /* bounded by the workers: each is ready within SG_WORKER_SETUP_WAIT_S of starting its set-up */
     for (;;) {
         unsigned ready = 0;
         for (unsigned i = 0; i < n; i++)
@@ -667,6 +675,7 @@ static void point_wait(profile_t *p, point_t *pt)
             break;
         usleep(1000);
     }
+    report_setup(p, pt);
     run->start_ns = sg_now_ns() + 2000000; /* 2 ms: every worker is past its wait before the first arrival */
     double cpu_at_start = process_cpu_s();
     atomic_store(&run->go, 1);
@@ -675,6 +684,7 @@ static void point_wait(profile_t *p, point_t *pt)
     uint64_t last_done = 0;
     int64_t last_ns = run->start_ns, last_print = 0;
     bool stop_sent = false;
+    watch_t wt = {.quiet_since = run->start_ns, .report_at_s = WATCH_FIRST_S};
     for (;;) {
         unsigned finished = 0;
         for (unsigned i = 0; i < n; i++)
@@ -688,6 +698,7 @@ static void point_wait(profile_t *p, point_t *pt)
             stop_sent = true;
         }
         int64_t now = sg_now_ns();
+        watch(p, pt, &wt, now, show);
         if (show && now - last_print >= 500000000LL) {
             progress_line(ws, n, cfg, run->start_ns, &last_done, &last_ns, false);
             last_print = now;

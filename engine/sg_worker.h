@@ -14,14 +14,31 @@
 
 typedef struct sg_worker sg_worker_t;
 
+/*
+ * What the controller reads while the run is on (progress line, the watch on a silent server): one writer each,
+ * the worker, relaxed. completed, errors, in_flight and warmup_done change with each request; the rest are
+ * published once per loop iteration.
+ */
 typedef struct {
     _Alignas(SG_CACHELINE) atomic_uint_fast64_t completed; /* measured requests finished, ok or not */
     atomic_uint_fast64_t errors;                           /* measured requests failed */
     atomic_uint_fast64_t in_flight;
     atomic_uint_fast64_t warmup_done;
-    atomic_int ready; /* set-up finished (connections pre-opened) */
+    atomic_uint_fast64_t waiting;        /* issued requests not yet sent (no connection or stream free yet) */
+    atomic_uint_fast64_t connecting;     /* connections being set up (TCP connect, TLS handshake) */
+    atomic_uint_fast64_t bytes_received; /* from the server, every connection, since the start of set-up */
+    atomic_int issuing_done;             /* no more requests will be issued (count, duration, or stop) */
+    atomic_uint setup_opened;            /* connections opened before the start instant (valid once ready) */
+    atomic_uint setup_pending;           /* of those, not set up when set-up ended (valid once ready) */
+    atomic_int ready;                    /* set-up finished (connections pre-opened) */
     atomic_int finished;
 } sg_worker_progress_t;
+
+/* A connection not set up (TCP connect, TLS handshake) this long after it was opened is given up: 10 s, or
+ * --request-timeout when that is shorter, since a request waiting for it should not outwait its own timeout. */
+double sg_worker_setup_timeout_s(const sg_config_t *cfg);
+/* How long the workers wait, before the start instant, for the connections they open in advance. */
+#define SG_WORKER_SETUP_WAIT_S 3
 
 /*
  * Create worker `index` of `n` (not started). Its share of counts and rates is derived from run->cfg.

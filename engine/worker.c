@@ -334,6 +334,19 @@ static void fatal(sg_worker_t *w, int err, const char *what)
     snprintf(w->fatal_msg, sizeof(w->fatal_msg), "worker %u: %s: %s", w->index, what, sg_strerror(err));
 }
 
+/* What the controller watches (sg_worker_progress_t), once per loop iteration: plain stores, no shared lines
+ * written per request beyond the existing counters. */
+static void publish(sg_worker_t *w, int64_t now)
+{
+    sg_worker_progress_t *p = &w->progress;
+    atomic_store_explicit(&p->waiting, w->n_waiting + w->n_fresh, memory_order_relaxed);
+    atomic_store_explicit(&p->connecting, w->n_connecting, memory_order_relaxed);
+    atomic_store_explicit(&p->bytes_received, w->bytes_received, memory_order_relaxed);
+    /* a closed loop learns that the duration is over only when a slot frees: say so from the clock */
+    if (w->issuing_done || now >= w->stop_issue_ns)
+        atomic_store_explicit(&p->issuing_done, 1, memory_order_relaxed);
+}
+
 static void preopen(sg_worker_t *w)
 {
     /* Closed loop: open the connections before the clock starts, as h2load does, so the first requests do
@@ -347,19 +360,35 @@ static void preopen(sg_worker_t *w)
         n = (n + w->h2_per_conn - 1) / w->h2_per_conn;
     if (n > w->max_conns)
         n = w->max_conns;
-    for (uint64_t i = 0; i < n; i++)
+    uint64_t opened = 0;
+    for (uint64_t i = 0; i < n; i++, opened++)
         if (!wk_conn_open(w, true))
             break;
     int64_t until = sg_now_ns() + SETUP_CONNECT_NS;
     /* HTTP/2: set-up ends with the server's SETTINGS, so the first requests keep to its stream limit (sent
      * before it, they would go out against nghttp2's assumed 100 and come back refused) */
     while ((w->n_connecting > 0 || (w->http2 && wk_h2_awaiting_settings(w))) && sg_now_ns() < until) {
-        int err = sg_loop_run_once(&w->loop, until);
+        int err = sg_loop_run_once(&w->loop, until < w->setup_check_ns ? until : w->setup_check_ns);
         if (err < 0) {
             fatal(w, err, "io_uring wait");
             return;
         }
+        int64_t now = sg_now_ns();
+        if (now >= w->setup_check_ns)
+            wk_conns_expire_setup(w, now);
     }
+    /* What is not ready now (still connecting or handshaking, no SETTINGS yet, failed, closed) is not waited for
+     * any longer, but the controller says so rather than start silently */
+    uint64_t usable = 0;
+    if (w->http2)
+        for (size_t i = 0; i < w->h2n; i++)
+            usable += sg_h2_peer_settings_seen(w->h2v[i]->h2);
+    else
+        for (const sg_conn_t *c = w->idle_head; c; c = c->next)
+            usable++;
+    atomic_store_explicit(&w->progress.setup_opened, (unsigned)opened, memory_order_relaxed);
+    atomic_store_explicit(&w->progress.setup_pending, (unsigned)(opened > usable ? opened - usable : 0),
+                          memory_order_relaxed);
 }
 
 /* How long before the start instant a closed-loop worker stops sleeping and spins (timer slack is 1 ns, but a
@@ -430,6 +459,9 @@ static void *worker_main(void *arg)
             issue_due(w, now);
         if (w->fl_head)
             check_timeouts(w, now);
+        if (now >= w->setup_check_ns)
+            wk_conns_expire_setup(w, now);
+        publish(w, now);
         if (w->issuing_done && !w->wait_head && !w->fresh_head && !w->fl_head)
             break;
         int64_t deadline = INT64_MAX;
@@ -437,6 +469,8 @@ static void *worker_main(void *arg)
             deadline = w->next_arrival_ns;
         if (w->fl_head && w->fl_head->rec.sent_ns + w->timeout_ns < deadline)
             deadline = w->fl_head->rec.sent_ns + w->timeout_ns;
+        if (w->setup_check_ns < deadline)
+            deadline = w->setup_check_ns;
         err = sg_loop_run_once(&w->loop, deadline);
         if (err < 0)
             fatal(w, err, "io_uring wait");
@@ -460,6 +494,12 @@ static void *worker_main(void *arg)
 }
 
 /* ---------------- public ---------------- */
+
+double sg_worker_setup_timeout_s(const sg_config_t *cfg)
+{
+    double max = (double)SETUP_TIMEOUT_MAX_NS / 1e9;
+    return cfg->request_timeout_s < max ? cfg->request_timeout_s : max;
+}
 
 sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, char *err, size_t errlen)
 {
@@ -485,6 +525,8 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->quota = cfg->request_count ? share(cfg->request_count, index, n) + w->warmup_quota : UINT64_MAX;
     w->stop_issue_ns = INT64_MAX;
     w->timeout_ns = (int64_t)llround(cfg->request_timeout_s * 1e9);
+    w->setup_timeout_ns = (int64_t)llround(sg_worker_setup_timeout_s(cfg) * 1e9);
+    w->setup_check_ns = INT64_MAX;
     uint64_t reserve = 64;
     w->max_conns = run->nofile > reserve * 2 ? (run->nofile - reserve) / n : 16;
     if (cfg->max_connections && share(cfg->max_connections, index, n) < w->max_conns)

@@ -457,6 +457,7 @@ static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
     int res = cqe->res;
     if (res > 0) {
         unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+        w->bytes_received += (uint64_t)res; /* the controller's sign that the server is alive (sg_worker.h) */
         if (c->state != C_CLOSING) {
             if (c->tls)
                 tls_on_data(c, sg_loop_buf(&w->loop, bid), (size_t)res);
@@ -590,6 +591,9 @@ sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup)
     c->rs.w = w;
     sg_sse_init(&c->rs.sse, MAX_EVENT_BYTES);
     c->state = C_CONNECTING;
+    c->opened_ns = sg_now_ns();
+    if (w->setup_check_ns == INT64_MAX)
+        w->setup_check_ns = c->opened_ns + w->setup_timeout_ns;
     c->all_next = w->all_head;
     if (w->all_head)
         w->all_head->all_prev = c;
@@ -669,6 +673,55 @@ void wk_conn_dispatch(sg_worker_t *w)
             want = left < want ? left : want;
         }
     }
+}
+
+/*
+ * The kernel gives up a connect only after its SYN retries (about two minutes on Linux), and a server may accept
+ * and then never answer the TLS handshake: a connection still being set up w->setup_timeout_ns after it was opened
+ * is closed, and fails the request it was opened for (class connect, or tls during the handshake).
+ */
+static void setup_timed_out(sg_conn_t *c, int64_t now)
+{
+    sg_worker_t *w = c->w;
+    double s = (double)w->setup_timeout_ns / 1e9;
+    char why[192];
+    if (c->tls) {
+        /* TCP is up (tls_start ran): the handshake is what did not finish */
+        snprintf(why, sizeof why, "TLS: the handshake with %s was not done within %.3g s", w->run->addr_text, s);
+        tls_setup_failed(c, why);
+        return;
+    }
+    w->last_connect_err = -ETIMEDOUT;
+    w->connect_failures++;
+    bool for_setup = c->for_setup;
+    wk_conn_close(c); /* counts it out of n_connecting and cancels the connect */
+    if (!for_setup) {
+        sg_req_t *r = wk_wait_pop(w);
+        if (r) {
+            wk_set_error(r, SG_ERRC_CONNECT, "connect to %s: not connected within %.3g s (no answer to the attempt)",
+                         w->run->addr_text, s);
+            wk_req_finish(w, r, now);
+        }
+    }
+    wk_conn_dispatch(w);
+}
+
+void wk_conns_expire_setup(sg_worker_t *w, int64_t now)
+{
+    int64_t next = INT64_MAX;
+    w->setup_check_ns = INT64_MAX; /* connections opened below (a failed request's successor) set it again */
+    for (sg_conn_t *c = w->all_head, *nx; c; c = nx) {
+        nx = c->all_next; /* c may be freed; nothing below frees another connection */
+        if (c->state != C_CONNECTING)
+            continue;
+        int64_t due = c->opened_ns + w->setup_timeout_ns;
+        if (due <= now)
+            setup_timed_out(c, now);
+        else if (due < next)
+            next = due;
+    }
+    if (next < w->setup_check_ns)
+        w->setup_check_ns = next;
 }
 
 /* The end of the thread: every connection goes, whatever state it is in (the ring is not waited on again). */

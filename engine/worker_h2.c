@@ -175,7 +175,10 @@ static void h2_cb_close(void *ud, void *sud, uint32_t code, bool complete, bool 
                     wk_on_complete(rs);
                 c->served++;
             } else if (c->h2_lost) {
-                if (c->lost_res == 0 || c->lost_res == SG_EPROTO)
+                if (c->lost_res == SG_EPROTO && w->h2_lost_why[0])
+                    wk_set_error(r, SG_ERRC_DISCONNECT, "HTTP/2 protocol error (%s) %s", w->h2_lost_why,
+                                 r->rec.first_byte_ns ? "in the middle of the response" : "before any response");
+                else if (c->lost_res == 0 || c->lost_res == SG_EPROTO)
                     wk_set_error(r, SG_ERRC_DISCONNECT, "connection %s %s",
                                  c->lost_res == 0 ? "closed by the server" : "broke (HTTP/2 protocol error)",
                                  r->rec.first_byte_ns ? "in the middle of the response" : "before any response");
@@ -253,17 +256,27 @@ void wk_h2_conn_lost(sg_conn_t *c, int res)
 {
     sg_worker_t *w = c->w;
     c->lost_res = res;
+    /* nghttp2's account of a protocol error, for the streams that end below (all of them inside the release) */
+    snprintf(w->h2_lost_why, sizeof(w->h2_lost_why), "%s", res == SG_EPROTO && c->h2 ? sg_h2_error_text(c->h2) : "");
     if (c->h2)
         wk_h2_conn_release(c);
     wk_conn_close(c);
     wk_conn_dispatch(w);
 }
 
-/* A GOAWAY'd session with nothing left open is closed. */
+/*
+ * A GOAWAY'd session with nothing left open is closed. A session nghttp2 ended itself (the peer's bytes were not
+ * HTTP/2: an HTTP/1.1 server's 400 where its SETTINGS belong) reads nothing more, so its open streams could only
+ * wait for --request-timeout: the connection is dropped as broken now, and its streams fail with nghttp2's reason.
+ */
 static void h2_maybe_retire(sg_conn_t *c)
 {
-    if (c->h2 && c->state != C_CLOSING && sg_h2_going_away(c->h2) && sg_h2_open_streams(c->h2) == 0)
+    if (!c->h2 || c->state == C_CLOSING || !sg_h2_going_away(c->h2))
+        return;
+    if (sg_h2_open_streams(c->h2) == 0)
         wk_conn_close(c);
+    else if (sg_h2_closed(c->h2))
+        wk_h2_conn_lost(c, SG_EPROTO);
 }
 
 static void h2_flush(sg_conn_t *c)

@@ -24,9 +24,12 @@
 #define MAX_EVENT_BYTES (1u << 20) /* one SSE event */
 #define MAX_BODY_BYTES (16u << 20) /* one non-streamed body */
 #define ERR_BODY_SAMPLE 200        /* bytes of an error body kept for the message */
-#define SETUP_CONNECT_NS 3000000000LL
+#define SETUP_CONNECT_NS (SG_WORKER_SETUP_WAIT_S * 1000000000LL)
 #define FIXED_PREOPEN 4           /* connections opened before a fixed schedule starts, per worker */
 #define TLS_PLAIN_BUF (32u << 10) /* decrypted bytes handed to the protocol per sg_tls_read (a record is <= 16 KiB) */
+
+/* A connection's set-up (connect, TLS handshake) is given up after this, or --request-timeout when shorter. */
+#define SETUP_TIMEOUT_MAX_NS 10000000000LL
 
 typedef struct sg_conn sg_conn_t;
 typedef struct sg_req sg_req_t;
@@ -85,8 +88,9 @@ struct sg_conn {
     enum conn_state state;
     unsigned ops; /* operations in flight; the conn is freed when closing and this reaches 0 */
     bool recv_armed;
-    bool for_setup; /* opened before the start instant */
-    resp_t rs;      /* HTTP/1.1: the response of the request on this connection (rs.req) */
+    bool for_setup;    /* opened before the start instant */
+    int64_t opened_ns; /* set-up (connect, TLS handshake) is given up at opened_ns + w->setup_timeout_ns */
+    resp_t rs;         /* HTTP/1.1: the response of the request on this connection (rs.req) */
     size_t send_off;
     sg_h1_resp_t h1;
     uint64_t served; /* responses completed on this connection; 0: fresh, it never carried a request */
@@ -160,6 +164,9 @@ struct sg_worker {
     uint64_t max_conns;
     int last_connect_err;
     uint64_t conns_opened, conns_peak, connect_failures, resent, resent_measured;
+    int64_t setup_timeout_ns; /* sg_worker_setup_timeout_s */
+    int64_t setup_check_ns;   /* no connection's set-up is due before this (INT64_MAX: none being set up) */
+    uint64_t bytes_received;  /* published in progress.bytes_received */
 
     /* https:// (NULL for http://): this worker's context, where reconnects find their sessions to resume */
     sg_tls_ctx_t *tls_ctx;
@@ -175,7 +182,8 @@ struct sg_worker {
     size_t h2n, h2cap;
     sg_conn_t *dirty_head; /* sessions with frames to flush */
     resp_t *free_resps;
-    uint32_t h2_per_conn; /* streams a connection takes: the peer's last SETTINGS_MAX_CONCURRENT_STREAMS */
+    uint32_t h2_per_conn;  /* streams a connection takes: the peer's last SETTINGS_MAX_CONCURRENT_STREAMS */
+    char h2_lost_why[160]; /* nghttp2's reason while a broken session's streams end (wk_h2_conn_lost) */
     uint64_t h2_streams_peak, h2_goaways, h2_refused_resent, h2_resets;
 
     sg_metrics_t *metrics;
@@ -225,6 +233,8 @@ void wk_conn_close(sg_conn_t *c);
 void wk_conn_put(sg_conn_t *c);
 void wk_conn_dispatch(sg_worker_t *w);
 void wk_conns_free_all(sg_worker_t *w);
+/* Give up connections whose set-up is past w->setup_timeout_ns (call when now reaches w->setup_check_ns). */
+void wk_conns_expire_setup(sg_worker_t *w, int64_t now);
 void wk_fail_waiting_head(sg_worker_t *w, int err);
 int wk_conn_send(sg_conn_t *c, const void *p, size_t n);
 

@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -256,6 +257,7 @@ struct sg_h2 {
     bool goaway;
     bool settings_seen; /* the peer's SETTINGS arrived */
     bool freeing;
+    char err[160]; /* nghttp2's text for the last error it found (sg_h2_error_text) */
 };
 
 static void stream_unlink(sg_h2_t *s, h2_stream_t *st)
@@ -397,6 +399,18 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error_code,
     return 0;
 }
 
+static int on_error(nghttp2_session *ng, int lib_error_code, const char *msg, size_t len, void *user)
+{
+    sg_h2_t *s = user;
+    /* the first sentence: it says what was wrong, and fits in a request's error message */
+    const char *stop = memchr(msg, '.', len);
+    if (stop)
+        len = (size_t)(stop - msg);
+    int n = len < sizeof(s->err) ? (int)len : (int)sizeof(s->err) - 1;
+    snprintf(s->err, sizeof(s->err), "%.*s", n, msg);
+    return 0;
+}
+
 static int session_open(nghttp2_session **ng, bool server, const sg_h2_fns_t *fns, void *ud,
                         const nghttp2_settings_entry *iv, size_t niv, int32_t conn_window, nghttp2_mem *mem)
 {
@@ -410,6 +424,8 @@ static int session_open(nghttp2_session **ng, bool server, const sg_h2_fns_t *fn
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, fns->stream_close);
     if (fns->frame_send)
         nghttp2_session_callbacks_set_on_frame_send_callback(cbs, fns->frame_send);
+    if (fns->error)
+        nghttp2_session_callbacks_set_error_callback2(cbs, fns->error);
     int rv = server ? nghttp2_session_server_new3(ng, cbs, ud, NULL, mem)
                     : nghttp2_session_client_new3(ng, cbs, ud, NULL, mem);
     nghttp2_session_callbacks_del(cbs);
@@ -437,8 +453,8 @@ sg_h2_t *sg_h2_client_new(const sg_h2_cb_t *cb, void *ud)
         return NULL;
     s->cb = *cb;
     s->ud = ud;
-    static const sg_h2_fns_t fns = {on_begin_headers, on_header,       on_frame_recv,
-                                    on_data_chunk,    on_stream_close, on_frame_send};
+    static const sg_h2_fns_t fns = {on_begin_headers, on_header,     on_frame_recv, on_data_chunk,
+                                    on_stream_close,  on_frame_send, on_error};
     const nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SG_H2_LOCAL_STREAM_WINDOW},
@@ -571,6 +587,16 @@ bool sg_h2_going_away(const sg_h2_t *s)
     return s->goaway || (!nghttp2_session_want_read(s->ng) && !nghttp2_session_want_write(s->ng));
 }
 
+bool sg_h2_closed(const sg_h2_t *s)
+{
+    return !nghttp2_session_want_read(s->ng) && !nghttp2_session_want_write(s->ng);
+}
+
+const char *sg_h2_error_text(const sg_h2_t *s)
+{
+    return s->err;
+}
+
 uint32_t sg_h2_peer_max_streams(const sg_h2_t *s)
 {
     return nghttp2_session_get_remote_settings(s->ng, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
@@ -614,4 +640,93 @@ const char *sg_h2_error_name(uint32_t code)
                                         "INADEQUATE_SECURITY",
                                         "HTTP_1_1_REQUIRED"};
     return code < sizeof(names) / sizeof(names[0]) ? names[code] : "UNKNOWN_ERROR";
+}
+
+/* ---------------- the start-up check ---------------- */
+
+/* p[0..n) quoted for a message: printable ASCII as it is, \n \r \t, anything else as \xNN; cut after max bytes. */
+static void quote(const uint8_t *p, size_t n, size_t max, char *out, size_t out_len)
+{
+    size_t o = 0;
+    if (out_len < 8) {
+        if (out_len)
+            out[0] = 0;
+        return;
+    }
+    out[o++] = '"';
+    for (size_t i = 0; i < n && i < max && o + 8 < out_len; i++) {
+        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' && p[i] != '\\')
+            out[o++] = (char)p[i];
+        else if (p[i] == '\n' || p[i] == '\r' || p[i] == '\t')
+            o += (size_t)snprintf(out + o, out_len - o, "\\%c", p[i] == '\n' ? 'n' : p[i] == '\r' ? 'r' : 't');
+        else
+            o += (size_t)snprintf(out + o, out_len - o, "\\x%02x", p[i]);
+    }
+    if (n > max && o + 4 < out_len)
+        o += (size_t)snprintf(out + o, out_len - o, "...");
+    out[o++] = '"';
+    out[o] = 0;
+}
+
+static const char *frame_type_name(uint8_t t)
+{
+    static const char *const names[] = {"DATA",         "HEADERS", "PRIORITY", "RST_STREAM",    "SETTINGS",
+                                        "PUSH_PROMISE", "PING",    "GOAWAY",   "WINDOW_UPDATE", "CONTINUATION"};
+    return t < SG_ARRAY_LEN(names) ? names[t] : NULL;
+}
+
+sg_h2_reply_t sg_h2_classify_reply(const uint8_t *p, size_t n, bool final, char *what, size_t what_len)
+{
+    static const char http[] = "HTTP/";
+    size_t hn = n < sizeof(http) - 1 ? n : sizeof(http) - 1;
+    bool http1 = n > 0 && memcmp(p, http, hn) == 0;
+    /* a frame header is 9 bytes: length (24 bits), type, flags, stream id (31 bits); SETTINGS is type 4 on stream
+     * 0, without ACK, a whole number of 6-byte parameters, within the default 16 KiB frame size */
+    bool settings = true;
+    for (size_t i = 0; i < n && i < 9 && settings; i++) {
+        if (i == 3)
+            settings = p[i] == NGHTTP2_SETTINGS;
+        else if (i == 4)
+            settings = (p[i] & NGHTTP2_FLAG_ACK) == 0;
+        else if (i >= 5)
+            settings = (p[i] & (i == 5 ? 0x7f : 0xff)) == 0;
+    }
+    if (settings && n >= 9) {
+        uint32_t len = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+        if (len % 6 == 0 && len <= 16384) {
+            snprintf(what, what_len, "an HTTP/2 SETTINGS frame");
+            return SG_H2_REPLY_H2;
+        }
+        settings = false;
+    }
+    if (!final && ((settings && n < 9) || (http1 && n < 256 && !memchr(p, '\n', n))))
+        return SG_H2_REPLY_MORE;
+
+    char q[160];
+    if (n == 0) {
+        snprintf(what, what_len, "nothing");
+    } else if (http1 && n >= sizeof(http) - 1) {
+        const uint8_t *eol = memchr(p, '\r', n);
+        const uint8_t *lf = memchr(p, '\n', n);
+        if (!eol || (lf && lf < eol))
+            eol = lf;
+        quote(p, eol ? (size_t)(eol - p) : n, 100, q, sizeof q);
+        snprintf(what, what_len, "an HTTP/1.x response, %s", q);
+    } else if (n >= 3 && p[0] >= 0x14 && p[0] <= 0x17 && p[1] == 0x03) {
+        snprintf(what, what_len, "a TLS record (the port speaks TLS: use https://)");
+    } else if (p[0] == '<') {
+        quote(p, n, 48, q, sizeof q);
+        snprintf(what, what_len, "an HTML page, %s", q);
+    } else if (n >= 9 && frame_type_name(p[3]) && (p[5] & 0x80) == 0) {
+        quote(p, n, 24, q, sizeof q);
+        if (p[3] == NGHTTP2_SETTINGS)
+            snprintf(what, what_len, "a malformed HTTP/2 SETTINGS frame (%s)", q);
+        else
+            snprintf(what, what_len, "an HTTP/2 %s frame where the server's SETTINGS must come first (%s)",
+                     frame_type_name(p[3]), q);
+    } else {
+        quote(p, n, 48, q, sizeof q);
+        snprintf(what, what_len, "bytes that are not HTTP/2: %s", q);
+    }
+    return SG_H2_REPLY_NOT_H2;
 }

@@ -207,7 +207,8 @@ sg_h2srv_t *sg_h2srv_new(const sg_h2srv_cb_t *cb, void *ud, uint32_t max_streams
     s->cb = *cb;
     s->ud = ud;
     s->max_body = max_body;
-    static const sg_h2_fns_t fns = {on_begin_headers, on_header, on_frame_recv, on_data_chunk, on_stream_close, NULL};
+    static const sg_h2_fns_t fns = {on_begin_headers, on_header, on_frame_recv, on_data_chunk,
+                                    on_stream_close,  NULL,      NULL};
     const nghttp2_settings_entry iv[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, max_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, SRV_STREAM_WINDOW},

@@ -101,6 +101,7 @@ typedef struct {
     nghttp2_on_data_chunk_recv_callback data_chunk;
     nghttp2_on_stream_close_callback stream_close;
     nghttp2_on_frame_send_callback frame_send; /* may be NULL */
+    nghttp2_error_callback2 error;             /* may be NULL: nghttp2's text for an error it found */
 } sg_h2_fns_t;
 
 /* Create a client or server nghttp2 session with these callbacks and user data, queue our SETTINGS (iv) and
@@ -121,6 +122,32 @@ uint32_t sg_h2_peer_max_streams(const sg_h2_t *s);
 bool sg_h2_peer_settings_seen(const sg_h2_t *s);
 /* A GOAWAY was received (or the session ended): no new streams. */
 bool sg_h2_going_away(const sg_h2_t *s);
+/*
+ * The session reads nothing more: nghttp2 ended it (it found a protocol error in what the peer sent, e.g. an
+ * HTTP/1.1 answer where the server's SETTINGS belong, and queued a GOAWAY; mem_recv still reports success), or
+ * everything is done after a GOAWAY. Streams still open on a closed session can never finish: the caller drops
+ * the connection rather than wait for them.
+ */
+bool sg_h2_closed(const sg_h2_t *s);
+/* The first sentence of nghttp2's account of the last protocol error it found in the peer's bytes ("" when none).
+ * Valid until the session is freed. */
+const char *sg_h2_error_text(const sg_h2_t *s);
+
+/*
+ * The first bytes a server sent after our client connection preface (h2c with prior knowledge, or h2 after ALPN),
+ * classified for the start-up check: an HTTP/2 server's first frame is its SETTINGS (RFC 9113, 3.4), so anything
+ * else, or nothing, means the port does not speak HTTP/2.
+ */
+typedef enum {
+    SG_H2_REPLY_MORE,   /* too few bytes to tell: read more, or call again with final once nothing more comes */
+    SG_H2_REPLY_H2,     /* a SETTINGS frame */
+    SG_H2_REPLY_NOT_H2, /* something else; `what` says what (an HTTP/1.x status line, a TLS record, bytes) */
+} sg_h2_reply_t;
+/*
+ * p, n: every byte received so far (n may be 0 only with final). final: no more will come (the peer closed, the
+ * wait is over, or the caller's buffer is full). what: a description for the user (always filled for NOT_H2).
+ */
+sg_h2_reply_t sg_h2_classify_reply(const uint8_t *p, size_t n, bool final, char *what, size_t what_len);
 
 /* The name of an HTTP/2 error code ("REFUSED_STREAM", ...). */
 const char *sg_h2_error_name(uint32_t code);

@@ -161,3 +161,82 @@ class LlamaServer:
 
     def __exit__(self, *a):
         self.stop()
+
+
+class TcpServer:
+    """A TCP server on 127.0.0.1 for what no real server does on demand (accept and never answer, answer the first
+    connection one way and the rest another): each accepted connection goes to handle(conn, index, stop) in a
+    thread of its own (index counts from 0; stop is a threading.Event set on exit). With ssl_context connections
+    are TLS-wrapped first (one whose handshake fails is just closed). Bounded: it stops by itself after `lifetime`
+    seconds, and every connection still open is closed on exit. Attributes: port, url, accepted."""
+
+    def __init__(self, handle, lifetime=60, ssl_context=None, scheme="http"):
+        import threading
+        self.handle = handle
+        self.ssl_context = ssl_context
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.url = "%s://127.0.0.1:%d" % (scheme, self.port)
+        self.accepted = 0
+        self.stop = threading.Event()
+        self.conns = []
+        self.lock = threading.Lock()
+        self.deadline = time.monotonic() + lifetime
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self):
+        import threading
+        while not self.stop.is_set() and time.monotonic() < self.deadline:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            with self.lock:
+                self.conns.append(c)
+                index = self.accepted
+                self.accepted += 1
+            threading.Thread(target=self._run, args=(c, index), daemon=True).start()
+        self.stop.set()
+
+    def _run(self, c, index):
+        try:
+            if self.ssl_context is not None:
+                c.settimeout(5)
+                c = self.ssl_context.wrap_socket(c, server_side=True)
+                with self.lock:
+                    self.conns.append(c)
+            self.handle(c, index, self.stop)
+        except OSError:
+            pass
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop.set()
+        self.thread.join(5)
+        with self.lock:
+            for c in self.conns:
+                try:
+                    c.close()
+                except OSError:
+                    pass
+        self.sock.close()
+
+
+def read_until_closed(conn, stop, seconds=60):
+    """Take whatever the peer sends, answer nothing, until it closes, `stop` is set or the time is up."""
+    conn.settimeout(0.1)
+    deadline = time.monotonic() + seconds
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            if not conn.recv(65536):
+                return
+        except socket.timeout:
+            continue
+        except OSError:
+            return

@@ -479,6 +479,107 @@ static void test_garbage(void)
     sg_h2_free(c);
 }
 
+/* The session nghttp2 ends on an HTTP/1.1 answer reads nothing more, and says why: a stream on it can never end. */
+static void test_closed_by_garbage(void)
+{
+    cstate_t cs = {0};
+    cstream_t st = {0};
+    sg_h2_t *c = sg_h2_client_new(&ccb, &cs);
+    sg_h2_req_t req;
+    const char *h1req = "POST /v1/x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}";
+    CHECK_EQ_INT(sg_h2_req_from_h1(h1req, strlen(h1req), "http", &req), 0);
+    CHECK(sg_h2_submit(c, &req, &st) > 0);
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    CHECK_EQ_INT(sg_h2_drain(c, &buf, &len, &cap), 0);
+    CHECK(!sg_h2_closed(c));
+    CHECK_EQ_INT(strlen(sg_h2_error_text(c)), 0);
+    const char *h1 = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    CHECK_EQ_INT(sg_h2_feed(c, h1, strlen(h1)), 0); /* nghttp2 takes it without an error ... */
+    len = 0;
+    CHECK_EQ_INT(sg_h2_drain(c, &buf, &len, &cap), 0); /* ... and queues its GOAWAY */
+    CHECK(len > 0);
+    CHECK(sg_h2_closed(c));
+    CHECK_EQ_INT(sg_h2_open_streams(c), 1); /* the stream is still open: nothing will ever end it */
+    /* nghttp2's first sentence ("Remote peer returned unexpected data while we expected SETTINGS frame") */
+    CHECK(strstr(sg_h2_error_text(c), "SETTINGS") != NULL && strchr(sg_h2_error_text(c), '.') == NULL);
+    CHECK_EQ_INT(st.closes, 0);
+    sg_h2_free(c);
+    CHECK_EQ_INT(st.closes, 1);
+    free(buf);
+    sg_h2_req_free(&req);
+}
+
+static sg_h2_reply_t classify(const char *p, size_t n, bool final, char *what)
+{
+    return sg_h2_classify_reply((const uint8_t *)p, n, final, what, 200);
+}
+
+static void test_classify_reply(void)
+{
+    char what[200];
+    /* a real server's first bytes: its SETTINGS, whole or in pieces */
+    nghttp2_session *srv;
+    nghttp2_session_callbacks *cbs;
+    CHECK_EQ_INT(nghttp2_session_callbacks_new(&cbs), 0);
+    CHECK_EQ_INT(nghttp2_session_server_new(&srv, cbs, NULL), 0);
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 8}};
+    CHECK_EQ_INT(nghttp2_submit_settings(srv, NGHTTP2_FLAG_NONE, iv, 1), 0);
+    const uint8_t *out;
+    ssize_t n = nghttp2_session_mem_send(srv, &out);
+    CHECK(n >= 15);
+    for (size_t k = 0; k < 9; k++)
+        CHECK_EQ_INT(sg_h2_classify_reply(out, k, false, what, sizeof what), SG_H2_REPLY_MORE);
+    CHECK_EQ_INT(sg_h2_classify_reply(out, 9, false, what, sizeof what), SG_H2_REPLY_H2);
+    CHECK_EQ_INT(sg_h2_classify_reply(out, (size_t)n, true, what, sizeof what), SG_H2_REPLY_H2);
+    /* cut short: the peer closed after 5 bytes of it */
+    CHECK_EQ_INT(sg_h2_classify_reply(out, 5, true, what, sizeof what), SG_H2_REPLY_NOT_H2);
+    /* an empty SETTINGS is a SETTINGS; a SETTINGS ACK first, a 7-byte SETTINGS or one on a stream are not */
+    CHECK_EQ_INT(classify("\0\0\0\4\0\0\0\0\0", 9, false, what), SG_H2_REPLY_H2);
+    CHECK_EQ_INT(classify("\0\0\0\4\1\0\0\0\0", 9, false, what), SG_H2_REPLY_NOT_H2);
+    CHECK_EQ_INT(classify("\0\0\7\4\0\0\0\0\0", 9, false, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strstr(what, "malformed HTTP/2 SETTINGS") != NULL);
+    CHECK_EQ_INT(classify("\0\0\0\4\0\0\0\0\1", 9, false, what), SG_H2_REPLY_NOT_H2);
+    /* GOAWAY first */
+    CHECK_EQ_INT(classify("\0\0\x08\7\0\0\0\0\0\0\0\0\0\0\0\0\1", 17, true, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strstr(what, "GOAWAY") != NULL);
+    nghttp2_session_del(srv);
+    nghttp2_session_callbacks_del(cbs);
+
+    /* HTTP/1.x: more is wanted until the status line is whole, then it is quoted */
+    const char *h1 = "HTTP/1.1 400 Bad Request\r\nServer: llama.cpp\r\n\r\n";
+    for (size_t k = 1; k < 26; k++)
+        CHECK_EQ_INT(classify(h1, k, false, what), SG_H2_REPLY_MORE);
+    CHECK_EQ_INT(classify(h1, 26, false, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strcmp(what, "an HTTP/1.x response, \"HTTP/1.1 400 Bad Request\"") == 0);
+    CHECK_EQ_INT(classify(h1, strlen(h1), false, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strcmp(what, "an HTTP/1.x response, \"HTTP/1.1 400 Bad Request\"") == 0);
+    CHECK_EQ_INT(classify("HTTP/1.0 400", 12, true, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strcmp(what, "an HTTP/1.x response, \"HTTP/1.0 400\"") == 0);
+    CHECK_EQ_INT(classify("HTT", 3, true, what), SG_H2_REPLY_NOT_H2);
+
+    /* HTML, a TLS alert, binary, nothing */
+    const char *html = "<!DOCTYPE html><html><body>It works</body></html>";
+    CHECK_EQ_INT(classify(html, strlen(html), false, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strstr(what, "an HTML page, \"<!DOCTYPE html>") != NULL);
+    CHECK_EQ_INT(classify("<x>\r\n\t", 6, true, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strcmp(what, "an HTML page, \"<x>\\r\\n\\t\"") == 0);
+    CHECK_EQ_INT(classify("\x15\x03\x01\x00\x02\x02\x46", 7, false, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strstr(what, "TLS") != NULL && strstr(what, "https://") != NULL);
+    CHECK_EQ_INT(classify("\xff\x00\\\"ok", 6, false, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strcmp(what, "bytes that are not HTTP/2: \"\\xff\\x00\\x5c\\x22ok\"") == 0);
+    CHECK_EQ_INT(classify("", 0, true, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strcmp(what, "nothing") == 0);
+    /* a long first line is cut, and a small buffer is never overrun */
+    char big[600];
+    memset(big, 'a', sizeof big);
+    CHECK_EQ_INT(classify(big, sizeof big, false, what), SG_H2_REPLY_NOT_H2);
+    CHECK(strlen(what) < 120 && strstr(what, "...") != NULL);
+    char tiny[12];
+    CHECK_EQ_INT(sg_h2_classify_reply((const uint8_t *)big, sizeof big, true, tiny, sizeof tiny), SG_H2_REPLY_NOT_H2);
+    CHECK(strlen(tiny) < sizeof tiny);
+}
+
 int main(void)
 {
     test_req_from_h1();
@@ -489,5 +590,7 @@ int main(void)
     test_goaway();
     test_limits_and_windows();
     test_garbage();
+    test_closed_by_garbage();
+    test_classify_reply();
     return test_finish("test_h2");
 }
