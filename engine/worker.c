@@ -383,8 +383,8 @@ static void preopen(sg_worker_t *w)
     if (w->http2)
         for (size_t i = 0; i < w->h2n; i++)
             usable += sg_h2_peer_settings_seen(w->h2v[i]->h2);
-    else
-        for (const sg_conn_t *c = w->idle_head; c; c = c->next)
+    else /* pre-opened connections never carried a request: they idle on the fresh list */
+        for (const sg_conn_t *c = w->idle_fresh_head; c; c = c->next)
             usable++;
     atomic_store_explicit(&w->progress.setup_opened, (unsigned)opened, memory_order_relaxed);
     atomic_store_explicit(&w->progress.setup_pending, (unsigned)(opened > usable ? opened - usable : 0),
