@@ -9,6 +9,7 @@
 
 #include "sg_input.h"
 #include "sg_kserve.h"
+#include "sg_opts.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -90,6 +91,7 @@ enum {
     OPT_PREFIX_LEN,
     OPT_NUM_PREFIX,
     OPT_BLOCK_SIZE,
+    OPT_IGNORE_EOS,
     /* TLS */
     OPT_INSECURE = 'k',
     OPT_CACERT = 0x200,
@@ -120,6 +122,7 @@ static const struct option long_options[] = {
     {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
     {"max-concurrency", required_argument, NULL, OPT_MAX_CONCURRENCY},
     {"request-count", required_argument, NULL, OPT_REQUEST_COUNT},
+    {"num-requests", required_argument, NULL, OPT_REQUEST_COUNT}, /* AIPerf */
     {"benchmark-duration", required_argument, NULL, OPT_DURATION},
     {"warmup-request-count", required_argument, NULL, OPT_WARMUP},
     {"request-timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -127,9 +130,19 @@ static const struct option long_options[] = {
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"synthetic-input-tokens-mean", required_argument, NULL, OPT_ISL_MEAN},
     {"synthetic-input-tokens-stddev", required_argument, NULL, OPT_ISL_STDDEV},
+    /* AIPerf's names for the same four */
+    {"isl", required_argument, NULL, OPT_ISL_MEAN},
+    {"isl-stddev", required_argument, NULL, OPT_ISL_STDDEV},
+    {"prompt-input-tokens-mean", required_argument, NULL, OPT_ISL_MEAN},
+    {"prompt-input-tokens-stddev", required_argument, NULL, OPT_ISL_STDDEV},
     {"num-prompts", required_argument, NULL, OPT_NUM_PROMPTS},
     {"output-tokens-mean", required_argument, NULL, OPT_OSL_MEAN},
     {"output-tokens-stddev", required_argument, NULL, OPT_OSL_STDDEV},
+    {"osl", required_argument, NULL, OPT_OSL_MEAN},
+    {"osl-stddev", required_argument, NULL, OPT_OSL_STDDEV},
+    {"prompt-output-tokens-mean", required_argument, NULL, OPT_OSL_MEAN},
+    {"prompt-output-tokens-stddev", required_argument, NULL, OPT_OSL_STDDEV},
+    {"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS}, /* vLLM */
     {"output-tokens-mean-deterministic", no_argument, NULL, OPT_OSL_DETERMINISTIC},
     {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
     {"input-file", required_argument, NULL, OPT_INPUT_FILE},
@@ -694,6 +707,7 @@ typedef struct {
     bool rate_given, concurrency_given, max_concurrency_given, distribution_given;
     bool count_given, duration_given, artifact_dir_given;
     bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
+    bool ignore_eos;
     char *endpoint;
     const char *backend;
     const char *endpoint_type;
@@ -717,9 +731,9 @@ static int tls_file(const char *opt, const char *arg, const char *what, char **d
     return set_str(dst, arg);
 }
 
-static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *arg)
+/* c as getopt_long returned it; opt the long name the user typed (an alias is named as typed). */
+static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *opt, const char *arg)
 {
-    const char *opt = opt_name(c);
     uint64_t u64;
     switch (c) {
     case OPT_MODEL: {
@@ -800,7 +814,13 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *ar
         return add_extra_input(st->extra, arg);
     case OPT_REQUEST_RATE:
         st->rate_given = true;
-        return parse_num(opt, arg, "a positive number", 0, true, 1e9, &cfg->request_rate);
+        /* vLLM's inf: every request is due at the start instant */
+        if (strcasecmp(arg, "inf") == 0 || strcasecmp(arg, "infinity") == 0) {
+            cfg->request_rate = INFINITY;
+            return 0;
+        }
+        return parse_num(opt, arg, "a positive number, or inf (every request due at the start)", 0, true, 1e9,
+                         &cfg->request_rate);
     case OPT_DISTRIBUTION:
         st->distribution_given = true;
         if (strcmp(arg, "poisson") == 0)
@@ -889,6 +909,9 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *ar
         return parse_u32(opt, arg, 0, INT32_MAX, &cfg->osl_stddev);
     case OPT_OSL_DETERMINISTIC:
         cfg->osl_deterministic = true;
+        return 0;
+    case OPT_IGNORE_EOS:
+        st->ignore_eos = true;
         return 0;
     case OPT_TOKENIZER:
         if (!*arg)
@@ -1046,6 +1069,24 @@ static int finish_triton(sg_config_t *cfg, parse_state_t *st)
     return 0;
 }
 
+/*
+ * vLLM's --ignore-eos: "ignore_eos": true in every body, as --extra-inputs ignore_eos:true would put it. An
+ * --extra-inputs that says otherwise is a contradiction, not an override. Triton's KServe models take their own
+ * inputs (TensorRT-LLM has no such tensor; vLLM's takes it in sampling_parameters): refused there.
+ */
+static int finish_ignore_eos(sg_config_t *cfg, parse_state_t *st)
+{
+    if (!st->ignore_eos)
+        return 0;
+    if (cfg->triton)
+        return fail("ignore-eos", "applies to OpenAI bodies; with --service-kind triton give the model's own input "
+                                  "with --extra-inputs");
+    json_t *v = json_object_get(st->extra, "ignore_eos");
+    if (v && !json_is_true(v))
+        return fail("ignore-eos", "contradicts --extra-inputs ignore_eos (keep one of them)");
+    return json_object_set_new(st->extra, "ignore_eos", json_true()) == 0 ? 0 : oom();
+}
+
 /* Everything that depends on more than one flag, once all are in. */
 static int finish(sg_config_t *cfg, parse_state_t *st)
 {
@@ -1078,15 +1119,33 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
         cfg->concurrency = 0;
     if (!st->count_given && !st->duration_given && !cfg->fixed_schedule)
         cfg->request_count = DEFAULT_REQUEST_COUNT; /* a fixed schedule: the number of entries, once read */
+    if (isinf(cfg->request_rate)) {
+        /* every request is due at the start instant: only a count bounds how many are issued */
+        if (!st->count_given && st->duration_given)
+            return fail("request-rate", "inf makes every request due at the start, so it needs a count: give "
+                                        "--request-count N (--benchmark-duration alone would issue without end)");
+        if (st->distribution_given)
+            return fail("request-distribution", "has no effect with --request-rate inf (there are no gaps between "
+                                                "arrivals to distribute)");
+    }
+    rc = finish_ignore_eos(cfg, st);
+    if (rc)
+        return rc;
 
     if (!cfg->url) {
         rc = parse_url(cfg, cfg->triton ? DEFAULT_TRITON_URL : DEFAULT_URL);
         if (rc)
             return rc;
     }
+    /* The OpenAI SDK's base URL ends in /v1 (http://host:8000/v1): the API's paths then follow it directly. */
+    size_t blen = strlen(cfg->base_path);
+    bool v1_base = blen >= 3 && strcmp(cfg->base_path + blen - 3, "/v1") == 0;
     const char *endpoint = st->endpoint                        ? st->endpoint
                            : cfg->endpoint_type == SG_OAI_CHAT ? "v1/chat/completions"
                                                                : "v1/completions";
+    if (!st->endpoint && v1_base)
+        endpoint += 3;
+    cfg->endpoint_given = st->endpoint != NULL;
     size_t plen = strlen(cfg->base_path) + 1 + strlen(endpoint) + 1;
     if (!(cfg->endpoint_path = malloc(plen)))
         return oom();
@@ -1154,11 +1213,14 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
     int rc = reject_passthrough(argc, argv);
     if (rc)
         return rc;
+    /* full names only: getopt_long would take --isl for --isl-block-size */
+    if (sg_opts_check("surge", "surge profile --help", argc, argv, short_options, long_options) < 0)
+        return SG_EINVAL;
     /* optind = 0 makes glibc reinitialise getopt completely, so parsing twice in one process works (tests) */
     optind = 0;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+    int c, idx = -1;
+    while ((c = getopt_long(argc, argv, short_options, long_options, &idx)) != -1) {
         if (c == OPT_HELP) {
             sg_config_usage(stdout);
             return 1;
@@ -1177,7 +1239,9 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
                 return fail(NULL, "unknown option -%c (see surge profile --help)", optopt);
             return fail(NULL, "unknown or ambiguous option \"%s\" (see surge profile --help)", bad);
         }
-        rc = one_option(cfg, st, c, optarg);
+        /* idx is set for a long option only: a short one is named by its long form */
+        rc = one_option(cfg, st, c, idx >= 0 ? long_options[idx].name : opt_name(c), optarg);
+        idx = -1;
         if (rc)
             return rc;
     }
@@ -1345,7 +1409,9 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "headers", headers);
     json_object_set_new(o, "extra_inputs", extra ? extra : json_object());
     if (cfg->request_rate > 0) {
-        json_object_set_new(o, "request_rate", json_real(cfg->request_rate));
+        /* JSON has no infinity: the string "inf", as the flag is spelled */
+        json_object_set_new(o, "request_rate",
+                            isinf(cfg->request_rate) ? json_string("inf") : json_real(cfg->request_rate));
         json_object_set_new(o, "request_distribution",
                             json_string(cfg->distribution == SG_DIST_CONSTANT ? "constant" : "poisson"));
         json_object_set_new(o, "max_concurrency",
@@ -1406,7 +1472,8 @@ void sg_config_usage(FILE *out)
                  "\n"
                  "Sends OpenAI-compatible requests to an inference server and reports time to first token,\n"
                  "inter-token latency, request latency, sequence lengths, throughput and goodput. Flags keep\n"
-                 "GenAI-Perf's names (and AIPerf's or vLLM's where GenAI-Perf has none).\n"
+                 "GenAI-Perf's names (and AIPerf's or vLLM's where GenAI-Perf has none); only full names and their\n"
+                 "aliases (docs/cli.md) are taken: a prefix of a flag is an unknown option.\n"
                  "\n"
                  "Endpoint options:\n"
                  "  -m, --model NAME              model to benchmark (required); repeat for several\n"
@@ -1415,7 +1482,8 @@ void sg_config_usage(FILE *out)
                  "                                (default: round_robin)\n"
                  "  -u, --url URL                 host:port, host (port 80), http://host[:port][/base],\n"
                  "                                https://host[:port][/base] (TLS, port 443) or [::1]:port\n"
-                 "                                (default: " DEFAULT_URL "; triton: 8001)\n"
+                 "                                (default: " DEFAULT_URL "; triton: 8001). A base ending in /v1\n"
+                 "                                (the OpenAI SDK's base URL) takes chat/completions directly\n"
                  "      --service-kind {openai,triton}\n"
                  "                                openai: an OpenAI-compatible HTTP API (default); triton: the\n"
                  "                                KServe v2 gRPC API of Triton (ModelInfer, or ModelStreamInfer\n"
@@ -1447,12 +1515,14 @@ void sg_config_usage(FILE *out)
                  "      --concurrency N           closed loop: N requests in flight, each slot sends its next\n"
                  "                                request when the previous one ends\n"
                  "      --request-rate R          open loop: R requests/s on a schedule fixed in advance,\n"
-                 "                                whatever the server's speed; not with --concurrency\n"
+                 "                                whatever the server's speed; not with --concurrency. inf\n"
+                 "                                (vLLM's): every request due at the start, sent at once\n"
                  "      --request-distribution {poisson,constant}\n"
                  "                                arrivals with --request-rate (default: poisson)\n"
                  "      --max-concurrency N       with --request-rate: cap on requests in flight; a request\n"
                  "                                that has to wait is late, and that is reported (default: none)\n"
-                 "      --request-count N         requests to measure (default: 100 when --benchmark-duration\n"
+                 "      --request-count N, --num-requests N\n"
+                 "                                requests to measure (default: 100 when --benchmark-duration\n"
                  "                                is not given)\n"
                  "      --benchmark-duration S    measure for S seconds; with --request-count, whichever\n"
                  "                                comes first ends the run\n"
@@ -1464,19 +1534,24 @@ void sg_config_usage(FILE *out)
                  "                                may run on)\n"
                  "\n"
                  "Input options:\n"
-                 "      --synthetic-input-tokens-mean N\n"
+                 "      --synthetic-input-tokens-mean N, --isl N\n"
                  "                                mean prompt length in tokens (default: 550); exact with\n"
                  "                                --tokenizer (see Input sequence length below)\n"
-                 "      --synthetic-input-tokens-stddev N\n"
+                 "      --synthetic-input-tokens-stddev N, --isl-stddev N\n"
                  "                                its standard deviation (default: 0)\n"
-                 "      --num-prompts N           distinct prompts, reused in turn (default: 100)\n"
+                 "      --num-prompts N           distinct prompts, reused in turn (default: 100); GenAI-Perf's\n"
+                 "                                meaning: vLLM's --num-prompts is --request-count here\n"
                  "      --num-prefix-prompts K    K distinct shared prefixes; each prompt starts with one of\n"
                  "                                them, drawn at random (seeded) (default: 0, none)\n"
                  "      --prefix-prompt-length N  tokens in each prefix, counted in the prompt's ISL\n"
                  "                                (default: 100)\n"
-                 "      --output-tokens-mean N    ask for N output tokens (max_tokens) per request; -1 leaves\n"
+                 "      --output-tokens-mean N, --osl N\n"
+                 "                                ask for N output tokens (max_tokens) per request; -1 leaves\n"
                  "                                max_tokens out (default: -1)\n"
-                 "      --output-tokens-stddev N  standard deviation of the tokens asked for (default: 0)\n"
+                 "      --output-tokens-stddev N, --osl-stddev N\n"
+                 "                                standard deviation of the tokens asked for (default: 0)\n"
+                 "      --ignore-eos              \"ignore_eos\": true in every body (vLLM's flag), so the\n"
+                 "                                server generates exactly max_tokens\n"
                  "      --output-tokens-mean-deterministic\n"
                  "                                triton: also ask for at least that many (min_length for\n"
                  "                                tensorrtllm, min_tokens for vllm); openai: no effect\n"

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -192,8 +193,10 @@ static void describe(const sg_run_t *run, unsigned n_workers)
         if (cfg->fixed_schedule_speedup != 1 && k > 0 && (size_t)k < sizeof(load))
             snprintf(load + k, sizeof(load) - (size_t)k, " at %gx", cfg->fixed_schedule_speedup);
     } else if (cfg->request_rate > 0) {
-        int k = snprintf(load, sizeof(load), "request rate %g/s (%s)", cfg->request_rate,
-                         cfg->distribution == SG_DIST_POISSON ? "poisson" : "constant");
+        int k = isinf(cfg->request_rate)
+                    ? snprintf(load, sizeof(load), "request rate inf: every request due at the start")
+                    : snprintf(load, sizeof(load), "request rate %g/s (%s)", cfg->request_rate,
+                               cfg->distribution == SG_DIST_POISSON ? "poisson" : "constant");
         if (cfg->max_concurrency)
             snprintf(load + k, sizeof(load) - (size_t)k, ", max concurrency %u", cfg->max_concurrency);
     } else {
@@ -840,25 +843,24 @@ static void hint_not_found(const profile_t *p, const point_t *pt)
     const char *endpoint = cfg->endpoint_path + (strncmp(cfg->endpoint_path, base, base_len) == 0 ? base_len : 0);
     endpoint += endpoint[0] == '/';
     const char *type = cfg->endpoint_type == SG_OAI_CHAT ? "chat" : "completions";
-    const char *dflt = cfg->endpoint_type == SG_OAI_CHAT ? "v1/chat/completions" : "v1/completions";
-    bool given = strcmp(endpoint, dflt) != 0;
+    bool v1_base = base_len >= 3 && strcmp(base + base_len - 3, "/v1") == 0;
     fprintf(stderr, "surge: every request got HTTP 404 Not Found from POST %s://%s%s; ", cfg->tls ? "https" : "http",
             cfg->host_header, cfg->endpoint_path);
-    if (given)
+    if (cfg->endpoint_given && v1_base && strncmp(endpoint, "v1/", 3) == 0)
+        fprintf(stderr,
+                "the URL's base path is %s and --endpoint is %s, so v1 comes twice: drop /v1 from -u/--url, or give "
+                "--endpoint %s\n",
+                base, endpoint, endpoint + 3);
+    else if (cfg->endpoint_given)
         fprintf(stderr,
                 "%s%s and --endpoint is %s: check --endpoint (OpenAI-compatible servers serve v1/chat/completions and "
-                "v1/completions; without --endpoint, --endpoint-type %s uses %s)\n",
-                base_len ? "the URL's base path is " : "the URL has no base path", base, endpoint, type, dflt);
-    else if (base_len >= 3 && strcmp(base + base_len - 3, "/v1") == 0)
-        fprintf(stderr,
-                "the URL's base path is %s and the endpoint %s (--endpoint-type %s), so v1 comes twice: drop /v1 from "
-                "-u/--url, or give --endpoint %s\n",
-                base, endpoint, type, endpoint + 3);
+                "v1/completions; without --endpoint, --endpoint-type %s uses the one of those it names)\n",
+                base_len ? "the URL's base path is " : "the URL has no base path", base, endpoint, type);
     else if (base_len)
         fprintf(stderr,
-                "the URL's base path is %s and the endpoint %s (--endpoint-type %s): if the server does not serve its "
-                "API under %s, drop it from -u/--url; if it serves it at another path, give that with --endpoint\n",
-                base, endpoint, type, base);
+                "the URL's base path is %s and the endpoint %s (--endpoint-type %s%s): if the server does not serve "
+                "its API under %s, drop it from -u/--url; if it serves it at another path, give that with --endpoint\n",
+                base, endpoint, type, v1_base ? ", after a base ending in /v1" : "", base);
     else
         fprintf(stderr,
                 "the URL has no base path and the endpoint is %s (--endpoint-type %s): if the server serves its API "

@@ -29,7 +29,9 @@ void sg_sched_init_fixed(sg_sched_t *s, const int64_t *times, size_t n_times, do
 
 int64_t sg_sched_next(sg_sched_t *s)
 {
-    if (s->kind == SG_SCHED_FIXED) {
+    if (isinf(s->rate) && s->kind != SG_SCHED_FIXED) {
+        s->last_ns = s->start_ns; /* --request-rate inf: every arrival at the start instant */
+    } else if (s->kind == SG_SCHED_FIXED) {
         uint64_t global = (uint64_t)s->index + s->k * s->n;
         if (global >= s->n_times)
             return INT64_MAX;

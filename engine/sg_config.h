@@ -25,6 +25,7 @@ typedef struct {
     char *host_header; /* "host:port" */
     sg_oai_kind_t endpoint_type;
     char *endpoint_path; /* full request path, e.g. "/v1/chat/completions" (base_path + endpoint) */
+    bool endpoint_given; /* --endpoint named the endpoint; else the type's default (after a /v1 base: without v1/) */
     bool streaming;
     /* --service-kind triton: KServe v2 gRPC (ModelInfer / ModelStreamInfer) over HTTP/2; implies http2 */
     bool triton;
@@ -42,7 +43,7 @@ typedef struct {
     char *client_key;  /* --key: its PEM private key; set exactly when client_cert is */
 
     /* load */
-    double request_rate; /* req/s; 0 = closed loop */
+    double request_rate; /* req/s; 0 = closed loop; INFINITY (--request-rate inf): every request due at the start */
     sg_dist_t distribution;
     uint32_t concurrency;        /* closed loop slots (when request_rate == 0) */
     uint32_t max_concurrency;    /* open-loop cap on in-flight requests; 0 = none */

@@ -6,6 +6,7 @@
  * from a seed derived from the run seed and i (the superposition of W Poisson streams at R/W is Poisson at R).
  * Constant: worker i's k-th arrival is at start + (i + k*W)/R, computed from the index so rounding never
  * accumulates and the W streams interleave into one evenly spaced stream.
+ * An infinite rate (--request-rate inf) puts every arrival at the start instant, whatever the kind.
  * Fixed (trace replay): entry i of a sorted list of offsets goes to worker i % W, at start + offset / speedup;
  * after a worker's last entry the next arrival is INT64_MAX.
  */

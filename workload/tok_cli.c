@@ -1,6 +1,8 @@
 /* `surge tokenize`: the ids of the text on stdin, their count, or (--decode) the text of ids on stdin. */
 #include "tok_internal.h"
 
+#include "sg_opts.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -222,6 +224,8 @@ int sg_tokenize_main(int argc, char **argv)
     const char *spec = NULL;
     bool count = false, decode = false, jsonl = false;
     long bench = 0;
+    if (sg_opts_check("surge tokenize", "surge tokenize --help", argc, argv, ":h", opts) < 0)
+        return 2;
     optind = 0;
     opterr = 0;
     int c;

@@ -4,8 +4,10 @@
 #include "sg_config.h"
 #include "sg_kserve.h"
 #include "sg_input.h"
+#include "sg_opts.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -276,7 +278,7 @@ static void test_bad_values(void)
     BAD("-m", "x", "--request-rate", "abc");
     BAD("-m", "x", "--request-rate", "0");
     BAD("-m", "x", "--request-rate", "-5");
-    BAD("-m", "x", "--request-rate", "inf");
+    BAD("-m", "x", "--request-rate", "infinite");
     BAD("-m", "x", "--request-rate", "nan");
     BAD("-m", "x", "--request-rate", "5x");
     BAD("-m", "x", "--request-rate", "");
@@ -611,8 +613,118 @@ static void test_run_names(void)
     check_name("a_b_multi-openai-chat-concurrency2", "-m", "a/b", "-m", "c/d", "--concurrency", "2", NULL);
 }
 
+/* Only full names and declared aliases: getopt_long's prefix matching took --isl for --isl-block-size. */
+static void test_no_abbreviations(void)
+{
+    BAD("-m", "x", "--stream");
+    BAD("-m", "x", "--isl-block", "4");
+    BAD("-m", "x", "--request-c=5");
+    BAD("-m", "x", "--concurrency-ra=4");
+    BAD("-m", "x", "--header", "A: b", "--verb");
+    /* what looks like a flag but is an option's value is not one */
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "--stream", "-H", "X-A: --isl", NULL), 0);
+    CHECK_EQ_STR(c.models[0], strlen(c.models[0]), "--stream");
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--extra-inputs", "--isl", "--streaming", NULL), SG_EINVAL); /* not name:value */
+
+    const struct option longs[] = {{"streaming", no_argument, NULL, 1},
+                                   {"isl", required_argument, NULL, 2},
+                                   {"isl-stddev", required_argument, NULL, 3},
+                                   {"isl-block-size", required_argument, NULL, 4},
+                                   {NULL, 0, NULL, 0}};
+    const char *m[4];
+    CHECK_EQ_INT(sg_opts_suggest("stream", longs, m, 4), 1);
+    CHECK_EQ_STR(m[0], strlen(m[0]), "streaming");
+    CHECK_EQ_INT(sg_opts_suggest("isl=5", longs, m, 4), 3);
+    CHECK_EQ_INT(sg_opts_suggest("isl-mean", longs, m, 4), 3); /* same family: isl-... */
+    CHECK_EQ_INT(sg_opts_suggest("zzz", longs, m, 4), 0);
+    char *argv1[] = {"p", "-m", "x", "--isl", "4", "--isl-s", "1", NULL};
+    CHECK_EQ_INT(sg_opts_check("t", "t --help", 7, argv1, "m:", longs), -1);
+    char *argv2[] = {"p", "-mx", "--isl=4", "--", "--whatever", NULL};
+    CHECK_EQ_INT(sg_opts_check("t", "t --help", 5, argv2, "m:", longs), 0);
+}
+
+/* AIPerf's and vLLM's names where they mean what GenAI-Perf's do. */
+static void test_peer_aliases(void)
+{
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--isl", "128", "--isl-stddev", "4", "--osl", "64", "--osl-stddev", "2",
+                       "--num-requests", "7", NULL),
+                 0);
+    CHECK_EQ_INT(c.isl_mean, 128);
+    CHECK_EQ_INT(c.isl_stddev, 4);
+    CHECK_EQ_INT(c.osl_mean, 64);
+    CHECK_EQ_INT(c.osl_stddev, 2);
+    CHECK_EQ_INT(c.request_count, 7);
+    CHECK_EQ_INT(c.block_size, 512); /* --isl is not --isl-block-size */
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--prompt-input-tokens-mean", "9", "--prompt-output-tokens-mean", "3", NULL), 0);
+    CHECK_EQ_INT(c.isl_mean, 9);
+    CHECK_EQ_INT(c.osl_mean, 3);
+    sg_config_free(&c);
+    BAD("-m", "x", "--isl", "0");
+    BAD("-m", "x", "--isl", "128", "--input-file", "/dev/null");
+
+    /* vLLM's --ignore-eos: in every body, and not against an --extra-inputs that says otherwise */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--ignore-eos", "--extra-inputs", "temperature:0", NULL), 0);
+    json_t *e = json_loads(c.extra_inputs_json, 0, NULL);
+    CHECK(e && json_is_true(json_object_get(e, "ignore_eos")) && json_object_get(e, "temperature"));
+    json_decref(e);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--ignore-eos", "--extra-inputs", "ignore_eos:true", NULL), 0);
+    sg_config_free(&c);
+    BAD("-m", "x", "--ignore-eos", "--extra-inputs", "ignore_eos:false");
+    BAD("-m", "x", "--ignore-eos", "--service-kind", "triton");
+
+    /* vLLM's --request-rate inf: every request due at the start; a count bounds it */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--request-rate", "inf", "--request-count", "20", NULL), 0);
+    CHECK(isinf(c.request_rate) && c.request_rate > 0);
+    CHECK_EQ_INT(c.concurrency, 0);
+    char *j = sg_config_to_json(&c);
+    CHECK(j && strstr(j, "\"request_rate\":\"inf\"") != NULL);
+    free(j);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--request-rate", "INF", "--max-concurrency", "4", NULL), 0);
+    CHECK(isinf(c.request_rate));
+    CHECK_EQ_INT(c.request_count, 100);
+    sg_config_free(&c);
+    BAD("-m", "x", "--request-rate", "inf", "--benchmark-duration", "5");
+    BAD("-m", "x", "--request-rate", "inf", "--request-distribution", "constant");
+    BAD("-m", "x", "--request-rate", "-inf");
+    BAD("-m", "x", "--request-rate", "nan");
+}
+
+/* The OpenAI SDK's base URL ends in /v1: the API's paths follow it, v1 is not repeated. */
+static void test_v1_base(void)
+{
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "http://h:8000/v1", NULL), 0);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/v1/chat/completions");
+    CHECK(!c.endpoint_given);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "http://h:8000/v1/", "--endpoint-type", "completions", NULL), 0);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/v1/completions");
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "http://h:8000/openai/v1", NULL), 0);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/openai/v1/chat/completions");
+    sg_config_free(&c);
+    /* an --endpoint is the user's, kept as given */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "http://h:8000/v1", "--endpoint", "v1/chat/completions", NULL), 0);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/v1/v1/chat/completions");
+    CHECK(c.endpoint_given);
+    sg_config_free(&c);
+    /* a base that only ends in ...v1 is not /v1 */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "http://h:8000/apiv1", NULL), 0);
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/apiv1/v1/chat/completions");
+    sg_config_free(&c);
+}
+
 int main(void)
 {
+    test_no_abbreviations();
+    test_peer_aliases();
+    test_v1_base();
     test_defaults();
     test_everything();
     test_urls();
