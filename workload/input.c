@@ -347,6 +347,40 @@ static int mooncake(const ctx_t *c, uint32_t where, const json_t *o, sg_input_en
     return 0;
 }
 
+/*
+ * A genai_perf line's prompt: GenAI-Perf's older "text_input", or "text" as GenAI-Perf and AIPerf (single_turn)
+ * write their prompt files now, or AIPerf's "texts" holding one prompt. The fields those files may carry that
+ * surge does not send are refused rather than dropped, so a run never measures something other than the file says.
+ */
+static int genai_perf_prompt(const ctx_t *c, uint32_t line, const json_t *o, sg_input_entry_t *e)
+{
+    static const char *const media[] = {"image", "images", "audio", "audios", "video", "videos"};
+    for (size_t i = 0; i < SG_ARRAY_LEN(media); i++)
+        if (json_object_get(o, media[i]))
+            return fail_at(c, line, media[i], "not supported: surge sends text prompts only");
+    if (json_object_get(o, "timestamp") || json_object_get(o, "delay"))
+        return fail_at(c, line, json_object_get(o, "timestamp") ? "timestamp" : "delay",
+                       "per-line timing is not supported here: to replay traffic at its times, give a mooncake_trace "
+                       "with --fixed-schedule");
+    const char *key = json_object_get(o, "text_input") ? "text_input" : json_object_get(o, "text") ? "text" : NULL;
+    if (key)
+        return get_string(c, line, o, key, true, &e->prompt, &e->prompt_len);
+    const json_t *texts = json_object_get(o, "texts");
+    if (!texts)
+        return fail_at(c, line, "text", "missing: each line needs the prompt as \"text\" (or \"text_input\")");
+    if (!json_is_array(texts) || json_array_size(texts) != 1 || !json_is_string(json_array_get(texts, 0))) {
+        char got[96];
+        show(texts, got, sizeof got);
+        return fail_at(c, line, "texts",
+                       "must hold exactly one string (surge sends one prompt per request, no batches), got %s", got);
+    }
+    const json_t *t = json_array_get(texts, 0);
+    if (!(e->prompt = dup_n(json_string_value(t), json_string_length(t))))
+        return oom(c);
+    e->prompt_len = json_string_length(t);
+    return 0;
+}
+
 /* One line of a JSON-lines format. */
 static int jsonl_entry(const ctx_t *c, sg_input_format_t f, uint32_t line, const json_t *o, const char *text,
                        size_t text_len, sg_input_entry_t *e)
@@ -361,7 +395,7 @@ static int jsonl_entry(const ctx_t *c, sg_input_format_t f, uint32_t line, const
     int rc;
     switch (f) {
     case SG_INPUT_GENAI_PERF:
-        rc = get_string(c, line, o, "text_input", true, &e->prompt, &e->prompt_len);
+        rc = genai_perf_prompt(c, line, o, e);
         if (rc == 0)
             rc = get_uint(c, line, o, "output_length", false, 1, INT32_MAX, &e->max_tokens);
         if (rc == 0 && e->max_tokens < 0)
@@ -503,7 +537,7 @@ static void list_keys(const json_t *o, char *buf, size_t len)
 
 static int detect_line(const ctx_t *c, const json_t *o, sg_input_format_t *f)
 {
-    if (json_object_get(o, "text_input"))
+    if (json_object_get(o, "text_input") || json_object_get(o, "text") || json_object_get(o, "texts"))
         *f = SG_INPUT_GENAI_PERF;
     else if (json_object_get(o, "input_length") || json_object_get(o, "hash_ids"))
         *f = SG_INPUT_MOONCAKE;
@@ -515,8 +549,9 @@ static int detect_line(const ctx_t *c, const json_t *o, sg_input_format_t *f)
         char keys[256];
         list_keys(o, keys, sizeof keys);
         snprintf(c->err, c->errlen,
-                 "cannot tell the format of %s: its first line is a JSON object with keys %s; expected \"text_input\" "
-                 "(genai_perf), \"input\" (llm_perf), \"input_length\" (mooncake_trace) or \"messages\"/\"prompt\" "
+                 "cannot tell the format of %s: its first line is a JSON object with keys %s; expected \"text\" or "
+                 "\"text_input\" (genai_perf), \"input\" (llm_perf), \"input_length\" (mooncake_trace) or "
+                 "\"messages\"/\"prompt\" "
                  "(raw_payload); name it with --input-format {%s}",
                  c->name, keys, sg_input_format_list());
         return SG_EINVAL;

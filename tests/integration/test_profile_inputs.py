@@ -73,6 +73,12 @@ def main(h):
     check_file(h, "gp2.jsonl", jsonl([{"text_input": p} for p in prompts]), "genai_perf",
                [(p, 9) for p in prompts], 6, extra=["--output-tokens-mean", "9"])
 
+    # GenAI-Perf's and AIPerf's current prompt files: {"text": ...} (AIPerf's single_turn; "texts" with one prompt)
+    rows = [{"text": p, "output_length": 3 + i} if i % 2 else {"text": p} for i, p in enumerate(prompts)]
+    check_file(h, "text.jsonl", jsonl(rows), None, [(p, 3 + i if i % 2 else None) for i, p in enumerate(prompts)], 6)
+    check_file(h, "texts.jsonl", jsonl([{"texts": [p]} for p in prompts[:3]]), "genai_perf",
+               [(p, None) for p in prompts[:3]], 3)
+
     # llm_perf: input, output (a reference reply: its length in words becomes max_tokens)
     rows = [{"input": p, "output": " ".join(["w"] * (i + 1))} for i, p in enumerate(prompts)]
     check_file(h, "lp.jsonl", jsonl(rows), None, [(p, i + 1) for i, p in enumerate(prompts)], 6)
@@ -124,6 +130,7 @@ def main(h):
         ("what.jsonl", '{"question": "q"}\n', [], 'cannot tell the format of'),
         ("broken.jsonl", '{"text_input": "a"}\n{"text_input": \n', [], "broken.jsonl line 2: not valid JSON"),
         ("gp.jsonl", jsonl([{"text_input": "a"}]), ["--fixed-schedule"], "not a trace"),
+        ("img.jsonl", jsonl([{"text": "a", "image": "cat.png"}]), [], 'img.jsonl line 1: "image" not supported'),
     ]
     with h.mock(record=True) as m:
         for name, text, extra, want in cases:

@@ -63,7 +63,28 @@ static void test_genai_perf(void)
         "f.jsonl line 2: \"output_length\" must be a positive integer", "got \"abc\"");
     BAD("{\"text_input\": \"a\", \"output_length\": 1.5}", SG_INPUT_GENAI_PERF, "line 1: \"output_length\"", "1.5");
     BAD("{\"text_input\": \"a\"}\n{\"text_input\": \"b\"\n", SG_INPUT_AUTO, "f.jsonl line 2: not valid JSON", NULL);
-    BAD("{\"input\": \"a\"}", SG_INPUT_GENAI_PERF, "line 1: \"text_input\" must be a string", "missing");
+    BAD("{\"input\": \"a\"}", SG_INPUT_GENAI_PERF, "line 1: \"text\" missing", "\"text_input\"");
+
+    /* GenAI-Perf's and AIPerf's current spelling: "text", or AIPerf's "texts" with one prompt; mixed spellings */
+    t = "{\"text\": \"first\", \"output_length\": 4}\n{\"texts\": [\"second\"]}\n{\"text_input\": \"third\"}\n";
+    CHECK_EQ_INT(parse(t, SG_INPUT_AUTO, &in), 0);
+    CHECK_EQ_INT(in.format, SG_INPUT_GENAI_PERF);
+    CHECK_EQ_INT(in.n, 3);
+    if (in.n == 3) {
+        CHECK_EQ_STR(in.e[0].prompt, in.e[0].prompt_len, "first");
+        CHECK_EQ_INT(in.e[0].max_tokens, 4);
+        CHECK_EQ_STR(in.e[1].prompt, in.e[1].prompt_len, "second");
+        CHECK_EQ_STR(in.e[2].prompt, in.e[2].prompt_len, "third");
+    }
+    sg_input_free(&in);
+    CHECK_EQ_INT(parse("{\"texts\": [\"only\"]}", SG_INPUT_AUTO, &in), 0);
+    CHECK_EQ_INT(in.format, SG_INPUT_GENAI_PERF);
+    sg_input_free(&in);
+    BAD("{\"text\": 5}", SG_INPUT_AUTO, "line 1: \"text\" must be a string", "got 5");
+    BAD("{\"texts\": [\"a\", \"b\"]}", SG_INPUT_AUTO, "line 1: \"texts\" must hold exactly one string", "no batches");
+    BAD("{\"texts\": []}", SG_INPUT_AUTO, "\"texts\" must hold exactly one string", NULL);
+    BAD("{\"text\": \"a\", \"image\": \"cat.png\"}", SG_INPUT_AUTO, "line 1: \"image\" not supported", "text");
+    BAD("{\"text\": \"a\", \"timestamp\": 5}", SG_INPUT_AUTO, "\"timestamp\" per-line timing", "mooncake_trace");
 }
 
 static void test_llm_perf(void)
