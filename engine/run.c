@@ -157,7 +157,9 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
     for (unsigned i = 0; i < n; i++)
         logs[i] = sg_worker_log_path(ws[i]);
 
-    int err = sg_export_jsonl(jsonl_path, logs, n, (const char *const *)cfg->models, cfg->n_models);
+    /* the payload table's names: -m's, then the models raw request bodies name themselves */
+    int err = sg_export_jsonl(jsonl_path, logs, n, (const char *const *)run->payloads->model_names,
+                              run->payloads->n_model_names);
     if (err < 0) {
         fprintf(stderr, "surge: writing %s: %s\n", jsonl_path, sg_strerror(err));
         rc = err;
@@ -184,7 +186,8 @@ out:
     return rc;
 }
 
-static void describe(const sg_run_t *run, unsigned n_workers)
+/* n_streaming: payloads that ask for a stream (raw request bodies decide for themselves) */
+static void describe(const sg_run_t *run, unsigned n_workers, size_t n_streaming)
 {
     const sg_config_t *cfg = run->cfg;
     char load[96];
@@ -215,10 +218,17 @@ static void describe(const sg_run_t *run, unsigned n_workers)
                 run->addr_text, cfg->tls ? " (TLS)" : "", cfg->streaming ? "ModelStreamInfer" : "ModelInfer",
                 sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend), load, stop, n_workers,
                 n_workers == 1 ? "" : "s");
-    else
+    else {
+        char streams[64];
+        size_t n = run->payloads->n;
+        if (n_streaming == n || n_streaming == 0)
+            snprintf(streams, sizeof streams, "%s", n_streaming ? "streaming" : "not streaming");
+        else
+            snprintf(streams, sizeof streams, "%zu of %zu bodies streaming", n_streaming, n);
         fprintf(stderr, "surge: profiling %s at %s://%s%s (%s%s, %s, %s), %u worker%s\n", cfg->models[0],
-                cfg->tls ? "https" : "http", run->addr_text, cfg->endpoint_path, run->http2 ? "HTTP/2, " : "",
-                cfg->streaming ? "streaming" : "not streaming", load, stop, n_workers, n_workers == 1 ? "" : "s");
+                cfg->tls ? "https" : "http", run->addr_text, cfg->endpoint_path, run->http2 ? "HTTP/2, " : "", streams,
+                load, stop, n_workers, n_workers == 1 ? "" : "s");
+    }
 }
 
 /*
@@ -233,7 +243,8 @@ typedef struct {
     sg_payload_table_t payloads;
     sg_tokenizer_t *tok;
     sg_input_t input;
-    int64_t *schedule; /* --fixed-schedule: the trace's offsets (run.schedule_ns) */
+    int64_t *schedule;  /* --fixed-schedule: the trace's offsets (run.schedule_ns) */
+    size_t n_streaming; /* payloads that ask for a stream (all of them with --streaming; raw bodies: their own) */
     char tls_info[160];
 } profile_t;
 
@@ -332,6 +343,65 @@ static int prepare_workload(profile_t *p)
         return EXIT_USAGE;
     }
     sg_input_free(&p->input); /* the payloads hold what the requests need */
+    return EXIT_OK;
+}
+
+/*
+ * Raw request bodies are sent as written, so their own "stream" decides, not --streaming: say so when the two
+ * differ. Each response is measured by what it is (worker_resp.c), so a run of mixed bodies is measured right,
+ * request by request; the streamed metrics then cover the streamed requests (their counts say how many).
+ */
+static void note_streaming(profile_t *p)
+{
+    const sg_config_t *cfg = &p->cfg;
+    const sg_payload_table_t *t = &p->payloads;
+    for (size_t i = 0; i < t->n; i++)
+        p->n_streaming += t->items[i].streaming;
+    if (!cfg->input_file || cfg->triton || p->n_streaming == (cfg->streaming ? t->n : 0))
+        return;
+    if (!cfg->streaming)
+        fprintf(stderr,
+                "surge: --input-file %s: %zu of %zu request bodies ask for \"stream\": true; they are sent as written "
+                "and measured as streams (time to first token, inter-token latency)\n",
+                cfg->input_file, p->n_streaming, t->n);
+    else
+        fprintf(stderr,
+                "surge: --input-file %s: --streaming does not change request bodies, which are sent as written: %zu "
+                "of %zu do not ask for \"stream\": true and are measured as whole answers\n",
+                cfg->input_file, t->n - p->n_streaming, t->n);
+}
+
+/*
+ * A --goodput SLO the run cannot measure is refused before anything is sent, not reported as missed by every
+ * request: a time to first token (or a gap between tokens) needs streamed responses, and a gap between tokens
+ * needs answers of two tokens or more.
+ */
+static int prepare_slos(profile_t *p)
+{
+    note_streaming(p);
+    const sg_config_t *cfg = &p->cfg;
+    const sg_payload_table_t *t = &p->payloads;
+    bool two_tokens = false;
+    for (size_t i = 0; i < t->n && !two_tokens; i++)
+        two_tokens = t->items[i].max_tokens != 1;
+    for (size_t i = 0; i < cfg->n_slos; i++) {
+        sg_metric_id_t id = cfg->slos[i].metric;
+        if (sg_metric_streamed_only(id) && p->n_streaming == 0) {
+            fprintf(stderr,
+                    "surge: --goodput: %s cannot be measured without streamed responses: add --streaming%s, or "
+                    "leave it out of the SLOs\n",
+                    sg_metric_tag(id),
+                    cfg->input_file && !cfg->triton ? " (raw request bodies: \"stream\": true)" : "");
+            return EXIT_USAGE;
+        }
+        if (sg_metric_needs_two_tokens(id) && !two_tokens) {
+            fprintf(stderr,
+                    "surge: --goodput: %s needs answers of two tokens or more, and every request asks for one "
+                    "(max_tokens 1): ask for more (--output-tokens-mean), or leave it out of the SLOs\n",
+                    sg_metric_tag(id));
+            return EXIT_USAGE;
+        }
+    }
     return EXIT_OK;
 }
 
@@ -789,7 +859,7 @@ static int point_run(profile_t *p, point_t *pt)
     int code = point_start(p, pt);
     if (code != EXIT_OK)
         return code;
-    describe(&p->run, pt->n_workers);
+    describe(&p->run, pt->n_workers, p->n_streaming);
     if (p->cfg.verbose && p->cfg.tls)
         fprintf(stderr, "surge: TLS: %s\n", p->tls_info);
     if (p->cfg.verbose)
@@ -876,7 +946,7 @@ static int point_report(profile_t *p, point_t *pt)
     char *input_json = sg_config_to_json(cfg);
     sg_run_info_t info = {
         .title = "surge | LLM Metrics",
-        .streaming = cfg->streaming,
+        .streaming = p->n_streaming > 0,
         .interrupted = pt->interrupted,
         .warmup_count = pt->warmup,
         .input_config_json = input_json ? input_json : "{}",
@@ -955,8 +1025,9 @@ int sg_profile_main(int argc, char **argv)
     p.run.cfg = &p.cfg;
     p.run.payloads = &p.payloads;
 
-    static int (*const prepare[])(profile_t *) = {prepare_inputs, prepare_workload, prepare_target,
-                                                  prepare_h2,     prepare_output,   prepare_inputs_json};
+    static int (*const prepare[])(profile_t *) = {
+        prepare_inputs, prepare_workload, prepare_slos, prepare_target, prepare_h2, prepare_output, prepare_inputs_json,
+    };
     int code = EXIT_OK;
     for (size_t i = 0; i < SG_ARRAY_LEN(prepare) && code == EXIT_OK; i++)
         code = prepare[i](&p);

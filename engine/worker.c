@@ -231,7 +231,7 @@ static void new_request(sg_worker_t *w, int64_t intended)
     rec->max_tokens = r->payload->max_tokens;
     rec->isl_server = -1;
     rec->osl_server = -1;
-    rec->streaming = w->cfg->streaming;
+    rec->streaming = r->payload->streaming; /* what was asked; the response's head says what it is */
     rec->intended_ns = intended;
     rec->warmup = k < w->warmup_quota;
     if (k == w->warmup_quota && w->cfg->benchmark_duration_s > 0)

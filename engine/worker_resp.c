@@ -156,6 +156,10 @@ int wk_on_head(void *ud, const sg_h1_resp_head_t *head)
         return SG_EPROTO; /* a response nobody asked for */
     r->rec.http_status = head->status;
     c->event_stream = head->event_stream;
+    /* measured by what it is: a body that asked for a stream (or not) without --streaming saying so, or a server
+     * that answers otherwise than asked, still gets the metrics of what came */
+    if (head->status >= 200 && head->status <= 299)
+        r->rec.streaming = head->event_stream;
     if (head->status < 200 || head->status > 299)
         wk_set_error(r, SG_ERRC_HTTP, "HTTP %d", head->status);
     return 0;

@@ -21,26 +21,10 @@ static const struct {
     {"p75", 75}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p99_9", 99.9},
 };
 
-static bool streamed_only(sg_metric_id_t id)
-{
-    switch (id) {
-    case SG_M_TTFT:
-    case SG_M_TTFT_FROM_SEND:
-    case SG_M_TTST:
-    case SG_M_ITL:
-    case SG_M_INTER_CHUNK:
-    case SG_M_TOKENS_PER_USER:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* Distributions with data, in table order (the enum's). */
-static bool exported(const sg_metrics_t *m, const sg_run_info_t *info, sg_metric_id_t id)
+static bool exported(const sg_metrics_t *m, sg_metric_id_t id)
 {
-    if (info && !info->streaming && streamed_only(id))
-        return false;
+    /* the data decides: a stream's metrics appear when some response was a stream, whatever the flags said */
     return sg_hist_count(sg_metrics_hist(m, id)) > 0;
 }
 
@@ -245,7 +229,7 @@ static size_t table_rows(row_t *rows, const sg_metrics_t *m, const sg_run_info_t
     size_t n = 0;
     double duration = sg_metrics_duration_s(m);
     for (size_t i = 0; i < SG_ARRAY_LEN(display_order); i++)
-        if (exported(m, info, display_order[i]))
+        if (exported(m, display_order[i]))
             dist_row(&rows[n++], m, display_order[i]);
     uint64_t out_tok = sg_metrics_output_tokens(m), in_tok = sg_metrics_input_tokens(m);
     value_row(&rows[n++], "Output token throughput (tokens/sec)", per_sec(out_tok, duration), 2);
@@ -610,7 +594,7 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     int rc = 0;
     for (int i = 0; i < SG_M__COUNT && !rc; i++) {
         sg_metric_id_t id = (sg_metric_id_t)i;
-        if (exported(m, info, id))
+        if (exported(m, id))
             rc = set(root, sg_metric_tag(id), distribution(m, id));
     }
     rc = rc ? rc
@@ -735,7 +719,7 @@ static void csv_distributions(FILE *f, const sg_metrics_t *m, const sg_run_info_
     fputs("Metric,avg,min,max,p99,p95,p90,p75,p50,p25,p10,p5,p1,std,p99_9,count\n", f);
     for (size_t i = 0; i < SG_ARRAY_LEN(display_order); i++) {
         sg_metric_id_t id = display_order[i];
-        if (!exported(m, info, id))
+        if (!exported(m, id))
             continue;
         char label[96];
         csv_label(label, sizeof(label), sg_metric_tag(id), sg_metric_unit(id));

@@ -87,6 +87,26 @@ const char *sg_metric_unit(sg_metric_id_t id)
     return valid_id(id) ? metric_info[id].unit : "";
 }
 
+bool sg_metric_streamed_only(sg_metric_id_t id)
+{
+    switch (id) {
+    case SG_M_TTFT:
+    case SG_M_TTFT_FROM_SEND:
+    case SG_M_TTST:
+    case SG_M_ITL:
+    case SG_M_INTER_CHUNK:
+    case SG_M_TOKENS_PER_USER:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool sg_metric_needs_two_tokens(sg_metric_id_t id)
+{
+    return id == SG_M_TTST || id == SG_M_ITL || id == SG_M_INTER_CHUNK || id == SG_M_TOKENS_PER_USER;
+}
+
 bool sg_metric_is_time(sg_metric_id_t id)
 {
     return valid_id(id) && id <= SG_M_SCHEDULE_LAG;

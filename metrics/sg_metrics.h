@@ -46,6 +46,10 @@ const char *sg_metric_tag(sg_metric_id_t id);
 const char *sg_metric_label(sg_metric_id_t id);
 const char *sg_metric_unit(sg_metric_id_t id);
 const char *sg_metric_name(sg_metric_id_t id);
+/* Metrics only a streamed response has (a first token before the end, gaps between events). */
+bool sg_metric_streamed_only(sg_metric_id_t id);
+/* Metrics that need two tokens (or two events) in a response: ITL and the per-user rate, TTST, inter-chunk. */
+bool sg_metric_needs_two_tokens(sg_metric_id_t id);
 /* Times are recorded in ns and shown in ms; true for those. */
 bool sg_metric_is_time(sg_metric_id_t id);
 /* Factor from the histogram's integer unit to the exported unit: 1e-6 for times, 1e-3 for tokens/s, else 1. */

@@ -290,6 +290,13 @@ static int raw_body(const ctx_t *c, uint32_t where, const json_t *body, const ch
     const json_t *model = json_object_get(body, "model");
     if (json_is_string(model) && !(e->model = dup_n(json_string_value(model), json_string_length(model))))
         return oom(c);
+    const json_t *stream = json_object_get(body, "stream");
+    if (stream && !json_is_boolean(stream)) {
+        char got[96];
+        show(stream, got, sizeof got);
+        return fail_at(c, where, "stream", "must be true or false, got %s", got);
+    }
+    e->stream = json_is_true(stream);
     int rc = get_uint(c, where, body, "max_completion_tokens", false, 1, INT32_MAX, &e->max_tokens);
     if (rc == 0 && e->max_tokens < 0)
         rc = get_uint(c, where, body, "max_tokens", false, 1, INT32_MAX, &e->max_tokens);

@@ -222,7 +222,56 @@ typedef struct {
     uint32_t isl;
     uint32_t max_tokens;
     int32_t model; /* raw bodies: the model index, fixed; -1: one variant per model */
+    bool stream;   /* raw bodies: their own "stream"; else --streaming */
 } entry_t;
+
+/*
+ * The table's model names: -m's, then each distinct model a raw body names, found through a jansson object used
+ * as a hash map (name -> index), so a file of a million bodies and thousands of models stays linear.
+ */
+typedef struct {
+    char **v;
+    size_t n, cap;
+    json_t *index;
+} names_t;
+
+static void names_free(names_t *nm)
+{
+    for (size_t i = 0; i < nm->n; i++)
+        free(nm->v[i]);
+    free(nm->v);
+    json_decref(nm->index);
+    memset(nm, 0, sizeof *nm);
+}
+
+/* Append name (-m's are kept in order, a repeated one too); the first of a name is the one a lookup finds. */
+static int names_push(names_t *nm, const char *name)
+{
+    if (nm->n == nm->cap) {
+        size_t ncap = nm->cap ? nm->cap * 2 : 8;
+        char **nv = realloc(nm->v, ncap * sizeof *nv);
+        if (!nv)
+            return SG_ENOMEM;
+        nm->v = nv;
+        nm->cap = ncap;
+    }
+    if (!(nm->v[nm->n] = strdup(name)))
+        return SG_ENOMEM;
+    /* jansson refuses a key that is not UTF-8: such a name is kept, only not found by a body */
+    if (!json_object_get(nm->index, name))
+        json_object_set_new(nm->index, name, json_integer((json_int_t)nm->n));
+    nm->n++;
+    return 0;
+}
+
+/* The index of name, added when new; -1 on OOM. */
+static int64_t names_index(names_t *nm, const char *name)
+{
+    const json_t *hit = json_object_get(nm->index, name);
+    if (hit)
+        return json_integer_value(hit);
+    return names_push(nm, name) == 0 ? (int64_t)nm->n - 1 : -1;
+}
 
 typedef struct {
     const sg_workload_spec_t *spec;
@@ -390,7 +439,8 @@ static uint32_t count_text(gen_t *G, const char *s, size_t len)
     return n < 0 ? 0 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
-static int file_entry(gen_t *G, const sg_input_entry_t *in, uint32_t i, entry_t *e, char *err, size_t errlen)
+static int file_entry(gen_t *G, names_t *names, const sg_input_entry_t *in, uint32_t i, entry_t *e, char *err,
+                      size_t errlen)
 {
     const sg_workload_spec_t *spec = G->spec;
     const sg_input_t *input = spec->input;
@@ -401,13 +451,16 @@ static int file_entry(gen_t *G, const sg_input_entry_t *in, uint32_t i, entry_t 
         e->raw = in->body;
         e->raw_len = in->body_len;
         e->max_tokens = in->max_tokens > 0 ? (uint32_t)in->max_tokens : 0;
-        e->model = 0;
-        for (size_t m = 0; in->model && m < spec->n_models; m++)
-            if (strcmp(spec->models[m], in->model) == 0)
-                e->model = (int32_t)m;
+        e->stream = in->stream;
+        /* a body is sent as written: the model it names is the one it asks for (none: the first -m) */
+        int64_t m = in->model ? names_index(names, in->model) : 0;
+        if (m < 0 || m > INT32_MAX)
+            return set_err(err, errlen, "cannot keep the model name \"%.80s\"", in->model);
+        e->model = (int32_t)m;
         return 0;
     }
     e->model = -1;
+    e->stream = spec->streaming;
     if (in->max_tokens > 0)
         e->max_tokens = (uint32_t)in->max_tokens;
     else if (in->reply) {
@@ -516,13 +569,21 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
                        n_entries, variants);
     }
     sg_payload_t *items = calloc(n_entries * variants, sizeof *items);
+    names_t names = {.index = json_object()};
+    int rc = names.index ? 0 : SG_ENOMEM;
+    for (size_t m = 0; rc == 0 && m < spec->n_models; m++)
+        rc = names_push(&names, spec->models[m]);
     gen_t G;
-    int rc = items ? gen_init(&G, spec, err, errlen) : SG_ENOMEM;
+    bool gen_ok = false;
+    if (rc == 0) {
+        rc = items ? gen_init(&G, spec, err, errlen) : SG_ENOMEM;
+        gen_ok = rc == 0;
+    }
     size_t built = 0;
     for (size_t i = 0; rc == 0 && i < n_entries; i++) {
         entry_t e = {0};
         if (input)
-            rc = file_entry(&G, &input->e[i], (uint32_t)i, &e, err, errlen);
+            rc = file_entry(&G, &names, &input->e[i], (uint32_t)i, &e, err, errlen);
         else
             rc = synthetic_entry(&G, (uint32_t)i, &e, err, errlen);
         for (uint32_t v = 0; rc == 0 && v < variants; v++) {
@@ -530,6 +591,7 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
             p->isl = e.isl;
             p->max_tokens = e.max_tokens;
             p->model = e.model >= 0 ? (uint32_t)e.model : v;
+            p->streaming = e.raw ? e.stream : spec->streaming;
             rc = e.raw ? render_http(spec, e.raw, e.raw_len, p, err, errlen)
                        : build_one(spec, extra, e.text, e.len, p, err, errlen);
             if (rc == 0)
@@ -545,13 +607,14 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
             set_err(err, errlen, "%s %s %" PRIu32 ": %s", name, lines ? "line" : "element", input->e[i].where, tmp);
         }
     }
-    if (items)
+    if (gen_ok)
         gen_free(&G);
     json_decref(extra);
     if (rc) {
+        names_free(&names);
         if (rc == SG_ENOMEM && (!err || !err[0]))
             set_err(err, errlen, "out of memory building request %zu of %zu", built, n_entries * variants);
-        sg_payload_table_t partial = {items, built, 0, 0};
+        sg_payload_table_t partial = {.items = items, .n = built};
         sg_workload_free(&partial);
         return rc;
     }
@@ -559,6 +622,9 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
     out->n = n_entries * variants;
     out->n_entries = n_entries;
     out->n_variants = variants;
+    out->model_names = names.v;
+    out->n_model_names = names.n;
+    json_decref(names.index);
     return 0;
 }
 
@@ -567,5 +633,8 @@ void sg_workload_free(sg_payload_table_t *t)
     for (size_t i = 0; i < t->n; i++)
         free(t->items[i].bytes);
     free(t->items);
+    for (size_t i = 0; i < t->n_model_names; i++)
+        free(t->model_names[i]);
+    free(t->model_names);
     memset(t, 0, sizeof *t);
 }

@@ -32,6 +32,7 @@ typedef struct {
     char *body; /* raw bodies (raw_payload, perf_analyzer): the request body to send, as written */
     size_t body_len;
     char *model; /* raw bodies: their "model", NULL when absent */
+    bool stream; /* raw bodies: their "stream" is true (OpenAI's default, absent, is false) */
     char *reply; /* sharegpt, llm_perf: the reference reply, whose length is the output length */
     size_t reply_len;
     int64_t max_tokens; /* the output length the file gives; -1 when it gives none (or a reply to measure) */

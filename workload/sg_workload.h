@@ -16,7 +16,8 @@ typedef struct {
     size_t len;
     uint32_t isl;        /* prompt tokens, client estimate */
     uint32_t max_tokens; /* 0 when not asked */
-    uint32_t model;      /* index into the model list */
+    uint32_t model;      /* index into the table's model_names */
+    bool streaming;      /* the body asks for a stream (--streaming, or a raw body's own "stream": true) */
 } sg_payload_t;
 
 /*
@@ -29,6 +30,10 @@ typedef struct {
     size_t n; /* n_entries * n_variants */
     size_t n_entries;
     uint32_t n_variants;
+    /* The names sg_payload_t.model indexes: the -m models in order, then the distinct models that raw request
+     * bodies name and -m does not (a raw body is sent as written, so its own model is the one it asks for). */
+    char **model_names;
+    size_t n_model_names;
 } sg_payload_table_t;
 
 /*

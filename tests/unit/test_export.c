@@ -354,9 +354,27 @@ static void test_csv(void)
     if (strcmp(part2, values) != 0)
         fprintf(stderr, "CSV values:\n%s", part2);
 
-    /* Not streamed, no SLOs: GenAI-Perf leaves out the streamed rows and the goodput row; so does surge. */
+    /* The data decides, not the flag: streamed records keep their rows even when the run was not asked to
+     * stream (raw bodies with "stream": true, a server that streams unasked). */
     sg_run_info_t plain = {.streaming = false};
     CHECK_EQ_INT(sg_export_csv(path, m, &plain), 0);
+    text = read_all(path);
+    CHECK(text && strstr(text, "\nTime To First Token (ms),") != NULL && strstr(text, "Inter Token Latency") != NULL);
+    sg_metrics_free(m);
+
+    /* Whole answers, no SLOs: GenAI-Perf leaves out the streamed rows and the goodput row; so does surge, even
+     * when the flag said streaming (a body that asked for a whole answer). */
+    m = sg_metrics_new(NULL, 0);
+    for (int i = 0; i < 4; i++) {
+        sg_record_t r = streamed((uint64_t)i, 0, T0 + i * 10 * MS, 10, 5, 1);
+        r.streaming = false;
+        r.first_token_ns = r.second_token_ns = 0;
+        r.content_events = 1;
+        r.n_events = 0;
+        sg_metrics_add(m, &r);
+    }
+    sg_run_info_t whole = {.streaming = true};
+    CHECK_EQ_INT(sg_export_csv(path, m, &whole), 0);
     text = read_all(path);
     CHECK(text && strstr(text, "Time To First Token") == NULL && strstr(text, "Inter Token Latency") == NULL &&
           strstr(text, "Per User") == NULL && strstr(text, "Inter Chunk") == NULL);
