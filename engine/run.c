@@ -255,6 +255,8 @@ typedef struct {
     sg_metrics_t *merged;
     uint64_t warmup;
     uint64_t resent; /* measured requests sent more than once (sg_worker_stats_t.resent_measured) */
+    uint64_t silent_closes;
+    bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
     double client_cpu_s;
     bool interrupted;
     bool fatal; /* a worker failed, or the OSL pass or the merge did */
@@ -825,6 +827,9 @@ static int point_collect(profile_t *p, point_t *pt)
         sg_worker_stats_t st;
         sg_worker_stats(pt->ws[i], &st);
         pt->resent += st.resent_measured;
+        pt->silent_closes += st.silent_closes;
+        pt->no_reuse_after[0] |= st.no_reuse_after_whole;
+        pt->no_reuse_after[1] |= st.no_reuse_after_stream;
         if (p->cfg.verbose)
             print_worker_stats(run, i, pt->ws[i]);
     }
@@ -882,6 +887,19 @@ static void hint_not_grpc(const profile_t *p, const point_t *pt)
                     p->run.addr_text, g[i].message);
             return;
         }
+}
+
+/* A server that closes kept-alive connections unannounced, as surge learnt during the run (worker_conn.c). */
+static void note_keep_alive(const point_t *pt)
+{
+    for (int kind = 1; kind >= 0; kind--)
+        if (pt->no_reuse_after[kind])
+            fprintf(stderr,
+                    "surge: the server closed kept-alive connections right after %s responses without saying so (no "
+                    "Connection: close); after %d in a row a worker stops reusing connections after such responses, "
+                    "so later requests open a connection of their own (%llu closes seen, %llu requests re-sent)\n",
+                    kind ? "streamed" : "whole", SG_SILENT_CLOSE_LIMIT, (unsigned long long)pt->silent_closes,
+                    (unsigned long long)pt->resent);
 }
 
 /* True when every request of the point failed with HTTP 404: the server has nothing at the path surge used. */
@@ -956,6 +974,9 @@ static int point_report(profile_t *p, point_t *pt)
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
         .isl_source = p->run.tok ? "tokenizer" : "words",
         .resent_count = pt->resent,
+        .silent_closes = pt->silent_closes,
+        .no_reuse_after_whole = pt->no_reuse_after[0],
+        .no_reuse_after_stream = pt->no_reuse_after[1],
     };
     sg_export_table(stdout, pt->merged, &info);
     fflush(stdout);
@@ -964,6 +985,7 @@ static int point_report(profile_t *p, point_t *pt)
     fprintf(stderr, "surge: artifacts in %s/\n", p->run.artifact_dir);
     hint_not_grpc(p, pt);
     hint_not_found(p, pt);
+    note_keep_alive(pt);
 
     uint64_t ok = sg_metrics_ok(pt->merged), failed = sg_metrics_errors(pt->merged);
     if (pt->interrupted) {

@@ -57,6 +57,10 @@ sg_metrics_t *sg_worker_metrics(sg_worker_t *w);
 const char *sg_worker_log_path(const sg_worker_t *w);
 uint64_t sg_worker_warmup_count(const sg_worker_t *w);
 
+/* Unannounced closes right after a response, in a row, before a worker stops reusing connections after such responses
+ * (worker_conn.c) */
+#define SG_SILENT_CLOSE_LIMIT 3
+
 /* After the join: what the worker did, for --verbose. */
 typedef struct {
     int cpu;
@@ -66,6 +70,8 @@ typedef struct {
     uint64_t connect_failures;
     uint64_t resent;          /* requests re-sent once after a kept-alive connection turned out closed */
     uint64_t resent_measured; /* measured requests sent more than once (either re-send above, or HTTP/2's) */
+    uint64_t silent_closes;   /* kept-alive connections the server closed right after a response, unannounced */
+    bool no_reuse_after_whole, no_reuse_after_stream; /* the worker stopped pooling connections after those */
     /* --http2 */
     uint64_t h2_streams_peak;   /* most streams open at once on one connection */
     uint64_t h2_goaways;        /* GOAWAY frames received */

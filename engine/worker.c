@@ -181,7 +181,8 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     rec->has_text = w->keep_text && !rec->warmup && !r->text_lost && rec->err_class == SG_ERRC_NONE;
     rec->text = r->text;
     rec->text_len = rec->has_text ? r->text_len : 0;
-    if (!rec->warmup && (r->retried || r->h2_resends))
+    rec->resent = r->retried || r->h2_resends;
+    if (!rec->warmup && rec->resent)
         w->resent_measured++;
     if (rec->warmup) {
         w->warmup_done++;
@@ -627,6 +628,9 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->connect_failures = w->connect_failures;
     out->resent = w->resent;
     out->resent_measured = w->resent_measured;
+    out->silent_closes = w->silent_closes;
+    out->no_reuse_after_whole = w->no_reuse_after[0];
+    out->no_reuse_after_stream = w->no_reuse_after[1];
     out->h2_streams_peak = w->h2_streams_peak;
     out->h2_goaways = w->h2_goaways;
     out->h2_refused_resent = w->h2_refused_resent;

@@ -326,6 +326,39 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
 }
 
 /*
+ * Learning that a server closes silently. A server that closes a kept-alive connection right after a response,
+ * without Connection: close or an exhausted Keep-Alive: max (llama-server does after every streamed response),
+ * costs every request that would reuse it a wasted attempt and a re-send: a round trip added to its latency from
+ * intended. Such a close shows as a FIN on the connection while it idles, or as the loss of the request sent on it
+ * (maybe_retry), soon after the response: within SILENT_CLOSE_WINDOW_NS, so that a server's idle timeout, which
+ * closes later, does not count. After SG_SILENT_CLOSE_LIMIT of them in a row for one kind of response (streamed or
+ * whole: llama-server keeps connections after whole answers), the worker closes connections after responses of that
+ * kind instead of pooling them, for the rest of the run; a successful reuse in between resets the count. It does
+ * not probe again later: a server does not change how it treats connections within a run, and each probe would put
+ * a wasted attempt into some request's latency.
+ */
+#define SILENT_CLOSE_WINDOW_NS 1000000000LL
+
+/* c was closed by the server at `at` (a FIN, or the loss of a request sent then), unannounced. */
+static void note_silent_close(sg_conn_t *c, int64_t at)
+{
+    sg_worker_t *w = c->w;
+    if (c->served == 0 || at - c->idle_since_ns > SILENT_CLOSE_WINDOW_NS)
+        return;
+    int kind = c->last_stream;
+    w->silent_closes++;
+    if (w->no_reuse_after[kind] || ++w->silent_streak[kind] < SG_SILENT_CLOSE_LIMIT)
+        return;
+    w->no_reuse_after[kind] = true;
+    /* connections idle after such a response are as good as closed already: do not send on them */
+    for (sg_conn_t *i = w->idle_head, *next; i; i = next) {
+        next = i->next;
+        if (i != c && i->last_stream == kind)
+            wk_conn_close(i);
+    }
+}
+
+/*
  * A reused connection that the server had closed (its FIN crossed our request, or it closed after the last
  * response without saying so, as llama-server does after a streamed one): not a byte of the response came.
  * Re-send once, as HTTP clients do, on a connection that never carried a request: the fresh queue waits for one
@@ -337,6 +370,7 @@ static bool maybe_retry(sg_conn_t *c, sg_req_t *r)
     sg_worker_t *w = c->w;
     if (r->retried || c->served == 0 || sg_h1_resp_started(&c->h1) || r->rec.first_byte_ns)
         return false;
+    note_silent_close(c, r->rec.sent_ns);
     r->retried = true;
     w->resent++;
     wk_fl_remove(w, r);
@@ -381,6 +415,8 @@ static void conn_lost(sg_conn_t *c, int res)
         return;
     }
     sg_req_t *r = c->rs.req;
+    if (!r && c->state == C_IDLE && res == 0)
+        note_silent_close(c, sg_now_ns()); /* a FIN while it idled */
     if (r && !maybe_retry(c, r)) {
         c->rs.req = NULL;
         int64_t now = sg_now_ns();
@@ -431,7 +467,11 @@ static void handle_data(sg_conn_t *c, const char *data, size_t len)
     c->rs.req = NULL;
     c->served++;
     keep_alive_hints(c, &c->h1.head);
-    bool keep = c->h1.head.keep_alive && (size_t)n == len && c->served < c->ka_limit;
+    if (c->served >= 2)
+        w->silent_streak[c->last_stream] = 0; /* a reuse after that kind of response worked */
+    c->last_stream = c->rs.event_stream;
+    bool keep =
+        c->h1.head.keep_alive && (size_t)n == len && c->served < c->ka_limit && !w->no_reuse_after[c->last_stream];
     if (keep) {
         c->idle_since_ns = wk_t_recv_ns;
         wk_idle_push(w, c);

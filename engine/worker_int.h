@@ -101,6 +101,7 @@ struct sg_conn {
     /* https://: the TLS filter; the connection stays C_CONNECTING until its handshake is done */
     sg_tls_conn_t *tls;
     bool tls_sending; /* ciphertext from sg_tls_out_peek is in flight on send_op */
+    bool last_stream; /* HTTP/1.1: the last response it carried was an event stream (the reuse policy's kind) */
     /* --http2 */
     sg_h2_t *h2;
     char *wbuf; /* bytes being sent (wlen), sent up to woff */
@@ -164,6 +165,15 @@ struct sg_worker {
     uint64_t max_conns;
     int last_connect_err;
     uint64_t conns_opened, conns_peak, connect_failures, resent, resent_measured;
+    /*
+     * HTTP/1.1 servers that close kept-alive connections right after a response without saying so (llama-server
+     * after every streamed one), per kind of that response: [0] a whole answer, [1] an event stream. After
+     * SG_SILENT_CLOSE_LIMIT such closes in a row, connections are not pooled after responses of that kind for the rest
+     * of the run (worker_conn.c, note_silent_close).
+     */
+    uint8_t silent_streak[2];
+    bool no_reuse_after[2];
+    uint64_t silent_closes;
     int64_t setup_timeout_ns; /* sg_worker_setup_timeout_s */
     int64_t setup_check_ns;   /* no connection's set-up is due before this (INT64_MAX: none being set up) */
     uint64_t bytes_received;  /* published in progress.bytes_received */

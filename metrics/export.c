@@ -609,6 +609,14 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     rc = rc ? rc
             : set(root, "resent_request_count",
                   single("requests", json_integer((json_int_t)(info ? info->resent_count : 0))));
+    if (!rc) {
+        /* how the server treated kept-alive connections, as surge learnt it (docs/metrics.md) */
+        json_t *o = json_object();
+        rc = set(root, "keep_alive", o);
+        rc = rc ? rc : set(o, "silent_closes", json_integer((json_int_t)(info ? info->silent_closes : 0)));
+        rc = rc ? rc : set(o, "reused_after_streamed", json_boolean(!(info && info->no_reuse_after_stream)));
+        rc = rc ? rc : set(o, "reused_after_whole", json_boolean(!(info && info->no_reuse_after_whole)));
+    }
     rc = rc ? rc : set(root, "benchmark_duration", single("sec", real(duration)));
     if (info && info->has_slos) {
         rc = rc ? rc : set(root, "goodput", single("requests/sec", real(per_sec(sg_metrics_good(m), duration))));

@@ -37,7 +37,8 @@
 #define FLAG_STREAMING 1u
 #define FLAG_WARMUP 2u
 #define FLAG_TEXT 4u /* output text follows the events */
-#define FLAG_ALL 7u
+#define FLAG_RESENT 8u
+#define FLAG_ALL 15u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 
@@ -170,8 +171,8 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         .http_status = r->http_status,
         .err_class = r->err_class,
         .osl_source = r->osl_source,
-        .flags =
-            (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0)),
+        .flags = (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) |
+                           (has_text ? FLAG_TEXT : 0) | (r->resent ? FLAG_RESENT : 0)),
         .isl = r->isl,
         .isl_server = r->isl_server,
         .osl = r->osl,
@@ -355,6 +356,7 @@ int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_
         r.payload = w->payload;
         r.model = w->model;
         r.streaming = w->flags & FLAG_STREAMING;
+        r.resent = w->flags & FLAG_RESENT;
         r.intended_ns = w->intended_ns;
         r.sent_ns = w->sent_ns;
         r.first_byte_ns = w->first_byte_ns;
@@ -625,6 +627,10 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
         PUT_LIT(p, ",\"streaming\":true");
     else
         PUT_LIT(p, ",\"streaming\":false");
+    if (w->flags & FLAG_RESENT)
+        PUT_LIT(p, ",\"resent\":true");
+    else
+        PUT_LIT(p, ",\"resent\":false");
     if (ok) {
         PUT_LIT(p, ",\"status\":\"ok\"");
     } else {

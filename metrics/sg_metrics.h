@@ -151,8 +151,10 @@ typedef struct {
     double client_cpu_s;    /* CPU time surge spent from the start instant to the last response; 0 = unknown */
     const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */
     const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
-    uint64_t resent_count;  /* measured requests sent again (a reused connection closed before any response;
-                               HTTP/2: a refused stream); each counted once, its latency still from intended */
+    uint64_t silent_closes; /* kept-alive connections the server closed right after a response, unannounced */
+    bool no_reuse_after_stream, no_reuse_after_whole; /* so connections were not reused after those responses */
+    uint64_t resent_count; /* measured requests sent again (a reused connection closed before any response;
+                              HTTP/2: a refused stream); each counted once, its latency still from intended */
 } sg_run_info_t;
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */

@@ -47,6 +47,8 @@ typedef struct {
     uint32_t model;   /* index into the model list */
     bool streaming;
     bool warmup; /* warmup requests are logged by no exporter and counted in no metric */
+    bool resent; /* sent again after its first attempt got no response (a closed kept-alive connection, a refused
+                    HTTP/2 stream); its times are the last attempt's, intended_ns the same */
 
     int64_t intended_ns;     /* when the schedule said it should start */
     int64_t sent_ns;         /* first byte handed to the kernel */

@@ -2,22 +2,36 @@
 connection after every streamed response while its Keep-Alive header promises more. With a tiny random-weight
 model and ignore_eos, every response is exactly max_tokens long: streamed chat and completions at 1, 4 and 16 in
 flight, and a non-streamed run, end with no error, exit 0, and every request's OSL from the server's usage equal
-to what was asked. Needs tests/data/fetch-llama-server (a skip without it, a failure under CI)."""
+to what was asked. surge learns that the server closes after streamed responses: a few requests are re-sent at
+the start, then connections are not reused after streamed responses (no more wasted attempts); whole answers keep
+their connections. Needs tests/data/fetch-llama-server (a skip without it, a failure under CI)."""
 import harness
 from profiling import profile
 from servers import LlamaServer
 
 OSL = 16
 N = 80
+LIMIT = 3  # SG_SILENT_CLOSE_LIMIT (engine/sg_worker.h)
 
 
-def check_run(h, r, what, streaming):
+def check_run(h, r, what, streaming, conc):
     if not r.summary:
         h.check(False, "%s: a summary was written" % what, r.stderr[-2000:])
         return
     h.check(r.summary["error_request_count"]["avg"] == 0, "%s: no errors" % what, r.summary.get("error_summary"))
     h.check(r.summary["request_count"]["avg"] == N, "%s: %d requests measured" % (what, N))
-    h.check("resent_request_count" in r.summary, "%s: re-sends counted in the summary" % what)
+    resent = r.summary.get("resent_request_count", {}).get("avg", -1)
+    workers = len({x["worker"] for x in r.records}) or 1
+    ka = r.summary.get("keep_alive", {})
+    if streaming:
+        # it closes after every streamed answer: a few re-sends until each worker has learnt it, then none
+        h.check(0 <= resent <= conc + workers * (LIMIT - 1), "%s: a few re-sends (%d), not one per request"
+                % (what, resent))
+        h.check(ka.get("reused_after_streamed") is False and "right after streamed responses" in r.stderr,
+                "%s: connections not reused after streamed answers" % what, ka)
+    else:
+        h.check(resent == 0 and ka.get("reused_after_whole") is True, "%s: whole answers keep their connections"
+                % what, (resent, ka))
     h.check(len(r.records) == N, "%s: %d records" % (what, N), len(r.records))
     bad = [x for x in r.records
            if x["status"] != "ok" or x["osl_source"] != "usage" or x["output_sequence_length"] != OSL
@@ -48,9 +62,9 @@ def main(h):
                 what = "llama-server %s, streamed, concurrency %d" % (endpoint, conc)
                 r = profile(h, s.url, "--endpoint-type", endpoint, "--streaming", "--concurrency", conc, *common,
                             timeout=180)
-                check_run(h, r, what, True)
+                check_run(h, r, what, True, conc)
         r = profile(h, s.url, "--endpoint-type", "chat", "--concurrency", 4, *common, timeout=180)
-        check_run(h, r, "llama-server chat, not streamed, concurrency 4", False)
+        check_run(h, r, "llama-server chat, not streamed, concurrency 4", False, 4)
         h.check(s.proc.poll() is None, "llama-server still running", s.log()[-2000:])
 
 
