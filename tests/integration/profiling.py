@@ -72,41 +72,25 @@ def median(xs):
 class HttpServer:
     """A tiny threaded HTTP/1.1 server on 127.0.0.1 for answers surge mock never gives (malformed bytes, exact
     captures). respond(request_line, headers, body) returns the raw response bytes; with close=True the
-    connection closes after each response. Every request is kept in .requests. Bounded: it stops after 60 s."""
+    connection closes after each response. Every request is kept in .requests. Bounded: it stops after 60 s
+    (servers.TcpServer accepts; this reads requests and answers)."""
 
     def __init__(self, respond, close=False):
-        import socket
         import threading
+        from servers import TcpServer
         self.respond = respond
         self.close = close
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.url = "http://127.0.0.1:%d" % self.port
         self.requests = []
         self.lock = threading.Lock()
-        self.stop_flag = False
-        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.server = TcpServer(self._handle, lifetime=60)
+        self.port = self.server.port
+        self.url = self.server.url
 
-    def _serve(self):
-        import socket
-        import threading
-        import time
-        deadline = time.monotonic() + 60
-        while not self.stop_flag and time.monotonic() < deadline:
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            threading.Thread(target=self._handle, args=(c,), daemon=True).start()
-
-    def _handle(self, c):
+    def _handle(self, c, index, stop):
         c.settimeout(5)
         buf = b""
         try:
-            while True:
+            while not stop.is_set():
                 while b"\r\n\r\n" not in buf:
                     d = c.recv(65536)
                     if not d:
@@ -130,16 +114,12 @@ class HttpServer:
                 c.sendall(self.respond(lines[0], headers, body))
                 if self.close:
                     return
-        except OSError:
-            return
         finally:
             c.close()
 
     def __enter__(self):
-        self.thread.start()
+        self.server.__enter__()
         return self
 
     def __exit__(self, *a):
-        self.stop_flag = True
-        self.thread.join(5)
-        self.sock.close()
+        self.server.__exit__(*a)

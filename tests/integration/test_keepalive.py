@@ -4,14 +4,13 @@ a fresh connection, counted in the summary, and its latency still runs from its 
 it after every response of a kind (llama-server after streamed ones) is learnt: after a few such closes the worker
 stops reusing connections after those responses, so the wasted attempts (each a round trip in some request's
 latency) stop, and the run says so."""
-import socket
 import statistics
 import subprocess
-import threading
 import time
 
 import harness
 from profiling import profile
+from servers import TcpServer
 
 DELAY_MS = 3  # --close-delay-ms: the client reuses the connection before the FIN comes, every time
 LIMIT = 3  # SG_SILENT_CLOSE_LIMIT (engine/sg_worker.h): silent closes in a row before a worker stops reusing
@@ -180,38 +179,22 @@ def connection_cap_runs(h):
 class IdleTimeoutServer:
     """HTTP/1.1 on 127.0.0.1 that advertises Keep-Alive: timeout=1 and holds idle connections open past it, but
     closes without an answer any connection whose next request comes after more than a second of idleness: a
-    client that ignores the timeout loses those requests. Bounded: it stops after 60 s."""
+    client that ignores the timeout loses those requests. Bounded: it stops after 60 s (servers.TcpServer)."""
 
     BODY = b'{"choices":[{"message":{"content":"a b"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}'
 
     def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.server = TcpServer(self._handle, lifetime=60)
+        self.url = self.server.url
         self.answered = 0
         self.dropped = 0
-        self.connections = 0
-        self.stop_flag = False
-        self.thread = threading.Thread(target=self._serve, daemon=True)
 
-    def _serve(self):
-        deadline = time.monotonic() + 60
-        while not self.stop_flag and time.monotonic() < deadline:
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            self.connections += 1
-            threading.Thread(target=self._handle, args=(c,), daemon=True).start()
-
-    def _handle(self, c):
+    def _handle(self, c, index, stop):
         c.settimeout(10)
         buf = b""
         idle_since = time.monotonic()
         try:
-            while True:
+            while not stop.is_set():
                 while b"\r\n\r\n" not in buf:
                     d = c.recv(65536)
                     if not d:
@@ -233,19 +216,15 @@ class IdleTimeoutServer:
                           b"Content-Length: %d\r\n\r\n" % len(self.BODY) + self.BODY)
                 self.answered += 1
                 idle_since = time.monotonic()
-        except OSError:
-            return
         finally:
             c.close()
 
     def __enter__(self):
-        self.thread.start()
+        self.server.__enter__()
         return self
 
     def __exit__(self, *a):
-        self.stop_flag = True
-        self.thread.join(5)
-        self.sock.close()
+        self.server.__exit__(*a)
 
 
 def idle_timeout_runs(h):

@@ -1,9 +1,8 @@
 """Helpers for the TLS integration tests: certificates made with the openssl CLI, and the --verbose TLS counts."""
 import os
+import shutil
+import ssl
 import subprocess
-
-
-
 
 
 def openssl(h, *args):
@@ -25,6 +24,24 @@ def make_ca(h, d, cn, san):
     openssl(h, "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", cakey, "-CAcreateserial", "-days", "2",
             "-extfile", ext, "-out", cert)
     return ca, cert, key
+
+
+def localhost_server_context(h, name, alpn=None):
+    """A server-side ssl.SSLContext with a certificate for localhost and 127.0.0.1 from a CA made in h.path(name),
+    ALPN limited to alpn when given. Returns (ca path, context), or None when openssl is missing (a failed check
+    under CI, where tests/run installs it)."""
+    if not shutil.which("openssl"):
+        if os.environ.get("CI"):
+            h.check(False, "openssl installed")
+        return None
+    d = h.path(name)
+    os.makedirs(d)
+    ca, cert, key = make_ca(h, d, "localhost", "DNS:localhost,IP:127.0.0.1")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    if alpn:
+        ctx.set_alpn_protocols(alpn)
+    return ca, ctx
 
 
 def tls_stat(stderr, word):
