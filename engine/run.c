@@ -706,7 +706,7 @@ static void watch(const profile_t *p, const point_t *pt, watch_t *wt, int64_t no
                     "surge: no response from %s for %.0f s (%s); still waiting, up to --request-timeout %g s from "
                     "each send%s\n",
                     p->run.addr_text, wt->report_at_s, what, cfg->request_timeout_s,
-                    cfg->streaming ? "" : " (without --streaming an answer comes whole, after its last token)");
+                    p->n_streaming ? "" : " (without --streaming an answer comes whole, after its last token)");
         else
             fprintf(stderr,
                     "surge: no response from %s for %.0f s (%s); still waiting, up to %.3g s from each connection "
