@@ -8,6 +8,7 @@
 #include "sg_common.h"
 #include "sg_metrics.h"
 #include "sg_openai.h"
+#include "sg_slo.h"
 
 typedef enum { SG_DIST_POISSON = 0, SG_DIST_CONSTANT = 1 } sg_dist_t;
 typedef enum { SG_MODEL_ROUND_ROBIN = 0, SG_MODEL_RANDOM = 1 } sg_model_strategy_t;
@@ -74,8 +75,10 @@ typedef struct {
     char *profile_export_stem; /* profile_export_file without its extension: <stem>_surge.json, <stem>.jsonl */
     bool verbose;
     double max_error_rate; /* share of failed requests allowed before a non-zero exit; 0 by default */
-    sg_slo_t slos[8];
+    sg_slo_t slos[8]; /* --goodput: per-request thresholds */
     size_t n_slos;
+    sg_slo_check_t slo_checks[SG_SLO_MAX]; /* --slo: verdicts on the whole point (sg_slo.h) */
+    size_t n_slo_checks;
     int progress;      /* -1 auto (stderr is a tty), 0 off, 1 on */
     bool show_version; /* --version was given: parse returned 1, the caller prints the version */
 } sg_config_t;

@@ -1,0 +1,64 @@
+/*
+ * SLO verdicts (--slo): a statement about a whole load point, such as "p99 of time_to_first_token below 500 ms"
+ * or "error rate below 1%", checked on the merged metrics after the point ran. Unlike --goodput (a per-request
+ * threshold, sg_slo_t in sg_metrics.h), a verdict is one pass/fail per point; sweeps and the capacity search
+ * (engine/search.c) decide with them.
+ *
+ * Text form: METRIC:STAT OP VALUE for a per-request distribution (time_to_first_token:p99<500,
+ * inter_token_latency:p95<=30, request_latency:avg<2000, output_token_throughput_per_user:p10>20), or
+ * QUANTITY OP VALUE for a point-level quantity (error_rate<0.01, request_throughput>100,
+ * output_token_throughput>5000). METRIC takes the --goodput names (ttft, tpot, e2el, ... and the metric tags);
+ * STAT is avg, min, max, std or pNN (p50, p90, p99, p99.9); OP is <, <=, > or >=. Values are in the exported unit
+ * (ms for times, tokens, tokens/s, requests/s, a fraction for error_rate).
+ */
+#ifndef SG_SLO_H
+#define SG_SLO_H
+
+#include "sg_metrics.h"
+
+typedef enum { SG_SLO_OP_LT = 0, SG_SLO_OP_LE, SG_SLO_OP_GT, SG_SLO_OP_GE } sg_slo_op_t;
+
+typedef enum {
+    SG_SLO_DIST = 0,                /* a statistic of a per-request distribution: metric + stat */
+    SG_SLO_ERROR_RATE,              /* failed / (ok + failed), a fraction */
+    SG_SLO_REQUEST_THROUGHPUT,      /* successful requests / duration, per s */
+    SG_SLO_OUTPUT_TOKEN_THROUGHPUT, /* output tokens / duration, per s */
+} sg_slo_kind_t;
+
+typedef enum { SG_SLO_STAT_AVG = 0, SG_SLO_STAT_MIN, SG_SLO_STAT_MAX, SG_SLO_STAT_STD, SG_SLO_STAT_PCT } sg_slo_stat_t;
+
+typedef struct {
+    sg_slo_kind_t kind;
+    sg_metric_id_t metric; /* SG_SLO_DIST only */
+    sg_slo_stat_t stat;    /* SG_SLO_DIST only */
+    double pct;            /* SG_SLO_STAT_PCT: 0 < pct < 100 */
+    sg_slo_op_t op;
+    double target; /* in the exported unit */
+    char text[64]; /* canonical form, e.g. "time_to_first_token:p99<500", for tables and files */
+} sg_slo_check_t;
+
+typedef struct {
+    bool measurable; /* false when the point has no value for it (no request had the metric, nothing ran) */
+    double measured; /* in the target's unit; 0 when not measurable */
+    bool pass;       /* measurable and measured OP target; a check that cannot be measured fails */
+} sg_slo_verdict_t;
+
+/* Parse one --slo text. 0, or SG_EINVAL with a message naming the problem in err (without the flag's name). */
+SG_WUR int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen);
+
+/* The verdict of each of n checks on a point's merged metrics; duration_s is sg_metrics_duration_s(m). */
+void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, double duration_s,
+                 sg_slo_verdict_t *out);
+
+/* True when every verdict passes (and n > 0). */
+bool sg_slo_all_pass(const sg_slo_verdict_t *v, size_t n);
+
+/*
+ * For a probe that can stop early: a check decided by how many requests exceed a per-request bound, i.e. a
+ * percentile ceiling (STAT pNN with < or <= on a metric where smaller is better) or floor (pNN with > or >= on
+ * output_token_throughput_per_user). Such a check fails once more than (1 - pct/100) of the point's requests are
+ * on the wrong side of target. Returns true and sets *share_allowed to 1 - pct/100; false for other checks.
+ */
+bool sg_slo_per_request_bound(const sg_slo_check_t *c, double *share_allowed);
+
+#endif
