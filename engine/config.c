@@ -92,6 +92,12 @@ enum {
     OPT_NUM_PREFIX,
     OPT_BLOCK_SIZE,
     OPT_IGNORE_EOS,
+    OPT_COOLDOWN,
+    OPT_SLO,
+    OPT_SEARCH,
+    OPT_SEARCH_RANGE,
+    OPT_SEARCH_PRECISION,
+    OPT_SEARCH_TRIALS,
     /* TLS */
     OPT_INSECURE = 'k',
     OPT_CACERT = 0x200,
@@ -165,8 +171,14 @@ static const struct option long_options[] = {
     {"measurement-interval", optional_argument, NULL, OPT_MEASUREMENT_INTERVAL},
     {"stability-percentage", optional_argument, NULL, OPT_STABILITY},
     {"batch-size", optional_argument, NULL, OPT_BATCH_SIZE},
-    {"concurrency-range", optional_argument, NULL, OPT_CONCURRENCY_RANGE},
-    {"request-rate-range", optional_argument, NULL, OPT_RATE_RANGE},
+    {"concurrency-range", required_argument, NULL, OPT_CONCURRENCY_RANGE},       /* perf_analyzer */
+    {"request-rate-range", required_argument, NULL, OPT_RATE_RANGE},             /* perf_analyzer */
+    {"parameter-sweep-cooldown-seconds", required_argument, NULL, OPT_COOLDOWN}, /* AIPerf */
+    {"slo", required_argument, NULL, OPT_SLO},
+    {"search", required_argument, NULL, OPT_SEARCH},
+    {"search-range", required_argument, NULL, OPT_SEARCH_RANGE},
+    {"search-precision", required_argument, NULL, OPT_SEARCH_PRECISION},
+    {"search-trials", required_argument, NULL, OPT_SEARCH_TRIALS},
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
     {"cacert", required_argument, NULL, OPT_CACERT},
@@ -545,41 +557,6 @@ static int add_extra_input(json_t *acc, const char *arg)
 
 /* ---------- --goodput ---------- */
 
-/* vLLM's and AIPerf's spellings beside our tags */
-static const struct {
-    const char *name;
-    sg_metric_id_t id;
-} goodput_aliases[] = {
-    {"ttft", SG_M_TTFT},
-    {"tpot", SG_M_ITL},
-    {"itl", SG_M_ITL},
-    {"e2el", SG_M_LATENCY},
-    {"output_token_throughput_per_user", SG_M_TOKENS_PER_USER},
-};
-
-static bool slo_metric(sg_metric_id_t id)
-{
-    /* an SLO is a latency bound or a per-user speed; lengths are workload, not service quality */
-    return id != SG_M_OSL && id != SG_M_ISL;
-}
-
-static int find_metric(const char *name, size_t len, sg_metric_id_t *out)
-{
-    for (size_t i = 0; i < SG_ARRAY_LEN(goodput_aliases); i++)
-        if (strlen(goodput_aliases[i].name) == len && memcmp(goodput_aliases[i].name, name, len) == 0) {
-            *out = goodput_aliases[i].id;
-            return 0;
-        }
-    for (int id = 0; id < SG_M__COUNT; id++) {
-        const char *tag = sg_metric_tag((sg_metric_id_t)id);
-        if (tag && strlen(tag) == len && memcmp(tag, name, len) == 0 && slo_metric((sg_metric_id_t)id)) {
-            *out = (sg_metric_id_t)id;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 static int add_slo(sg_config_t *cfg, const char *pair)
 {
     const char *opt = "goodput";
@@ -589,18 +566,18 @@ static int add_slo(sg_config_t *cfg, const char *pair)
         return fail(opt, "expected metric:value pairs such as time_to_first_token:200, got \"%s\"", pair);
     for (int m = 0; m < SG_M__COUNT; m++) {
         const char *tag = sg_metric_tag((sg_metric_id_t)m);
-        if (!slo_metric((sg_metric_id_t)m) && strlen(tag) == (size_t)(colon - pair) &&
+        if (!sg_metric_slo_ok((sg_metric_id_t)m) && strlen(tag) == (size_t)(colon - pair) &&
             memcmp(tag, pair, strlen(tag)) == 0)
             return fail(opt,
                         "%s describes the workload, not the service: SLOs take latencies or "
                         "output_token_throughput_per_user",
                         tag);
     }
-    if (find_metric(pair, (size_t)(colon - pair), &id) != 0) {
+    if (sg_metric_find(pair, (size_t)(colon - pair), &id) != 0) {
         char names[512];
         size_t off = 0;
         for (int m = 0; m < SG_M__COUNT; m++)
-            if (slo_metric((sg_metric_id_t)m) && sg_metric_tag((sg_metric_id_t)m) && off < sizeof names)
+            if (sg_metric_slo_ok((sg_metric_id_t)m) && sg_metric_tag((sg_metric_id_t)m) && off < sizeof names)
                 off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? ", " : "",
                                         sg_metric_tag((sg_metric_id_t)m));
         return fail(opt, "unknown metric \"%.*s\" (known: %s; or ttft, tpot, e2el)", (int)(colon - pair), pair,
@@ -656,12 +633,6 @@ static int not_supported(int val)
     case OPT_BATCH_SIZE:
         return fail("batch-size", "not supported: it applies to embeddings and rankings, which surge does not "
                                   "support yet");
-    case OPT_CONCURRENCY_RANGE:
-        return fail("concurrency-range", "not supported yet: run surge once per value, e.g. "
-                                         "for c in 1 2 4 8; do surge profile ... --concurrency $c; done");
-    case OPT_RATE_RANGE:
-        return fail("request-rate-range", "not supported yet: run surge once per value, e.g. "
-                                          "for r in 10 20 40; do surge profile ... --request-rate $r; done");
     case OPT_INPUT_DATASET:
         return fail("input-dataset", "not supported: surge fetches no hosted datasets; download one and give it "
                                      "with --input-file (ShareGPT, GenAI-Perf JSONL, ...), or use synthetic prompts");
@@ -705,6 +676,8 @@ static bool takes_next_arg(const char *a)
 typedef struct {
     json_t *extra;
     bool rate_given, concurrency_given, max_concurrency_given, distribution_given;
+    const char *sweep_flag; /* the flag that made a sweep: "concurrency", "request-rate", "concurrency-range", ... */
+    bool cooldown_given, search_range_given, search_precision_given, search_trials_given;
     bool count_given, duration_given, artifact_dir_given;
     bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
     bool ignore_eos;
@@ -713,6 +686,215 @@ typedef struct {
     const char *endpoint_type;
     const char *api_key;
 } parse_state_t;
+
+/* ---------- load points: sweeps and the capacity search ---------- */
+
+#define MAX_SWEEP_POINTS 1000
+#define DEFAULT_PROBE_S                                                                                                \
+    10 /* --search: each probe's --benchmark-duration unless given */ /* a range that makes more is a typo (1:100000), \
+                                                                         not a plan */
+#define MAX_CONCURRENCY 10000000u
+#define MAX_RATE 1e9
+
+/* One value of a sweep: a concurrency (a whole number >= 1) or a request rate (a positive number, not inf). */
+static int sweep_value(const char *opt, sg_sweep_kind_t kind, const char *s, double *out)
+{
+    if (kind == SG_SWEEP_CONCURRENCY) {
+        uint32_t v = 0;
+        int rc = parse_u32(opt, s, 1, MAX_CONCURRENCY, &v);
+        *out = v;
+        return rc;
+    }
+    if (strcasecmp(s, "inf") == 0 || strcasecmp(s, "infinity") == 0)
+        return fail(opt, "inf cannot be one point of a sweep (every request due at the start is not a rate); give "
+                         "finite rates, and run inf on its own");
+    return parse_num(opt, s, "positive request rates (requests/s)", 0, true, MAX_RATE, out);
+}
+
+static int sweep_begin(sg_config_t *cfg, parse_state_t *st, const char *opt, sg_sweep_kind_t kind)
+{
+    if (st->sweep_flag)
+        return fail(opt,
+                    "a sweep is already given by --%s: one sweep per run (a list or a range, of concurrency "
+                    "or of request rate)",
+                    st->sweep_flag);
+    st->sweep_flag = opt;
+    cfg->sweep = kind;
+    return 0;
+}
+
+static int sweep_push(sg_config_t *cfg, const char *opt, double v)
+{
+    if (cfg->n_sweep_values >= MAX_SWEEP_POINTS)
+        return fail(opt, "more than %d load points", MAX_SWEEP_POINTS);
+    double *a = realloc(cfg->sweep_values, (cfg->n_sweep_values + 1) * sizeof *a);
+    if (!a)
+        return oom();
+    cfg->sweep_values = a;
+    a[cfg->n_sweep_values++] = v;
+    return 0;
+}
+
+/* AIPerf's lists: --concurrency 1,4,16,64 or --request-rate 10,20,40, run in the order given. */
+static int parse_sweep_list(sg_config_t *cfg, parse_state_t *st, const char *opt, sg_sweep_kind_t kind, const char *arg)
+{
+    int rc = sweep_begin(cfg, st, opt, kind);
+    const char *p = arg;
+    while (rc == 0) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0)
+            return fail(opt,
+                        "an empty value in the list \"%s\" (expected values separated by commas, such as "
+                        "%s)",
+                        arg, kind == SG_SWEEP_CONCURRENCY ? "1,4,16,64" : "10,20,40");
+        char one[64];
+        if (len >= sizeof one)
+            return fail(opt, "a value too long in the list \"%s\"", arg);
+        memcpy(one, p, len);
+        one[len] = '\0';
+        double v;
+        rc = sweep_value(opt, kind, one, &v);
+        if (rc == 0)
+            rc = sweep_push(cfg, opt, v);
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    if (rc == 0 && cfg->n_sweep_values < 2)
+        return fail(opt, "a list needs two values or more, got \"%s\"", arg);
+    return rc;
+}
+
+/*
+ * perf_analyzer's ranges: START:END[:STEP], from START up to END (included when the steps land on it) in
+ * additive steps; STEP defaults to 1, END to START.
+ */
+static int parse_sweep_range(sg_config_t *cfg, parse_state_t *st, const char *opt, sg_sweep_kind_t kind,
+                             const char *arg)
+{
+    int rc = sweep_begin(cfg, st, opt, kind);
+    if (rc)
+        return rc;
+    char buf[192];
+    if (strlen(arg) >= sizeof buf)
+        return fail(opt, "expected START:END[:STEP], got a value too long");
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *part[3] = {buf, NULL, NULL};
+    size_t n = 1;
+    for (char *c = buf; *c; c++)
+        if (*c == ':') {
+            if (n == 3)
+                return fail(opt, "expected START:END[:STEP], got \"%s\"", arg);
+            *c = '\0';
+            part[n++] = c + 1;
+        }
+    double start, end, step = 1;
+    rc = sweep_value(opt, kind, part[0], &start);
+    if (rc == 0)
+        rc = n > 1 ? sweep_value(opt, kind, part[1], &end) : (end = start, 0);
+    if (rc == 0 && n > 2)
+        rc = sweep_value(opt, kind, part[2], &step);
+    if (rc)
+        return rc;
+    if (end < start)
+        return fail(opt, "END (%s) is below START (%s): give START:END[:STEP] with END >= START", part[1], part[0]);
+    double span = (end - start) / step;
+    if (span + 1 > MAX_SWEEP_POINTS)
+        return fail(opt, "%s makes %.0f load points, more than %d: use a larger STEP", arg, floor(span) + 1,
+                    MAX_SWEEP_POINTS);
+    /* from the index, so rounding never accumulates; a point within 1e-9 of END is END */
+    for (unsigned k = 0; rc == 0; k++) {
+        double v = start + (double)k * step;
+        if (v > end * (1 + 1e-9))
+            break;
+        rc = sweep_push(cfg, opt, v > end ? end : v);
+    }
+    return rc;
+}
+
+static int parse_search_range(sg_config_t *cfg, const char *opt, const char *arg)
+{
+    const char *colon = strchr(arg, ':');
+    char lo[64];
+    size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+    if (len == 0 || len >= sizeof lo)
+        return fail(opt, "expected LO:HI (or LO: for no upper bound), got \"%s\"", arg);
+    memcpy(lo, arg, len);
+    lo[len] = '\0';
+    int rc = parse_num(opt, lo, "LO:HI with 0 < LO", 0, true, MAX_RATE, &cfg->search_lo);
+    if (rc == 0 && colon && colon[1]) {
+        rc = parse_num(opt, colon + 1, "LO:HI with HI > LO", 0, true, MAX_RATE, &cfg->search_hi);
+        if (rc == 0 && cfg->search_hi <= cfg->search_lo)
+            return fail(opt, "HI (%s) must be above LO (%s)", colon + 1, lo);
+    }
+    return rc;
+}
+
+/* The search and sweep flags once every flag is in: what they combine with, and the first point's load. */
+static int finish_points(sg_config_t *cfg, parse_state_t *st)
+{
+    if (cfg->search) {
+        const char *what = cfg->search == SG_SEARCH_MAX_RATE ? "max-request-rate" : "max-concurrency";
+        if (st->sweep_flag)
+            return fail(st->sweep_flag, "cannot be combined with --search: the search chooses its own load points");
+        if (st->rate_given || st->concurrency_given)
+            return fail(st->rate_given ? "request-rate" : "concurrency",
+                        "cannot be combined with --search %s: the search chooses the %s (bound it with "
+                        "--search-range LO:HI)",
+                        what, cfg->search == SG_SEARCH_MAX_RATE ? "request rate" : "concurrency");
+        if (cfg->search == SG_SEARCH_MAX_CONCURRENCY && (st->max_concurrency_given || st->distribution_given))
+            return fail(st->max_concurrency_given ? "max-concurrency" : "request-distribution",
+                        "only applies to an open loop; --search max-concurrency runs closed loops");
+        if (cfg->fixed_schedule)
+            return fail("search", "cannot be combined with --fixed-schedule: the trace's timestamps set the load");
+        if (cfg->n_slo_checks == 0)
+            return fail("search", "needs at least one --slo to decide what passes, e.g. --slo "
+                                  "'time_to_first_token:p99<500'");
+        /* a probe long enough for a backlog to show (search.c): 10 s unless the user bounds it */
+        if (!st->count_given && !st->duration_given) {
+            cfg->benchmark_duration_s = DEFAULT_PROBE_S;
+            st->duration_given = true;
+        }
+        if (cfg->search == SG_SEARCH_MAX_CONCURRENCY) {
+            if (cfg->search_lo != floor(cfg->search_lo) || (cfg->search_hi && cfg->search_hi != floor(cfg->search_hi)))
+                return fail("search-range", "--search max-concurrency needs whole numbers, got %g:%g", cfg->search_lo,
+                            cfg->search_hi);
+            cfg->concurrency = (uint32_t)cfg->search_lo;
+            st->concurrency_given = true;
+        } else {
+            cfg->request_rate = cfg->search_lo;
+            st->rate_given = true;
+        }
+    } else {
+        const char *flag = st->search_range_given       ? "search-range"
+                           : st->search_precision_given ? "search-precision"
+                           : st->search_trials_given    ? "search-trials"
+                                                        : NULL;
+        if (flag)
+            return fail(flag, "only applies with --search max-request-rate or --search max-concurrency");
+    }
+    if (st->sweep_flag) {
+        bool rate = cfg->sweep == SG_SWEEP_RATE;
+        if (rate ? st->concurrency_given : st->rate_given)
+            return fail(st->sweep_flag, "cannot be combined with --%s: a sweep varies one load kind",
+                        rate ? "concurrency" : "request-rate");
+        if (cfg->fixed_schedule)
+            return fail(st->sweep_flag, "cannot be combined with --fixed-schedule: the trace's timestamps set the "
+                                        "load");
+        if (rate) {
+            cfg->request_rate = cfg->sweep_values[0];
+            st->rate_given = true;
+        } else {
+            cfg->concurrency = (uint32_t)cfg->sweep_values[0];
+            st->concurrency_given = true;
+        }
+    }
+    if (st->cooldown_given && !st->sweep_flag && !cfg->search)
+        return fail("parameter-sweep-cooldown-seconds", "only applies to a sweep (--concurrency 1,4,16, "
+                                                        "--request-rate-range 10:40:10, ...) or a --search");
+    return 0;
+}
 
 /* ---------- TLS files ---------- */
 
@@ -813,6 +995,8 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_EXTRA_INPUTS:
         return add_extra_input(st->extra, arg);
     case OPT_REQUEST_RATE:
+        if (strchr(arg, ','))
+            return parse_sweep_list(cfg, st, opt, SG_SWEEP_RATE, arg);
         st->rate_given = true;
         /* vLLM's inf: every request is due at the start instant */
         if (strcasecmp(arg, "inf") == 0 || strcasecmp(arg, "infinity") == 0) {
@@ -831,8 +1015,47 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "expected poisson or constant, got \"%s\"", arg);
         return 0;
     case OPT_CONCURRENCY:
+        if (strchr(arg, ','))
+            return parse_sweep_list(cfg, st, opt, SG_SWEEP_CONCURRENCY, arg);
         st->concurrency_given = true;
-        return parse_u32(opt, arg, 1, 10000000, &cfg->concurrency);
+        return parse_u32(opt, arg, 1, MAX_CONCURRENCY, &cfg->concurrency);
+    case OPT_CONCURRENCY_RANGE:
+        return parse_sweep_range(cfg, st, opt, SG_SWEEP_CONCURRENCY, arg);
+    case OPT_RATE_RANGE:
+        return parse_sweep_range(cfg, st, opt, SG_SWEEP_RATE, arg);
+    case OPT_COOLDOWN:
+        st->cooldown_given = true;
+        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->cooldown_s);
+    case OPT_SLO: {
+        if (cfg->n_slo_checks >= SG_SLO_MAX)
+            return fail(opt, "at most %d SLOs", SG_SLO_MAX);
+        char err[640];
+        sg_slo_check_t *chk = &cfg->slo_checks[cfg->n_slo_checks];
+        if (sg_slo_parse(arg, chk, err, sizeof err) != 0)
+            return fail(opt, "%s", err);
+        for (size_t i = 0; i < cfg->n_slo_checks; i++)
+            if (strcmp(cfg->slo_checks[i].text, chk->text) == 0)
+                return fail(opt, "%s is given twice", chk->text);
+        cfg->n_slo_checks++;
+        return 0;
+    }
+    case OPT_SEARCH:
+        if (strcmp(arg, "max-request-rate") == 0)
+            cfg->search = SG_SEARCH_MAX_RATE;
+        else if (strcmp(arg, "max-concurrency") == 0)
+            cfg->search = SG_SEARCH_MAX_CONCURRENCY;
+        else
+            return fail(opt, "expected max-request-rate (open loop) or max-concurrency (closed loop), got \"%s\"", arg);
+        return 0;
+    case OPT_SEARCH_RANGE:
+        st->search_range_given = true;
+        return parse_search_range(cfg, opt, arg);
+    case OPT_SEARCH_PRECISION:
+        st->search_precision_given = true;
+        return parse_num(opt, arg, "a fraction above 0 and at most 1 (0.05 = 5%)", 0, true, 1, &cfg->search_precision);
+    case OPT_SEARCH_TRIALS:
+        st->search_trials_given = true;
+        return parse_u32(opt, arg, 1, 100, &cfg->search_trials);
     case OPT_HTTP2:
         cfg->http2 = true;
         return 0;
@@ -978,6 +1201,10 @@ static int set_defaults(sg_config_t *cfg)
     cfg->block_size = DEFAULT_BLOCK_SIZE;
     cfg->fixed_schedule_speedup = 1;
     cfg->progress = -1;
+    cfg->cooldown_s = 1;
+    cfg->search_lo = 1;
+    cfg->search_precision = 0.05;
+    cfg->search_trials = 1;
     cfg->headers = calloc(1, sizeof *cfg->headers);
     cfg->profile_export_file = strdup(DEFAULT_EXPORT_FILE);
     if (!cfg->headers || !cfg->profile_export_file)
@@ -1100,6 +1327,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     }
     if (cfg->n_models == 0)
         return fail("model", "required: name the model to benchmark, e.g. -m meta-llama/Llama-3.1-8B-Instruct");
+    rc = finish_points(cfg, st);
+    if (rc)
+        return rc;
     if (st->rate_given && st->concurrency_given)
         return fail("concurrency", "cannot be combined with --request-rate: choose a closed loop (--concurrency) "
                                    "or an open loop (--request-rate, optionally with --max-concurrency)");
@@ -1252,7 +1482,7 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
     for (int i = optind; i < argc; i++) {
         sg_metric_id_t id;
         const char *colon = strchr(argv[i], ':');
-        if (cfg->n_slos > 0 && colon && find_metric(argv[i], (size_t)(colon - argv[i]), &id) == 0) {
+        if (cfg->n_slos > 0 && colon && sg_metric_find(argv[i], (size_t)(colon - argv[i]), &id) == 0) {
             rc = parse_goodput(cfg, argv[i]);
             if (rc)
                 return rc;
@@ -1305,6 +1535,7 @@ void sg_config_free(sg_config_t *cfg)
     free(cfg->artifact_dir);
     free(cfg->profile_export_file);
     free(cfg->profile_export_stem);
+    free(cfg->sweep_values);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -1323,6 +1554,11 @@ char *sg_config_run_name(const sg_config_t *cfg)
     char load[64];
     if (cfg->fixed_schedule) {
         snprintf(load, sizeof load, "fixed_schedule");
+    } else if (cfg->search) {
+        snprintf(load, sizeof load, "search_%s",
+                 cfg->search == SG_SEARCH_MAX_RATE ? "max_request_rate" : "max_concurrency");
+    } else if (cfg->sweep) {
+        snprintf(load, sizeof load, "%s_sweep", cfg->sweep == SG_SWEEP_RATE ? "request_rate" : "concurrency");
     } else if (cfg->request_rate > 0) {
         char r[40];
         format_rate(r, sizeof r, cfg->request_rate);
@@ -1421,6 +1657,32 @@ char *sg_config_to_json(const sg_config_t *cfg)
         json_object_set_new(o, "request_rate", json_null());
         json_object_set_new(o, "concurrency", json_integer(cfg->concurrency));
     }
+    json_t *sweep = json_null();
+    if (cfg->sweep && (sweep = json_object())) {
+        json_t *values = json_array();
+        for (size_t i = 0; values && i < cfg->n_sweep_values; i++)
+            json_array_append_new(values, cfg->sweep == SG_SWEEP_RATE ? json_real(cfg->sweep_values[i])
+                                                                      : json_integer((json_int_t)cfg->sweep_values[i]));
+        json_object_set_new(sweep, "kind", json_string(cfg->sweep == SG_SWEEP_RATE ? "request_rate" : "concurrency"));
+        json_object_set_new(sweep, "values", values ? values : json_null());
+        json_object_set_new(sweep, "cooldown_seconds", json_real(cfg->cooldown_s));
+    }
+    json_t *slo_list = json_array();
+    for (size_t i = 0; slo_list && i < cfg->n_slo_checks; i++)
+        json_array_append_new(slo_list, json_string(cfg->slo_checks[i].text));
+    json_object_set_new(o, "slo", slo_list ? slo_list : json_null());
+    json_object_set_new(o, "sweep", sweep ? sweep : json_null());
+    json_t *search = json_null();
+    if (cfg->search && (search = json_object())) {
+        json_object_set_new(search, "kind",
+                            json_string(cfg->search == SG_SEARCH_MAX_RATE ? "max-request-rate" : "max-concurrency"));
+        json_object_set_new(search, "range_lo", json_real(cfg->search_lo));
+        json_object_set_new(search, "range_hi", cfg->search_hi > 0 ? json_real(cfg->search_hi) : json_null());
+        json_object_set_new(search, "precision", json_real(cfg->search_precision));
+        json_object_set_new(search, "trials", json_integer(cfg->search_trials));
+        json_object_set_new(search, "cooldown_seconds", json_real(cfg->cooldown_s));
+    }
+    json_object_set_new(o, "search", search ? search : json_null());
     json_object_set_new(o, "request_count",
                         cfg->request_count ? json_integer((json_int_t)cfg->request_count) : json_null());
     json_object_set_new(o, "benchmark_duration",
@@ -1533,6 +1795,39 @@ void sg_config_usage(FILE *out)
                  "      --workers N               worker threads, one per core (default: the CPUs this process\n"
                  "                                may run on)\n"
                  "\n"
+                 "SLO verdicts (docs/metrics.md, SLO verdicts):\n"
+                 "      --slo 'METRIC:STAT<VALUE' a verdict on the whole run, repeatable: STAT is avg, min, max,\n"
+                 "                                std or pNN (p50, p99, p99.9); <, <=, > or >=; METRIC takes\n"
+                 "                                --goodput's names (time_to_first_token, ttft, tpot, e2el,\n"
+                 "                                ...), in ms or tokens/s. Or a run-level QUANTITY<VALUE:\n"
+                 "                                error_rate (a fraction), request_throughput (req/s),\n"
+                 "                                output_token_throughput (tokens/s). Verdicts follow the table\n"
+                 "                                and go to the summary (\"slo\"); exit status 4 when one fails\n"
+                 "\n"
+                 "Sweeps and the capacity search (docs/capacity.md):\n"
+                 "      --concurrency N1,N2,...   a sweep (AIPerf's lists): each value is a load point of its\n"
+                 "      --request-rate R1,R2,...  own, run in turn with fresh connections and metrics, files in\n"
+                 "                                <artifact dir>/concurrency_N/ (request_rate_R/), one row per\n"
+                 "                                point in sweep_summary.json and .csv and on the console\n"
+                 "      --concurrency-range START:END[:STEP], --request-rate-range START:END[:STEP]\n"
+                 "                                perf_analyzer's ranges: START, START+STEP, ... up to END\n"
+                 "                                (STEP defaults to 1)\n"
+                 "      --parameter-sweep-cooldown-seconds S\n"
+                 "                                pause between points (AIPerf's flag; default here: 1)\n"
+                 "      --search max-request-rate|max-concurrency\n"
+                 "                                find the highest request rate (open loop) or concurrency\n"
+                 "                                (closed loop) at which every --slo passes: double from LO\n"
+                 "                                until a probe fails, then bisect; probes stop early once an\n"
+                 "                                --slo cannot hold, and an open-loop probe whose outstanding\n"
+                 "                                requests keep growing fails (the server fell behind). Each\n"
+                 "                                probe is one load point (default per probe: 10 s,\n"
+                 "                                --benchmark-duration or --request-count change it); every\n"
+                 "                                probe in search.json and .csv\n"
+                 "      --search-range LO:HI      where to search (default 1, no upper bound; LO: alone too)\n"
+                 "      --search-precision F      stop when lowest failing - highest passing <= F x passing\n"
+                 "                                (default 0.05)\n"
+                 "      --search-trials N         a value passes only if each of N probes passes (default 1)\n"
+                 "\n"
                  "Input options:\n"
                  "      --synthetic-input-tokens-mean N, --isl N\n"
                  "                                mean prompt length in tokens (default: 550); exact with\n"
@@ -1634,7 +1929,7 @@ void sg_config_usage(FILE *out)
                  "\n"
                  "Not supported (GenAI-Perf and perf_analyzer flags): --measurement-interval/-p and\n"
                  "  --stability-percentage/-s (surge measures --request-count requests or --benchmark-duration\n"
-                 "  seconds, once), --concurrency-range and --request-rate-range (run surge once per value),\n"
+                 "  seconds, once),\n"
                  "  --input-dataset (download the data and give it with --input-file), --generate-plots,\n"
                  "  --batch-size, and arguments after -- (there is no perf_analyzer behind surge).\n");
 }

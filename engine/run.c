@@ -4,14 +4,12 @@
  * export, exit status). Runs on the main thread only.
  */
 #define _GNU_SOURCE
-#include "sg_run.h"
+#include "run_int.h"
 
 #include "sg_grpc.h"
-#include "sg_input.h"
 #include "sg_kserve.h"
 #include "sg_osl.h"
 #include "sg_preflight.h"
-#include "sg_worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,13 +25,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_OK 0
-#define EXIT_REQUEST_ERRORS 1 /* the run completed, but more requests failed than --max-error-rate allows */
-#define EXIT_USAGE 2          /* bad input or a target we cannot use: nothing was measured */
-#define EXIT_FATAL 3          /* the run could not go on (I/O set-up, out of memory) */
-#define EXIT_INTERRUPTED 130
-
 static volatile sig_atomic_t g_interrupted;
+
+bool run_interrupted(void)
+{
+    return g_interrupted != 0;
+}
+
+void run_cooldown(double s)
+{
+    int64_t until = sg_now_ns() + (int64_t)(s * 1e9);
+    while (!g_interrupted && sg_now_ns() < until) {
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+}
 
 static void on_sigint(int sig)
 {
@@ -231,37 +237,6 @@ static void describe(const sg_run_t *run, unsigned n_workers, size_t n_streaming
     }
 }
 
-/*
- * One `surge profile` invocation, as a list of steps over one context: load the local inputs, build the
- * workload, check the target, prepare the artifact directory (prepare_*), run one load point (point_run), then
- * report it (point_report). Each step returns an exit status (EXIT_OK to go on) and leaves what it made in the
- * context, which profile_free releases whatever step stopped the run.
- */
-typedef struct {
-    sg_config_t cfg;
-    sg_run_t run;
-    sg_payload_table_t payloads;
-    sg_tokenizer_t *tok;
-    sg_input_t input;
-    int64_t *schedule;  /* --fixed-schedule: the trace's offsets (run.schedule_ns) */
-    size_t n_streaming; /* payloads that ask for a stream (all of them with --streaming; raw bodies: their own) */
-    char tls_info[160];
-} profile_t;
-
-/* One load point: its workers (their logs hold the per-request records until the export) and merged results. */
-typedef struct {
-    sg_worker_t **ws;
-    unsigned n_workers;
-    sg_metrics_t *merged;
-    uint64_t warmup;
-    uint64_t resent; /* measured requests sent more than once (sg_worker_stats_t.resent_measured) */
-    uint64_t silent_closes;
-    bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
-    double client_cpu_s;
-    bool interrupted;
-    bool fatal; /* a worker failed, or the OSL pass or the merge did */
-} point_t;
-
 /* Everything that reads local files comes first: a bad tokenizer or input file is reported before any
  * connection is made. */
 static int prepare_inputs(profile_t *p)
@@ -386,6 +361,25 @@ static int prepare_slos(profile_t *p)
     bool two_tokens = false;
     for (size_t i = 0; i < t->n && !two_tokens; i++)
         two_tokens = t->items[i].max_tokens != 1;
+    for (size_t i = 0; i < cfg->n_slo_checks; i++) {
+        const sg_slo_check_t *c = &cfg->slo_checks[i];
+        if (c->kind != SG_SLO_DIST)
+            continue;
+        if (sg_metric_streamed_only(c->metric) && p->n_streaming == 0) {
+            fprintf(stderr,
+                    "surge: --slo: %s cannot be measured without streamed responses: add --streaming%s, or leave it "
+                    "out\n",
+                    c->text, cfg->input_file && !cfg->triton ? " (raw request bodies: \"stream\": true)" : "");
+            return EXIT_USAGE;
+        }
+        if (sg_metric_needs_two_tokens(c->metric) && !two_tokens) {
+            fprintf(stderr,
+                    "surge: --slo: %s needs answers of two tokens or more, and every request asks for one (max_tokens "
+                    "1): ask for more (--output-tokens-mean), or leave it out\n",
+                    c->text);
+            return EXIT_USAGE;
+        }
+    }
     for (size_t i = 0; i < cfg->n_slos; i++) {
         sg_metric_id_t id = cfg->slos[i].metric;
         if (sg_metric_streamed_only(id) && p->n_streaming == 0) {
@@ -507,11 +501,12 @@ static int prepare_output(profile_t *p)
 {
     const sg_config_t *cfg = &p->cfg;
     sg_run_t *run = &p->run;
-    if (!(run->artifact_dir = strdup(cfg->artifact_dir)))
+    if (!(p->artifact_dir = strdup(cfg->artifact_dir)))
         return EXIT_FATAL;
-    int derr = mkdir_p(run->artifact_dir);
+    run->artifact_dir = p->artifact_dir;
+    int derr = mkdir_p(p->artifact_dir);
     if (derr < 0) {
-        fprintf(stderr, "surge: --artifact-dir %s: %s\n", run->artifact_dir, sg_strerror(derr));
+        fprintf(stderr, "surge: --artifact-dir %s: %s\n", p->artifact_dir, sg_strerror(derr));
         return EXIT_USAGE;
     }
     run->nofile = sg_raise_nofile();
@@ -540,7 +535,7 @@ static int prepare_inputs_json(profile_t *p)
 {
     if (p->cfg.triton)
         return EXIT_OK;
-    char *path = path_join(p->run.artifact_dir, "inputs.json");
+    char *path = path_join(p->artifact_dir, "inputs.json");
     if (!path)
         return EXIT_FATAL;
     int err = sg_export_inputs(path, p->payloads.n, payload_body_at, &p->payloads);
@@ -579,6 +574,36 @@ static void point_abort(sg_run_t *run, point_t *pt)
         }
 }
 
+/*
+ * The point's configuration (the run's, with its load), its artifact directory, and the shared run state reset:
+ * the workers of every point read run->cfg and start at their own instant.
+ */
+static int point_setup(profile_t *p, const point_spec_t *spec, point_t *pt)
+{
+    pt->spec = *spec;
+    pt->cfg = p->cfg;
+    pt->slo_pass = true;
+    if (spec->set_load) {
+        pt->cfg.concurrency = spec->closed ? (uint32_t)spec->value : 0;
+        pt->cfg.request_rate = spec->closed ? 0 : spec->value;
+    }
+    pt->artifact_dir = spec->subdir ? path_join(p->artifact_dir, spec->subdir) : strdup(p->artifact_dir);
+    if (!pt->artifact_dir)
+        return EXIT_FATAL;
+    int derr = mkdir_p(pt->artifact_dir);
+    if (derr < 0) {
+        fprintf(stderr, "surge: %s: %s\n", pt->artifact_dir, sg_strerror(derr));
+        return EXIT_FATAL;
+    }
+    sg_run_t *run = &p->run;
+    run->cfg = &pt->cfg;
+    run->artifact_dir = pt->artifact_dir;
+    run->start_ns = 0;
+    atomic_store(&run->go, 0);
+    atomic_store(&run->stop, 0);
+    return EXIT_OK;
+}
+
 /* Create and start the workers; SIGINT/SIGTERM go to the controller only. */
 static int point_start(profile_t *p, point_t *pt)
 {
@@ -594,7 +619,7 @@ static int point_start(profile_t *p, point_t *pt)
 
     int cpus[1024];
     unsigned n_cpus = cpu_list(cpus, SG_ARRAY_LEN(cpus));
-    pt->n_workers = point_worker_count(&p->cfg);
+    pt->n_workers = point_worker_count(&pt->cfg);
     if (!(pt->ws = calloc(pt->n_workers, sizeof(*pt->ws)))) {
         pt->n_workers = 0;
         code = EXIT_FATAL;
@@ -671,7 +696,7 @@ static void watch_line_start(bool show)
 
 static void watch(const profile_t *p, const point_t *pt, watch_t *wt, int64_t now, bool show)
 {
-    const sg_config_t *cfg = &p->cfg;
+    const sg_config_t *cfg = &pt->cfg;
     uint64_t bytes = 0, in_flight = 0, waiting = 0, connecting = 0;
     unsigned done_issuing = 0;
     for (unsigned i = 0; i < pt->n_workers; i++) {
@@ -737,7 +762,7 @@ static void watch(const profile_t *p, const point_t *pt, watch_t *wt, int64_t no
 /* Release the workers at one start instant once all are set up, and wait for them, passing SIGINT on. */
 static void point_wait(profile_t *p, point_t *pt)
 {
-    const sg_config_t *cfg = &p->cfg;
+    const sg_config_t *cfg = &pt->cfg;
     sg_run_t *run = &p->run;
     sg_worker_t **ws = pt->ws;
     unsigned n = pt->n_workers;
@@ -774,6 +799,8 @@ static void point_wait(profile_t *p, point_t *pt)
         }
         int64_t now = sg_now_ns();
         watch(p, pt, &wt, now, show);
+        if (pt->spec.probe)
+            probe_look(p, pt, now);
         if (show && now - last_print >= 500000000LL) {
             progress_line(ws, n, cfg, run->start_ns, &last_done, &last_ns, false);
             last_print = now;
@@ -957,10 +984,42 @@ static void hint_not_found(const profile_t *p, const point_t *pt)
                 endpoint, type);
 }
 
+/* The point's --slo verdicts, on its merged metrics (sg_slo.h). */
+static void point_verdicts(point_t *pt)
+{
+    pt->duration_s = sg_metrics_duration_s(pt->merged);
+    size_t n = pt->cfg.n_slo_checks;
+    sg_slo_eval(pt->cfg.slo_checks, n, pt->merged, pt->duration_s, pt->verdicts);
+    pt->slo_pass = n == 0 || sg_slo_all_pass(pt->verdicts, n);
+}
+
+/* A point of a sweep or search in one line, its table being in its files. */
+static void point_line(const point_t *pt)
+{
+    const sg_config_t *cfg = &pt->cfg;
+    uint64_t ok = sg_metrics_ok(pt->merged), failed = sg_metrics_errors(pt->merged);
+    double d = pt->duration_s;
+    char load[64];
+    if (cfg->request_rate > 0)
+        snprintf(load, sizeof load, "request rate %g/s", cfg->request_rate);
+    else
+        snprintf(load, sizeof load, "concurrency %u", cfg->concurrency);
+    const sg_hist_t *lat = sg_metrics_hist(pt->merged, SG_M_LATENCY);
+    const sg_hist_t *ttft = sg_metrics_hist(pt->merged, SG_M_TTFT);
+    char ttft_txt[64] = "";
+    if (sg_hist_count(ttft))
+        snprintf(ttft_txt, sizeof ttft_txt, ", TTFT p99 %.1f ms", sg_hist_percentile(ttft, 99) * 1e-6);
+    fprintf(stderr, "surge: %s: %llu ok, %llu failed, %.1f req/s%s, latency p99 %.1f ms%s (%s/)\n", load,
+            (unsigned long long)ok, (unsigned long long)failed, d > 0 ? (double)ok / d : 0, ttft_txt,
+            sg_hist_count(lat) ? sg_hist_percentile(lat, 99) * 1e-6 : 0,
+            cfg->n_slo_checks ? (pt->slo_pass ? ", SLOs pass" : ", SLOs FAIL") : "", pt->artifact_dir);
+}
+
 /* The table, the files and the exit status of a point that ran. */
 static int point_report(profile_t *p, point_t *pt)
 {
-    const sg_config_t *cfg = &p->cfg;
+    const sg_config_t *cfg = &pt->cfg;
+    point_verdicts(pt);
     char *input_json = sg_config_to_json(cfg);
     sg_run_info_t info = {
         .title = "surge | LLM Metrics",
@@ -973,16 +1032,24 @@ static int point_report(profile_t *p, point_t *pt)
         .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
         .isl_source = p->run.tok ? "tokenizer" : "words",
+        .slo_checks = cfg->slo_checks,
+        .slo_verdicts = pt->verdicts,
+        .n_slo_checks = cfg->n_slo_checks,
         .resent_count = pt->resent,
         .silent_closes = pt->silent_closes,
         .no_reuse_after_whole = pt->no_reuse_after[0],
         .no_reuse_after_stream = pt->no_reuse_after[1],
     };
-    sg_export_table(stdout, pt->merged, &info);
-    fflush(stdout);
+    if (!pt->spec.quiet) {
+        sg_export_table(stdout, pt->merged, &info);
+        fflush(stdout);
+    }
     int xerr = write_exports(&p->run, pt->ws, pt->n_workers, pt->merged, &info);
     free(input_json);
-    fprintf(stderr, "surge: artifacts in %s/\n", p->run.artifact_dir);
+    if (pt->spec.quiet)
+        point_line(pt);
+    else
+        fprintf(stderr, "surge: artifacts in %s/\n", pt->artifact_dir);
     hint_not_grpc(p, pt);
     hint_not_found(p, pt);
     note_keep_alive(pt);
@@ -1004,16 +1071,38 @@ static int point_report(profile_t *p, point_t *pt)
         fprintf(stderr, "surge: no request was measured\n");
         return EXIT_REQUEST_ERRORS;
     }
+    if (!pt->slo_pass) {
+        if (!pt->spec.quiet)
+            fprintf(stderr, "surge: an --slo failed (see SLO verdicts above): exit status %d\n", EXIT_SLO_FAILED);
+        return EXIT_SLO_FAILED;
+    }
     return EXIT_OK;
 }
 
-static void point_free(point_t *pt)
+int point_exec(profile_t *p, const point_spec_t *spec, point_t *pt)
+{
+    int code = point_setup(p, spec, pt);
+    if (code == EXIT_OK && spec->probe)
+        probe_begin(p, pt);
+    if (code == EXIT_OK)
+        code = point_run(p, pt);
+    if (spec->probe)
+        probe_end(p, pt);
+    if (code == EXIT_OK)
+        code = point_report(p, pt);
+    return code;
+}
+
+void point_free(point_t *pt)
 {
     if (pt->ws)
         for (unsigned i = 0; i < pt->n_workers; i++)
             sg_worker_free(pt->ws[i]);
     free(pt->ws);
     sg_metrics_free(pt->merged);
+    free(pt->artifact_dir);
+    free(pt->probe.sample_t);
+    free(pt->probe.sample_n);
     memset(pt, 0, sizeof(*pt));
 }
 
@@ -1027,7 +1116,7 @@ static void profile_free(profile_t *p)
     sg_input_free(&p->input);
     free(p->schedule);
     sg_tok_free(p->tok);
-    free(p->run.artifact_dir);
+    free(p->artifact_dir);
     if (p->cfg.tls)
         sg_tls_thread_done(); /* the preflight's handshake ran here */
     sg_config_free(&p->cfg);
@@ -1053,11 +1142,14 @@ int sg_profile_main(int argc, char **argv)
     int code = EXIT_OK;
     for (size_t i = 0; i < SG_ARRAY_LEN(prepare) && code == EXIT_OK; i++)
         code = prepare[i](&p);
-    if (code == EXIT_OK) {
+    if (code == EXIT_OK && p.cfg.sweep) {
+        code = sweep_main(&p);
+    } else if (code == EXIT_OK && p.cfg.search) {
+        code = search_main(&p);
+    } else if (code == EXIT_OK) {
         point_t pt = {0};
-        code = point_run(&p, &pt);
-        if (code == EXIT_OK)
-            code = point_report(&p, &pt);
+        point_spec_t one = {0};
+        code = point_exec(&p, &one, &pt);
         point_free(&pt);
     }
     profile_free(&p);

@@ -12,6 +12,10 @@
 
 typedef enum { SG_DIST_POISSON = 0, SG_DIST_CONSTANT = 1 } sg_dist_t;
 typedef enum { SG_MODEL_ROUND_ROBIN = 0, SG_MODEL_RANDOM = 1 } sg_model_strategy_t;
+/* What a sweep varies: a list or range of --concurrency or --request-rate values, each its own load point. */
+typedef enum { SG_SWEEP_NONE = 0, SG_SWEEP_CONCURRENCY, SG_SWEEP_RATE } sg_sweep_kind_t;
+/* --search: the largest load whose point meets every --slo (engine/search.c). */
+typedef enum { SG_SEARCH_NONE = 0, SG_SEARCH_MAX_RATE, SG_SEARCH_MAX_CONCURRENCY } sg_search_kind_t;
 
 typedef struct {
     /* endpoint */
@@ -55,6 +59,17 @@ typedef struct {
     uint64_t random_seed;
     unsigned workers;
 
+    /* load points: a sweep runs each value in turn; a search picks its values (concurrency/request_rate above
+     * hold the first value, so that everything validated for one point holds for each) */
+    sg_sweep_kind_t sweep;
+    double *sweep_values; /* in the order given (a range: ascending); n_sweep_values >= 2 */
+    size_t n_sweep_values;
+    double cooldown_s; /* --parameter-sweep-cooldown-seconds: pause between the points of a sweep or search */
+    sg_search_kind_t search;
+    double search_lo, search_hi; /* --search-range; search_hi 0 = no upper bound */
+    double search_precision;     /* relative: stop when (lowest failing - highest passing) <= this x passing */
+    uint32_t search_trials;      /* a value passes only when every one of these trials passes */
+
     /* workload */
     char *tokenizer; /* --tokenizer as given (file, directory or Hugging Face id), NULL when absent */
     uint32_t isl_mean, isl_stddev;
@@ -75,7 +90,7 @@ typedef struct {
     char *profile_export_stem; /* profile_export_file without its extension: <stem>_surge.json, <stem>.jsonl */
     bool verbose;
     double max_error_rate; /* share of failed requests allowed before a non-zero exit; 0 by default */
-    sg_slo_t slos[8]; /* --goodput: per-request thresholds */
+    sg_slo_t slos[8];      /* --goodput: per-request thresholds */
     size_t n_slos;
     sg_slo_check_t slo_checks[SG_SLO_MAX]; /* --slo: verdicts on the whole point (sg_slo.h) */
     size_t n_slo_checks;

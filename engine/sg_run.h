@@ -18,6 +18,18 @@
 
 #include <stdatomic.h>
 
+/*
+ * A search probe's per-request bound (engine/search.c): the workers count the measured successful requests whose
+ * metric is over it (under it for a floor), so the controller can stop a probe whose percentile SLO can no longer
+ * hold. In the metric's recorded unit (ns for times).
+ */
+typedef struct {
+    sg_metric_id_t metric;
+    double bound;
+    bool floor;  /* larger is better: a request under the bound counts */
+    bool strict; /* the SLO excludes the bound itself (< or >): a request at it counts */
+} sg_run_bound_t;
+
 typedef struct sg_run {
     const sg_config_t *cfg;
     const sg_payload_table_t *payloads;
@@ -30,10 +42,12 @@ typedef struct sg_run {
     sg_addr_t addr;
     char addr_text[64];
     char *artifact_dir;
-    uint64_t nofile;  /* RLIMIT_NOFILE after raising it */
-    int64_t start_ns; /* the shared start instant; written before go is set */
-    atomic_int go;    /* workers wait for it after their set-up */
-    atomic_int stop;  /* SIGINT: stop issuing, cancel what is in flight */
+    uint64_t nofile;                   /* RLIMIT_NOFILE after raising it */
+    int64_t start_ns;                  /* the shared start instant; written before go is set */
+    atomic_int go;                     /* workers wait for it after their set-up */
+    atomic_int stop;                   /* SIGINT: stop issuing, cancel what is in flight */
+    sg_run_bound_t bounds[SG_SLO_MAX]; /* a search probe's; counted into sg_worker_progress_t.over */
+    size_t n_bounds;
 } sg_run_t;
 
 /* `surge profile ...`: returns the process exit status. */

@@ -24,13 +24,14 @@ typedef struct {
     atomic_uint_fast64_t errors;                           /* measured requests failed */
     atomic_uint_fast64_t in_flight;
     atomic_uint_fast64_t warmup_done;
-    atomic_uint_fast64_t waiting;        /* issued requests not yet sent (no connection or stream free yet) */
-    atomic_uint_fast64_t connecting;     /* connections being set up (TCP connect, TLS handshake) */
-    atomic_uint_fast64_t bytes_received; /* from the server, every connection, since the start of set-up */
-    atomic_int issuing_done;             /* no more requests will be issued (count, duration, or stop) */
-    atomic_uint setup_opened;            /* connections opened before the start instant (valid once ready) */
-    atomic_uint setup_pending;           /* of those, not set up when set-up ended (valid once ready) */
-    atomic_int ready;                    /* set-up finished (connections pre-opened) */
+    atomic_uint_fast64_t waiting;          /* issued requests not yet sent (no connection or stream free yet) */
+    atomic_uint_fast64_t connecting;       /* connections being set up (TCP connect, TLS handshake) */
+    atomic_uint_fast64_t bytes_received;   /* from the server, every connection, since the start of set-up */
+    atomic_int issuing_done;               /* no more requests will be issued (count, duration, or stop) */
+    atomic_uint setup_opened;              /* connections opened before the start instant (valid once ready) */
+    atomic_uint setup_pending;             /* of those, not set up when set-up ended (valid once ready) */
+    atomic_int ready;                      /* set-up finished (connections pre-opened) */
+    atomic_uint_fast64_t over[SG_SLO_MAX]; /* measured requests on the wrong side of run->bounds[i] */
     atomic_int finished;
 } sg_worker_progress_t;
 

@@ -169,6 +169,26 @@ sg_req_t *wk_wait_pop_opened_for(sg_worker_t *w)
 
 /* ---------------- request completion ---------------- */
 
+/*
+ * A search probe's bounds (sg_run_bound_t): count this request where it is on the wrong side. With a tokenizer the
+ * OSL is settled after the run, so the metrics that divide by it (ITL, the per-user rate) are not counted live.
+ */
+static void count_bounds(sg_worker_t *w, const sg_record_t *rec)
+{
+    const sg_run_t *run = w->run;
+    for (size_t i = 0; i < run->n_bounds; i++) {
+        const sg_run_bound_t *b = &run->bounds[i];
+        double v;
+        if (w->keep_text && (b->metric == SG_M_ITL || b->metric == SG_M_TOKENS_PER_USER))
+            continue;
+        if (!sg_record_metric(rec, b->metric, &v))
+            continue;
+        bool wrong = b->floor ? (b->strict ? v <= b->bound : v < b->bound) : (b->strict ? v >= b->bound : v > b->bound);
+        if (wrong)
+            atomic_fetch_add_explicit(&w->progress.over[i], 1, memory_order_relaxed);
+    }
+}
+
 void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
 {
     sg_record_t *rec = &r->rec;
@@ -190,6 +210,8 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     } else {
         if (!w->keep_text)
             sg_metrics_add(w->metrics, rec);
+        if (SG_UNLIKELY(w->run->n_bounds) && rec->err_class == SG_ERRC_NONE)
+            count_bounds(w, rec);
         atomic_fetch_add_explicit(&w->progress.completed, 1, memory_order_relaxed);
         if (rec->err_class != SG_ERRC_NONE)
             atomic_fetch_add_explicit(&w->progress.errors, 1, memory_order_relaxed);

@@ -3,6 +3,7 @@
  * layout) and the CSV (GenAI-Perf's two-part shape). All run once, after the workers joined.
  */
 #include "sg_export_util.h"
+#include "sg_slo.h"
 #include "sg_metrics.h"
 
 #include <errno.h>
@@ -427,6 +428,33 @@ static void put_osl_compare(FILE *out, const sg_metrics_t *m, const sg_run_info_
     fputc('\n', out);
 }
 
+/* The --slo verdicts after the metrics: one line per SLO, its target, what the run measured, PASS or FAIL. */
+static void put_verdicts(FILE *out, const sg_run_info_t *info)
+{
+    if (!info || !info->n_slo_checks)
+        return;
+    size_t passed = 0, n = info->n_slo_checks;
+    for (size_t i = 0; i < n; i++)
+        passed += info->slo_verdicts[i].pass;
+    fprintf(out, "SLO verdicts: %zu of %zu passed\n", passed, n);
+    fprintf(out, "  %-40s %14s %14s  %s\n", "SLO", "target", "measured", "verdict");
+    for (size_t i = 0; i < n; i++) {
+        const sg_slo_check_t *c = &info->slo_checks[i];
+        const sg_slo_verdict_t *v = &info->slo_verdicts[i];
+        const char *unit = sg_slo_unit(c);
+        char target[48], measured[48];
+        snprintf(target, sizeof target, "%g%s%s", c->target, unit[0] ? " " : "", unit);
+        if (v->measurable)
+            snprintf(measured, sizeof measured, "%.4g%s%s", v->measured, unit[0] ? " " : "", unit);
+        else
+            snprintf(measured, sizeof measured, "-");
+        fprintf(out, "  %-40s %14s %14s  %s\n", c->text, target, measured,
+                v->pass         ? "PASS"
+                : v->measurable ? "FAIL"
+                                : "FAIL (not measurable: no request had it)");
+    }
+}
+
 int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
 {
     row_t rows[MAX_ROWS];
@@ -434,6 +462,7 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
     put_box(out, rows, n_rows, info && info->title ? info->title : "surge | LLM Metrics");
     put_errors(out, m);
     put_goodput(out, m, info);
+    put_verdicts(out, info);
     if (info && info->resent_count)
         fprintf(out,
                 "Re-sent: %" PRIu64 " requests that got no response on their first try (a reused connection the "
@@ -624,6 +653,39 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
             rc ? rc : set(root, "good_request_count", single("requests", json_integer((json_int_t)sg_metrics_good(m))));
         rc = rc ? rc : set(root, "goodput_constraints", goodput_constraints(m));
     }
+    if (info && info->n_slo_checks) {
+        json_t *a = json_array();
+        rc = rc ? rc : set(root, "slo", a);
+        bool all = true;
+        for (size_t i = 0; i < info->n_slo_checks && !rc; i++) {
+            const sg_slo_check_t *c = &info->slo_checks[i];
+            const sg_slo_verdict_t *v = &info->slo_verdicts[i];
+            static const char *const ops[] = {"<", "<=", ">", ">="};
+            static const char *const stats[] = {"avg", "min", "max", "std", "pct"};
+            static const char *const quantities[] = {NULL, "error_rate", "request_throughput",
+                                                     "output_token_throughput"};
+            char stat[16];
+            if (c->stat == SG_SLO_STAT_PCT)
+                snprintf(stat, sizeof stat, "p%g", c->pct);
+            else
+                snprintf(stat, sizeof stat, "%s", stats[c->stat]);
+            json_t *e = json_object();
+            rc = json_array_append_new(a, e) ? -ENOMEM : 0;
+            rc = rc ? rc : set(e, "slo", json_string(c->text));
+            rc = rc ? rc
+                    : set(e, "metric",
+                          json_string(c->kind == SG_SLO_DIST ? sg_metric_tag(c->metric) : quantities[c->kind]));
+            rc = rc ? rc : set(e, "stat", c->kind == SG_SLO_DIST ? json_string(stat) : json_null());
+            rc = rc ? rc : set(e, "op", json_string(ops[c->op]));
+            rc = rc ? rc : set(e, "target", real(c->target));
+            rc = rc ? rc : set(e, "unit", json_string(sg_slo_unit(c)));
+            rc = rc ? rc : set(e, "measured", v->measurable ? real(v->measured) : json_null());
+            rc = rc ? rc : set(e, "measurable", json_boolean(v->measurable));
+            rc = rc ? rc : set(e, "pass", json_boolean(v->pass));
+            all = all && v->pass;
+        }
+        rc = rc ? rc : set(root, "slo_pass", json_boolean(all));
+    }
     rc = rc ? rc
             : set(root, "warmup_request_count",
                   single("requests", json_integer((json_int_t)(info ? info->warmup_count : 0))));
@@ -759,6 +821,17 @@ static void csv_values(FILE *f, const sg_metrics_t *m, const sg_run_info_t *info
     fprintf(f, "Benchmark Duration (sec),%.3f\n", duration);
     fprintf(f, "Warmup Request Count (count),%" PRIu64 "\n", info ? info->warmup_count : 0);
     fprintf(f, "Resent Request Count (count),%" PRIu64 "\n", info ? info->resent_count : 0);
+    if (!info || !info->n_slo_checks)
+        return;
+    /* a third part, after a blank line: the verdicts (SLO texts hold no comma) */
+    fputs("\nSLO,Target,Measured,Pass\n", f);
+    for (size_t i = 0; i < info->n_slo_checks; i++) {
+        const sg_slo_verdict_t *v = &info->slo_verdicts[i];
+        fprintf(f, "%s,%.15g,", info->slo_checks[i].text, info->slo_checks[i].target);
+        if (v->measurable)
+            fprintf(f, "%.6g", v->measured);
+        fprintf(f, ",%s\n", v->pass ? "true" : "false");
+    }
 }
 
 int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info)

@@ -238,6 +238,39 @@ static uint64_t nonneg(int64_t d)
     return d > 0 ? (uint64_t)d : 0;
 }
 
+/* vLLM's and AIPerf's spellings beside our tags */
+static const struct {
+    const char *name;
+    sg_metric_id_t id;
+} metric_aliases[] = {
+    {"ttft", SG_M_TTFT},
+    {"tpot", SG_M_ITL},
+    {"itl", SG_M_ITL},
+    {"e2el", SG_M_LATENCY},
+};
+
+bool sg_metric_slo_ok(sg_metric_id_t id)
+{
+    return valid_id(id) && id != SG_M_OSL && id != SG_M_ISL;
+}
+
+int sg_metric_find(const char *name, size_t len, sg_metric_id_t *out)
+{
+    for (size_t i = 0; i < SG_ARRAY_LEN(metric_aliases); i++)
+        if (strlen(metric_aliases[i].name) == len && memcmp(metric_aliases[i].name, name, len) == 0) {
+            *out = metric_aliases[i].id;
+            return 0;
+        }
+    for (int id = 0; id < SG_M__COUNT; id++) {
+        const char *tag = sg_metric_tag((sg_metric_id_t)id);
+        if (tag && strlen(tag) == len && memcmp(tag, name, len) == 0 && sg_metric_slo_ok((sg_metric_id_t)id)) {
+            *out = (sg_metric_id_t)id;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 bool sg_metric_larger_is_better(sg_metric_id_t id)
 {
     return id == SG_M_TOKENS_PER_USER;
@@ -277,6 +310,60 @@ static bool tally_slos(sg_metrics_t *m, const double *value, const bool *have)
         }
     }
     return good;
+}
+
+bool sg_record_metric(const sg_record_t *r, sg_metric_id_t id, double *value)
+{
+    if (r->err_class != SG_ERRC_NONE)
+        return false;
+    bool first = r->first_token_ns != 0, sent = r->sent_ns != 0;
+    switch (id) {
+    case SG_M_LATENCY:
+        *value = (double)nonneg(r->end_ns - r->intended_ns);
+        return true;
+    case SG_M_LATENCY_FROM_SEND:
+        *value = (double)nonneg(r->end_ns - r->sent_ns);
+        return sent;
+    case SG_M_SCHEDULE_LAG:
+        *value = (double)nonneg(r->sent_ns - r->intended_ns);
+        return sent;
+    case SG_M_OSL:
+        *value = r->osl;
+        return true;
+    case SG_M_ISL:
+        *value = r->isl;
+        return true;
+    case SG_M_TTFT:
+        *value = (double)nonneg(r->first_token_ns - r->intended_ns);
+        return first;
+    case SG_M_TTFT_FROM_SEND:
+        *value = (double)nonneg(r->first_token_ns - r->sent_ns);
+        return first && sent;
+    case SG_M_TTST:
+        *value = (double)nonneg(r->second_token_ns - r->first_token_ns);
+        return first && r->second_token_ns;
+    case SG_M_ITL:
+    case SG_M_TOKENS_PER_USER: {
+        if (!first || r->osl < 2)
+            return false;
+        double itl = (double)nonneg(r->end_ns - r->first_token_ns) / (double)(r->osl - 1);
+        *value = id == SG_M_ITL ? itl : (itl > 0 ? 1e9 / itl : 1e300);
+        return true;
+    }
+    case SG_M_INTER_CHUNK: {
+        if (!first || r->n_events < 2 || !r->event_us)
+            return false;
+        uint32_t worst = 0;
+        for (uint32_t i = 1; i < r->n_events; i++) {
+            uint32_t a = r->event_us[i - 1], b = r->event_us[i];
+            worst = b > a && b - a > worst ? b - a : worst;
+        }
+        *value = (double)worst * 1000.0;
+        return true;
+    }
+    default:
+        return false;
+    }
 }
 
 void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)

@@ -64,6 +64,22 @@ typedef struct {
 /* The most SLOs one run can give (the config's array holds as many). */
 #define SG_SLO_MAX 8
 
+/*
+ * One metric of one successful record, as sg_metrics_add derives it (ns for times, tokens, tokens/s for the
+ * per-user rate; an inter-chunk value is the record's largest gap). False when the record does not have it. For
+ * the workers' live count of requests over a probe's bound (engine/search.c), off the usual path.
+ */
+bool sg_record_metric(const sg_record_t *r, sg_metric_id_t id, double *value);
+
+/*
+ * A metric by the name an SLO gives it (--goodput, --slo): its tag (time_to_first_token) or vLLM's and AIPerf's
+ * spelling (ttft, tpot, itl, e2el). Lengths are not found: they describe the workload, not the service
+ * (sg_metric_slo_ok). 0, or -1 when the name is none of those.
+ */
+int sg_metric_find(const char *name, size_t len, sg_metric_id_t *out);
+/* False for the lengths (input/output sequence length): an SLO takes latencies and the per-user token rate. */
+bool sg_metric_slo_ok(sg_metric_id_t id);
+
 /* True for the metrics where more is better (the per-user token rate): their SLO is a floor, not a ceiling. */
 bool sg_metric_larger_is_better(sg_metric_id_t id);
 
@@ -141,6 +157,9 @@ void sg_error_group_label(const sg_error_group_t *g, char *buf, size_t cap);
 
 /* ---------- exporters (after the run; they may allocate and do I/O) ---------- */
 
+struct sg_slo_check;
+struct sg_slo_verdict;
+
 typedef struct {
     const char *title;             /* table title, e.g. "surge | LLM Metrics" */
     bool streaming;                /* false: no TTFT/ITL rows */
@@ -153,6 +172,10 @@ typedef struct {
     const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
     uint64_t silent_closes; /* kept-alive connections the server closed right after a response, unannounced */
     bool no_reuse_after_stream, no_reuse_after_whole; /* so connections were not reused after those responses */
+    /* --slo: the checks and their verdicts on m (sg_slo.h), n_slo_checks of each; none when 0 */
+    const struct sg_slo_check *slo_checks;
+    const struct sg_slo_verdict *slo_verdicts;
+    size_t n_slo_checks;
     uint64_t resent_count; /* measured requests sent again (a reused connection closed before any response;
                               HTTP/2: a refused stream); each counted once, its latency still from intended */
 } sg_run_info_t;

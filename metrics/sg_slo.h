@@ -27,7 +27,7 @@ typedef enum {
 
 typedef enum { SG_SLO_STAT_AVG = 0, SG_SLO_STAT_MIN, SG_SLO_STAT_MAX, SG_SLO_STAT_STD, SG_SLO_STAT_PCT } sg_slo_stat_t;
 
-typedef struct {
+typedef struct sg_slo_check {
     sg_slo_kind_t kind;
     sg_metric_id_t metric; /* SG_SLO_DIST only */
     sg_slo_stat_t stat;    /* SG_SLO_DIST only */
@@ -37,11 +37,14 @@ typedef struct {
     char text[64]; /* canonical form, e.g. "time_to_first_token:p99<500", for tables and files */
 } sg_slo_check_t;
 
-typedef struct {
+typedef struct sg_slo_verdict {
     bool measurable; /* false when the point has no value for it (no request had the metric, nothing ran) */
     double measured; /* in the target's unit; 0 when not measurable */
     bool pass;       /* measurable and measured OP target; a check that cannot be measured fails */
 } sg_slo_verdict_t;
+
+/* The unit of a check's target and measured value: "ms", "tokens/sec/user", "requests/sec", "" for a fraction. */
+const char *sg_slo_unit(const sg_slo_check_t *c);
 
 /* Parse one --slo text. 0, or SG_EINVAL with a message naming the problem in err (without the flag's name). */
 SG_WUR int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen);
@@ -56,8 +59,9 @@ bool sg_slo_all_pass(const sg_slo_verdict_t *v, size_t n);
 /*
  * For a probe that can stop early: a check decided by how many requests exceed a per-request bound, i.e. a
  * percentile ceiling (STAT pNN with < or <= on a metric where smaller is better) or floor (pNN with > or >= on
- * output_token_throughput_per_user). Such a check fails once more than (1 - pct/100) of the point's requests are
- * on the wrong side of target. Returns true and sets *share_allowed to 1 - pct/100; false for other checks.
+ * output_token_throughput_per_user). Such a check fails once more than a share of the point's requests are on
+ * the wrong side of target: 1 - pct/100 for a ceiling, pct/100 for a floor. Returns true and sets *share_allowed
+ * to it; false for other checks.
  */
 bool sg_slo_per_request_bound(const sg_slo_check_t *c, double *share_allowed);
 

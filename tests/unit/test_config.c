@@ -381,8 +381,6 @@ static void test_bad_values(void)
     BAD("-m", "x", "-p5000");
     BAD("-m", "x", "--stability-percentage=10");
     BAD("-m", "x", "-s", "10");
-    BAD("-m", "x", "--concurrency-range", "1:8:2");
-    BAD("-m", "x", "--request-rate-range", "1:8");
     BAD("-m", "x", "--input-dataset", "openorca");
     BAD("-m", "x", "--generate-plots");
     BAD("-m", "x", "--batch-size", "4");
@@ -720,11 +718,103 @@ static void test_v1_base(void)
     sg_config_free(&c);
 }
 
+/* Sweeps (lists and ranges), --slo and --search: the points they make and what they refuse. */
+static void test_points(void)
+{
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--concurrency", "1,4,16,64", NULL), 0);
+    CHECK_EQ_INT(c.sweep, SG_SWEEP_CONCURRENCY);
+    CHECK_EQ_INT(c.n_sweep_values, 4);
+    CHECK(c.sweep_values[0] == 1 && c.sweep_values[3] == 64 && c.concurrency == 1 && c.request_rate == 0);
+    CHECK(c.cooldown_s == 1);
+    char *name = sg_config_run_name(&c);
+    CHECK(name && strstr(name, "-concurrency_sweep"));
+    free(name);
+    sg_config_free(&c);
+
+    CHECK_EQ_INT(
+        parse(&c, "-m", "x", "--request-rate-range", "10:40:10", "--parameter-sweep-cooldown-seconds", "0", NULL), 0);
+    CHECK_EQ_INT(c.sweep, SG_SWEEP_RATE);
+    CHECK_EQ_INT(c.n_sweep_values, 4);
+    CHECK(c.sweep_values[1] == 20 && c.sweep_values[3] == 40 && c.request_rate == 10 && c.cooldown_s == 0);
+    sg_config_free(&c);
+    /* a fractional step lands on END despite rounding; STEP defaults to 1 */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--request-rate-range", "0.1:0.3:0.1", NULL), 0);
+    CHECK(c.n_sweep_values == 3 && fabs(c.sweep_values[2] - 0.3) < 1e-12);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--concurrency-range", "2:5", NULL), 0);
+    CHECK(c.n_sweep_values == 4 && c.sweep_values[0] == 2 && c.sweep_values[3] == 5);
+    sg_config_free(&c);
+
+    BAD("-m", "x", "--concurrency", "1,,4");
+    BAD("-m", "x", "--concurrency", "1,0");
+    BAD("-m", "x", "--concurrency", "4,");
+    BAD("-m", "x", "--request-rate", "1,inf");
+    BAD("-m", "x", "--request-rate", "1,-2");
+    BAD("-m", "x", "--concurrency-range", "8:4");
+    BAD("-m", "x", "--concurrency-range", "1:4:0");
+    BAD("-m", "x", "--concurrency-range", "1:2:3:4");
+    BAD("-m", "x", "--request-rate-range", "1:1000000:0.5");
+    BAD("-m", "x", "--concurrency", "1,2", "--request-rate", "4");
+    BAD("-m", "x", "--concurrency", "1,2", "--concurrency-range", "1:4");
+    BAD("-m", "x", "--parameter-sweep-cooldown-seconds", "2");
+    BAD("-m", "x", "--concurrency", "1,2", "--input-file", "/dev/null", "--fixed-schedule");
+
+    /* --slo */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--slo", "ttft:p99 < 500", "--slo", "error_rate<=0.01", "--slo",
+                       "output_token_throughput_per_user:p10>20", NULL),
+                 0);
+    CHECK_EQ_INT(c.n_slo_checks, 3);
+    CHECK_EQ_STR(c.slo_checks[0].text, strlen(c.slo_checks[0].text), "time_to_first_token:p99<500");
+    CHECK(c.slo_checks[0].kind == SG_SLO_DIST && c.slo_checks[0].stat == SG_SLO_STAT_PCT && c.slo_checks[0].pct == 99);
+    CHECK(c.slo_checks[1].kind == SG_SLO_ERROR_RATE && c.slo_checks[1].op == SG_SLO_OP_LE);
+    double share = 0;
+    CHECK(sg_slo_per_request_bound(&c.slo_checks[0], &share) && fabs(share - 0.01) < 1e-12);
+    CHECK(sg_slo_per_request_bound(&c.slo_checks[2], &share) && fabs(share - 0.1) < 1e-12);
+    CHECK(!sg_slo_per_request_bound(&c.slo_checks[1], &share));
+    sg_config_free(&c);
+    BAD("-m", "x", "--slo", "ttft<500");
+    BAD("-m", "x", "--slo", "ttft:p99=500");
+    BAD("-m", "x", "--slo", "ttft:p100<500");
+    BAD("-m", "x", "--slo", "ttft:q99<500");
+    BAD("-m", "x", "--slo", "ttft:p99<fast");
+    BAD("-m", "x", "--slo", "isl:p99<5");
+    BAD("-m", "x", "--slo", "error_rate<2");
+    BAD("-m", "x", "--slo", "ttft:p99<5", "--slo", "time_to_first_token:p99<5");
+
+    /* --search */
+    CHECK_EQ_INT(
+        parse(&c, "-m", "x", "--search", "max-request-rate", "--slo", "ttft:p99<500", "--search-range", "5:200", NULL),
+        0);
+    CHECK(c.search == SG_SEARCH_MAX_RATE && c.search_lo == 5 && c.search_hi == 200 && c.request_rate == 5);
+    CHECK(c.benchmark_duration_s == 10 && c.request_count == 0 && c.search_precision == 0.05 && c.search_trials == 1);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--search", "max-concurrency", "--slo", "e2el:p90<900", "--request-count", "50",
+                       "--search-trials", "3", "--search-precision", "0.1", NULL),
+                 0);
+    CHECK(c.search == SG_SEARCH_MAX_CONCURRENCY && c.concurrency == 1 && c.request_count == 50 &&
+          c.benchmark_duration_s == 0 && c.search_trials == 3 && c.search_precision == 0.1);
+    sg_config_free(&c);
+    BAD("-m", "x", "--search", "max-request-rate");
+    BAD("-m", "x", "--search", "fastest", "--slo", "ttft:p99<5");
+    BAD("-m", "x", "--search", "max-request-rate", "--slo", "ttft:p99<5", "--request-rate", "4");
+    BAD("-m", "x", "--search", "max-request-rate", "--slo", "ttft:p99<5", "--concurrency", "1,2");
+    BAD("-m", "x", "--search", "max-concurrency", "--slo", "ttft:p99<5", "--search-range", "1.5:8");
+    BAD("-m", "x", "--search", "max-concurrency", "--slo", "ttft:p99<5", "--max-concurrency", "8");
+    BAD("-m", "x", "--search", "max-request-rate", "--slo", "ttft:p99<5", "--search-range", "8:4");
+    BAD("-m", "x", "--search", "max-request-rate", "--slo", "ttft:p99<5", "--search-range", "0:4");
+    BAD("-m", "x", "--search", "max-request-rate", "--slo", "ttft:p99<5", "--search-precision", "0");
+    BAD("-m", "x", "--search", "max-request-rate", "--slo", "ttft:p99<5", "--search-trials", "0");
+    BAD("-m", "x", "--search-range", "1:8");
+    BAD("-m", "x", "--search-trials", "2");
+}
+
 int main(void)
 {
     test_no_abbreviations();
     test_peer_aliases();
     test_v1_base();
+    test_points();
     test_defaults();
     test_everything();
     test_urls();

@@ -1,5 +1,6 @@
 /* sg_metrics: hand-built request timelines in, exact TTFT/ITL/... out; warmup, errors, goodput, merge. */
 #include "sg_metrics.h"
+#include "sg_slo.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -429,8 +430,72 @@ static void test_names(void)
     CHECK(strcmp(sg_metric_tag(SG_M__COUNT), "unknown") == 0);
 }
 
+/*
+ * --slo verdicts on known values: TTFT 1..100 ms (one request each), 2 failures in 102. The nearest-rank p99 of
+ * 1..100 is 99 (reported within 1/2048: 98.99), so p99<98.9 fails and p99<=99 passes; a floor on the per-user rate;
+ * the run-level quantities; and a metric no request has (not measurable, so failing).
+ */
+static void test_slo_verdicts(void)
+{
+    sg_metrics_t *m = sg_metrics_new(NULL, 0);
+    CHECK(m != NULL);
+    for (int i = 1; i <= 100; i++) {
+        sg_record_t r = streamed((uint64_t)i, T0 + i * MS, 0, i, 11, 2); /* ITL 2 ms: 500 tok/s per user */
+        sg_metrics_add(m, &r);
+    }
+    for (int i = 0; i < 2; i++) {
+        sg_record_t f = failed((uint64_t)(200 + i), T0, SG_ERRC_HTTP, 500, "boom", true);
+        sg_metrics_add(m, &f);
+    }
+    const char *texts[] = {"ttft:p99<98.9",
+                           "ttft:p99<=99",
+                           "ttft:avg<50.6",
+                           "ttft:max>=100",
+                           "itl:p50<2",
+                           "tpot:p50<=2",
+                           "error_rate<0.0196",
+                           "error_rate<0.02",
+                           "output_token_throughput_per_user:p10>499",
+                           "request_throughput>0",
+                           "inter_chunk_latency:p99<5"};
+    const bool want[] = {false, true, true, true, false, true, false, true, true, true, true};
+    sg_slo_check_t c[SG_ARRAY_LEN(texts)];
+    char err[256];
+    for (size_t i = 0; i < SG_ARRAY_LEN(texts); i++) {
+        CHECK_EQ_INT(sg_slo_parse(texts[i], &c[i], err, sizeof err), 0);
+    }
+    sg_slo_verdict_t v[SG_ARRAY_LEN(texts)];
+    double d = sg_metrics_duration_s(m);
+    sg_slo_eval(c, SG_ARRAY_LEN(texts), m, d, v);
+    for (size_t i = 0; i < SG_ARRAY_LEN(texts); i++) {
+        if (v[i].pass != want[i])
+            fprintf(stderr, "slo %s: measured %g, pass %d\n", texts[i], v[i].measured, v[i].pass);
+        CHECK(v[i].pass == want[i]);
+    }
+    CHECK_NEAR(v[0].measured, 99.0, 99.0 / 2048);
+    CHECK_NEAR(v[2].measured, 50.5, 1e-9);
+    CHECK_NEAR(v[6].measured, 2.0 / 102, 1e-12);
+    CHECK_NEAR(v[9].measured, 100 / d, 1e-9);
+    CHECK(!sg_slo_all_pass(v, SG_ARRAY_LEN(texts)) && sg_slo_all_pass(&v[1], 3));
+    /* per-request values, as the workers count them for a probe's early stop */
+    sg_record_t r = streamed(1, T0, 3, 40, 11, 2);
+    double x = 0;
+    CHECK(sg_record_metric(&r, SG_M_TTFT, &x) && x == 40.0 * MS);
+    CHECK(sg_record_metric(&r, SG_M_ITL, &x) && x == 2.0 * MS);
+    CHECK(sg_record_metric(&r, SG_M_SCHEDULE_LAG, &x) && x == 3.0 * MS);
+    sg_record_t p1 = plain(2, T0, 0, 30, 1);
+    CHECK(!sg_record_metric(&p1, SG_M_TTFT, &x) && !sg_record_metric(&p1, SG_M_ITL, &x));
+    /* nothing measured: not measurable, and failing */
+    sg_metrics_t *empty = sg_metrics_new(NULL, 0);
+    sg_slo_eval(c, 1, empty, 0, v);
+    CHECK(!v[0].measurable && !v[0].pass);
+    sg_metrics_free(empty);
+    sg_metrics_free(m);
+}
+
 int main(void)
 {
+    test_slo_verdicts();
     test_streamed_exact();
     test_non_streamed_and_single_token();
     test_warmup_ignored();

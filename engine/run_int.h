@@ -1,0 +1,117 @@
+/*
+ * The run controller's pieces, shared by its drivers: run.c prepares a run once (files, tokenizer, payloads, the
+ * target's checks, the artifact directory) and runs and reports one load point; sweep.c drives a sweep (a list
+ * of points) and search.c the capacity search (points it chooses) over the same pieces. Main thread only.
+ */
+#ifndef SG_RUN_INT_H
+#define SG_RUN_INT_H
+
+#include "sg_input.h"
+#include "sg_run.h"
+#include "sg_slo.h"
+#include "sg_worker.h"
+
+#include <jansson.h>
+
+#define EXIT_OK 0
+#define EXIT_REQUEST_ERRORS 1 /* the run completed, but more requests failed than --max-error-rate allows */
+#define EXIT_USAGE 2          /* bad input or a target we cannot use: nothing was measured */
+#define EXIT_FATAL 3          /* the run could not go on (I/O set-up, out of memory) */
+#define EXIT_SLO_FAILED 4     /* the run completed, and an --slo failed */
+#define EXIT_INTERRUPTED 130
+
+/*
+ * One `surge profile` invocation: the prepare steps fill it once, then every load point reads it. Each step
+ * returns an exit status (EXIT_OK to go on) and leaves what it made here, which profile_free releases whatever
+ * step stopped the run.
+ */
+typedef struct {
+    sg_config_t cfg;
+    sg_run_t run;
+    sg_payload_table_t payloads;
+    sg_tokenizer_t *tok;
+    sg_input_t input;
+    int64_t *schedule;  /* --fixed-schedule: the trace's offsets (run.schedule_ns) */
+    size_t n_streaming; /* payloads that ask for a stream (all of them with --streaming; raw bodies: their own) */
+    char tls_info[160];
+    char *artifact_dir; /* the run's; a point of a sweep or search writes into a sub-directory of it */
+} profile_t;
+
+/* What a driver asks of one load point. */
+typedef struct {
+    bool set_load;      /* false: the configuration's own load */
+    bool closed;        /* set_load: a closed loop of `value` slots, else an open loop at `value` requests/s */
+    double value;       /* concurrency or request rate */
+    const char *subdir; /* the point's files go to <artifact dir>/<subdir>; NULL: the artifact dir itself */
+    bool quiet;         /* no metrics table on stdout: a line on stderr (a sweep prints its own table) */
+    bool probe;         /* a search probe: stop early once an --slo cannot be met, and watch for overload */
+} point_spec_t;
+
+/* How many load samples a probe keeps for its overload test (one per look, 20 ms apart: 10 min). */
+#define PROBE_SAMPLES 30000
+
+/* A probe's live view (search.c): what it saw while the point ran. */
+typedef struct {
+    int64_t planned;    /* measured requests the point will issue; 0 when unknown (closed loop, duration) */
+    bool stopped_early; /* an --slo was certain to fail, so the point was stopped before its end */
+    bool overloaded;    /* the outstanding requests grew through the point: the server fell behind the load */
+    double grew_from;   /* overload: mean outstanding in the first and last quarter of the sending */
+    double grew_to;
+    char why[256];   /* what failed the probe beyond its verdicts, for the table and search.json */
+    size_t n_bounds; /* the --slo checks counted live (run->bounds[k] is check bound_check[k]) */
+    size_t bound_check[SG_SLO_MAX];
+    double bound_share[SG_SLO_MAX]; /* share of the requests allowed on the wrong side */
+    uint32_t n_samples;             /* (t, outstanding) while the workers were still issuing */
+    float *sample_t;                /* s from the start instant */
+    uint32_t *sample_n;
+} probe_t;
+
+/* One load point: its workers (their logs hold the per-request records until the export) and merged results. */
+typedef struct {
+    point_spec_t spec;
+    sg_config_t cfg;    /* the run's configuration with this point's load (its strings are the run's) */
+    char *artifact_dir; /* where its files go */
+    sg_worker_t **ws;
+    unsigned n_workers;
+    sg_metrics_t *merged;
+    uint64_t warmup;
+    uint64_t resent; /* measured requests sent more than once (sg_worker_stats_t.resent_measured) */
+    uint64_t silent_closes;
+    bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
+    double client_cpu_s;
+    bool interrupted;
+    bool fatal; /* a worker failed, or the OSL pass or the merge did */
+    /* after point_report */
+    double duration_s;
+    sg_slo_verdict_t verdicts[SG_SLO_MAX]; /* one per --slo, in the order given */
+    bool slo_pass;                         /* every --slo passed (true when there is none) */
+    probe_t probe;
+} point_t;
+
+/* Run one load point and report it (table or line, files, verdicts); the point's exit status. */
+int point_exec(profile_t *p, const point_spec_t *spec, point_t *pt);
+void point_free(point_t *pt);
+/* SIGINT/SIGTERM came: no further point should start. */
+bool run_interrupted(void);
+/* The pause between points, cut short by SIGINT. */
+void run_cooldown(double s);
+
+/* sweep.c: what the drivers share. */
+int points_worse(int a, int b); /* the exit status that wins between two points' */
+void points_subdir(char *buf, size_t cap, bool closed, double value, const char *prefix);
+struct sg_point_row;
+void points_row(struct sg_point_row *row, const point_t *pt, int code);
+/* <stem>.json ({key: header, rows_key: [rows]}) and <stem>.csv in the artifact directory; header is borrowed. */
+int points_write(const profile_t *p, const char *stem, const char *key, json_t *header, const char *rows_key,
+                 const struct sg_point_row *rows, size_t n);
+
+/* search.c: a probe's look at its workers (every 20 ms while the point runs) and its set-up. */
+void probe_begin(profile_t *p, point_t *pt);
+void probe_look(profile_t *p, point_t *pt, int64_t now);
+void probe_end(profile_t *p, point_t *pt);
+
+/* The drivers (sweep.c, search.c). Each returns the run's exit status. */
+int sweep_main(profile_t *p);
+int search_main(profile_t *p);
+
+#endif
