@@ -199,7 +199,8 @@ static void probe_why(const point_t *pt, int code, sg_point_row_t *row)
     }
     if (pt->probe.why[0] && o < cap)
         o += (size_t)snprintf(w + o, cap - o, "%s%s", o ? "; " : "", pt->probe.why);
-    if (code == EXIT_REQUEST_ERRORS && o < cap)
+    /* a probe stopped early cancelled what it had in flight: those failures are surge's, not the server's */
+    if (code == EXIT_REQUEST_ERRORS && !pt->probe.stopped_early && o < cap)
         o += (size_t)snprintf(w + o, cap - o, "%s%llu of %llu requests failed (--max-error-rate %g)", o ? "; " : "",
                               (unsigned long long)row->errors, (unsigned long long)(row->ok + row->errors),
                               cfg->max_error_rate);
@@ -403,9 +404,13 @@ int search_main(profile_t *p)
                "(%zu probes, %.0f s)\n",
                what, s->pass_v, unit, s->n, took);
     } else {
-        printf("Capacity: %s %g%s meets every SLO; %g%s fails (%s). Interval within %.1f%% (%zu probes, %.0f s)\n",
-               what, s->pass_v, unit, s->fail_v, unit, s->fail_why, 100 * (s->fail_v - s->pass_v) / s->pass_v, s->n,
-               took);
+        char within[64];
+        if (s->closed && s->fail_v - s->pass_v <= 1)
+            snprintf(within, sizeof within, "no whole number between");
+        else
+            snprintf(within, sizeof within, "interval within %.1f%%", 100 * (s->fail_v - s->pass_v) / s->pass_v);
+        printf("Capacity: %s %g%s meets every SLO; %g%s fails (%s). %s, %zu probes, %.0f s\n", what, s->pass_v, unit,
+               s->fail_v, unit, s->fail_why, within, s->n, took);
     }
     fflush(stdout);
     fprintf(stderr, "surge: search record in %s/search.json and .csv; each probe's files in its sub-directory\n",

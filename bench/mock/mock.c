@@ -124,6 +124,13 @@ int sg_mock_main(int argc, char **argv)
     s->record_fd = -1;
     s->ttft_ns = llround(o.ttft_ms * 1e6);
     s->itl_ns = llround(o.itl_ms * 1e6);
+    if (o.max_batch && !(s->batch = sg_mock_batch_new(o.max_batch))) {
+        fprintf(stderr, "surge mock: out of memory\n");
+        free(s);
+        free(workers);
+        free(fds);
+        return 1;
+    }
     atomic_init(&s->conns_open, 0);
     atomic_init(&s->conn_serial, 0);
     atomic_init(&s->stop, false);
@@ -256,6 +263,13 @@ int sg_mock_main(int argc, char **argv)
     sg_addr_format(&addr, where, sizeof(where));
     if (!o.quiet) {
         printf("surge mock listening on %s\n", where);
+        if (o.max_batch && o.output_tokens && o.prefill_ms_per_token == 0) {
+            double service_s = (o.ttft_ms + (o.output_tokens - 1) * o.itl_ms) / 1e3;
+            printf("surge mock: at most %u sequences at once, each %.4g ms: capacity %.6g requests/s\n", o.max_batch,
+                   service_s * 1e3, o.max_batch / service_s);
+        } else if (o.max_batch) {
+            printf("surge mock: at most %u sequences at once (capacity: docs/mock.md)\n", o.max_batch);
+        }
         fflush(stdout);
     }
     if (o.port_file) {
@@ -282,6 +296,14 @@ stop:
                 "%llu connections dropped\n",
                 (unsigned long long)st.requests, (unsigned long long)st.completions, (unsigned long long)st.streamed,
                 (unsigned long long)st.errors, (unsigned long long)st.drops);
+    if (exit_code == 0 && !o.quiet && s->batch) {
+        uint64_t admitted, waited;
+        double mean_ms, max_ms;
+        sg_mock_batch_stats(s->batch, &admitted, &waited, &mean_ms, &max_ms);
+        fprintf(stderr,
+                "surge mock: --max-batch %u: %llu sequences, %llu waited for a slot (mean wait %.1f ms, max %.1f ms)\n",
+                o.max_batch, (unsigned long long)admitted, (unsigned long long)waited, mean_ms, max_ms);
+    }
     pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 out:
     for (unsigned i = 0; i < n_fds; i++)
@@ -291,6 +313,7 @@ out:
         close(s->record_fd);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    sg_mock_batch_free(s->batch);
     sg_tok_free(s->tok);
     free(self_cert);
     free(self_key);

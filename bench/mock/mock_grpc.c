@@ -214,6 +214,8 @@ int sg_mock_grpc_build(const sg_mock_grpc_ctx_t *x, sg_mock_job_t *j, sg_slice_t
     j->prompt_words = words;
     if (keep_model(j, v.model) < 0)
         return SG_ENOMEM;
+    j->usage_prompt = words;
+    sg_mock_job_schedule(s, j, now);
     if (stream) {
         x->st->streamed++;
         j->type = SG_MOCK_JOB_GRPC_STREAM;
@@ -222,7 +224,7 @@ int sg_mock_grpc_build(const sg_mock_grpc_ctx_t *x, sg_mock_job_t *j, sg_slice_t
             j->drop_at = j->n / 2;
     } else {
         j->type = SG_MOCK_JOB_GRPC_UNARY;
-        j->due_ns = now + s->ttft_ns + s->itl_ns * (int64_t)(j->n - 1);
+        j->due_ns = j->start_ns + j->ttft_ns + s->itl_ns * (int64_t)(j->n - 1);
         j->drop_full = drop;
     }
     return 0;

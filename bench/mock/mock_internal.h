@@ -44,6 +44,9 @@ typedef struct {
     uint32_t close_after;   /* close every connection after this many responses; 0: never */
     uint8_t close_notice;   /* sg_mock_notice_t: what the responses say about it */
     int64_t close_delay_ns; /* the FIN follows the last response's last byte this much later */
+    /* the server model (mock_batch.c, docs/mock.md) */
+    uint32_t max_batch;          /* sequences generated at once; 0: no limit */
+    double prefill_ms_per_token; /* added to the TTFT per prompt token */
 } sg_mock_opts_t;
 
 typedef enum {
@@ -159,7 +162,9 @@ struct sg_mock_job {
     sg_mock_job_t *next; /* connection's response queue, or the worker's free list */
     struct sg_mock_conn *conn;
     int64_t arrival_ns;
-    int64_t due_ns; /* when the next thing is to be rendered */
+    int64_t start_ns; /* generation starts (arrival, or later when it waited for a batch slot) */
+    int64_t ttft_ns;  /* its first token is due this long after start_ns (--ttft-ms plus the prefill) */
+    int64_t due_ns;   /* when the next thing is to be rendered */
     uint32_t heap_idx;
     uint32_t n;       /* completion tokens */
     uint32_t k;       /* next token to render (streams) */
@@ -250,8 +255,11 @@ typedef struct {
 
 typedef struct sg_mock_worker sg_mock_worker_t;
 
-/* Shared by all workers; read-only after start except the atomics. */
-typedef struct {
+/* --max-batch: the batch slots and their FIFO, shared by every worker (mock_batch.c). */
+typedef struct sg_mock_batch sg_mock_batch_t;
+
+/* Shared by all workers; read-only after start except the atomics and the batch (its own lock). */
+typedef struct sg_mock_server {
     sg_mock_opts_t opts;
     int64_t start_ns;
     int64_t ttft_ns, itl_ns;
@@ -263,11 +271,20 @@ typedef struct {
     atomic_uint_fast64_t conns_open;
     atomic_uint_fast64_t conn_serial;
     atomic_bool stop;
+    sg_mock_batch_t *batch; /* --max-batch; NULL without */
     /* start-up hand-shake: each worker reports once its ring is up and accepting */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     unsigned reported;
 } sg_mock_server_t;
+
+sg_mock_batch_t *sg_mock_batch_new(uint32_t slots);
+void sg_mock_batch_free(sg_mock_batch_t *b);
+/* When j's generation starts and how long its first token takes (set j->start_ns, j->ttft_ns): at once, or, with
+ * --max-batch, when a slot frees. j->n and j->usage_prompt must be set. */
+void sg_mock_job_schedule(const struct sg_mock_server *s, sg_mock_job_t *j, int64_t now);
+void sg_mock_batch_stats(sg_mock_batch_t *b, uint64_t *admitted, uint64_t *waited, double *mean_wait_ms,
+                         double *max_wait_ms);
 
 /* ---------- KServe v2 gRPC (mock_grpc.c) ---------- */
 

@@ -62,6 +62,12 @@ static const char usage_text[] =
     "                       unannounced, as llama-server's after a streamed response)\n"
     "  --close-delay-ms D   the FIN follows the last byte D ms later; requests arriving meanwhile are read and\n"
     "                       dropped unanswered (a client that reused the connection at once loses its request)\n"
+    "  --max-batch B        a server model with a known capacity (docs/mock.md): at most B sequences are\n"
+    "                       generated at once, over all workers; the others wait in one FIFO and their\n"
+    "                       timing starts when a slot frees, so their TTFT grows by the wait. Capacity:\n"
+    "                       B / (ttft + (tokens - 1) x itl) requests/s (default 0: no limit)\n"
+    "  --prefill-ms-per-token P\n"
+    "                       TTFT grows by P ms per prompt token (as usage counts them) (default 0)\n"
     "  --record FILE        append one JSON line per completion request received\n"
     "  --port-file FILE     write the bound port to FILE (atomically) once listening\n"
     "  --exit-after SEC     stop after SEC seconds, as on SIGINT\n"
@@ -175,7 +181,9 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--tls-alpn",
                                             "--close-after",
                                             "--close-notice",
-                                            "--close-delay-ms"};
+                                            "--close-delay-ms",
+                                            "--max-batch",
+                                            "--prefill-ms-per-token"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -282,6 +290,14 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                 return bad(name, val, "expected milliseconds >= 0");
             o->close_delay_ns = (int64_t)(d * 1e6);
             have_delay = true;
+        } else if (strcmp(name, "--max-batch") == 0) {
+            if (!parse_uint(val, 1000000, &u))
+                return bad(name, val, "expected a whole number of sequences, 0 (no limit) to 1000000");
+            o->max_batch = (uint32_t)u;
+        } else if (strcmp(name, "--prefill-ms-per-token") == 0) {
+            if (!parse_double(val, 0, 1e6, &d))
+                return bad(name, val, "expected milliseconds >= 0");
+            o->prefill_ms_per_token = d;
         } else if (strcmp(name, "--exit-after") == 0) {
             if (!parse_double(val, 0, 1e9, &d) || d <= 0)
                 return bad(name, val, "expected seconds > 0");

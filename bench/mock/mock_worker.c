@@ -719,6 +719,7 @@ static sg_mock_job_t *build_job(conn_t *c, sg_slice_t method, sg_slice_t full_pa
                     job_free(w, j);
                     return NULL;
                 }
+                sg_mock_job_schedule(s, j, now);
                 if (r.stream) {
                     w->st.streamed++;
                     j->type = SG_MOCK_JOB_STREAM;
@@ -727,7 +728,7 @@ static sg_mock_job_t *build_job(conn_t *c, sg_slice_t method, sg_slice_t full_pa
                         j->drop_at = j->n / 2;
                 } else {
                     j->type = SG_MOCK_JOB_FULL;
-                    j->due_ns = now + s->ttft_ns + s->itl_ns * (int64_t)(j->n - 1);
+                    j->due_ns = j->start_ns + j->ttft_ns + s->itl_ns * (int64_t)(j->n - 1);
                     j->drop_full = drop;
                 }
             }
@@ -825,7 +826,7 @@ static bool job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
         return true;
     default:
         while (j->k < j->n) {
-            int64_t due = j->arrival_ns + s->ttft_ns + s->itl_ns * (int64_t)j->k;
+            int64_t due = j->start_ns + j->ttft_ns + s->itl_ns * (int64_t)j->k;
             if (due > now) {
                 j->due_ns = due;
                 goto wait;
@@ -945,7 +946,7 @@ static enum h2_tok h2_tokens(conn_t *c, sg_mock_job_t *j, int64_t now, bool grpc
     const sg_mock_server_t *s = c->w->srv;
     sg_mock_buf_t *b = &j->h2_body;
     while (j->k < j->n) {
-        int64_t due = j->arrival_ns + s->ttft_ns + s->itl_ns * (int64_t)j->k;
+        int64_t due = j->start_ns + j->ttft_ns + s->itl_ns * (int64_t)j->k;
         if (due > now) {
             j->due_ns = due;
             sg_h2srv_resume(c->h2, j->h2_id);
