@@ -1,0 +1,120 @@
+# ctest: run-serial (the search judges TTFT against a 40 ms margin over the mock's 20 ms)
+"""The capacity search against a server whose capacity is known: `surge mock --max-batch 4` with 50 ms per request
+(20 ms TTFT, then 15 tokens 2 ms apart) serves 80 requests/s, and a concurrency of 4 without queueing.
+
+- open loop, constant arrivals, SLO p99 TTFT < 60 ms: the answer is 80 req/s within the asked 5%, and a run at
+  10% above it fails the same SLO;
+- closed loop, SLO p99 TTFT < 40 ms: concurrency 4 passes, 5 fails (a fifth request waits a whole service);
+- an open-loop probe at twice the capacity with an SLO too loose to fail in a short probe fails as overloaded;
+- a probe stops early once its SLO can no longer hold;
+- bad search flags exit 2 before anything is sent; an interrupted search keeps its record and exits 130."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import harness
+from profiling import SLOW, profile
+
+CAPACITY = 80.0  # 4 slots / 50 ms
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def main(h):
+    with h.mock("--ttft-ms", 20, "--itl-ms", 2, "--output-tokens", 16, "--max-batch", 4, record=True) as m:
+        # the mock's own account of its capacity
+        with open(m.stdout_path) as f:
+            start = f.read()
+        h.check("capacity 80 requests/s" in start, "the mock states its capacity", start)
+
+        # open loop: the highest rate with p99 TTFT < 60 ms is the capacity (constant arrivals queue only past it)
+        t0 = time.monotonic()
+        r = profile(h, m.url, "--streaming", "--search", "max-request-rate", "--request-distribution", "constant",
+                    "--slo", "ttft:p99<60", "--search-range", "10:", "--benchmark-duration", 3,
+                    "--parameter-sweep-cooldown-seconds", 0.3, timeout=240)
+        took = time.monotonic() - t0
+        s = load(os.path.join(r.dir, "search.json"))
+        sr = s["search"]
+        lo, hi = sr["highest_passing"], sr["lowest_failing"]
+        print("search: highest passing %s, lowest failing %s, %d probes, %.1f s" % (lo, hi, sr["probes"], took))
+        h.check(sr["complete"] and lo is not None and hi is not None, "the search completed with both bounds", sr)
+        if lo is not None and hi is not None:
+            h.check(CAPACITY * 0.95 <= lo <= CAPACITY * 1.02, "highest passing within 5% of the capacity", lo)
+            h.check(hi - lo <= 0.05 * lo + 1e-9, "interval within --search-precision", (lo, hi))
+            h.check(hi <= CAPACITY * 1.10, "lowest failing within 10% above the capacity", hi)
+        h.check(r.stdout.count("\n") >= 4 and "Capacity: request rate" in r.stdout, "the answer line", r.stdout)
+        probes = s["probes"]
+        h.check([p["request_rate"] for p in probes[:4]] == [10, 20, 40, 80], "brackets by doubling from LO", probes)
+        h.check(all(os.path.exists(os.path.join(r.dir, p["artifact_subdir"], "profile_export_surge.json"))
+                    for p in probes), "each probe's files in its sub-directory")
+        failing = [p for p in probes if p["request_rate"] > CAPACITY * 1.02]
+        h.check(failing and all(not p["slo_pass"] for p in failing), "every probe above capacity fails", failing)
+        early = [p for p in failing if p["request_count"] + p["error_count"] < 0.5 * p["request_rate"] * 3]
+        h.check(early, "a probe far above capacity stops early", failing)
+
+        # 10% above the capacity, a plain run fails the same SLO (exit 4)
+        r = profile(h, m.url, "--streaming", "--request-rate", CAPACITY * 1.1, "--request-distribution", "constant",
+                    "--slo", "ttft:p99<60", "--benchmark-duration", 3, check_rc=4)
+        v = r.summary["slo"][0] if r.summary else {}
+        h.check(v.get("pass") is False and v.get("measured", 0) >= 60, "10% above capacity fails p99 TTFT < 60 ms", v)
+
+        # closed loop: 4 slots serve 4 users without a wait; a fifth waits a whole service (70 ms TTFT)
+        r = profile(h, m.url, "--streaming", "--search", "max-concurrency", "--slo", "ttft:p99<40",
+                    "--request-count", 60, "--parameter-sweep-cooldown-seconds", 0.2, timeout=120)
+        sr = load(os.path.join(r.dir, "search.json"))["search"]
+        h.check(sr["highest_passing"] == 4 and sr["lowest_failing"] == 5, "max concurrency is the batch size", sr)
+        h.check("no whole number between" in r.stdout, "the answer says the interval is closed", r.stdout)
+
+        # twice the capacity with a loose SLO: the backlog grows through the probe, so it fails as overloaded
+        r = profile(h, m.url, "--streaming", "--search", "max-request-rate", "--slo", "ttft:p99<30000",
+                    "--search-range", "160:320", "--benchmark-duration", 3, check_rc=4, timeout=120)
+        s = load(os.path.join(r.dir, "search.json"))
+        p = s["probes"][0]
+        h.check(p["slo_pass"] and "overload" in s["search"]["lowest_failing_why"],
+                "an overload the SLO would miss fails the probe", s["search"])
+        h.check(s["search"]["highest_passing"] is None and "Capacity: none found" in r.stdout,
+                "no passing value: says so, exit 4", r.stdout)
+
+        # bad flags: exit 2, nothing sent
+        with open(m.record) as f:
+            before = sum(1 for _ in f)
+        for args, flag in [
+            (["--search", "max-request-rate"], "--search"),
+            (["--search", "most", "--slo", "ttft:p99<5"], "--search"),
+            (["--search", "max-request-rate", "--slo", "ttft:p99<5", "--request-rate", "5"], "--request-rate"),
+            (["--search", "max-request-rate", "--slo", "ttft:p99<5", "--search-range", "9:3"], "--search-range"),
+            (["--search", "max-concurrency", "--slo", "ttft:p99<5", "--search-range", "1.5:3"], "--search-range"),
+            (["--search-precision", "0.1"], "--search-precision"),
+            (["--slo", "ttft:p99<5"], "--slo"),  # unmeasurable without --streaming
+            (["--slo", "ttft:q99<5", "--streaming"], "--slo"),
+        ]:
+            r = profile(h, m.url, *args, check_rc=2)
+            h.check(r.stderr.startswith("surge: " + flag + ":"), "%s: one line naming %s" % (" ".join(args), flag),
+                    r.stderr)
+        with open(m.record) as f:
+            after = sum(1 for _ in f)
+        h.check(after == before, "nothing sent for bad search flags", (before, after))
+
+        # SIGINT in a search: the record so far, marked, and exit 130
+        art = h.path("art-int")
+        cmd = [h.surge, "profile", "-m", "mock-model", "-u", m.url, "--artifact-dir", art, "--no-progress",
+               "--streaming", "--search", "max-request-rate", "--slo", "ttft:p99<60", "--search-range", "10:",
+               "--benchmark-duration", 2, "--parameter-sweep-cooldown-seconds", 0]
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(5.0 if not SLOW else 7.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        h.check(proc.returncode == 130, "an interrupted search exits 130", (proc.returncode, err[-2000:]))
+        s = load(os.path.join(art, "search.json"))
+        h.check(not s["search"]["complete"] and s["search"]["was_interrupted"] and len(s["probes"]) >= 2,
+                "the record holds the probes that ran", s["search"])
+        h.check("search INTERRUPTED" in err, "says it was interrupted", err[-1500:])
+
+
+if __name__ == "__main__":
+    harness.main(main)
