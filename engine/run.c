@@ -891,7 +891,8 @@ static int point_run(profile_t *p, point_t *pt)
     int code = point_start(p, pt);
     if (code != EXIT_OK)
         return code;
-    describe(&p->run, pt->n_workers, p->n_streaming);
+    if (!pt->spec.quiet) /* a sweep or search announces each point itself */
+        describe(&p->run, pt->n_workers, p->n_streaming);
     if (p->cfg.verbose && p->cfg.tls)
         fprintf(stderr, "surge: TLS: %s\n", p->tls_info);
     if (p->cfg.verbose)
@@ -1062,9 +1063,10 @@ static int point_report(profile_t *p, point_t *pt)
     if (pt->fatal || xerr < 0)
         return EXIT_FATAL;
     if (failed > 0 && (double)failed > cfg->max_error_rate * (double)(ok + failed)) {
-        fprintf(stderr, "surge: %llu of %llu requests failed (%.2f%%), above --max-error-rate %g\n",
-                (unsigned long long)failed, (unsigned long long)(ok + failed),
-                100.0 * (double)failed / (double)(ok + failed), cfg->max_error_rate);
+        if (!pt->spec.quiet) /* a sweep's or search's row says it */
+            fprintf(stderr, "surge: %llu of %llu requests failed (%.2f%%), above --max-error-rate %g\n",
+                    (unsigned long long)failed, (unsigned long long)(ok + failed),
+                    100.0 * (double)failed / (double)(ok + failed), cfg->max_error_rate);
         return EXIT_REQUEST_ERRORS;
     }
     if (ok + failed == 0) {

@@ -406,9 +406,9 @@ int search_main(profile_t *p)
     } else {
         char within[64];
         if (s->closed && s->fail_v - s->pass_v <= 1)
-            snprintf(within, sizeof within, "no whole number between");
+            snprintf(within, sizeof within, "No whole number between");
         else
-            snprintf(within, sizeof within, "interval within %.1f%%", 100 * (s->fail_v - s->pass_v) / s->pass_v);
+            snprintf(within, sizeof within, "Interval within %.1f%%", 100 * (s->fail_v - s->pass_v) / s->pass_v);
         printf("Capacity: %s %g%s meets every SLO; %g%s fails (%s). %s, %zu probes, %.0f s\n", what, s->pass_v, unit,
                s->fail_v, unit, s->fail_why, within, s->n, took);
     }
