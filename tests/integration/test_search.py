@@ -68,7 +68,7 @@ def main(h):
                     "--request-count", 60, "--parameter-sweep-cooldown-seconds", 0.2, timeout=120)
         sr = load(os.path.join(r.dir, "search.json"))["search"]
         h.check(sr["highest_passing"] == 4 and sr["lowest_failing"] == 5, "max concurrency is the batch size", sr)
-        h.check("no whole number between" in r.stdout, "the answer says the interval is closed", r.stdout)
+        h.check("No whole number between" in r.stdout, "the answer says the interval is closed", r.stdout)
 
         # twice the capacity with a loose SLO: the backlog grows through the probe, so it fails as overloaded
         r = profile(h, m.url, "--streaming", "--search", "max-request-rate", "--slo", "ttft:p99<30000",
