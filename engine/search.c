@@ -187,6 +187,11 @@ static void probe_why(const point_t *pt, int code, sg_point_row_t *row)
     size_t o = 0;
     char *w = row->why;
     size_t cap = sizeof row->why;
+    /* a probe stopped early says which SLO stopped it; its other verdicts saw its cancelled requests */
+    if (pt->probe.stopped_early) {
+        snprintf(w, cap, "%s", pt->probe.why);
+        return;
+    }
     for (size_t i = 0; i < cfg->n_slo_checks && o < cap; i++) {
         const sg_slo_verdict_t *v = &pt->verdicts[i];
         if (v->pass)
@@ -199,8 +204,7 @@ static void probe_why(const point_t *pt, int code, sg_point_row_t *row)
     }
     if (pt->probe.why[0] && o < cap)
         o += (size_t)snprintf(w + o, cap - o, "%s%s", o ? "; " : "", pt->probe.why);
-    /* a probe stopped early cancelled what it had in flight: those failures are surge's, not the server's */
-    if (code == EXIT_REQUEST_ERRORS && !pt->probe.stopped_early && o < cap)
+    if (code == EXIT_REQUEST_ERRORS && o < cap)
         o += (size_t)snprintf(w + o, cap - o, "%s%llu of %llu requests failed (--max-error-rate %g)", o ? "; " : "",
                               (unsigned long long)row->errors, (unsigned long long)(row->ok + row->errors),
                               cfg->max_error_rate);

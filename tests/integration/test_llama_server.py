@@ -5,6 +5,9 @@ flight, and a non-streamed run, end with no error, exit 0, and every request's O
 to what was asked. surge learns that the server closes after streamed responses: a few requests are re-sent at
 the start, then connections are not reused after streamed responses (no more wasted attempts); whole answers keep
 their connections. Needs tests/data/fetch-llama-server (a skip without it, a failure under CI)."""
+import json
+import os
+
 import harness
 from profiling import profile
 from servers import LlamaServer
@@ -65,7 +68,34 @@ def main(h):
                 check_run(h, r, what, True, conc)
         r = profile(h, s.url, "--endpoint-type", "chat", "--concurrency", 4, *common, timeout=180)
         check_run(h, r, "llama-server chat, not streamed, concurrency 4", False, 4)
+        check_search(h, s)
         h.check(s.proc.poll() is None, "llama-server still running", s.log()[-2000:])
+
+
+def check_search(h, s):
+    """A short capacity search against a real server: it brackets, bisects and answers, its passing probes had no
+    errors, and each probe left its files. The answer depends on the machine, so only its shape is checked."""
+    r = profile(h, s.url, "--streaming", "--output-tokens-mean", OSL, "--extra-inputs", "ignore_eos:true",
+                "--synthetic-input-tokens-mean", 32, "--model", "tiny-llama", "--search", "max-request-rate",
+                "--slo", "ttft:p99<100", "--slo", "error_rate<0.01", "--search-range", "20:", "--search-precision",
+                0.25, "--benchmark-duration", 2, "--parameter-sweep-cooldown-seconds", 0.3, timeout=240)
+    path = os.path.join(r.dir, "search.json")
+    if not h.check(os.path.exists(path), "llama-server search: search.json", r.stderr[-2000:]):
+        return
+    with open(path) as f:
+        doc = json.load(f)
+    sr, probes = doc["search"], doc["probes"]
+    print("llama-server search: highest passing %s req/s, lowest failing %s, %d probes"
+          % (sr["highest_passing"], sr["lowest_failing"], len(probes)))
+    h.check(sr["complete"] and sr["highest_passing"] is not None and sr["lowest_failing"] is not None,
+            "llama-server search: an answer between a passing and a failing rate", sr)
+    h.check([p["request_rate"] for p in probes[:2]] == [20, 40], "llama-server search: doubles from LO", probes)
+    passing = [p for p in probes if p["slo_pass"]]
+    h.check(passing and all(p["error_count"] == 0 for p in passing), "llama-server search: passing probes had no "
+            "errors", passing)
+    h.check(all(os.path.exists(os.path.join(r.dir, p["artifact_subdir"], "profile_export.jsonl")) for p in probes),
+            "llama-server search: each probe's records")
+    h.check("Capacity: request rate" in r.stdout, "llama-server search: the answer line", r.stdout[-1500:])
 
 
 if __name__ == "__main__":
