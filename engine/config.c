@@ -93,6 +93,7 @@ enum {
     OPT_BLOCK_SIZE,
     OPT_IGNORE_EOS,
     OPT_COOLDOWN,
+    OPT_BURSTINESS,
     OPT_SLO,
     OPT_SEARCH,
     OPT_SEARCH_RANGE,
@@ -175,6 +176,8 @@ static const struct option long_options[] = {
     {"request-rate-range", required_argument, NULL, OPT_RATE_RANGE},             /* perf_analyzer */
     {"parameter-sweep-cooldown-seconds", required_argument, NULL, OPT_COOLDOWN}, /* AIPerf */
     {"slo", required_argument, NULL, OPT_SLO},
+    {"burstiness", required_argument, NULL, OPT_BURSTINESS},         /* vLLM */
+    {"arrival-smoothness", required_argument, NULL, OPT_BURSTINESS}, /* AIPerf */
     {"search", required_argument, NULL, OPT_SEARCH},
     {"search-range", required_argument, NULL, OPT_SEARCH_RANGE},
     {"search-precision", required_argument, NULL, OPT_SEARCH_PRECISION},
@@ -676,6 +679,7 @@ static bool takes_next_arg(const char *a)
 typedef struct {
     json_t *extra;
     bool rate_given, concurrency_given, max_concurrency_given, distribution_given;
+    const char *burstiness_flag; /* --burstiness or --arrival-smoothness, as given */
     const char *sweep_flag; /* the flag that made a sweep: "concurrency", "request-rate", "concurrency-range", ... */
     bool cooldown_given, search_range_given, search_precision_given, search_trials_given;
     bool count_given, duration_given, artifact_dir_given;
@@ -1011,8 +1015,10 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             cfg->distribution = SG_DIST_POISSON;
         else if (strcmp(arg, "constant") == 0)
             cfg->distribution = SG_DIST_CONSTANT;
+        else if (strcmp(arg, "gamma") == 0)
+            cfg->distribution = SG_DIST_GAMMA;
         else
-            return fail(opt, "expected poisson or constant, got \"%s\"", arg);
+            return fail(opt, "expected poisson, constant or gamma, got \"%s\"", arg);
         return 0;
     case OPT_CONCURRENCY:
         if (strchr(arg, ','))
@@ -1026,6 +1032,10 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_COOLDOWN:
         st->cooldown_given = true;
         return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->cooldown_s);
+    case OPT_BURSTINESS:
+        st->burstiness_flag = opt;
+        return parse_num(opt, arg, "a positive number (1: Poisson; below 1 burstier, above 1 smoother)", 0, true, 1e6,
+                         &cfg->burstiness);
     case OPT_SLO: {
         if (cfg->n_slo_checks >= SG_SLO_MAX)
             return fail(opt, "at most %d SLOs", SG_SLO_MAX);
@@ -1192,6 +1202,7 @@ static int set_defaults(sg_config_t *cfg)
     cfg->model_strategy = SG_MODEL_ROUND_ROBIN;
     cfg->endpoint_type = SG_OAI_CHAT;
     cfg->distribution = SG_DIST_POISSON;
+    cfg->burstiness = 1;
     cfg->request_timeout_s = 600;
     cfg->workers = usable_cpus();
     cfg->isl_mean = 550;
@@ -1336,6 +1347,18 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     if (st->max_concurrency_given && !st->rate_given && !cfg->fixed_schedule)
         return fail("max-concurrency", "only applies with --request-rate or --fixed-schedule; for a closed loop use "
                                        "--concurrency");
+    if (st->burstiness_flag) {
+        /* vLLM's --burstiness means gamma arrivals (1 is Poisson); with another distribution named, it is a mistake */
+        if (st->distribution_given && cfg->distribution != SG_DIST_GAMMA)
+            return fail(st->burstiness_flag,
+                        "shapes gamma arrivals; --request-distribution %s has no shape (use "
+                        "--request-distribution gamma, or leave it out)",
+                        cfg->distribution == SG_DIST_CONSTANT ? "constant" : "poisson");
+        cfg->distribution = SG_DIST_GAMMA;
+        st->distribution_given = true;
+        if (!st->rate_given && cfg->search != SG_SEARCH_MAX_RATE)
+            return fail(st->burstiness_flag, "only applies with --request-rate (open-loop arrivals)");
+    }
     if (st->distribution_given && !st->rate_given)
         return fail("request-distribution", "only applies with --request-rate");
     rc = finish_workload(cfg, st);
@@ -1649,7 +1672,11 @@ char *sg_config_to_json(const sg_config_t *cfg)
         json_object_set_new(o, "request_rate",
                             isinf(cfg->request_rate) ? json_string("inf") : json_real(cfg->request_rate));
         json_object_set_new(o, "request_distribution",
-                            json_string(cfg->distribution == SG_DIST_CONSTANT ? "constant" : "poisson"));
+                            json_string(cfg->distribution == SG_DIST_CONSTANT ? "constant"
+                                        : cfg->distribution == SG_DIST_GAMMA  ? "gamma"
+                                                                              : "poisson"));
+        json_object_set_new(o, "burstiness",
+                            cfg->distribution == SG_DIST_GAMMA ? json_real(cfg->burstiness) : json_null());
         json_object_set_new(o, "max_concurrency",
                             cfg->max_concurrency ? json_integer(cfg->max_concurrency) : json_null());
         json_object_set_new(o, "concurrency", json_null());
@@ -1779,8 +1806,13 @@ void sg_config_usage(FILE *out)
                  "      --request-rate R          open loop: R requests/s on a schedule fixed in advance,\n"
                  "                                whatever the server's speed; not with --concurrency. inf\n"
                  "                                (vLLM's): every request due at the start, sent at once\n"
-                 "      --request-distribution {poisson,constant}\n"
+                 "      --request-distribution {poisson,constant,gamma}\n"
                  "                                arrivals with --request-rate (default: poisson)\n"
+                 "      --burstiness K, --arrival-smoothness K\n"
+                 "                                gamma arrivals of shape K (vLLM's and AIPerf's names; implies\n"
+                 "                                --request-distribution gamma): gaps with the same mean and a\n"
+                 "                                coefficient of variation of 1/sqrt(K): 1 is Poisson, below 1\n"
+                 "                                burstier, above 1 smoother (default: 1)\n"
                  "      --max-concurrency N       with --request-rate: cap on requests in flight; a request\n"
                  "                                that has to wait is late, and that is reported (default: none)\n"
                  "      --request-count N, --num-requests N\n"

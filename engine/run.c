@@ -204,6 +204,9 @@ static void describe(const sg_run_t *run, unsigned n_workers, size_t n_streaming
     } else if (cfg->request_rate > 0) {
         int k = isinf(cfg->request_rate)
                     ? snprintf(load, sizeof(load), "request rate inf: every request due at the start")
+                : cfg->distribution == SG_DIST_GAMMA
+                    ? snprintf(load, sizeof(load), "request rate %g/s (gamma, burstiness %g)", cfg->request_rate,
+                               cfg->burstiness)
                     : snprintf(load, sizeof(load), "request rate %g/s (%s)", cfg->request_rate,
                                cfg->distribution == SG_DIST_POISSON ? "poisson" : "constant");
         if (cfg->max_concurrency)

@@ -10,7 +10,7 @@
 #include "sg_openai.h"
 #include "sg_slo.h"
 
-typedef enum { SG_DIST_POISSON = 0, SG_DIST_CONSTANT = 1 } sg_dist_t;
+typedef enum { SG_DIST_POISSON = 0, SG_DIST_CONSTANT = 1, SG_DIST_GAMMA = 2 } sg_dist_t;
 typedef enum { SG_MODEL_ROUND_ROBIN = 0, SG_MODEL_RANDOM = 1 } sg_model_strategy_t;
 /* What a sweep varies: a list or range of --concurrency or --request-rate values, each its own load point. */
 typedef enum { SG_SWEEP_NONE = 0, SG_SWEEP_CONCURRENCY, SG_SWEEP_RATE } sg_sweep_kind_t;
@@ -50,9 +50,10 @@ typedef struct {
     /* load */
     double request_rate; /* req/s; 0 = closed loop; INFINITY (--request-rate inf): every request due at the start */
     sg_dist_t distribution;
-    uint32_t concurrency;        /* closed loop slots (when request_rate == 0) */
-    uint32_t max_concurrency;    /* open-loop cap on in-flight requests; 0 = none */
-    uint64_t request_count;      /* measured requests; 0 = bounded by duration only */
+    double burstiness;        /* gamma's shape k (vLLM's --burstiness; AIPerf's --arrival-smoothness): CV 1/sqrt(k) */
+    uint32_t concurrency;     /* closed loop slots (when request_rate == 0) */
+    uint32_t max_concurrency; /* open-loop cap on in-flight requests; 0 = none */
+    uint64_t request_count;   /* measured requests; 0 = bounded by duration only */
     double benchmark_duration_s; /* 0 = bounded by count only */
     uint64_t warmup_request_count;
     double request_timeout_s; /* per request, from send; also bounds the drain */

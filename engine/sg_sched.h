@@ -6,6 +6,11 @@
  * from a seed derived from the run seed and i (the superposition of W Poisson streams at R/W is Poisson at R).
  * Constant: worker i's k-th arrival is at start + (i + k*W)/R, computed from the index so rounding never
  * accumulates and the W streams interleave into one evenly spaced stream.
+ * Gamma (--request-distribution gamma, vLLM's --burstiness k): gaps ~ Gamma(shape k, scale 1/(k R)), so the mean
+ * rate is R and the gaps' coefficient of variation is 1/sqrt(k) (k = 1 is Poisson, below 1 burstier, above 1
+ * smoother). W gamma streams at R/W do not superpose into a gamma stream at R, so every worker draws the one
+ * global sequence (the same seed for all) and keeps arrivals i, i + W, i + 2W, ...: the aggregate is exactly
+ * the gamma renewal process at R, at the cost of each worker drawing every gap.
  * An infinite rate (--request-rate inf) puts every arrival at the start instant, whatever the kind.
  * Fixed (trace replay): entry i of a sorted list of offsets goes to worker i % W, at start + offset / speedup;
  * after a worker's last entry the next arrival is INT64_MAX.
@@ -16,7 +21,7 @@
 #include "sg_common.h"
 #include "sg_workload.h"
 
-typedef enum { SG_SCHED_POISSON = 0, SG_SCHED_CONSTANT = 1, SG_SCHED_FIXED = 2 } sg_sched_kind_t;
+typedef enum { SG_SCHED_POISSON = 0, SG_SCHED_CONSTANT = 1, SG_SCHED_FIXED = 2, SG_SCHED_GAMMA = 3 } sg_sched_kind_t;
 
 typedef struct {
     sg_sched_kind_t kind;
@@ -27,6 +32,9 @@ typedef struct {
     uint64_t k;       /* arrivals produced so far */
     int64_t last_ns;
     sg_rng_t rng;
+    double shape;         /* gamma: k (--burstiness) */
+    uint64_t g;           /* gamma: arrivals of the global sequence drawn so far */
+    double t_s;           /* gamma: the global sequence's time, s from the start */
     const int64_t *times; /* fixed: offsets from the start, ns, non-decreasing */
     size_t n_times;
     double speedup;
@@ -34,6 +42,11 @@ typedef struct {
 
 void sg_sched_init(sg_sched_t *s, sg_sched_kind_t kind, double rate, unsigned index, unsigned n, uint64_t seed,
                    int64_t start_ns);
+/* Gamma arrivals at total rate `rate` with shape k > 0 (seed: the run's; every worker the same). */
+void sg_sched_init_gamma(sg_sched_t *s, double rate, double shape, unsigned index, unsigned n, uint64_t seed,
+                         int64_t start_ns);
+/* One Gamma(shape, 1) draw (Marsaglia and Tsang), for the schedule and its tests. */
+double sg_gamma_draw(sg_rng_t *r, double shape);
 /* A fixed schedule: times (offsets in ns, non-decreasing, shared read-only) is not copied. speedup > 0. */
 void sg_sched_init_fixed(sg_sched_t *s, const int64_t *times, size_t n_times, double speedup, unsigned index,
                          unsigned n, int64_t start_ns);

@@ -450,6 +450,10 @@ static void *worker_main(void *arg)
         sg_sched_init_fixed(&w->sched, w->run->schedule_ns, w->run->schedule_n, w->cfg->fixed_schedule_speedup,
                             w->index, w->n, start);
         w->next_arrival_ns = sg_sched_next(&w->sched);
+    } else if (w->rate > 0 && w->cfg->distribution == SG_DIST_GAMMA && !isinf(w->cfg->request_rate)) {
+        sg_sched_init_gamma(&w->sched, w->cfg->request_rate, w->cfg->burstiness, w->index, w->n, w->cfg->random_seed,
+                            start);
+        w->next_arrival_ns = sg_sched_next(&w->sched);
     } else if (w->rate > 0) {
         sg_sched_init(&w->sched, w->cfg->distribution == SG_DIST_CONSTANT ? SG_SCHED_CONSTANT : SG_SCHED_POISSON,
                       w->cfg->request_rate, w->index, w->n, w->cfg->random_seed, start);

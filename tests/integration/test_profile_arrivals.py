@@ -1,5 +1,5 @@
-"""Arrival statistics measured at the server: Poisson passes a KS test, constant rate is on the asked rate,
-concurrency limits hold, and --max-concurrency delays requests without re-spacing them."""
+"""Arrival statistics measured at the server: Poisson passes a KS test, constant rate is on the asked rate, gamma
+arrivals have the asked burstiness, concurrency limits hold, and --max-concurrency delays requests without re-spacing them."""
 # ctest: run-serial
 import math
 
@@ -64,6 +64,24 @@ def main(h):
         gaps = sorted((b - a) / 1e6 for a, b in zip(t, t[1:]))
         p50 = gaps[len(gaps) // 2]
         h.check(abs(p50 - 1000 / rate) < 0.5, "constant gaps p50 %.3f ms ~ %.3f ms" % (p50, 1000 / rate))
+
+    # gamma (vLLM's --burstiness, AIPerf's --arrival-smoothness): the same mean, CV 1/sqrt(k), at the server too,
+    # with two workers (the aggregate is the gamma process, not a superposition)
+    for flag, k in (("--burstiness", 0.25), ("--arrival-smoothness", 4)):
+        with h.mock("--ttft-ms", 2, "--itl-ms", 1, record=True) as m:
+            rate, n = 300.0, 1500
+            r = profile(h, m.url, "--request-rate", rate, flag, k, "--request-count", n, "--output-tokens-mean", 2,
+                        "--synthetic-input-tokens-mean", 20, "--workers", 2, "--random-seed", 11)
+            m.stop()
+            h.check("gamma, burstiness %g" % k in r.stderr, "%s %g: the start line says gamma" % (flag, k), r.stderr)
+            t = sorted(x["t_ns"] for x in m.records())
+            gaps = [(b - a) / 1e9 for a, b in zip(t, t[1:])]
+            mean = sum(gaps) / len(gaps)
+            sd = math.sqrt(sum((g - mean) ** 2 for g in gaps) / len(gaps))
+            h.check(abs(1 / mean - rate) / rate < 0.1, "gamma %g: mean rate within 10%% (%.1f/s)" % (k, 1 / mean))
+            # the server's timing adds jitter of about a tenth of a millisecond to 3.3 ms gaps: a loose band
+            want = 1 / math.sqrt(k)
+            h.check(abs(sd / mean - want) < 0.2 * want, "gamma %g: CV at the server %.2f ~ %.2f" % (k, sd / mean, want))
 
     with h.mock("--ttft-ms", 30, "--itl-ms", 2) as m:
         # closed loop: never more than N in flight, and always about N

@@ -760,6 +760,22 @@ static void test_points(void)
     BAD("-m", "x", "--parameter-sweep-cooldown-seconds", "2");
     BAD("-m", "x", "--concurrency", "1,2", "--input-file", "/dev/null", "--fixed-schedule");
 
+    /* gamma arrivals: --burstiness (vLLM) or --arrival-smoothness (AIPerf) imply them */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--request-rate", "10", "--burstiness", "0.5", NULL), 0);
+    CHECK(c.distribution == SG_DIST_GAMMA && c.burstiness == 0.5);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--request-rate", "10", "--request-distribution", "gamma", NULL), 0);
+    CHECK(c.distribution == SG_DIST_GAMMA && c.burstiness == 1);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--request-rate", "10", "--arrival-smoothness", "4", NULL), 0);
+    CHECK(c.distribution == SG_DIST_GAMMA && c.burstiness == 4);
+    sg_config_free(&c);
+    BAD("-m", "x", "--request-rate", "10", "--burstiness", "0");
+    BAD("-m", "x", "--request-rate", "10", "--burstiness", "-1");
+    BAD("-m", "x", "--request-rate", "10", "--request-distribution", "constant", "--burstiness", "2");
+    BAD("-m", "x", "--concurrency", "4", "--burstiness", "2");
+    BAD("-m", "x", "--request-rate", "10", "--request-distribution", "weibull");
+
     /* --slo */
     CHECK_EQ_INT(parse(&c, "-m", "x", "--slo", "ttft:p99 < 500", "--slo", "error_rate<=0.01", "--slo",
                        "output_token_throughput_per_user:p10>20", NULL),

@@ -160,8 +160,67 @@ static void test_fixed(void)
     CHECK_EQ_INT(sg_sched_next(&s), 100 + times[2]);
 }
 
+/*
+ * Gamma arrivals: for shapes 0.25, 1 and 4 the gaps have the mean 1/R and a coefficient of variation of 1/sqrt(k),
+ * and their skewness is gamma's 2/sqrt(k) (so the shape is right, not only two moments); shape 1 passes the
+ * exponential KS test. Four workers together produce exactly the one-worker sequence: the aggregate is the gamma
+ * process, not a superposition of four.
+ */
+static void test_gamma(void)
+{
+    enum { N = 200000 };
+    const double shapes[] = {0.25, 1, 4};
+    int64_t *gaps = malloc(N * sizeof(*gaps));
+    for (size_t si = 0; si < 3; si++) {
+        double k = shapes[si];
+        sg_sched_t s;
+        sg_sched_init_gamma(&s, 500.0, k, 0, 1, 7, 0);
+        int64_t prev = 0;
+        double sum = 0, sum2 = 0, sum3 = 0;
+        bool monotone = true;
+        for (size_t i = 0; i < N; i++) {
+            int64_t t = sg_sched_next(&s);
+            monotone &= t >= prev;
+            gaps[i] = t - prev;
+            prev = t;
+            sum += (double)gaps[i];
+        }
+        double mean = sum / N;
+        for (size_t i = 0; i < N; i++) {
+            double d = (double)gaps[i] - mean;
+            sum2 += d * d;
+            sum3 += d * d * d;
+        }
+        double sd = sqrt(sum2 / N), skew = sum3 / N / (sd * sd * sd);
+        CHECK(monotone);
+        CHECK_NEAR(mean, 2e6, 2e6 * 0.02); /* 2 ms at 500/s */
+        CHECK_NEAR(sd / mean, 1 / sqrt(k), 0.03 / sqrt(k));
+        CHECK_NEAR(skew, 2 / sqrt(k), 0.15 * 2 / sqrt(k));
+        if (k == 1)
+            CHECK(ks_exp(gaps, N, 500.0) < 1.628 / sqrt((double)N));
+    }
+    free(gaps);
+
+    /* four workers = the one-worker sequence, interleaved */
+    enum { W = 4, PER = 5000 };
+    sg_sched_t one, w[W];
+    sg_sched_init_gamma(&one, 1000.0, 0.5, 0, 1, 99, 123);
+    for (unsigned i = 0; i < W; i++)
+        sg_sched_init_gamma(&w[i], 1000.0, 0.5, i, W, 99, 123);
+    bool same = true;
+    for (size_t j = 0; j < (size_t)W * PER; j++)
+        same &= sg_sched_next(&one) == sg_sched_next(&w[j % W]);
+    CHECK(same);
+    /* and another seed gives another sequence */
+    sg_sched_t a, b;
+    sg_sched_init_gamma(&a, 1000.0, 0.5, 0, 1, 1, 0);
+    sg_sched_init_gamma(&b, 1000.0, 0.5, 0, 1, 2, 0);
+    CHECK(sg_sched_next(&a) != sg_sched_next(&b));
+}
+
 int main(void)
 {
+    test_gamma();
     test_fixed();
     test_poisson_one_worker();
     test_poisson_superposition();
