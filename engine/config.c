@@ -93,6 +93,7 @@ enum {
     OPT_BLOCK_SIZE,
     OPT_IGNORE_EOS,
     OPT_COOLDOWN,
+    OPT_SLICE_DURATION,
     OPT_BURSTINESS,
     OPT_SLO,
     OPT_SEARCH,
@@ -176,6 +177,7 @@ static const struct option long_options[] = {
     {"request-rate-range", required_argument, NULL, OPT_RATE_RANGE},             /* perf_analyzer */
     {"parameter-sweep-cooldown-seconds", required_argument, NULL, OPT_COOLDOWN}, /* AIPerf */
     {"slo", required_argument, NULL, OPT_SLO},
+    {"slice-duration", required_argument, NULL, OPT_SLICE_DURATION}, /* AIPerf */
     {"burstiness", required_argument, NULL, OPT_BURSTINESS},         /* vLLM */
     {"arrival-smoothness", required_argument, NULL, OPT_BURSTINESS}, /* AIPerf */
     {"search", required_argument, NULL, OPT_SEARCH},
@@ -1032,6 +1034,8 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_COOLDOWN:
         st->cooldown_given = true;
         return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->cooldown_s);
+    case OPT_SLICE_DURATION:
+        return parse_num(opt, arg, "seconds, above 0", 0, true, 86400 * 365, &cfg->slice_duration_s);
     case OPT_BURSTINESS:
         st->burstiness_flag = opt;
         return parse_num(opt, arg, "a positive number (1: Poisson; below 1 burstier, above 1 smoother)", 0, true, 1e6,
@@ -1694,6 +1698,8 @@ char *sg_config_to_json(const sg_config_t *cfg)
         json_object_set_new(sweep, "values", values ? values : json_null());
         json_object_set_new(sweep, "cooldown_seconds", json_real(cfg->cooldown_s));
     }
+    json_object_set_new(o, "slice_duration",
+                        cfg->slice_duration_s > 0 ? json_real(cfg->slice_duration_s) : json_null());
     json_t *slo_list = json_array();
     for (size_t i = 0; slo_list && i < cfg->n_slo_checks; i++)
         json_array_append_new(slo_list, json_string(cfg->slo_checks[i].text));
@@ -1826,6 +1832,10 @@ void sg_config_usage(FILE *out)
                  "                                (default: 0)\n"
                  "      --workers N               worker threads, one per core (default: the CPUs this process\n"
                  "                                may run on)\n"
+                 "\n"
+                 "      --slice-duration S        also measure each S-second window of the run (AIPerf's time\n"
+                 "                                slices), a request in the window of its intended start:\n"
+                 "                                <stem>_surge_timeslices.json and .csv\n"
                  "\n"
                  "SLO verdicts (docs/metrics.md, SLO verdicts):\n"
                  "      --slo 'METRIC:STAT<VALUE' a verdict on the whole run, repeatable: STAT is avg, min, max,\n"

@@ -170,6 +170,21 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
         fprintf(stderr, "surge: writing %s: %s\n", jsonl_path, sg_strerror(err));
         rc = err;
     }
+    if (cfg->slice_duration_s > 0) {
+        char *sj = NULL, *sc = NULL;
+        snprintf(name, sizeof(name), "%s_surge_timeslices.json", stem);
+        sj = path_join(run->artifact_dir, name);
+        snprintf(name, sizeof(name), "%s_surge_timeslices.csv", stem);
+        sc = path_join(run->artifact_dir, name);
+        err = sj && sc ? sg_export_timeslices(sj, sc, logs, n, cfg->slice_duration_s, cfg->slos, cfg->n_slos, info)
+                       : -ENOMEM;
+        if (err < 0) {
+            fprintf(stderr, "surge: writing the time slices %s: %s\n", sj ? sj : "", sg_strerror(err));
+            rc = err;
+        }
+        free(sj);
+        free(sc);
+    }
     for (unsigned i = 0; i < n; i++)
         unlink(logs[i]);
     err = sg_export_csv(csv_path, merged, info);

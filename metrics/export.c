@@ -738,6 +738,11 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     return root;
 }
 
+json_t *sg_export_summary(const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    return build_summary(m, info);
+}
+
 int sg_export_json(const char *path, const sg_metrics_t *m, const sg_run_info_t *info)
 {
     json_t *root = build_summary(m, info);

@@ -327,6 +327,54 @@ static int scan_log(const mapped_t *mp, uint32_t log, idx_t **idx, size_t *n, si
     return rc;
 }
 
+/* A log record as an sg_record_t; its events copied into *events (aligned, grown as needed). 0 or -ENOMEM. */
+static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, uint32_t *events_cap)
+{
+    const struct wire_rec *w = &v->w;
+    sg_record_t r;
+    memset(&r, 0, sizeof(r));
+    r.id = w->id;
+    r.worker = w->worker;
+    r.payload = w->payload;
+    r.model = w->model;
+    r.streaming = w->flags & FLAG_STREAMING;
+    r.resent = w->flags & FLAG_RESENT;
+    r.warmup = w->flags & FLAG_WARMUP;
+    r.intended_ns = w->intended_ns;
+    r.sent_ns = w->sent_ns;
+    r.first_byte_ns = w->first_byte_ns;
+    r.first_token_ns = w->first_token_ns;
+    r.second_token_ns = w->second_token_ns;
+    r.end_ns = w->end_ns;
+    r.http_status = w->http_status;
+    r.err_class = w->err_class;
+    r.osl_source = w->osl_source;
+    r.isl = w->isl;
+    r.isl_server = w->isl_server;
+    r.osl = w->osl;
+    r.osl_server = w->osl_server;
+    r.osl_tokenizer = w->osl_tokenizer;
+    r.max_tokens = w->max_tokens;
+    r.content_events = w->content_events;
+    r.response_bytes = w->response_bytes;
+    memcpy(r.err_msg, v->msg, w->msg_len);
+    r.err_msg[w->msg_len] = '\0';
+    if (w->n_events) { /* the log's copy is unaligned: metrics read an aligned one */
+        if (w->n_events > *events_cap) {
+            uint32_t *ne = realloc(*events, (size_t)w->n_events * sizeof(*ne));
+            if (!ne)
+                return -ENOMEM;
+            *events = ne;
+            *events_cap = w->n_events;
+        }
+        memcpy(*events, v->ev, (size_t)w->n_events * sizeof(**events));
+        r.event_us = *events;
+        r.n_events = w->n_events;
+    }
+    *out = r;
+    return 0;
+}
+
 /* ---------- the post-run OSL pass ---------- */
 
 int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_metrics_t *m)
@@ -350,46 +398,9 @@ int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_
         if ((w->flags & FLAG_WARMUP))
             continue;
         sg_record_t r;
-        memset(&r, 0, sizeof(r));
-        r.id = w->id;
-        r.worker = w->worker;
-        r.payload = w->payload;
-        r.model = w->model;
-        r.streaming = w->flags & FLAG_STREAMING;
-        r.resent = w->flags & FLAG_RESENT;
-        r.intended_ns = w->intended_ns;
-        r.sent_ns = w->sent_ns;
-        r.first_byte_ns = w->first_byte_ns;
-        r.first_token_ns = w->first_token_ns;
-        r.second_token_ns = w->second_token_ns;
-        r.end_ns = w->end_ns;
-        r.http_status = w->http_status;
-        r.err_class = w->err_class;
-        r.osl_source = w->osl_source;
-        r.isl = w->isl;
-        r.isl_server = w->isl_server;
-        r.osl = w->osl;
-        r.osl_server = w->osl_server;
-        r.osl_tokenizer = w->osl_tokenizer;
-        r.max_tokens = w->max_tokens;
-        r.content_events = w->content_events;
-        r.response_bytes = w->response_bytes;
-        memcpy(r.err_msg, v.msg, w->msg_len);
-        r.err_msg[w->msg_len] = '\0';
-        if (w->n_events) { /* the log's copy is unaligned: metrics read an aligned one */
-            if (w->n_events > events_cap) {
-                uint32_t *ne = realloc(events, (size_t)w->n_events * sizeof(*ne));
-                if (!ne) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                events = ne;
-                events_cap = w->n_events;
-            }
-            memcpy(events, v.ev, (size_t)w->n_events * sizeof(*events));
-            r.event_us = events;
-            r.n_events = w->n_events;
-        }
+        rc = rec_decode(&v, &r, &events, &events_cap);
+        if (rc)
+            break;
         if ((w->flags & FLAG_TEXT) && count && r.err_class == SG_ERRC_NONE) {
             ssize_t n = count(ctx, v.text, w->text_len);
             if (n < 0) {
@@ -405,6 +416,30 @@ int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_
         }
         if (m)
             sg_metrics_add(m, &r);
+    }
+    free(events);
+    munmap((void *)mp.base, mp.size);
+    return rc;
+}
+
+int sg_reclog_each(const char *path, sg_record_fn fn, void *ctx)
+{
+    mapped_t mp = {0};
+    int rc = map_log(path, &mp, false);
+    if (rc)
+        return rc;
+    rc = check_file_header(&mp);
+    size_t off = sizeof(struct file_header);
+    rec_view_t v;
+    uint32_t *events = NULL, events_cap = 0;
+    while (!rc && (rc = next_rec(&mp, &off, &v)) == 1) {
+        rc = 0;
+        if (v.w.flags & FLAG_WARMUP)
+            continue;
+        sg_record_t r;
+        rc = rec_decode(&v, &r, &events, &events_cap);
+        if (!rc)
+            fn(ctx, &r);
     }
     free(events);
     munmap((void *)mp.base, mp.size);

@@ -10,6 +10,9 @@
 #define SG_EXPORT_UTIL_H
 
 #include "sg_common.h"
+#include "sg_metrics.h"
+
+#include <jansson.h>
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -71,5 +74,8 @@ size_t sg_utf8_seq_len(const unsigned char *s, size_t n);
 size_t sg_json_escape(char *dst, const char *s, size_t len);
 /* Copy src into dst (cap >= 1) as valid UTF-8, invalid bytes replaced by '?'; always NUL-terminated. */
 void sg_utf8_sanitize(char *dst, size_t cap, const char *src);
+
+/* The summary object of profile_export_surge.json for m (new reference; NULL on OOM). export.c. */
+json_t *sg_export_summary(const sg_metrics_t *m, const sg_run_info_t *info);
 
 #endif

@@ -217,6 +217,21 @@ typedef ssize_t (*sg_token_count_fn)(void *ctx, const char *text, size_t len);
  * NULL) with those final values. 0, -errno, SG_EPROTO (corrupt log) or count's error.
  */
 SG_WUR int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_metrics_t *m);
+/* Every measured (non-warmup) record of one log, in log order, to fn (after the OSL pass: with final OSL). The
+ * record and its events are valid during the call only. 0, -errno or SG_EPROTO (corrupt log). */
+typedef void (*sg_record_fn)(void *ctx, const sg_record_t *r);
+SG_WUR int sg_reclog_each(const char *path, sg_record_fn fn, void *ctx);
+
+/*
+ * --slice-duration: the measured requests of the logs in consecutive windows of slice_s seconds from the first
+ * intended start, each request in the window of its intended start; each window's metrics as the run's (same
+ * definitions, sg_metrics_add), written to json_path (AIPerf-style summaries per window) and csv_path (a row per
+ * window). slos as the run's goodput SLOs. 0 or -errno.
+ */
+SG_WUR int sg_export_timeslices(const char *json_path, const char *csv_path, const char *const *log_paths,
+                                size_t n_logs, double slice_s, const sg_slo_t *slos, size_t n_slos,
+                                const sg_run_info_t *info);
+
 /*
  * Read every worker's log, order records by intended time, and write one JSON object per non-warmup request to
  * out_path. model_names maps sg_record_t.model to a name (may be NULL). 0 or -errno / SG_EPROTO (corrupt log).

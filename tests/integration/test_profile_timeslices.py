@@ -1,0 +1,48 @@
+"""--slice-duration (AIPerf's time slices): per-window metrics in <stem>_surge_timeslices.json and .csv, each
+request in the window of its intended start. At a constant 50 req/s for 3 s, 1 s windows hold 50 requests each;
+against a mock past its capacity (--max-batch) the backlog grows, and each window's TTFT is above the last one's,
+which one run-wide table cannot show. A bad value is refused before anything is sent."""
+import csv
+import json
+import os
+
+import harness
+from profiling import profile
+
+
+def main(h):
+    with h.mock("--ttft-ms", 10, "--itl-ms", 1, "--output-tokens", 8) as m:
+        r = profile(h, m.url, "--streaming", "--request-rate", 50, "--request-distribution", "constant",
+                    "--benchmark-duration", 3, "--slice-duration", 1)
+        with open(os.path.join(r.dir, "profile_export_surge_timeslices.json")) as f:
+            doc = json.load(f)
+        sl = doc["slices"]
+        h.check(doc["slice_duration"] == 1 and [s["slice_index"] for s in sl] == [0, 1, 2], "three 1 s windows",
+                [(s["slice_index"], s["request_count"]) for s in sl])
+        h.check(all(s["request_count"]["avg"] == 50 for s in sl), "50 requests in each window",
+                [s["request_count"]["avg"] for s in sl])
+        h.check(sum(s["request_count"]["avg"] for s in sl) == r.summary["request_count"]["avg"],
+                "the windows add up to the run")
+        with open(os.path.join(r.dir, "profile_export_surge_timeslices.csv"), newline="") as f:
+            rows = list(csv.DictReader(f))
+        h.check([row["Slice"] for row in rows] == ["0", "1", "2"] and rows[1]["Request Count"] == "50",
+                "CSV: a row per window", rows[:1])
+        h.check(all(abs(float(row["Time to first token p50 (ms)"]) - 10) < 5 for row in rows),
+                "each window's TTFT is the mock's", [row["Time to first token p50 (ms)"] for row in rows])
+
+    # 2 slots x 20 ms: 100 req/s; at 150 req/s the queue grows, and so does each window's TTFT
+    with h.mock("--ttft-ms", 10, "--itl-ms", 1, "--output-tokens", 11, "--max-batch", 2) as m:
+        r = profile(h, m.url, "--streaming", "--request-rate", 150, "--request-distribution", "constant",
+                    "--benchmark-duration", 3, "--slice-duration", 1, timeout=120)
+        with open(os.path.join(r.dir, "profile_export_surge_timeslices.json")) as f:
+            sl = json.load(f)["slices"]
+        p50 = [s["time_to_first_token"]["p50"] for s in sl]
+        h.check(len(p50) == 3 and p50[0] + 100 < p50[1] and p50[1] + 100 < p50[2],
+                "a growing backlog shows window by window", p50)
+
+        r = profile(h, m.url, "--slice-duration", "0", check_rc=2)
+        h.check(r.stderr.startswith("surge: --slice-duration:"), "--slice-duration 0 refused", r.stderr)
+
+
+if __name__ == "__main__":
+    harness.main(main)
