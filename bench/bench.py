@@ -18,6 +18,9 @@ runs, and the comparisons are ratios taken in the same run).
                           (what GenAI-Perf drives) is not packaged in Debian
   bench/bench.py memory   peak client memory at 200 and 2,000 concurrent streams, per in-flight stream,
                           surge vs h2load
+  bench/bench.py points   client CPU per request of one load point run alone, as a point of a sweep, and as a
+                          probe of a capacity search (whose workers also count requests past an SLO bound):
+                          non-streamed HTTP/1.1, 64 connections, one worker; ratios to the plain run
   bench/bench.py all
 
 The client is pinned to CPU 0 and the mock to CPU 1 when the machine has two or more.
@@ -369,9 +372,43 @@ def bench_memory(surge, repeat, client_cpu, mock_cpu):
     return {"surge_bytes_per_stream": s_per, "h2load_bytes_per_stream": h_per}
 
 
+def bench_points(surge, n, repeat, client_cpu, mock_cpu):
+    """A sweep's or a search's point costs what a plain run costs per request: the load-phase client CPU of a
+    point at concurrency 64 run alone, as the second point of --concurrency 63,64, and as the first probe of a
+    --search max-concurrency (its workers count every request against the SLO's bound)."""
+    common = ["--request-count", str(n), "--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "1"]
+    modes = [("plain run", ["--concurrency", "64"], None),
+             ("sweep point", ["--concurrency", "63,64", "--parameter-sweep-cooldown-seconds", "0"], "concurrency_64"),
+             ("search probe", ["--search", "max-concurrency", "--search-range", "64:65", "--slo",
+                               "request_latency:p99<60000", "--parameter-sweep-cooldown-seconds", "0"],
+              "probe_01_concurrency_64")]
+    per = {name: [] for name, _, _ in modes}
+    with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1"], mock_cpu) as m:
+        for _ in range(repeat):
+            for name, args, sub in modes:  # interleaved: the machine's drift hits every mode alike
+                measured(surge_cmd(surge, m.port, client_cpu, args + common))
+                path = os.path.join(ARTIFACTS, sub, "profile_export_surge.json") if sub else \
+                    os.path.join(ARTIFACTS, "profile_export_surge.json")
+                with open(path) as f:
+                    s = json.load(f)
+                if s["request_count"]["avg"] != n:
+                    raise RuntimeError("%s completed %s of %d requests" % (name, s["request_count"]["avg"], n))
+                per[name].append(s["client_cpu_time"]["avg"] / n * 1e6)
+    base = statistics.median(per["plain run"])
+    print("points: non-streamed HTTP/1.1, concurrency 64, %d requests per point, one worker, median of %d"
+          % (n, repeat))
+    out = {}
+    for name, _, _ in modes:
+        med = statistics.median(per[name])
+        print("  %-13s %7.2f us CPU/request, load phase  ratio to the plain run %.2fx  (target 1.0)"
+              % (name, med, med / base))
+        out[name] = med
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "all"])
+    ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "all"])
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=200000)
     ap.add_argument("--repeat", type=int, default=5)
@@ -399,6 +436,8 @@ def run(args):
         bench_stream(args.surge, max(args.requests // 100, 200), 1000, args.repeat, client_cpu, mock_cpu)
     if args.what in ("grpc", "all"):
         bench_grpc(args.surge, max(args.requests // 100, 200), 1000, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("points", "all"):
+        bench_points(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("memory", "all"):
         bench_memory(args.surge, min(args.repeat, 3), client_cpu, mock_cpu)
 

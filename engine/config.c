@@ -761,6 +761,12 @@ static int parse_sweep_list(sg_config_t *cfg, parse_state_t *st, const char *opt
         one[len] = '\0';
         double v;
         rc = sweep_value(opt, kind, one, &v);
+        for (size_t i = 0; rc == 0 && i < cfg->n_sweep_values; i++)
+            if (cfg->sweep_values[i] == v)
+                rc = fail(opt,
+                          "%s appears twice in the list \"%s\" (each point has a directory of its own, named "
+                          "by its value)",
+                          one, arg);
         if (rc == 0)
             rc = sweep_push(cfg, opt, v);
         if (!comma)

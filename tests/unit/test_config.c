@@ -747,6 +747,7 @@ static void test_points(void)
     sg_config_free(&c);
 
     BAD("-m", "x", "--concurrency", "1,,4");
+    BAD("-m", "x", "--concurrency", "4,8,4");
     BAD("-m", "x", "--concurrency", "1,0");
     BAD("-m", "x", "--concurrency", "4,");
     BAD("-m", "x", "--request-rate", "1,inf");
