@@ -33,7 +33,7 @@ typedef struct sg_slo_check {
     sg_slo_stat_t stat;    /* SG_SLO_DIST only */
     double pct;            /* SG_SLO_STAT_PCT: 0 < pct < 100 */
     sg_slo_op_t op;
-    double target; /* in the exported unit */
+    double target;  /* in the exported unit */
     char text[160]; /* canonical form, e.g. "time_to_first_token:p99<500", for tables and files */
 } sg_slo_check_t;
 
