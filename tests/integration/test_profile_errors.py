@@ -30,7 +30,7 @@ def main(h):
         (["--concurrency", "0"], "--concurrency"),
         (["--concurrency", "2", "--request-rate", "5"], "--concurrency"),
         (["--max-concurrency", "2"], "--max-concurrency"),
-        (["--request-distribution", "gamma", "--request-rate", "5"], "--request-distribution"),
+        (["--request-distribution", "weibull", "--request-rate", "5"], "--request-distribution"),
         (["--endpoint-type", "embeddingz"], "--endpoint-type"),
         (["--extra-inputs", "novalue"], "--extra-inputs"),
         (["-H", "Bad Header"], "--header"),
