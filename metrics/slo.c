@@ -273,7 +273,8 @@ bool sg_slo_all_pass(const sg_slo_verdict_t *v, size_t n)
 
 bool sg_slo_per_request_bound(const sg_slo_check_t *c, double *share_allowed)
 {
-    if (c->kind != SG_SLO_DIST || c->stat != SG_SLO_STAT_PCT)
+    /* inter_chunk_latency's distribution holds every gap, many per request: a count of requests cannot bound it */
+    if (c->kind != SG_SLO_DIST || c->stat != SG_SLO_STAT_PCT || c->metric == SG_M_INTER_CHUNK)
         return false;
     bool ceiling = c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_LE;
     if (ceiling == sg_metric_larger_is_better(c->metric))

@@ -378,10 +378,14 @@ static void test_per_request_bound(void)
     CHECK(sg_slo_per_request_bound(&c, &share) && fabs(share - 0.1) < 1e-12);
     c = parsed("output_token_throughput_per_user:p5>=20");
     CHECK(sg_slo_per_request_bound(&c, &share) && fabs(share - 0.05) < 1e-12);
-    /* not a per-request count: a statistic other than a percentile, the wrong direction, a run quantity */
-    const char *no[] = {"ttft:avg<500",    "ttft:max<500",
-                        "ttft:p99>5",      "output_token_throughput_per_user:p10<20",
-                        "error_rate<0.01", "request_throughput>1"};
+    /* not a per-request count: a statistic other than a percentile, the wrong direction, a run quantity, gaps */
+    const char *no[] = {"ttft:avg<500",
+                        "ttft:max<500",
+                        "ttft:p99>5",
+                        "output_token_throughput_per_user:p10<20",
+                        "error_rate<0.01",
+                        "request_throughput>1",
+                        "inter_chunk_latency:p99<50"};
     for (size_t i = 0; i < SG_ARRAY_LEN(no); i++) {
         c = parsed(no[i]);
         CHECK(!sg_slo_per_request_bound(&c, &share));
