@@ -428,30 +428,61 @@ static void put_osl_compare(FILE *out, const sg_metrics_t *m, const sg_run_info_
     fputc('\n', out);
 }
 
+/* v to about sig significant digits in fixed notation (1,235; 50.51; 0.01961), trailing zeros dropped. */
+static void fmt_sig(char *out, size_t cap, double v, int sig)
+{
+    int decimals = 0;
+    if (isfinite(v) && v != 0) {
+        decimals = sig - 1 - (int)floor(log10(fabs(v)));
+        decimals = decimals < 0 ? 0 : decimals > 9 ? 9 : decimals;
+    }
+    fmt_num(out, cap, v, decimals);
+    if (decimals > 0 && strchr(out, '.')) {
+        size_t n = strlen(out);
+        while (n > 0 && out[n - 1] == '0')
+            out[--n] = '\0';
+        if (n > 0 && out[n - 1] == '.')
+            out[--n] = '\0';
+    }
+}
+
 /* The --slo verdicts after the metrics: one line per SLO, its target, what the run measured, PASS or FAIL. */
 static void put_verdicts(FILE *out, const sg_run_info_t *info)
 {
     if (!info || !info->n_slo_checks)
         return;
-    size_t passed = 0, n = info->n_slo_checks;
-    for (size_t i = 0; i < n; i++)
-        passed += info->slo_verdicts[i].pass;
-    fprintf(out, "SLO verdicts: %zu of %zu passed\n", passed, n);
-    fprintf(out, "  %-40s %14s %14s  %s\n", "SLO", "target", "measured", "verdict");
+    size_t passed = 0, n = info->n_slo_checks < SG_SLO_MAX ? info->n_slo_checks : SG_SLO_MAX;
+    char target[SG_SLO_MAX][CELL], measured[SG_SLO_MAX][CELL];
+    const char *heads[] = {"SLO", "target", "measured", "unit"};
+    size_t w[4];
+    for (int c = 0; c < 4; c++)
+        w[c] = strlen(heads[c]);
     for (size_t i = 0; i < n; i++) {
         const sg_slo_check_t *c = &info->slo_checks[i];
         const sg_slo_verdict_t *v = &info->slo_verdicts[i];
-        const char *unit = sg_slo_unit(c);
-        char target[48], measured[48];
-        snprintf(target, sizeof target, "%g%s%s", c->target, unit[0] ? " " : "", unit);
+        passed += v->pass;
+        /* the target as given; the measured value to 4 significant digits, never in exponent form */
+        snprintf(target[i], CELL, "%.15g", c->target);
         if (v->measurable)
-            snprintf(measured, sizeof measured, "%.4g%s%s", v->measured, unit[0] ? " " : "", unit);
+            fmt_sig(measured[i], CELL, v->measured, 4);
         else
-            snprintf(measured, sizeof measured, "-");
-        fprintf(out, "  %-40s %14s %14s  %s\n", c->text, target, measured,
-                v->pass         ? "PASS"
-                : v->measurable ? "FAIL"
-                                : "FAIL (not measurable: no request had it)");
+            snprintf(measured[i], CELL, "-");
+        const size_t lens[4] = {strlen(c->text), strlen(target[i]), strlen(measured[i]), strlen(sg_slo_unit(c))};
+        for (int k = 0; k < 4; k++)
+            w[k] = lens[k] > w[k] ? lens[k] : w[k];
+    }
+    fprintf(out, "SLO verdicts: %zu of %zu passed\n", passed, n);
+    fprintf(out, "  %-*s  %*s  %*s  %-*s  %s\n", (int)w[0], heads[0], (int)w[1], heads[1], (int)w[2], heads[2],
+            (int)w[3], heads[3], "verdict");
+    for (size_t i = 0; i < n; i++) {
+        const sg_slo_check_t *c = &info->slo_checks[i];
+        const sg_slo_verdict_t *v = &info->slo_verdicts[i];
+        const char *verdict = v->pass                  ? "PASS"
+                              : v->measurable          ? "FAIL"
+                              : c->kind == SG_SLO_DIST ? "FAIL (not measurable: no request had this metric)"
+                                                       : "FAIL (not measurable: no request was measured)";
+        fprintf(out, "  %-*s  %*s  %*s  %-*s  %s\n", (int)w[0], c->text, (int)w[1], target[i], (int)w[2], measured[i],
+                (int)w[3], sg_slo_unit(c), verdict);
     }
 }
 
@@ -664,9 +695,9 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
             static const char *const stats[] = {"avg", "min", "max", "std", "pct"};
             static const char *const quantities[] = {NULL, "error_rate", "request_throughput",
                                                      "output_token_throughput"};
-            char stat[16];
+            char stat[32];
             if (c->stat == SG_SLO_STAT_PCT)
-                snprintf(stat, sizeof stat, "p%g", c->pct);
+                snprintf(stat, sizeof stat, "p%.15g", c->pct);
             else
                 snprintf(stat, sizeof stat, "%s", stats[c->stat]);
             json_t *e = json_object();

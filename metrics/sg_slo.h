@@ -61,7 +61,8 @@ bool sg_slo_all_pass(const sg_slo_verdict_t *v, size_t n);
  * percentile ceiling (STAT pNN with < or <= on a metric where smaller is better) or floor (pNN with > or >= on
  * output_token_throughput_per_user). Such a check fails once more than a share of the point's requests are on
  * the wrong side of target: 1 - pct/100 for a ceiling, pct/100 for a floor. Returns true and sets *share_allowed
- * to it; false for other checks.
+ * to it; false for other checks, and for inter_chunk_latency, whose distribution holds every gap between events
+ * (many per request), not one value per request.
  */
 bool sg_slo_per_request_bound(const sg_slo_check_t *c, double *share_allowed);
 

@@ -70,9 +70,15 @@ int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen
     out->op = ge ? (eq ? SG_SLO_OP_GE : SG_SLO_OP_GT) : (eq ? SG_SLO_OP_LE : SG_SLO_OP_LT);
     const char *vtext = opp + 1 + eq;
     if (strpbrk(vtext, "<>="))
-        return bad(err, errlen, "one comparison per SLO, got \"%s\"", text);
+        return bad(err, errlen, "one comparison per SLO, got \"%s\": give each SLO its own --slo", text);
     if (!parse_value(vtext, &out->target))
-        return bad(err, errlen, "expected a number after the comparison in \"%s\"", text);
+        return bad(err, errlen,
+                   "expected a number after the comparison in \"%s\" (no unit: ms for times, tokens/s for rates, a "
+                   "fraction for error_rate)",
+                   text);
+    /* every quantity is 0 or more: "< 0" could never pass, and is a typo for "<= 0" */
+    if (out->op == SG_SLO_OP_LT && out->target == 0)
+        return bad(err, errlen, "nothing measured is below 0, so \"%s\" could never pass; <=0 is what can", text);
 
     /* the left side, without surrounding spaces */
     const char *l = text;
@@ -82,12 +88,28 @@ int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen
     while (le > l && isspace((unsigned char)le[-1]))
         le--;
     char left[96];
-    if (le == l || (size_t)(le - l) >= sizeof left)
+    if (le == l)
         return bad(err, errlen, "expected a metric before the comparison in \"%s\"", text);
+    if ((size_t)(le - l) >= sizeof left)
+        return bad(err, errlen, "unknown metric \"%.40s...\" (see surge profile --help, SLO verdicts)", l);
     memcpy(left, l, (size_t)(le - l));
     left[le - l] = '\0';
 
     char *colon = strchr(left, ':');
+    if (colon) {
+        /* spaces around the colon too: "ttft : p99 < 500" */
+        char *ce = colon;
+        while (ce > left && isspace((unsigned char)ce[-1]))
+            ce--;
+        const char *st = colon + 1;
+        while (isspace((unsigned char)*st))
+            st++;
+        *ce = ':';
+        memmove(ce + 1, st, strlen(st) + 1);
+        colon = ce;
+        if (colon == left)
+            return bad(err, errlen, "expected a metric before the ':' in \"%s\"", text);
+    }
     if (!colon) {
         for (size_t i = 0; i < SG_ARRAY_LEN(quantities); i++)
             if (strcmp(left, quantities[i].name) == 0)
@@ -110,6 +132,9 @@ int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen
     }
     *colon = '\0';
     const char *stat = colon + 1;
+    for (size_t i = 0; i < SG_ARRAY_LEN(quantities); i++)
+        if (strcmp(left, quantities[i].name) == 0)
+            return bad(err, errlen, "%s is one number for the whole run and takes no statistic: %s<VALUE", left, left);
     if (sg_metric_find(left, strlen(left), &out->metric) != 0) {
         char names[512];
         metric_names(names, sizeof names);
@@ -119,6 +144,9 @@ int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen
         snprintf(err, errlen, "unknown metric \"%s\" (known: %s; or ttft, tpot, itl, e2el)", left, names);
         return SG_EINVAL;
     }
+    if (!*stat)
+        return bad(err, errlen, "expected a statistic after \"%s:\" (avg, min, max, std, or a percentile such as p99)",
+                   left);
     if (strcmp(stat, "avg") == 0 || strcmp(stat, "mean") == 0)
         out->stat = SG_SLO_STAT_AVG;
     else if (strcmp(stat, "min") == 0)
@@ -141,7 +169,14 @@ int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen
     }
     if (out->target < 0)
         return bad(err, errlen, "a negative target in \"%s\"", text);
-    snprintf(out->text, sizeof out->text, "%s:%s%s%.15g", sg_metric_tag(out->metric), stat, op_text[out->op],
+    /* one spelling per check, so that the same SLO given twice is seen as such (mean = avg, p99.0 = p99) */
+    static const char *const stat_text[] = {"avg", "min", "max", "std"};
+    char canon[32];
+    if (out->stat == SG_SLO_STAT_PCT)
+        snprintf(canon, sizeof canon, "p%.15g", out->pct);
+    else
+        snprintf(canon, sizeof canon, "%s", stat_text[out->stat]);
+    snprintf(out->text, sizeof out->text, "%s:%s%s%.15g", sg_metric_tag(out->metric), canon, op_text[out->op],
              out->target);
     return 0;
 }
@@ -238,7 +273,8 @@ bool sg_slo_all_pass(const sg_slo_verdict_t *v, size_t n)
 
 bool sg_slo_per_request_bound(const sg_slo_check_t *c, double *share_allowed)
 {
-    if (c->kind != SG_SLO_DIST || c->stat != SG_SLO_STAT_PCT)
+    /* inter_chunk_latency's distribution holds every gap, many per request: a count of requests cannot bound it */
+    if (c->kind != SG_SLO_DIST || c->stat != SG_SLO_STAT_PCT || c->metric == SG_M_INTER_CHUNK)
         return false;
     bool ceiling = c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_LE;
     if (ceiling == sg_metric_larger_is_better(c->metric))

@@ -1,0 +1,403 @@
+/*
+ * --slo (sg_slo.h): what the parser takes and refuses, the canonical text it keeps, and the verdicts on metrics
+ * filled with hand-built requests of known timing: measured values, the boundary under < and <=, > and >=, checks
+ * with nothing to measure, and which checks a probe may count request by request.
+ */
+#include "sg_metrics.h"
+#include "sg_slo.h"
+#include "test.h"
+
+#define MS 1000000LL
+#define T0 (500LL * 1000 * MS) /* an arbitrary monotonic origin: 500 s */
+
+static uint32_t events[64];
+
+/* A streamed request intended at `at`: first token ttft_ms later, then osl - 1 more tokens gap_ms apart. */
+static sg_record_t streamed(uint64_t id, int64_t at, int64_t ttft_ms, uint32_t osl, int64_t gap_ms)
+{
+    sg_record_t r;
+    memset(&r, 0, sizeof r);
+    r.id = id;
+    r.streaming = true;
+    r.intended_ns = at;
+    r.sent_ns = at;
+    r.first_byte_ns = at + ttft_ms * MS;
+    r.first_token_ns = at + ttft_ms * MS;
+    r.second_token_ns = osl >= 2 ? r.first_token_ns + gap_ms * MS : 0;
+    r.end_ns = r.first_token_ns + (int64_t)(osl - 1) * gap_ms * MS;
+    r.http_status = 200;
+    r.osl = osl;
+    r.osl_server = (int32_t)osl;
+    r.osl_source = SG_OSL_USAGE;
+    r.isl = 10;
+    r.isl_server = -1;
+    r.osl_tokenizer = -1;
+    r.content_events = osl;
+    for (uint32_t i = 0; i < osl && i < SG_ARRAY_LEN(events); i++)
+        events[i] = (uint32_t)(i * gap_ms * 1000);
+    r.event_us = events;
+    r.n_events = osl < SG_ARRAY_LEN(events) ? osl : (uint32_t)SG_ARRAY_LEN(events);
+    return r;
+}
+
+/* A whole (not streamed) answer of osl tokens, latency_ms after `at`. */
+static sg_record_t whole(uint64_t id, int64_t at, int64_t latency_ms, uint32_t osl)
+{
+    sg_record_t r;
+    memset(&r, 0, sizeof r);
+    r.id = id;
+    r.intended_ns = at;
+    r.sent_ns = at;
+    r.first_byte_ns = r.end_ns = at + latency_ms * MS;
+    r.http_status = 200;
+    r.osl = osl;
+    r.osl_server = (int32_t)osl;
+    r.osl_source = SG_OSL_USAGE;
+    r.isl = 10;
+    r.isl_server = r.osl_tokenizer = -1;
+    return r;
+}
+
+static sg_record_t failure(uint64_t id, int64_t at)
+{
+    sg_record_t r;
+    memset(&r, 0, sizeof r);
+    r.id = id;
+    r.intended_ns = at;
+    r.sent_ns = at;
+    r.end_ns = at + MS;
+    r.err_class = SG_ERRC_HTTP;
+    r.http_status = 500;
+    r.isl_server = r.osl_server = r.osl_tokenizer = -1;
+    snprintf(r.err_msg, sizeof r.err_msg, "boom");
+    return r;
+}
+
+static void check_accepts(const char *text, const char *canonical)
+{
+    sg_slo_check_t c;
+    char err[512] = "";
+    int rc = sg_slo_parse(text, &c, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "refused \"%s\": %s\n", text, err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc == 0)
+        CHECK_EQ_STR(c.text, strlen(c.text), canonical);
+    /* the canonical text is itself accepted, as the same check */
+    sg_slo_check_t again;
+    CHECK_EQ_INT(sg_slo_parse(c.text, &again, err, sizeof err), 0);
+    CHECK(again.kind == c.kind && again.op == c.op && again.target == c.target);
+    CHECK(c.kind != SG_SLO_DIST ||
+          (again.metric == c.metric && again.stat == c.stat && (c.stat != SG_SLO_STAT_PCT || again.pct == c.pct)));
+}
+
+static void check_refuses(const char *text, const char *says)
+{
+    sg_slo_check_t c;
+    char err[512] = "";
+    CHECK_EQ_INT(sg_slo_parse(text, &c, err, sizeof err), SG_EINVAL);
+    if (!strstr(err, says))
+        fprintf(stderr, "\"%s\": message \"%s\" lacks \"%s\"\n", text, err, says);
+    CHECK(strstr(err, says) != NULL);
+}
+
+static sg_slo_check_t parsed(const char *text)
+{
+    sg_slo_check_t c;
+    char err[512] = "";
+    int rc = sg_slo_parse(text, &c, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "refused \"%s\": %s\n", text, err);
+    CHECK_EQ_INT(rc, 0);
+    return c;
+}
+
+static void test_parse(void)
+{
+    check_accepts("time_to_first_token:p99<500", "time_to_first_token:p99<500");
+    check_accepts("  ttft : p99  <  500 ", "time_to_first_token:p99<500");
+    check_accepts("ttft:p99.0<500", "time_to_first_token:p99<500");
+    check_accepts("ttft:p99.9<=800", "time_to_first_token:p99.9<=800");
+    check_accepts("tpot:p95<=30", "inter_token_latency:p95<=30");
+    check_accepts("itl:p95<30", "inter_token_latency:p95<30");
+    check_accepts("e2el:avg<2000", "request_latency:avg<2000");
+    check_accepts("request_latency:mean<2e3", "request_latency:avg<2000");
+    check_accepts("request_latency:min>=1.5", "request_latency:min>=1.5");
+    check_accepts("request_latency:max < 10000", "request_latency:max<10000");
+    check_accepts("inter_token_latency:std<=4", "inter_token_latency:std<=4");
+    check_accepts("output_token_throughput_per_user:p10>20", "output_token_throughput_per_user:p10>20");
+    check_accepts("time_to_first_token_from_send:p50<100", "time_to_first_token_from_send:p50<100");
+    check_accepts("request_latency_from_send:p1>=0", "request_latency_from_send:p1>=0");
+    check_accepts("time_to_second_token:p90<40", "time_to_second_token:p90<40");
+    check_accepts("inter_chunk_latency:p99<50", "inter_chunk_latency:p99<50");
+    check_accepts("schedule_lag:p99<=5", "schedule_lag:p99<=5");
+    check_accepts("error_rate<0.01", "error_rate<0.01");
+    check_accepts("error_rate <= 0", "error_rate<=0");
+    check_accepts("error_rate<=1", "error_rate<=1");
+    check_accepts("request_throughput>100", "request_throughput>100");
+    check_accepts("output_token_throughput>=5000", "output_token_throughput>=5000");
+
+    sg_slo_check_t c = parsed("ttft:p99.9 <= 800");
+    CHECK(c.kind == SG_SLO_DIST && c.metric == SG_M_TTFT && c.stat == SG_SLO_STAT_PCT && c.pct == 99.9);
+    CHECK(c.op == SG_SLO_OP_LE && c.target == 800);
+    c = parsed("output_token_throughput_per_user:p10>20");
+    CHECK(c.metric == SG_M_TOKENS_PER_USER && c.op == SG_SLO_OP_GT && c.pct == 10);
+    c = parsed("error_rate<0.01");
+    CHECK(c.kind == SG_SLO_ERROR_RATE && c.op == SG_SLO_OP_LT && c.target == 0.01);
+    c = parsed("request_throughput>=2.5");
+    CHECK(c.kind == SG_SLO_REQUEST_THROUGHPUT && c.op == SG_SLO_OP_GE && c.target == 2.5);
+    CHECK(strcmp(sg_slo_unit(&c), "requests/sec") == 0);
+    c = parsed("output_token_throughput>1");
+    CHECK(c.kind == SG_SLO_OUTPUT_TOKEN_THROUGHPUT && strcmp(sg_slo_unit(&c), "tokens/sec") == 0);
+    c = parsed("ttft:avg<1");
+    CHECK(c.stat == SG_SLO_STAT_AVG && strcmp(sg_slo_unit(&c), "ms") == 0);
+    c = parsed("error_rate<1");
+    CHECK(strcmp(sg_slo_unit(&c), "") == 0);
+}
+
+static void test_parse_refused(void)
+{
+    check_refuses("", "expected METRIC:STAT<VALUE");
+    check_refuses("ttft:p99", "expected METRIC:STAT<VALUE");
+    check_refuses("ttft:p99=500", "expected METRIC:STAT<VALUE");
+    check_refuses("ttft:p99<500<600", "one comparison per SLO");
+    check_refuses("ttft:p99<500 error_rate<0.01", "give each SLO its own --slo");
+    check_refuses("ttft:p99=<500", "percentile");
+    check_refuses("ttft<500", "say which statistic");
+    check_refuses("ttft:<500", "expected a statistic");
+    check_refuses("ttft:p100<500", "percentile");
+    check_refuses("ttft:p0<500", "percentile");
+    check_refuses("ttft:p99x<500", "percentile");
+    check_refuses("ttft:q99<500", "unknown statistic");
+    check_refuses("ttft:P99<500", "unknown statistic");
+    check_refuses("ttft:p99<fast", "expected a number");
+    check_refuses("ttft:p99<500ms", "no unit");
+    check_refuses("ttft:p99<", "expected a number");
+    check_refuses("ttft:p99<inf", "expected a number");
+    check_refuses("ttft:p99<nan", "expected a number");
+    check_refuses("ttft:p99<-1", "negative");
+    check_refuses("ttft:p99<0", "could never pass");
+    check_refuses("error_rate<0", "could never pass");
+    check_refuses("error_rate<1.5", "fraction");
+    check_refuses("error_rate:avg<0.01", "takes no statistic");
+    check_refuses("request_throughput:p50>1", "takes no statistic");
+    check_refuses("errors<0.01", "unknown quantity");
+    check_refuses("<500", "expected a metric");
+    check_refuses(":p99<500", "expected a metric");
+    check_refuses("latency:p99<500", "unknown metric \"latency\"");
+    check_refuses("latency:p99<500", "time_to_first_token"); /* the valid names are listed */
+    check_refuses("latency:p99<500", "e2el");
+    check_refuses("isl:p99<5", "unknown metric"); /* not an alias of ours */
+    check_refuses("input_sequence_length:p99<5", "describes the workload");
+    check_refuses("output_sequence_length:avg>5", "describes the workload");
+    char longname[200];
+    memset(longname, 'x', 150);
+    snprintf(longname + 150, sizeof longname - 150, ":p99<5");
+    check_refuses(longname, "unknown metric");
+}
+
+/*
+ * Ten streamed requests, TTFT 1..10 ms, 5 tokens each 2 ms apart (ITL 2 ms, 500 tokens/s per user), intended
+ * 100 ms apart; one whole answer; one failure. The last request ends at 900 + 10 + 8 = 918 ms.
+ */
+static sg_metrics_t *known_run(void)
+{
+    sg_metrics_t *m = sg_metrics_new(NULL, 0);
+    CHECK(m != NULL);
+    for (int i = 0; i < 10; i++) {
+        sg_record_t r = streamed((uint64_t)i, T0 + i * 100 * MS, i + 1, 5, 2);
+        sg_metrics_add(m, &r);
+    }
+    sg_record_t w = whole(10, T0 + 50 * MS, 20, 5);
+    sg_metrics_add(m, &w);
+    sg_record_t f = failure(11, T0 + 60 * MS);
+    sg_metrics_add(m, &f);
+    return m;
+}
+
+typedef struct {
+    const char *text;
+    bool pass;
+} want_t;
+
+static void expect(const sg_metrics_t *m, const want_t *w, size_t n)
+{
+    double d = sg_metrics_duration_s(m);
+    for (size_t i = 0; i < n; i++) {
+        sg_slo_check_t c = parsed(w[i].text);
+        sg_slo_verdict_t v;
+        sg_slo_eval(&c, 1, m, d, &v);
+        if (v.pass != w[i].pass)
+            fprintf(stderr, "%s: measured %.9g (measurable %d), pass %d, want %d\n", w[i].text, v.measured,
+                    v.measurable, v.pass, w[i].pass);
+        CHECK(v.pass == w[i].pass);
+        CHECK(v.measurable);
+    }
+}
+
+static double measured(const sg_metrics_t *m, const char *text)
+{
+    sg_slo_check_t c = parsed(text);
+    sg_slo_verdict_t v;
+    sg_slo_eval(&c, 1, m, sg_metrics_duration_s(m), &v);
+    CHECK(v.measurable);
+    return v.measured;
+}
+
+static void test_eval(void)
+{
+    sg_metrics_t *m = known_run();
+    double d = sg_metrics_duration_s(m);
+    CHECK_NEAR(d, 0.918, 1e-12);
+
+    /* measured values, in the exported units */
+    CHECK_NEAR(measured(m, "ttft:avg<100"), 5.5, 1e-9);
+    CHECK_NEAR(measured(m, "ttft:min<100"), 1.0, 1e-9);
+    CHECK_NEAR(measured(m, "ttft:max<100"), 10.0, 1e-9);
+    CHECK_NEAR(measured(m, "ttft:std<100"), sqrt(8.25), 1e-9);
+    /* nearest rank: p50 of 1..10 is the 5th value, p51 the 6th (numpy's interpolation would say 5.5 and 5.59) */
+    CHECK_NEAR(measured(m, "ttft:p50<100"), 5.0, 5.0 / 2048);
+    CHECK_NEAR(measured(m, "ttft:p51<100"), 6.0, 6.0 / 2048);
+    CHECK_NEAR(measured(m, "ttft:p99.9<100"), 10.0, 10.0 / 2048);
+    CHECK_NEAR(measured(m, "itl:p50<100"), 2.0, 2.0 / 2048);
+    CHECK_NEAR(measured(m, "output_token_throughput_per_user:p50>1"), 500.0, 500.0 / 2048);
+    /* request latency covers the whole answer too: 10 streamed (9..18 ms) and one of 20 ms */
+    CHECK_NEAR(measured(m, "request_latency:max<100"), 20.0, 1e-9);
+    CHECK_NEAR(measured(m, "error_rate<1"), 1.0 / 12, 1e-15);
+    CHECK_NEAR(measured(m, "request_throughput>0"), 11 / 0.918, 1e-9);
+    CHECK_NEAR(measured(m, "output_token_throughput>0"), 55 / 0.918, 1e-9);
+
+    /* the boundary: exact values (min, max, avg, a quantity) under each comparison */
+    static const want_t bounds[] = {
+        {"ttft:max<10", false},
+        {"ttft:max<=10", true},
+        {"ttft:max>10", false},
+        {"ttft:max>=10", true},
+        {"ttft:min>1", false},
+        {"ttft:min>=1", true},
+        {"ttft:avg<5.5", false},
+        {"ttft:avg<=5.5", true},
+        {"error_rate<0.0833", false},
+        {"error_rate<0.0834", true},
+        {"ttft:p50<=5.01", true},
+        {"ttft:p50<4.99", false},
+        {"ttft:p51>5.99", true},
+        {"ttft:p90<=9.01", true},
+        {"ttft:p91<9.99", false},
+        {"tpot:p99<=2.01", true},
+        {"output_token_throughput_per_user:p10>=499", true},
+        {"output_token_throughput_per_user:p10>501", false},
+        {"request_throughput>=11", true},
+        {"request_throughput>12", false},
+        {"output_token_throughput>60", false},
+        {"output_token_throughput>=59", true},
+    };
+    expect(m, bounds, SG_ARRAY_LEN(bounds));
+
+    /* a percentile on a distribution of equal values is exact: clamped to [min, max] */
+    sg_metrics_t *same = sg_metrics_new(NULL, 0);
+    for (int i = 0; i < 7; i++) {
+        sg_record_t r = streamed((uint64_t)i, T0 + i * MS, 250, 3, 4);
+        sg_metrics_add(same, &r);
+    }
+    static const want_t exact[] = {
+        {"ttft:p99<250", false}, {"ttft:p99<=250", true}, {"ttft:p50>250", false},
+        {"ttft:p50>=250", true}, {"ttft:std<=0", true},   {"error_rate<=0", true},
+    };
+    expect(same, exact, SG_ARRAY_LEN(exact));
+
+    /* several at once, in order; all_pass only when every one does */
+    sg_slo_check_t cs[3] = {parsed("ttft:p99<=250"), parsed("error_rate<0.5"), parsed("itl:avg<=4")};
+    sg_slo_verdict_t vs[3];
+    sg_slo_eval(cs, 3, same, sg_metrics_duration_s(same), vs);
+    CHECK(vs[0].pass && vs[1].pass && vs[2].pass && sg_slo_all_pass(vs, 3));
+    CHECK_NEAR(vs[2].measured, 4.0, 1e-9);
+    cs[1] = parsed("request_throughput>1000000");
+    sg_slo_eval(cs, 3, same, sg_metrics_duration_s(same), vs);
+    CHECK(vs[0].pass && !vs[1].pass && vs[1].measurable && vs[2].pass && !sg_slo_all_pass(vs, 3));
+    CHECK(!sg_slo_all_pass(vs, 0));
+    sg_metrics_free(same);
+    sg_metrics_free(m);
+}
+
+static void test_not_measurable(void)
+{
+    /* whole answers only: no TTFT; one token each: no ITL */
+    sg_metrics_t *m = sg_metrics_new(NULL, 0);
+    for (int i = 0; i < 4; i++) {
+        sg_record_t r = whole((uint64_t)i, T0 + i * MS, 30, 1);
+        sg_metrics_add(m, &r);
+    }
+    const char *none[] = {"ttft:p99<1000", "ttft:avg>=0", "itl:max<1000", "inter_chunk_latency:p50<9",
+                          "output_token_throughput_per_user:p10>0"};
+    for (size_t i = 0; i < SG_ARRAY_LEN(none); i++) {
+        sg_slo_check_t c = parsed(none[i]);
+        sg_slo_verdict_t v = {.measurable = true, .measured = 7, .pass = true};
+        sg_slo_eval(&c, 1, m, sg_metrics_duration_s(m), &v);
+        CHECK(!v.measurable && !v.pass && v.measured == 0);
+    }
+    /* what they did have is measured */
+    sg_slo_check_t c = parsed("e2el:p99<=30");
+    sg_slo_verdict_t v;
+    sg_slo_eval(&c, 1, m, sg_metrics_duration_s(m), &v);
+    CHECK(v.measurable && v.pass);
+    sg_metrics_free(m);
+
+    /* nothing ran: no error rate (0 of 0), no duration, no distribution */
+    sg_metrics_t *empty = sg_metrics_new(NULL, 0);
+    const char *all[] = {"error_rate<=1", "request_throughput>=0", "output_token_throughput>=0", "e2el:max>=0"};
+    for (size_t i = 0; i < SG_ARRAY_LEN(all); i++) {
+        c = parsed(all[i]);
+        sg_slo_eval(&c, 1, empty, sg_metrics_duration_s(empty), &v);
+        CHECK(!v.measurable && !v.pass);
+    }
+    /* every request failed: the error rate is 1, the latencies have nothing */
+    for (int i = 0; i < 3; i++) {
+        sg_record_t f = failure((uint64_t)i, T0 + i * MS);
+        sg_metrics_add(empty, &f);
+    }
+    c = parsed("error_rate<=1");
+    sg_slo_eval(&c, 1, empty, sg_metrics_duration_s(empty), &v);
+    CHECK(v.measurable && v.pass && v.measured == 1.0);
+    c = parsed("e2el:max>=0");
+    sg_slo_eval(&c, 1, empty, sg_metrics_duration_s(empty), &v);
+    CHECK(!v.measurable && !v.pass);
+    sg_metrics_free(empty);
+}
+
+static void test_per_request_bound(void)
+{
+    double share = -1;
+    sg_slo_check_t c = parsed("ttft:p99<500");
+    CHECK(sg_slo_per_request_bound(&c, &share) && fabs(share - 0.01) < 1e-12);
+    c = parsed("e2el:p90<=2000");
+    CHECK(sg_slo_per_request_bound(&c, &share) && fabs(share - 0.1) < 1e-12);
+    c = parsed("ttft:p99.9<800");
+    CHECK(sg_slo_per_request_bound(&c, &share) && fabs(share - 0.001) < 1e-12);
+    c = parsed("output_token_throughput_per_user:p10>20");
+    CHECK(sg_slo_per_request_bound(&c, &share) && fabs(share - 0.1) < 1e-12);
+    c = parsed("output_token_throughput_per_user:p5>=20");
+    CHECK(sg_slo_per_request_bound(&c, &share) && fabs(share - 0.05) < 1e-12);
+    /* not a per-request count: a statistic other than a percentile, the wrong direction, a run quantity, gaps */
+    const char *no[] = {"ttft:avg<500",
+                        "ttft:max<500",
+                        "ttft:p99>5",
+                        "output_token_throughput_per_user:p10<20",
+                        "error_rate<0.01",
+                        "request_throughput>1",
+                        "inter_chunk_latency:p99<50"};
+    for (size_t i = 0; i < SG_ARRAY_LEN(no); i++) {
+        c = parsed(no[i]);
+        CHECK(!sg_slo_per_request_bound(&c, &share));
+    }
+}
+
+int main(void)
+{
+    test_parse();
+    test_parse_refused();
+    test_eval();
+    test_not_measurable();
+    test_per_request_bound();
+    return test_finish("test_slo");
+}
