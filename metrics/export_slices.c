@@ -1,9 +1,12 @@
 /*
- * --slice-duration (AIPerf's time slices): the run's measured requests in consecutive windows of S seconds, each
- * request in the window of its intended start (so a window holds the requests the schedule put there, and a
- * server that fell behind shows in that window's latencies, not in a later one's), each window measured with the
- * run's definitions: its records go through sg_metrics_add into a metrics object of its own. A metrics object is
- * large (histograms), so the logs are read once per batch of WINDOWS_PER_PASS windows.
+ * --slice-duration (AIPerf's time slices): the run's measured requests in consecutive windows of S seconds from
+ * the first intended start, each request in the window of its intended start (so a window holds the requests the
+ * schedule put there, and a server that fell behind shows in that window's latencies, not in a later one's), each
+ * window measured with the run's definitions: its records go through sg_metrics_add into a metrics object of its
+ * own. A metrics object is large (histograms), so the logs are read once per batch of WINDOWS_PER_PASS windows.
+ * The files keep AIPerf's layout (profile_export_aiperf_timeslices.json and .csv): a "timeslices" array of
+ * summaries with a "timeslice_index", and a tidy CSV of Timeslice,Metric,Unit,Stat,Value rows. Unlike AIPerf, an
+ * empty window is kept (with its zero counts), so that index i is always the window [i S, (i + 1) S).
  */
 #include "sg_export_util.h"
 #include "sg_metrics.h"
@@ -40,53 +43,63 @@ static void add_to_window(void *ctx, const sg_record_t *r)
         sg_metrics_add(p->win[k - (int64_t)p->first], r);
 }
 
-static double pct(const sg_metrics_t *m, sg_metric_id_t id, double p)
+/* A single value as the summary writes one: {"unit": ..., "avg": v}. */
+static json_t *per_slice(const char *unit, double v)
 {
-    const sg_hist_t *h = sg_metrics_hist(m, id);
-    return h && sg_hist_count(h) ? sg_hist_percentile(h, p) * sg_metric_scale(id) : NAN;
-}
-
-static double avg(const sg_metrics_t *m, sg_metric_id_t id)
-{
-    const sg_hist_t *h = sg_metrics_hist(m, id);
-    return h && sg_hist_count(h) ? sg_hist_mean(h) * sg_metric_scale(id) : NAN;
-}
-
-static void csv_num(FILE *f, double v)
-{
-    if (isnan(v))
-        fputs(",", f);
-    else
-        fprintf(f, ",%.6g", v);
-}
-
-static const sg_metric_id_t csv_metrics[] = {SG_M_TTFT, SG_M_ITL, SG_M_LATENCY, SG_M_SCHEDULE_LAG};
-
-static void csv_header(FILE *f)
-{
-    fputs("Slice,Start (sec),End (sec),Request Count,Error Request Count,Request Throughput (per sec),"
-          "Output Token Throughput (tokens/sec)",
-          f);
-    for (size_t i = 0; i < SG_ARRAY_LEN(csv_metrics); i++) {
-        const char *name = sg_metric_name(csv_metrics[i]);
-        fprintf(f, ",%s avg (ms),%s p50 (ms),%s p90 (ms),%s p99 (ms)", name, name, name, name);
+    json_t *o = json_object();
+    if (o && (json_object_set_new(o, "unit", json_string(unit)) || json_object_set_new(o, "avg", json_real(v)))) {
+        json_decref(o);
+        return NULL;
     }
-    fputc('\n', f);
+    return o;
 }
 
-static void csv_row(FILE *f, size_t k, double start_s, double end_s, const sg_metrics_t *m, double slice_s)
+/* "time_to_first_token" -> "Time To First Token": the label of the run's CSV, less its unit (a column here). */
+static void metric_label(char *buf, size_t cap, const char *tag)
 {
-    /* rates over the window's length: what the schedule put in it, per second */
-    fprintf(f, "%zu,%.6g,%.6g,%" PRIu64 ",%" PRIu64, k, start_s, end_s, sg_metrics_ok(m), sg_metrics_errors(m));
-    csv_num(f, (double)sg_metrics_ok(m) / slice_s);
-    csv_num(f, (double)sg_metrics_output_tokens(m) / slice_s);
-    for (size_t i = 0; i < SG_ARRAY_LEN(csv_metrics); i++) {
-        csv_num(f, avg(m, csv_metrics[i]));
-        csv_num(f, pct(m, csv_metrics[i], 50));
-        csv_num(f, pct(m, csv_metrics[i], 90));
-        csv_num(f, pct(m, csv_metrics[i], 99));
+    size_t o = 0;
+    bool word_start = true;
+    for (const char *p = tag; *p && o + 1 < cap; p++) {
+        char ch = *p == '_' ? ' ' : *p;
+        if (word_start && ch >= 'a' && ch <= 'z')
+            ch = (char)(ch - 'a' + 'A');
+        word_start = ch == ' ';
+        buf[o++] = ch;
     }
-    fputc('\n', f);
+    buf[o] = '\0';
+}
+
+/*
+ * AIPerf's tidy CSV (Timeslice,Metric,Unit,Stat,Value), one row per window, metric and statistic, written from
+ * the window's JSON object so that the two files cannot disagree: every entry with a unit is a metric, each of
+ * its other numbers a statistic (a single value is its "avg", as in AIPerf). The window's start and end (s from
+ * the first intended start) follow in two more columns, so a reader by column position finds AIPerf's five.
+ */
+static void csv_window(FILE *f, const json_t *win, size_t idx, double start_s, double end_s)
+{
+    const char *tag;
+    json_t *metric;
+    json_object_foreach((json_t *)win, tag, metric)
+    {
+        const json_t *unit = json_object_get(metric, "unit");
+        if (!json_is_object(metric) || !json_is_string(unit))
+            continue;
+        char label[96];
+        metric_label(label, sizeof(label), tag);
+        const char *stat;
+        json_t *v;
+        json_object_foreach(metric, stat, v)
+        {
+            if (json_is_integer(v))
+                fprintf(f, "%zu,%s,%s,%s,%" JSON_INTEGER_FORMAT, idx, label, json_string_value(unit), stat,
+                        json_integer_value(v));
+            else if (json_is_real(v))
+                fprintf(f, "%zu,%s,%s,%s,%.15g", idx, label, json_string_value(unit), stat, json_real_value(v));
+            else
+                continue;
+            fprintf(f, ",%.15g,%.15g\n", start_s, end_s);
+        }
+    }
 }
 
 int sg_export_timeslices(const char *json_path, const char *csv_path, const char *const *log_paths, size_t n_logs,
@@ -104,24 +117,27 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
         p.min_intended <= p.max_intended ? (size_t)((p.max_intended - p.min_intended) / p.slice_ns) + 1 : 0;
     p.origin = p.min_intended;
 
+    /* AIPerf's layout: {"timeslices": [{"timeslice_index": 0, <metrics>}, ...], "input_config": {...}} */
     json_t *root = json_object(), *slices = json_array();
-    sg_outfile_t csv;
-    if (!root || !slices) {
+    json_t *config = info && info->input_config_json ? json_loads(info->input_config_json, 0, NULL) : NULL;
+    if (!root || !slices || json_object_set_new(root, "slice_duration", json_real(slice_s)) ||
+        json_object_set_new(root, "slice_assignment", json_string("intended_start")) ||
+        json_object_set_new(root, "timeslices", json_incref(slices)) ||
+        json_object_set_new(root, "input_config", config ? config : json_null())) {
         json_decref(root);
         json_decref(slices);
         return -ENOMEM;
     }
-    json_object_set_new(root, "slice_duration", json_real(slice_s));
-    json_object_set_new(root, "slice_assignment", json_string("intended_start"));
-    json_object_set_new(root, "slices", slices);
+    json_decref(slices); /* root holds it */
+    sg_outfile_t csv;
     rc = sg_outfile_open(&csv, csv_path);
     if (rc) {
         json_decref(root);
         return rc;
     }
-    csv_header(csv.f);
+    fputs("Timeslice,Metric,Unit,Stat,Value,Start (sec),End (sec)\n", csv.f);
     sg_run_info_t wi = info ? *info : (sg_run_info_t){0};
-    wi.input_config_json = NULL; /* the run's summary has it once */
+    wi.input_config_json = NULL; /* once, at the top */
     wi.n_slo_checks = 0;         /* verdicts judge the whole run */
     wi.client_cpu_s = 0;
     for (p.first = 0; p.first < n_windows && !rc; p.first += WINDOWS_PER_PASS) {
@@ -141,16 +157,23 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
                 rc = -ENOMEM;
                 break;
             }
-            /* what belongs to the whole run, not to a window */
-            static const char *const run_only[] = {"input_config", "keep_alive", "resent_request_count",
-                                                   "warmup_request_count"};
+            /* what belongs to the whole run, not to a window (the run's summary has it) */
+            static const char *const run_only[] = {"input_config",         "keep_alive", "resent_request_count",
+                                                   "warmup_request_count", "isl_source", "tokenizer",
+                                                   "was_interrupted"};
             for (size_t d = 0; d < SG_ARRAY_LEN(run_only); d++)
                 json_object_del(o, run_only[d]);
-            json_object_set_new(o, "slice_index", json_integer((json_int_t)idx));
-            json_object_set_new(o, "slice_start", json_real(start_s));
-            json_object_set_new(o, "slice_end", json_real(end_s));
-            json_array_append_new(slices, o);
-            csv_row(csv.f, idx, start_s, end_s, win[k], slice_s);
+            if (json_object_set_new(o, "slice_request_throughput",
+                                    per_slice("requests/sec", (double)sg_metrics_ok(win[k]) / slice_s)) ||
+                json_object_set_new(o, "slice_output_token_throughput",
+                                    per_slice("tokens/sec", (double)sg_metrics_output_tokens(win[k]) / slice_s)) ||
+                json_object_set_new(o, "timeslice_index", json_integer((json_int_t)idx)) ||
+                json_object_set_new(o, "timeslice_start", json_real(start_s)) ||
+                json_object_set_new(o, "timeslice_end", json_real(end_s)) || json_array_append_new(slices, o)) {
+                rc = -ENOMEM;
+                break;
+            }
+            csv_window(csv.f, o, idx, start_s, end_s);
         }
         for (size_t k = 0; k < p.n; k++)
             sg_metrics_free(win[k]);
