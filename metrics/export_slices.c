@@ -19,11 +19,18 @@
 
 #define WINDOWS_PER_PASS 32
 
+/* Where one batch of windows lies in one log: the byte offsets of its first and last record there. */
+typedef struct {
+    uint64_t lo, hi;
+} band_t;
+
 typedef struct {
     int64_t origin, min_intended, max_intended;
     int64_t slice_ns;
     size_t first, n; /* the windows of this pass */
     sg_metrics_t **win;
+    band_t *bands; /* [batch * n_logs + log] */
+    size_t log, n_logs;
 } pass_t;
 
 static void find_range(void *ctx, const sg_record_t *r)
@@ -35,7 +42,22 @@ static void find_range(void *ctx, const sg_record_t *r)
         p->max_intended = r->intended_ns;
 }
 
-static void add_to_window(void *ctx, const sg_record_t *r)
+/*
+ * A log is in completion order, so a batch's records lie in a band of it (wider by the requests that took longer
+ * than their neighbours): each pass reads its band, and the passes together read about one log, not one log each.
+ */
+static void find_bands(void *ctx, const sg_record_t *r, uint64_t pos)
+{
+    pass_t *p = ctx;
+    size_t batch = (size_t)((r->intended_ns - p->origin) / p->slice_ns) / WINDOWS_PER_PASS;
+    band_t *b = &p->bands[batch * p->n_logs + p->log];
+    if (pos < b->lo)
+        b->lo = pos;
+    if (pos > b->hi)
+        b->hi = pos;
+}
+
+static void add_to_window(void *ctx, const sg_record_t *r, uint64_t pos)
 {
     pass_t *p = ctx;
     int64_t k = (r->intended_ns - p->origin) / p->slice_ns;
@@ -102,20 +124,100 @@ static void csv_window(FILE *f, const json_t *win, size_t idx, double start_s, d
     }
 }
 
+/* The logs' range of intended starts, hence the windows, and each batch's band in each log. 0 or -errno. */
+static int scan_logs(pass_t *p, const char *const *log_paths, size_t n_logs, size_t *n_windows)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n_logs && !rc; i++)
+        rc = sg_reclog_each(log_paths[i], find_range, p);
+    if (rc)
+        return rc;
+    *n_windows =
+        p->min_intended <= p->max_intended ? (size_t)((p->max_intended - p->min_intended) / p->slice_ns) + 1 : 0;
+    p->origin = p->min_intended;
+    size_t n_batches = (*n_windows + WINDOWS_PER_PASS - 1) / WINDOWS_PER_PASS;
+    p->n_logs = n_logs;
+    if (n_batches == 0 || n_logs == 0)
+        return 0;
+    if (n_batches > SIZE_MAX / sizeof(band_t) / n_logs || !(p->bands = malloc(n_batches * n_logs * sizeof(band_t))))
+        return -ENOMEM;
+    for (size_t i = 0; i < n_batches * n_logs; i++)
+        p->bands[i] = (band_t){UINT64_MAX, 0};
+    for (p->log = 0; p->log < n_logs && !rc; p->log++)
+        rc = sg_reclog_each_span(log_paths[p->log], 0, UINT64_MAX, INT64_MIN, INT64_MAX, find_bands, p);
+    return rc;
+}
+
+/* Window idx's summary: the run's, less what belongs to the whole run, plus the window. New reference or NULL. */
+static json_t *window_summary(const sg_metrics_t *m, const sg_run_info_t *wi, size_t idx, double slice_s)
+{
+    json_t *o = sg_export_summary(m, wi);
+    if (!o)
+        return NULL;
+    static const char *const run_only[] = {"input_config", "keep_alive", "resent_request_count", "warmup_request_count",
+                                           "isl_source",   "tokenizer",  "was_interrupted"};
+    for (size_t d = 0; d < SG_ARRAY_LEN(run_only); d++)
+        json_object_del(o, run_only[d]);
+    double start_s = (double)idx * slice_s;
+    if (json_object_set_new(o, "slice_request_throughput",
+                            per_slice("requests/sec", (double)sg_metrics_ok(m) / slice_s)) ||
+        json_object_set_new(o, "slice_output_token_throughput",
+                            per_slice("tokens/sec", (double)sg_metrics_output_tokens(m) / slice_s)) ||
+        json_object_set_new(o, "timeslice_index", json_integer((json_int_t)idx)) ||
+        json_object_set_new(o, "timeslice_start", json_real(start_s)) ||
+        json_object_set_new(o, "timeslice_end", json_real(start_s + slice_s))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Every window, a batch at a time: its records from the batch's bands, then its summary and CSV rows. */
+static int write_windows(pass_t *p, const char *const *log_paths, size_t n_windows, double slice_s,
+                         const sg_slo_t *slos, size_t n_slos, const sg_run_info_t *wi, json_t *slices, FILE *csv)
+{
+    int rc = 0;
+    for (p->first = 0; p->first < n_windows && !rc; p->first += WINDOWS_PER_PASS) {
+        p->n = n_windows - p->first < WINDOWS_PER_PASS ? n_windows - p->first : WINDOWS_PER_PASS;
+        sg_metrics_t *win[WINDOWS_PER_PASS] = {0};
+        p->win = win;
+        for (size_t k = 0; k < p->n && !rc; k++)
+            if (!(win[k] = sg_metrics_new(slos, n_slos)))
+                rc = -ENOMEM;
+        int64_t from_ns = p->origin + (int64_t)p->first * p->slice_ns;
+        int64_t to_ns = p->origin + (int64_t)(p->first + p->n) * p->slice_ns;
+        for (size_t i = 0; i < p->n_logs && !rc; i++) {
+            const band_t *b = &p->bands[p->first / WINDOWS_PER_PASS * p->n_logs + i];
+            if (b->lo <= b->hi)
+                rc = sg_reclog_each_span(log_paths[i], b->lo, b->hi, from_ns, to_ns, add_to_window, p);
+        }
+        for (size_t k = 0; k < p->n && !rc; k++) {
+            size_t idx = p->first + k;
+            json_t *o = window_summary(win[k], wi, idx, slice_s);
+            if (!o || json_array_append_new(slices, o)) {
+                rc = -ENOMEM;
+                break;
+            }
+            csv_window(csv, o, idx, (double)idx * slice_s, (double)(idx + 1) * slice_s);
+        }
+        for (size_t k = 0; k < p->n; k++)
+            sg_metrics_free(win[k]);
+    }
+    return rc;
+}
+
 int sg_export_timeslices(const char *json_path, const char *csv_path, const char *const *log_paths, size_t n_logs,
                          double slice_s, const sg_slo_t *slos, size_t n_slos, const sg_run_info_t *info)
 {
     pass_t p = {.min_intended = INT64_MAX, .max_intended = INT64_MIN, .slice_ns = (int64_t)llround(slice_s * 1e9)};
     if (p.slice_ns <= 0)
         return -EINVAL;
-    int rc = 0;
-    for (size_t i = 0; i < n_logs && !rc; i++)
-        rc = sg_reclog_each(log_paths[i], find_range, &p);
-    if (rc)
+    size_t n_windows = 0;
+    int rc = scan_logs(&p, log_paths, n_logs, &n_windows);
+    if (rc) {
+        free(p.bands);
         return rc;
-    size_t n_windows =
-        p.min_intended <= p.max_intended ? (size_t)((p.max_intended - p.min_intended) / p.slice_ns) + 1 : 0;
-    p.origin = p.min_intended;
+    }
 
     /* AIPerf's layout: {"timeslices": [{"timeslice_index": 0, <metrics>}, ...], "input_config": {...}} */
     json_t *root = json_object(), *slices = json_array();
@@ -126,13 +228,15 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
         json_object_set_new(root, "input_config", config ? config : json_null())) {
         json_decref(root);
         json_decref(slices);
+        free(p.bands);
         return -ENOMEM;
     }
     json_decref(slices); /* root holds it */
-    sg_outfile_t csv;
+    sg_outfile_t csv, js;
     rc = sg_outfile_open(&csv, csv_path);
     if (rc) {
         json_decref(root);
+        free(p.bands);
         return rc;
     }
     fputs("Timeslice,Metric,Unit,Stat,Value,Start (sec),End (sec)\n", csv.f);
@@ -140,51 +244,14 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
     wi.input_config_json = NULL; /* once, at the top */
     wi.n_slo_checks = 0;         /* verdicts judge the whole run */
     wi.client_cpu_s = 0;
-    for (p.first = 0; p.first < n_windows && !rc; p.first += WINDOWS_PER_PASS) {
-        p.n = n_windows - p.first < WINDOWS_PER_PASS ? n_windows - p.first : WINDOWS_PER_PASS;
-        sg_metrics_t *win[WINDOWS_PER_PASS] = {0};
-        p.win = win;
-        for (size_t k = 0; k < p.n && !rc; k++)
-            if (!(win[k] = sg_metrics_new(slos, n_slos)))
-                rc = -ENOMEM;
-        for (size_t i = 0; i < n_logs && !rc; i++)
-            rc = sg_reclog_each(log_paths[i], add_to_window, &p);
-        for (size_t k = 0; k < p.n && !rc; k++) {
-            size_t idx = p.first + k;
-            double start_s = (double)idx * slice_s, end_s = start_s + slice_s;
-            json_t *o = sg_export_summary(win[k], &wi);
-            if (!o) {
-                rc = -ENOMEM;
-                break;
-            }
-            /* what belongs to the whole run, not to a window (the run's summary has it) */
-            static const char *const run_only[] = {"input_config",         "keep_alive", "resent_request_count",
-                                                   "warmup_request_count", "isl_source", "tokenizer",
-                                                   "was_interrupted"};
-            for (size_t d = 0; d < SG_ARRAY_LEN(run_only); d++)
-                json_object_del(o, run_only[d]);
-            if (json_object_set_new(o, "slice_request_throughput",
-                                    per_slice("requests/sec", (double)sg_metrics_ok(win[k]) / slice_s)) ||
-                json_object_set_new(o, "slice_output_token_throughput",
-                                    per_slice("tokens/sec", (double)sg_metrics_output_tokens(win[k]) / slice_s)) ||
-                json_object_set_new(o, "timeslice_index", json_integer((json_int_t)idx)) ||
-                json_object_set_new(o, "timeslice_start", json_real(start_s)) ||
-                json_object_set_new(o, "timeslice_end", json_real(end_s)) || json_array_append_new(slices, o)) {
-                rc = -ENOMEM;
-                break;
-            }
-            csv_window(csv.f, o, idx, start_s, end_s);
-        }
-        for (size_t k = 0; k < p.n; k++)
-            sg_metrics_free(win[k]);
-    }
+    rc = write_windows(&p, log_paths, n_windows, slice_s, slos, n_slos, &wi, slices, csv.f);
+    free(p.bands);
     if (rc || ferror(csv.f)) {
         sg_outfile_abort(&csv);
         json_decref(root);
         return rc ? rc : -EIO;
     }
     rc = sg_outfile_commit(&csv);
-    sg_outfile_t js;
     int jrc = sg_outfile_open(&js, json_path);
     if (!jrc) {
         if (json_dumpf(root, js.f, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0 || fputc('\n', js.f) == EOF) {

@@ -196,7 +196,11 @@ static void test_windows(void)
     json_decref(root);
 }
 
-/* 100 windows (batches of 32 over the logs): window i holds exactly the record intended in it, TTFT 1 + i ms. */
+/*
+ * 100 windows (batches of 32, each read from its band of each log): window i holds exactly the record intended in
+ * it, TTFT 1 + i ms, whether the log is in intended order (worker 0) or reversed (worker 1: every band is the
+ * whole log).
+ */
 static void test_many_windows(void)
 {
     enum { N = 100 };
@@ -204,7 +208,7 @@ static void test_many_windows(void)
     for (int i = 0; i < N; i++) {
         sg_record_t r = streamed((uint64_t)i, T0 + i * 100 * MS + 50 * MS, 1 + i, 3);
         if (i % 2)
-            b[i / 2] = r;
+            b[N / 2 - 1 - i / 2] = r;
         else
             a[i / 2] = r;
     }
