@@ -1,7 +1,8 @@
 """--slice-duration (AIPerf's time slices): per-window metrics in <stem>_surge_timeslices.json and .csv, each
 request in the window of its intended start. At a constant 50 req/s for 3 s, 1 s windows hold 50 requests each;
 against a mock past its capacity (--max-batch) the backlog grows, and each window's TTFT is above the last one's,
-which one run-wide table cannot show. A bad value is refused before anything is sent."""
+which one run-wide table cannot show; a server stall shows in the windows whose requests it caught, and only
+there. A bad value is refused before anything is sent."""
 import csv
 import json
 import os
@@ -37,6 +38,23 @@ def main(h):
                 "CSV: each window's TTFT is the mock's", ttft)
         h.check(all(ttft[(str(i), "avg")] == s["time_to_first_token"]["avg"] for i, s in enumerate(sl)),
                 "CSV and JSON agree")
+
+    # a 300 ms server stall: the windows holding the requests it caught (one, or two when it straddles a boundary)
+    # have a high TTFT, the others the mock's; each window holds exactly the JSONL's requests intended in it
+    with h.mock("--ttft-ms", 10, "--itl-ms", 1, "--output-tokens", 4, "--stall-start-ms", 1200, "--stall-ms", 300) as m:
+        r = profile(h, m.url, "--streaming", "--request-rate", 20, "--request-distribution", "constant",
+                    "--benchmark-duration", 3, "--slice-duration", 1)
+        with open(os.path.join(r.dir, "profile_export_surge_timeslices.json")) as f:
+            sl = json.load(f)["timeslices"]
+        by_window = {}
+        for x in r.records:  # intended_ns is from the first intended start, as the windows are
+            by_window.setdefault(int(x["intended_ns"] // 1e9), []).append(x)
+        h.check([s["request_count"]["avg"] for s in sl] == [len(by_window.get(i, [])) for i in range(len(sl))],
+                "each window holds the requests intended in it", [s["request_count"]["avg"] for s in sl])
+        stalled = sorted({w for w, xs in by_window.items() if any(x["time_to_first_token_ms"] > 100 for x in xs)})
+        h.check(1 <= len(stalled) <= 2 and len(stalled) < len(sl), "the stall caught one or two windows", stalled)
+        h.check(all((s["time_to_first_token"]["max"] > 150) == (i in stalled) for i, s in enumerate(sl)),
+                "only the stalled windows show it in TTFT", [s["time_to_first_token"]["max"] for s in sl])
 
     # 2 slots x 20 ms: 100 req/s; at 150 req/s the queue grows, and so does each window's TTFT
     with h.mock("--ttft-ms", 10, "--itl-ms", 1, "--output-tokens", 11, "--max-batch", 2) as m:
