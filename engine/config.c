@@ -1387,9 +1387,10 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
         if (!st->count_given && st->duration_given)
             return fail("request-rate", "inf makes every request due at the start, so it needs a count: give "
                                         "--request-count N (--benchmark-duration alone would issue without end)");
+        /* --burstiness sets distribution_given too: name the flag the user typed */
         if (st->distribution_given)
-            return fail("request-distribution", "has no effect with --request-rate inf (there are no gaps between "
-                                                "arrivals to distribute)");
+            return fail(st->burstiness_flag ? st->burstiness_flag : "request-distribution",
+                        "has no effect with --request-rate inf (there are no gaps between arrivals to distribute)");
     }
     rc = finish_ignore_eos(cfg, st);
     if (rc)

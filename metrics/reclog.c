@@ -422,28 +422,44 @@ int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_
     return rc;
 }
 
-int sg_reclog_each(const char *path, sg_record_fn fn, void *ctx)
+/* The measured records at byte offsets [from_pos, to_pos] intended in [from_ns, to_ns), to fn or fn_pos. */
+static int each(const char *path, uint64_t from_pos, uint64_t to_pos, int64_t from_ns, int64_t to_ns, sg_record_fn fn,
+                sg_record_pos_fn fn_pos, void *ctx)
 {
     mapped_t mp = {0};
     int rc = map_log(path, &mp, false);
     if (rc)
         return rc;
     rc = check_file_header(&mp);
-    size_t off = sizeof(struct file_header);
+    size_t off = from_pos > sizeof(struct file_header) ? (size_t)from_pos : sizeof(struct file_header);
     rec_view_t v;
     uint32_t *events = NULL, events_cap = 0;
-    while (!rc && (rc = next_rec(&mp, &off, &v)) == 1) {
+    while (!rc && off <= to_pos && (rc = next_rec(&mp, &off, &v)) == 1) {
         rc = 0;
-        if (v.w.flags & FLAG_WARMUP)
+        /* the header says when it was intended: a record out of range costs no decode */
+        if ((v.w.flags & FLAG_WARMUP) || v.w.intended_ns < from_ns || v.w.intended_ns >= to_ns)
             continue;
         sg_record_t r;
         rc = rec_decode(&v, &r, &events, &events_cap);
-        if (!rc)
+        if (!rc && fn)
             fn(ctx, &r);
+        else if (!rc)
+            fn_pos(ctx, &r, v.off);
     }
     free(events);
     munmap((void *)mp.base, mp.size);
     return rc;
+}
+
+int sg_reclog_each(const char *path, sg_record_fn fn, void *ctx)
+{
+    return each(path, 0, UINT64_MAX, INT64_MIN, INT64_MAX, fn, NULL, ctx);
+}
+
+int sg_reclog_each_span(const char *path, uint64_t from_pos, uint64_t to_pos, int64_t from_ns, int64_t to_ns,
+                        sg_record_pos_fn fn, void *ctx)
+{
+    return each(path, from_pos, to_pos, from_ns, to_ns, NULL, fn, ctx);
 }
 
 static int cmp_idx(const void *a, const void *b)

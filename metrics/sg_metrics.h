@@ -221,12 +221,23 @@ SG_WUR int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *c
  * record and its events are valid during the call only. 0, -errno or SG_EPROTO (corrupt log). */
 typedef void (*sg_record_fn)(void *ctx, const sg_record_t *r);
 SG_WUR int sg_reclog_each(const char *path, sg_record_fn fn, void *ctx);
+/*
+ * The same for part of a log: the records that start at byte offsets from_pos to to_pos (both included) and were
+ * intended in [from_ns, to_ns); the others in that span are skipped before they are decoded. fn gets each
+ * record's offset. from_pos is 0 (the first record) or an offset fn was given; to_pos UINT64_MAX is the end.
+ * Re-reading a band of a log costs that band, not the log. 0, -errno or SG_EPROTO (corrupt log).
+ */
+typedef void (*sg_record_pos_fn)(void *ctx, const sg_record_t *r, uint64_t pos);
+SG_WUR int sg_reclog_each_span(const char *path, uint64_t from_pos, uint64_t to_pos, int64_t from_ns, int64_t to_ns,
+                               sg_record_pos_fn fn, void *ctx);
 
 /*
  * --slice-duration: the measured requests of the logs in consecutive windows of slice_s seconds from the first
  * intended start, each request in the window of its intended start; each window's metrics as the run's (same
- * definitions, sg_metrics_add), written to json_path (AIPerf-style summaries per window) and csv_path (a row per
- * window). slos as the run's goodput SLOs. 0 or -errno.
+ * definitions, sg_metrics_add), written to json_path (AIPerf's layout: {"timeslices": [summary + timeslice_index,
+ * ...], "input_config"}) and csv_path (AIPerf's tidy rows: Timeslice,Metric,Unit,Stat,Value, then the window's
+ * start and end). Every window from the first to the last is written, empty ones too. slos as the run's goodput
+ * SLOs; info as the run's (its input_config once at the top). Each file whole or not at all. 0, -errno, SG_EPROTO.
  */
 SG_WUR int sg_export_timeslices(const char *json_path, const char *csv_path, const char *const *log_paths,
                                 size_t n_logs, double slice_s, const sg_slo_t *slos, size_t n_slos,

@@ -83,6 +83,13 @@ def main(h):
             want = 1 / math.sqrt(k)
             h.check(abs(sd / mean - want) < 0.2 * want, "gamma %g: CV at the server %.2f ~ %.2f" % (k, sd / mean, want))
 
+    # the shape of gamma arrivals, where there is none to shape: refused before anything is sent, naming the flag
+    for flag, args in (("--burstiness", ("--request-rate", "inf")), ("--arrival-smoothness", ("--concurrency", 2)),
+                       ("--burstiness", ("--request-rate", 10, "--request-distribution", "constant"))):
+        r = profile(h, "127.0.0.1:9", *args, flag, 2, check_rc=2)
+        h.check(r.stderr.startswith("surge: %s:" % flag) and r.stderr.count("\n") == 1,
+                "%s with %s: one line naming the flag" % (flag, " ".join(map(str, args))), r.stderr)
+
     with h.mock("--ttft-ms", 30, "--itl-ms", 2) as m:
         # closed loop: never more than N in flight, and always about N
         r = profile(h, m.url, "--concurrency", 6, "--request-count", 60, "--streaming", "--output-tokens-mean", 5,

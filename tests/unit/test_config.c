@@ -776,6 +776,26 @@ static void test_points(void)
     BAD("-m", "x", "--request-rate", "10", "--request-distribution", "constant", "--burstiness", "2");
     BAD("-m", "x", "--concurrency", "4", "--burstiness", "2");
     BAD("-m", "x", "--request-rate", "10", "--request-distribution", "weibull");
+    BAD("-m", "x", "--request-rate", "10", "--burstiness", "abc");
+    BAD("-m", "x", "--request-rate", "10", "--burstiness", "nan");
+    BAD("-m", "x", "--request-rate", "10", "--arrival-smoothness", "0");
+    BAD("-m", "x", "--request-rate", "10", "--request-distribution", "poisson", "--arrival-smoothness", "2");
+    BAD("-m", "x", "--request-rate", "inf", "--burstiness", "2");
+
+    /* --slice-duration S: seconds, above 0 */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--slice-duration", "0.5", NULL), 0);
+    CHECK(c.slice_duration_s == 0.5);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", NULL), 0);
+    CHECK(c.slice_duration_s == 0);
+    sg_config_free(&c);
+    BAD("-m", "x", "--slice-duration", "0");
+    BAD("-m", "x", "--slice-duration", "-1");
+    BAD("-m", "x", "--slice-duration", "abc");
+    BAD("-m", "x", "--slice-duration", "1s");
+    BAD("-m", "x", "--slice-duration", "inf");
+    BAD("-m", "x", "--slice-duration", "");
+    BAD("-m", "x", "--slice-duration");
 
     /* --slo */
     CHECK_EQ_INT(parse(&c, "-m", "x", "--slo", "ttft:p99 < 500", "--slo", "error_rate<=0.01", "--slo",
