@@ -641,9 +641,6 @@ static int not_supported(int val)
     case OPT_INPUT_DATASET:
         return fail("input-dataset", "not supported: surge fetches no hosted datasets; download one and give it "
                                      "with --input-file (ShareGPT, GenAI-Perf JSONL, ...), or use synthetic prompts");
-    case OPT_GENERATE_PLOTS:
-        return fail("generate-plots", "not supported yet: every request's timeline is in the <stem>.jsonl export "
-                                      "in the artifact directory");
     default:
         return fail(NULL, "unsupported option");
     }
@@ -1181,6 +1178,12 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return set_str(&cfg->profile_export_file, arg);
     case OPT_VERBOSE:
         cfg->verbose = true;
+        return 0;
+    case OPT_GENERATE_PLOTS:
+        /* GenAI-Perf's flag takes no value; a "true"/"false" is accepted for scripts that pass one */
+        if (arg && strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0)
+            return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
+        cfg->generate_plots = !arg || strcmp(arg, "true") == 0;
         return 0;
     case OPT_MAX_ERROR_RATE:
         return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
@@ -1763,6 +1766,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "max_error_rate", json_real(cfg->max_error_rate));
     json_object_set_new(o, "goodput", slos);
     json_object_set_new(o, "verbose", json_boolean(cfg->verbose));
+    json_object_set_new(o, "generate_plots", json_boolean(cfg->generate_plots));
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;
@@ -1942,6 +1946,8 @@ void sg_config_usage(FILE *out)
                  "                                exits non-zero (default: 0)\n"
                  "      --progress, --no-progress live progress line on stderr (default: when stderr is a\n"
                  "                                terminal)\n"
+                 "      --generate-plots          also write report.html, the run's HTML report (as `surge report\n"
+                 "                                DIR` does), into the artifact directory\n"
                  "  -v, --verbose                 more detail on stderr\n"
                  "      --version                 print the version and exit\n"
                  "  -h, --help                    print this help and exit\n"
@@ -1979,6 +1985,6 @@ void sg_config_usage(FILE *out)
                  "Not supported (GenAI-Perf and perf_analyzer flags): --measurement-interval/-p and\n"
                  "  --stability-percentage/-s (surge measures --request-count requests or --benchmark-duration\n"
                  "  seconds, once),\n"
-                 "  --input-dataset (download the data and give it with --input-file), --generate-plots,\n"
-                 "  --batch-size, and arguments after -- (there is no perf_analyzer behind surge).\n");
+                 "  --input-dataset (download the data and give it with --input-file), --batch-size, and\n"
+                 "  arguments after -- (there is no perf_analyzer behind surge).\n");
 }

@@ -1,5 +1,6 @@
 /* surge: entry point. `surge profile ...` measures a server; `surge mock ...` is the bundled mock server. */
 #include "sg_mock.h"
+#include "sg_report.h"
 #include "sg_run.h"
 #include "sg_tokenizer.h"
 
@@ -18,6 +19,8 @@ static void usage(FILE *out)
             "  surge profile -m MODEL -u URL [options]   measure a server (see `surge profile --help`)\n"
             "  surge tokenize --tokenizer T [--count]   token ids of the text on stdin (`surge tokenize --help`)\n"
             "  surge mock --port P [options]             run the bundled mock OpenAI server (`surge mock --help`)\n"
+            "  surge report DIR... [-o FILE]             an HTML report of runs (`surge report --help`)\n"
+            "  surge compare DIR DIR... [-o FILE]        the same, to compare runs\n"
             "  surge --version\n",
             SURGE_VERSION);
 }
@@ -33,6 +36,10 @@ int main(int argc, char **argv)
         return sg_profile_main(argc - 1, argv + 1);
     if (strcmp(cmd, "tokenize") == 0)
         return sg_tokenize_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0)
+        return sg_report_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0)
+        return sg_compare_main(argc - 1, argv + 1);
     if (strcmp(cmd, "mock") == 0)
         return sg_mock_main(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "run_int.h"
+#include "sg_report.h"
 
 #include "sg_grpc.h"
 #include "sg_kserve.h"
@@ -1142,6 +1143,17 @@ static void profile_free(profile_t *p)
     sg_config_free(&p->cfg);
 }
 
+/* --generate-plots: the report of what the run (or sweep, or search) wrote, interrupted ones included. A report
+ * that cannot be written turns a clean exit into EXIT_FATAL; the run's own failure keeps its code. */
+static int write_plots(profile_t *p, int code)
+{
+    if (!p->cfg.generate_plots || !p->artifact_dir ||
+        (code != EXIT_OK && code != EXIT_REQUEST_ERRORS && code != EXIT_SLO_FAILED && code != EXIT_INTERRUPTED))
+        return code;
+    int rc = sg_report_dirs(&p->artifact_dir, 1, NULL, false);
+    return rc != 0 && code == EXIT_OK ? EXIT_FATAL : code;
+}
+
 int sg_profile_main(int argc, char **argv)
 {
     profile_t p;
@@ -1172,6 +1184,7 @@ int sg_profile_main(int argc, char **argv)
         code = point_exec(&p, &one, &pt);
         point_free(&pt);
     }
+    code = write_plots(&p, code);
     profile_free(&p);
     return code;
 }

@@ -90,6 +90,7 @@ typedef struct {
     char *profile_export_file; /* base name; "profile_export.json" by default */
     char *profile_export_stem; /* profile_export_file without its extension: <stem>_surge.json, <stem>.jsonl */
     bool verbose;
+    bool generate_plots;     /* --generate-plots: report.html (surge report) in the artifact directory */
     double slice_duration_s; /* --slice-duration: per-window metrics in <stem>_surge_timeslices.*; 0 = none */
     double max_error_rate;   /* share of failed requests allowed before a non-zero exit; 0 by default */
     sg_slo_t slos[8];        /* --goodput: per-request thresholds */

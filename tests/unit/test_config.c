@@ -66,6 +66,7 @@ static void test_defaults(void)
     CHECK_EQ_INT(c.endpoint_type, SG_OAI_CHAT);
     CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/v1/chat/completions");
     CHECK(!c.streaming);
+    CHECK(!c.generate_plots);
     CHECK_EQ_INT(c.n_headers, 0);
     CHECK(c.headers != NULL && c.headers[0] == NULL);
     CHECK_EQ_STR(c.extra_inputs_json, strlen(c.extra_inputs_json), "{}");
@@ -101,16 +102,17 @@ static void test_defaults(void)
 static void test_everything(void)
 {
     sg_config_t c;
-    int rc = parse(
-        &c, "--model", "a/b", "-m", "c", "--model-selection-strategy", "random", "-u", "http://10.0.0.5:9000/api/",
-        "--service-kind", "openai", "--endpoint-type", "completions", "--endpoint", "v2/complete", "--streaming", "-H",
-        "X-Trace:  on ", "--header=X-Other: 1", "--api-key", "sk-123", "--request-rate", "12.5",
-        "--request-distribution", "constant", "--max-concurrency", "64", "--request-count", "1000",
-        "--benchmark-duration", "30.5", "--warmup-request-count", "10", "--request-timeout", "5.5", "--random-seed",
-        "42", "--workers", "3", "--synthetic-input-tokens-mean", "200", "--synthetic-input-tokens-stddev", "20",
-        "--num-prompts", "500", "--output-tokens-mean", "128", "--output-tokens-stddev", "8",
-        "--output-tokens-mean-deterministic", "--artifact-dir", "out/run1", "--profile-export-file", "my_run.json",
-        "-v", "--max-error-rate", "0.05", "--goodput", "time_to_first_token:200", "--no-progress", NULL);
+    int rc =
+        parse(&c, "--model", "a/b", "-m", "c", "--model-selection-strategy", "random", "-u",
+              "http://10.0.0.5:9000/api/", "--service-kind", "openai", "--endpoint-type", "completions", "--endpoint",
+              "v2/complete", "--streaming", "-H", "X-Trace:  on ", "--header=X-Other: 1", "--api-key", "sk-123",
+              "--request-rate", "12.5", "--request-distribution", "constant", "--max-concurrency", "64",
+              "--request-count", "1000", "--benchmark-duration", "30.5", "--warmup-request-count", "10",
+              "--request-timeout", "5.5", "--random-seed", "42", "--workers", "3", "--synthetic-input-tokens-mean",
+              "200", "--synthetic-input-tokens-stddev", "20", "--num-prompts", "500", "--output-tokens-mean", "128",
+              "--output-tokens-stddev", "8", "--output-tokens-mean-deterministic", "--artifact-dir", "out/run1",
+              "--profile-export-file", "my_run.json", "-v", "--max-error-rate", "0.05", "--goodput",
+              "time_to_first_token:200", "--no-progress", "--generate-plots", NULL);
     CHECK_EQ_INT(rc, 0);
     if (rc)
         return;
@@ -150,6 +152,7 @@ static void test_everything(void)
     CHECK_EQ_STR(c.profile_export_file, strlen(c.profile_export_file), "my_run.json");
     CHECK_EQ_STR(c.profile_export_stem, strlen(c.profile_export_stem), "my_run");
     CHECK(c.verbose);
+    CHECK(c.generate_plots);
     CHECK_NEAR(c.max_error_rate, 0.05, 0);
     CHECK_EQ_INT(c.n_slos, 1);
     CHECK_EQ_INT(c.progress, 0);
@@ -382,7 +385,7 @@ static void test_bad_values(void)
     BAD("-m", "x", "--stability-percentage=10");
     BAD("-m", "x", "-s", "10");
     BAD("-m", "x", "--input-dataset", "openorca");
-    BAD("-m", "x", "--generate-plots");
+    BAD("-m", "x", "--generate-plots=yes");
     BAD("-m", "x", "--batch-size", "4");
     BAD("-m", "x", "-b", "4");
     BAD("-m", "x", "--", "--concurrency-range", "1:4");

@@ -1,0 +1,251 @@
+/*
+ * What a directory holds, and reading it: one run (surge's, AIPerf's or GenAI-Perf's files) or a sweep or
+ * capacity search of surge's (a summary with one row per point). A directory that is none of these is refused
+ * with the files that were looked for.
+ */
+#include "report_int.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The files that say what a directory is, most specific first. */
+#define F_SWEEP "sweep_summary.json"
+#define F_SEARCH "search.json"
+#define F_SURGE "profile_export_surge.json"
+#define F_AIPERF "profile_export_aiperf.json"
+#define F_GENAI "profile_export_genai_perf.json"
+
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static bool has(const char *dir, const char *name)
+{
+    char *p = join(dir, name);
+    bool ok = p && access(p, F_OK) == 0;
+    free(p);
+    return ok;
+}
+
+rp_kind_t rp_kind_of(const char *dir)
+{
+    if (has(dir, F_SWEEP) || has(dir, F_SEARCH))
+        return RP_POINTS;
+    if (has(dir, F_SURGE) || has(dir, F_AIPERF) || has(dir, F_GENAI))
+        return RP_RUN;
+    return RP_NONE;
+}
+
+/* The directory's last component, as the run's label ("." and trailing slashes resolved). */
+static char *label_of(const char *dir)
+{
+    char real[PATH_MAX];
+    const char *src = realpath(dir, real) ? real : dir;
+    char *copy = strdup(src);
+    if (!copy)
+        return NULL;
+    char *label = strdup(basename(copy));
+    free(copy);
+    return label;
+}
+
+/* The summary's metrics: every member that is an object with a "unit", in the file's order. */
+static json_t *metrics_of(json_t *summary)
+{
+    json_t *out = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach(summary, key, v)
+    {
+        if (json_is_object(v) && json_is_string(json_object_get(v, "unit")))
+            json_object_set(out, key, v);
+    }
+    return out;
+}
+
+/* GenAI-Perf's summary keeps the metrics the same way; its configuration sits under "input_config" too. */
+static int load_summary(rp_run_t *run, const char *path, char *err, size_t errlen)
+{
+    json_t *j = rp_json_load(path, err, errlen);
+    if (!j)
+        return -1;
+    if (!json_is_object(j)) {
+        snprintf(err, errlen, "%s: not a JSON object: not a profile summary", path);
+        json_decref(j);
+        return -1;
+    }
+    run->summary = metrics_of(j);
+    if (json_object_size(run->summary) == 0) {
+        snprintf(err, errlen, "%s: no metrics in it (objects with a \"unit\"): not a profile summary", path);
+        json_decref(j);
+        return -1;
+    }
+    json_t *slo = json_object_get(j, "slo");
+    run->slo = json_is_array(slo) ? json_incref(slo) : NULL;
+    json_t *cfg = json_object_get(j, "input_config");
+    run->config = json_is_object(cfg) ? json_incref(cfg) : NULL;
+    json_t *errs = json_object_get(j, "error_summary");
+    run->errors = json_is_array(errs) ? json_incref(errs) : NULL;
+    run->interrupted =
+        json_is_true(json_object_get(j, "was_interrupted")) || json_is_true(json_object_get(j, "was_cancelled"));
+    json_decref(j);
+    return 0;
+}
+
+/* surge's own per-request file: profile_export_surge.jsonl, or the older name when it holds surge's records. */
+static int load_surge_records(rp_run_t *run, const char *dir, char *err, size_t errlen)
+{
+    char *path = join(dir, "profile_export_surge.jsonl");
+    if (path && access(path, F_OK) != 0) {
+        free(path);
+        path = join(dir, "profile_export.jsonl");
+    }
+    if (!path) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = rp_read_surge_jsonl(run, path, err, errlen);
+    free(path);
+    return rc;
+}
+
+static int load_server_metrics(rp_run_t *run, const char *dir, char *err, size_t errlen)
+{
+    char *path = join(dir, "server_metrics.json");
+    int rc = 0;
+    if (path && access(path, F_OK) == 0) {
+        run->server = rp_json_load(path, err, errlen);
+        rc = run->server ? 0 : -1;
+    }
+    free(path);
+    return rc;
+}
+
+/* The sources a run directory may hold, by the summary file that says whose it is. */
+static const struct {
+    const char *summary, *records, *source;
+} SOURCES[] = {
+    {F_SURGE, NULL, "surge"},
+    {F_AIPERF, "profile_export.jsonl", "aiperf"},
+    {F_GENAI, "profile_export.json", "genai-perf"},
+};
+
+int rp_run_load(rp_run_t *run, const char *dir, char *err, size_t errlen)
+{
+    memset(run, 0, sizeof *run);
+    run->dir = strdup(dir);
+    run->label = label_of(dir);
+    size_t s = 0;
+    while (s < SG_ARRAY_LEN(SOURCES) && !has(dir, SOURCES[s].summary))
+        s++;
+    if (s == SG_ARRAY_LEN(SOURCES)) {
+        snprintf(err, errlen, "%s: not a run directory (no %s, %s or %s)", dir, F_SURGE, F_AIPERF, F_GENAI);
+        return -1;
+    }
+    run->source = SOURCES[s].source;
+    char *path = join(dir, SOURCES[s].summary);
+    int rc = path ? load_summary(run, path, err, errlen) : -1;
+    free(path);
+    if (rc < 0)
+        return -1;
+    if (s == 0) {
+        rc = load_surge_records(run, dir, err, errlen);
+    } else {
+        path = join(dir, SOURCES[s].records);
+        rc = !path    ? -1
+             : s == 1 ? rp_read_aiperf_jsonl(run, path, err, errlen)
+                      : rp_read_genai_perf(run, path, err, errlen);
+        free(path);
+    }
+    if (rc < 0)
+        return -1;
+    return load_server_metrics(run, dir, err, errlen);
+}
+
+void rp_run_free(rp_run_t *run)
+{
+    free(run->dir);
+    free(run->label);
+    json_decref(run->summary);
+    json_decref(run->slo);
+    json_decref(run->config);
+    json_decref(run->errors);
+    json_decref(run->server);
+    free(run->req);
+    for (size_t i = 0; i < run->n_err_class; i++)
+        free(run->err_class[i]);
+    memset(run, 0, sizeof *run);
+}
+
+/* The SLO checks as each point measured them: read from the first point's summary that lists them. */
+static json_t *points_slo(const char *dir, json_t *rows)
+{
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        const char *sub = json_string_value(json_object_get(row, "artifact_subdir"));
+        if (!sub)
+            continue;
+        char *pdir = join(dir, sub);
+        char *path = pdir ? join(pdir, F_SURGE) : NULL;
+        free(pdir);
+        json_t *j = path ? json_load_file(path, 0, NULL) : NULL;
+        free(path);
+        json_t *slo = json_object_get(j, "slo");
+        if (json_is_array(slo) && json_array_size(slo) > 0) {
+            json_incref(slo);
+            json_decref(j);
+            return slo;
+        }
+        json_decref(j);
+    }
+    return NULL;
+}
+
+int rp_points_load(rp_points_t *pts, const char *dir, char *err, size_t errlen)
+{
+    memset(pts, 0, sizeof *pts);
+    pts->dir = strdup(dir);
+    pts->label = label_of(dir);
+    pts->search = !has(dir, F_SWEEP);
+    char *path = join(dir, pts->search ? F_SEARCH : F_SWEEP);
+    json_t *j = path ? rp_json_load(path, err, errlen) : NULL;
+    if (!j) {
+        free(path);
+        return -1;
+    }
+    const char *hk = pts->search ? "search" : "sweep", *rk = pts->search ? "probes" : "points";
+    json_t *header = json_object_get(j, hk), *rows = json_object_get(j, rk);
+    if (!json_is_object(header) || !json_is_array(rows)) {
+        snprintf(err, errlen, "%s: no \"%s\" object and \"%s\" list: not surge's %s file", path, hk, rk, hk);
+        json_decref(j);
+        free(path);
+        return -1;
+    }
+    free(path);
+    pts->header = json_incref(header);
+    pts->rows = json_incref(rows);
+    json_decref(j);
+    pts->slo = points_slo(dir, pts->rows);
+    return 0;
+}
+
+void rp_points_free(rp_points_t *pts)
+{
+    free(pts->dir);
+    free(pts->label);
+    json_decref(pts->header);
+    json_decref(pts->rows);
+    json_decref(pts->slo);
+    memset(pts, 0, sizeof *pts);
+}

@@ -1,0 +1,216 @@
+"""surge report / surge compare / surge profile --generate-plots, each kind of page loaded in headless Chromium.
+
+For a run (with failures and an SLO), a sweep, a capacity search and a comparison of two runs: the page loads
+with no console message, every chart is drawn with data (the page's self-check counts each chart's points and
+the data-coloured pixels it painted), and every number the page shows equals the summary file's. Bad input
+(a directory that is not a run, a record file cut off, runs of different kinds) gets one line and exit 2, and
+leaves no page behind.
+"""
+
+import json
+import os
+import shutil
+
+import browser
+import harness
+import profiling
+
+RUN_CHARTS = ("cdf-ttft", "cdf-latency", "cdf-itl", "cdf-lag", "timeline-requests", "timeline-inflight",
+              "timeline-rates", "timeline-lag", "hist-input_sequence_length", "hist-output_sequence_length")
+
+
+def records_file(d):
+    for name in ("profile_export_surge.jsonl", "profile_export.jsonl"):
+        p = os.path.join(d, name)
+        if os.path.exists(p):
+            with open(p) as f:
+                if "intended_ns" in f.readline():
+                    return p
+    return None
+
+
+def check_summary_numbers(h, r, summary, run_index, what):
+    """Every stat of every metric of the summary appears on the page, made from exactly the file's value."""
+    seen = 0
+    for tag, m in summary.items():
+        if not isinstance(m, dict) or "unit" not in m:
+            continue
+        for stat in ("avg", "min", "max", "p50", "p90", "p95", "p99", "std", "count"):
+            if stat not in m:
+                continue
+            cells = r.cells(run=run_index, tag=tag, stat=stat)
+            cells = [c for c in cells if "summary" not in c[0].get("class", "")]
+            if not h.check(len(cells) >= 1, "%s: %s %s shown" % (what, tag, stat)):
+                continue
+            a, text = cells[0]
+            v = m[stat]
+            h.check(a.get("data-value") is not None and float(a["data-value"]) == float(v),
+                    "%s: %s %s is the file's value" % (what, tag, stat), (a.get("data-value"), v))
+            h.check(browser.same_number(text, v), "%s: %s %s shown as %r agrees with %r" % (what, tag, stat, text, v))
+            seen += 1
+    h.check(seen >= 40, "%s: the summary table shows the metrics (%d numbers)" % (what, seen))
+
+
+def single_run(h, m):
+    res = profiling.profile(h, m.url, "--endpoint-type", "chat", "--streaming", "--request-rate", "100",
+                            "--request-count", "300", "--synthetic-input-tokens-mean", "50",
+                            "--synthetic-input-tokens-stddev", "10", "--output-tokens-mean", "12",
+                            "--output-tokens-stddev", "3", "--max-error-rate", "1",
+                            "--slo", "time_to_first_token:p99<500", "--slo", "error_rate<0.5", "--generate-plots",
+                            check_rc=0)
+    page = os.path.join(res.dir, "report.html")
+    h.check(os.path.exists(page), "--generate-plots wrote report.html", res.stderr[-1500:])
+    if not os.path.exists(page):
+        return res
+    with open(page) as f:
+        text = f.read()
+    h.check("<script src" not in text and "<link" not in text, "the page loads nothing beside it")
+    r = browser.render(h, page)
+    if not browser.page_ok(h, r, "run page", RUN_CHARTS + ("errors",)):
+        return res
+    check_summary_numbers(h, r, res.summary, 0, "run page")
+    for s in res.summary["slo"]:
+        cells = r.cells(run=0, slo=s["slo"], stat="measured")
+        h.check(len(cells) == 1 and float(cells[0][0]["data-value"]) == float(s["measured"]),
+                "run page: SLO %s measured value shown" % s["slo"], cells)
+    c = r.charts()
+    # the CDFs hold every ok request; the timeline every request (300 is under the downsampling threshold)
+    ok = res.summary["request_count"]["avg"]
+    errors = res.summary["error_request_count"]["avg"]
+    h.check(errors > 0, "the mock's injected failures happened", errors)
+    h.check(c["cdf-ttft"]["points"] == 2 * ok, "TTFT CDF: every ok request, from intended start and from send",
+            (c["cdf-ttft"]["points"], ok))
+    h.check(c["errors"]["datasets"] >= 1, "errors chart: a dataset per error class", c["errors"])
+    h.check(r.seconds < 30, "the page loads in reasonable time", r.seconds)
+    return res
+
+
+def sweep(h, m):
+    res = profiling.profile(h, m.url, "--endpoint-type", "chat", "--streaming", "--concurrency", "1,4",
+                            "--request-count", "40", "--output-tokens-mean", "8",
+                            "--parameter-sweep-cooldown-seconds", "0", "--slo", "request_latency:p99<1000",
+                            check_rc=0)
+    rc = h.run([h.surge, "report", res.dir], timeout=60)
+    page = os.path.join(res.dir, "report.html")
+    h.check(rc.returncode == 0 and os.path.exists(page), "surge report DIR writes DIR/report.html for a sweep",
+            rc.stderr)
+    r = browser.render(h, page)
+    if not browser.page_ok(h, r, "sweep page", ("capacity-time_to_first_token", "capacity-inter_token_latency",
+                                                "capacity-request_latency")):
+        return res
+    with open(os.path.join(res.dir, "sweep_summary.json")) as f:
+        rows = json.load(f)["points"]
+    for k, row in enumerate(rows):
+        for key in ("request_throughput", "time_to_first_token_p99", "request_latency_p50", "error_count"):
+            cells = r.cells(points=0, row=k, key=key)
+            h.check(len(cells) == 1 and float(cells[0][0]["data-value"]) == float(row[key])
+                    and browser.same_number(cells[0][1], row[key]),
+                    "sweep page: point %d %s equals sweep_summary.json's" % (k, key), (cells, row[key]))
+    # each curve holds both points; the SLO line is drawn as a guide, not counted as data
+    cap = r.charts()["capacity-request_latency"]
+    h.check(cap["points"] == 4, "sweep page: p50 and p99 latency for both points", cap)
+    return res
+
+
+def search(h):
+    with h.mock("--ttft-ms", "20", "--itl-ms", "2", "--max-batch", "4", "--output-tokens", "10") as m:
+        res = profiling.profile(h, m.url, "--endpoint-type", "chat", "--streaming", "--search", "max-request-rate",
+                                "--search-range", "20:400", "--search-precision", "0.2", "--benchmark-duration",
+                                "1.5", "--slo", "time_to_first_token:p99<200", "--generate-plots", timeout=200,
+                                check_rc=0)
+    page = os.path.join(res.dir, "report.html")
+    r = browser.render(h, page) if os.path.exists(page) else None
+    h.check(r is not None, "--generate-plots wrote a search's report.html", res.stderr[-1500:])
+    if not browser.page_ok(h, r, "search page", ("capacity-time_to_first_token",)):
+        return
+    with open(os.path.join(res.dir, "search.json")) as f:
+        s = json.load(f)
+    answer = [t for a, t in r.cells(points=0, key="answer") if t.startswith("Capacity")]
+    h.check(len(answer) == 1 and browser.same_number(answer[0].split("Capacity: ")[1], s["search"]["highest_passing"]),
+            "search page: the answer line gives search.json's highest passing rate", (answer, s["search"]))
+    h.check(len(r.cells(points=0, key="request_throughput")) == len(s["probes"]), "search page: a row per probe")
+
+
+def compare(h, a, b):
+    out = h.path("cmp.html")
+    rc = h.run([h.surge, "compare", a.dir, b.dir, "-o", out], timeout=60)
+    h.check(rc.returncode == 0 and os.path.exists(out), "surge compare A B -o FILE", rc.stderr)
+    r = browser.render(h, out)
+    if not browser.page_ok(h, r, "compare page", ("cdf-ttft", "cdf-latency", "timeline-rates")):
+        return
+    for i, res in enumerate((a, b)):
+        for tag, stat in (("time_to_first_token", "p99"), ("request_latency", "p50"), ("request_throughput", "avg")):
+            cells = [c for c in r.cells(run=i, tag=tag, stat=stat) if "diff" not in c[0].get("class", "")]
+            h.check(len(cells) >= 1 and float(cells[0][0]["data-value"]) == float(res.summary[tag][stat]),
+                    "compare page: run %d %s %s is its file's" % (i, tag, stat), cells[:2])
+        check_summary_numbers(h, r, res.summary, i, "compare page run %d" % i)
+    h.check(r.charts()["cdf-ttft"]["datasets"] == 4, "compare page: both runs' TTFT CDFs, from intended and send",
+            r.charts()["cdf-ttft"])
+
+
+def bad_input(h, run_dir, sweep_dir):
+    def refused(args, what, out):
+        sentinel = "an earlier page\n"
+        with open(out, "w") as f:
+            f.write(sentinel)
+        rc = h.run([h.surge, "report"] + args + ["-o", out], timeout=60)
+        lines = [l for l in rc.stderr.splitlines() if l.strip()]
+        h.check(rc.returncode == 2, "%s: exit 2" % what, (rc.returncode, rc.stderr))
+        h.check(len(lines) == 1 and lines[0].startswith("surge report: "), "%s: one line" % what, rc.stderr)
+        with open(out) as f:
+            h.check(f.read() == sentinel, "%s: the page at -o is left as it was" % what)
+        left = [n for n in os.listdir(os.path.dirname(out)) if ".tmp." in n]
+        h.check(left == [], "%s: no temporary file left" % what, left)
+        return lines[0] if lines else ""
+
+    out = h.path("bad.html")
+    empty = h.path("empty")
+    os.makedirs(empty)
+    line = refused([empty], "not a run", out)
+    h.check("not a run directory" in line and empty in line, "not a run: the line says so", line)
+
+    cut = h.path("cut")
+    shutil.copytree(run_dir, cut)
+    rec = records_file(cut)
+    with open(rec, "rb") as f:
+        data = f.read()
+    with open(rec, "wb") as f:
+        f.write(data[: len(data) - 40])
+    line = refused([cut], "a record file cut off", out)
+    h.check("cut off" in line and os.path.basename(rec) in line, "cut off: the line names the file", line)
+
+    mid = h.path("mid")
+    shutil.copytree(run_dir, mid)
+    rec = records_file(mid)
+    with open(rec) as f:
+        lines = f.readlines()
+    lines[3] = lines[3][: len(lines[3]) // 2] + "\n"
+    with open(rec, "w") as f:
+        f.writelines(lines)
+    line = refused([mid], "a record cut in the middle of the file", out)
+    h.check("line 4" in line, "cut mid-file: the line names the record", line)
+
+    line = refused([run_dir, sweep_dir], "runs of different kinds", out)
+    h.check("one kind" in line, "different kinds: the line says so", line)
+
+    rc = h.run([h.surge, "report"], timeout=30)
+    h.check(rc.returncode == 2, "no directory: exit 2", rc.stderr)
+    rc = h.run([h.surge, "compare", run_dir], timeout=30)
+    h.check(rc.returncode == 2, "compare with one directory: exit 2", rc.stderr)
+
+
+def main(h):
+    if browser.chromium(h) is None:
+        return
+    with h.mock("--ttft-ms", "15", "--itl-ms", "2", "--error-rate", "0.05", "--drop-rate", "0.03") as m:
+        a = single_run(h, m)
+    with h.mock("--ttft-ms", "25", "--itl-ms", "3") as m:
+        sw = sweep(h, m)
+        b = profiling.profile(h, m.url, "--endpoint-type", "chat", "--streaming", "--request-rate", "80",
+                              "--request-count", "150", "--output-tokens-mean", "12", check_rc=0)
+    compare(h, a, b)
+    search(h)
+    bad_input(h, a.dir, sw.dir)
+
+
+harness.main(main)
