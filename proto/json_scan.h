@@ -1,7 +1,8 @@
 /*
  * A pull scanner over one JSON text for the hot path (proto/'s decoders; also the tokenizer loader and the
- * report's record reader). It never allocates and never recurses; nesting is capped at SG_JSON_MAX_DEPTH. The caller walks the objects it cares about with obj_next/arr_next and
- * hands every value it does not want to sg_js_skip, which validates it (RFC 8259 grammar) while skipping.
+ * report's record reader). It never allocates and never recurses; nesting is capped at SG_JSON_MAX_DEPTH. The
+ * caller walks the objects it cares about with obj_next/arr_next and hands every value it does not want to
+ * sg_js_skip, which validates it (RFC 8259 grammar) while skipping.
  *
  * Strings come back raw (between the quotes, escapes intact and checked for form); UTF-8 is not validated.
  * All functions return 0 (or the documented positive values) or SG_EJSON, and leave js->p after what they read.
