@@ -21,6 +21,10 @@ runs, and the comparisons are ratios taken in the same run).
   bench/bench.py points   client CPU per request of one load point run alone, as a point of a sweep, and as a
                           probe of a capacity search (whose workers also count requests past an SLO bound):
                           non-streamed HTTP/1.1, 64 connections, one worker; ratios to the plain run
+  bench/bench.py report   surge report of a --requests run (default here: 1,000,000 streamed requests, made once
+                          against the mock): the seconds to write the page (target < 5) and to load it in headless
+                          Chromium (target < 3: the page's own time to its last chart, and Chromium's whole run).
+                          No peer: no other tool writes this page (aiperf plot is not packaged in Debian)
   bench/bench.py all
 
 The client is pinned to CPU 0 and the mock to CPU 1 when the machine has two or more.
@@ -406,11 +410,63 @@ def bench_points(surge, n, repeat, client_cpu, mock_cpu):
     return out
 
 
+def page_check(dom):
+    """The self-check the report page writes when it has drawn (report/assets/report.js)."""
+    import html
+    import re
+    m = re.search(r'<pre id="selfcheck"[^>]*>(.*?)</pre>', dom, re.S)
+    return json.loads(html.unescape(m.group(1))) if m else None
+
+
+def bench_report(surge, n, repeat, client_cpu, mock_cpu):
+    chromium = shutil.which("chromium")
+    if not chromium:
+        sys.exit("bench: chromium not found (apt-get install chromium)")
+    with Mock(surge, ["--workers", "1", "--ttft-ms", "1", "--itl-ms", "0.5"], mock_cpu) as m:
+        t0 = time.monotonic()
+        measured(surge_cmd(surge, m.port, client_cpu, ["--endpoint-type", "chat", "--streaming", "--concurrency",
+                                                       "128", "--request-count", str(n), "--output-tokens-mean",
+                                                       "8", "--synthetic-input-tokens-mean", "20"]), timeout=1800)
+        made = time.monotonic() - t0
+    page = os.path.join(ARTIFACTS, "report.html")
+    records = [f for f in os.listdir(ARTIFACTS) if f.endswith(".jsonl")]
+    size = sum(os.path.getsize(os.path.join(ARTIFACTS, f)) for f in records)
+    write, load, draw = [], [], []
+    for _ in range(repeat):
+        _, cpu, rss, wall = measured([surge, "report", ARTIFACTS, "-o", page, "-q"])
+        write.append(wall)
+        profile = tempfile.mkdtemp(prefix="surge-bench-chromium-")
+        try:
+            t0 = time.monotonic()  # not measured(): the DOM it prints would fill the pipe it reads at the end
+            out = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                  "--user-data-dir=" + profile, "--window-size=1300,3000",
+                                  "--virtual-time-budget=20000", "--dump-dom", "file://" + page],
+                                 capture_output=True, text=True, timeout=120, check=True).stdout
+            wall = time.monotonic() - t0
+        finally:
+            shutil.rmtree(profile, ignore_errors=True)
+        check = page_check(out)
+        if not check or not check.get("ok"):
+            raise RuntimeError("the page did not draw: %s" % (check,))
+        load.append(wall)
+        draw.append(check["render_ms"] / 1000)
+    print("report: %d requests (records %.0f MB, run made in %.0f s), page %.2f MB, median of %d"
+          % (n, size / 1e6, made, os.path.getsize(page) / 1e6, repeat))
+    print("  written by surge report   %6.2f s   (target < 5 s)" % statistics.median(write))
+    print("  drawn in Chromium         %6.2f s   (page's own time to its last chart; target < 3 s)"
+          % statistics.median(draw))
+    print("  Chromium run, whole       %6.2f s   (start, load, draw, dump, exit)" % statistics.median(load))
+    return {"write_s": statistics.median(write), "draw_s": statistics.median(draw), "chromium_s": statistics.median(load)}
+
+
+ap_default_requests = 200000
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "all"])
+    ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "report", "all"])
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
-    ap.add_argument("--requests", type=int, default=200000)
+    ap.add_argument("--requests", type=int, default=ap_default_requests)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     if not shutil.which("h2load"):
@@ -440,6 +496,9 @@ def run(args):
         bench_points(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("memory", "all"):
         bench_memory(args.surge, min(args.repeat, 3), client_cpu, mock_cpu)
+    if args.what in ("report", "all"):
+        n = args.requests if args.requests != ap_default_requests else 1000000
+        bench_report(args.surge, n, min(args.repeat, 3), client_cpu, mock_cpu)
 
 
 if __name__ == "__main__":
