@@ -187,9 +187,27 @@ static int scan_surge_record(sg_js_t *js, surge_rec_t *r)
     return rc < 0 || !sg_js_at_end(js) ? -1 : 0;
 }
 
+/* A value the charts can hold as a float: NAN for one that is not finite or too large to convert. */
+static float f32(double x)
+{
+    return isfinite(x) && fabs(x) < 1e30 ? (float)x : NAN;
+}
+
 static float ms(double ns)
 {
-    return isnan(ns) ? NAN : (float)(ns / 1e6);
+    return f32(ns / 1e6);
+}
+
+/* A token count, or -1 when unknown or not a count. */
+static int32_t count_of(double v)
+{
+    return v >= 0 && v <= INT32_MAX ? (int32_t)v : -1;
+}
+
+/* A time a record may carry (ns): finite and within about 300 years of its origin, or NAN (absent). */
+static bool time_ok(double ns)
+{
+    return isnan(ns) || fabs(ns) <= 1e19;
 }
 
 /* Fills the request from a surge record's times (ns from the run's start). */
@@ -198,8 +216,8 @@ static void fill_req(rp_run_t *run, rp_req_t *q, const surge_rec_t *r)
     q->intended_s = r->intended / 1e9;
     q->sent_s = r->sent / 1e9;
     q->end_s = r->end / 1e9;
-    q->isl = isnan(r->isl) ? -1 : (int32_t)r->isl;
-    q->osl = isnan(r->osl) ? -1 : (int32_t)r->osl;
+    q->isl = count_of(r->isl);
+    q->osl = count_of(r->osl);
     q->lag = ms(r->sent - r->intended);
     q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = NAN;
     if (!r->ok) {
@@ -212,7 +230,7 @@ static void fill_req(rp_run_t *run, rp_req_t *q, const surge_rec_t *r)
     q->ttft = ms(r->first - r->intended);
     q->ttft_send = ms(r->first - r->sent);
     if (q->osl >= 2 && !isnan(r->first))
-        q->itl = (float)((r->end - r->first) / 1e6 / (q->osl - 1));
+        q->itl = f32((r->end - r->first) / 1e6 / (q->osl - 1));
 }
 
 /* A peer's wall-clock times, moved to count from its earliest send as surge's own do. */
@@ -255,7 +273,8 @@ int rp_read_surge_jsonl(rp_run_t *run, const char *path, char *err, size_t errle
         if (sg_js_at_end(&js))
             continue;
         surge_rec_t r;
-        if (scan_surge_record(&js, &r) < 0 || isnan(r.intended) || isnan(r.end)) {
+        if (scan_surge_record(&js, &r) < 0 || isnan(r.intended) || isnan(r.end) || !time_ok(r.intended) ||
+            !time_ok(r.end) || !time_ok(r.sent) || !time_ok(r.first)) {
             snprintf(err, errlen, "%s: line %zu is not a complete surge request record", path, line + 1);
             goto out;
         }
@@ -291,8 +310,8 @@ static double aiperf_metric(json_t *metrics, const char *tag)
     return x;
 }
 
-/* AIPerf does not keep an intended time apart from the send: both are the request's start. */
-static void aiperf_record(rp_run_t *run, rp_req_t *q, json_t *rec)
+/* AIPerf does not keep an intended time apart from the send: both are the request's start. -1: no start. */
+static int aiperf_record(rp_run_t *run, rp_req_t *q, json_t *rec)
 {
     json_t *meta = json_object_get(rec, "metadata");
     json_t *metrics = json_object_get(rec, "metrics");
@@ -304,26 +323,27 @@ static void aiperf_record(rp_run_t *run, rp_req_t *q, json_t *rec)
         start = jnum(meta, "timestamp_ns");
     double end = jnum(meta, "request_end_ns");
     double lat = aiperf_metric(metrics, "request_latency");
-    if (isnan(end) && !isnan(lat))
-        end = start + lat * 1e6;
+    if (isnan(end))
+        end = isnan(lat) ? start : start + lat * 1e6;
+    if (isnan(start) || !time_ok(start) || !time_ok(end))
+        return -1;
     q->intended_s = q->sent_s = start / 1e9;
     q->end_s = end / 1e9;
     q->lag = 0;
-    double isl = aiperf_metric(metrics, "input_sequence_length");
-    double osl = aiperf_metric(metrics, "output_sequence_length");
-    q->isl = isnan(isl) ? -1 : (int32_t)isl;
-    q->osl = isnan(osl) ? -1 : (int32_t)osl;
+    q->isl = count_of(aiperf_metric(metrics, "input_sequence_length"));
+    q->osl = count_of(aiperf_metric(metrics, "output_sequence_length"));
     q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = NAN;
     if (json_is_object(error)) {
         const char *type = json_string_value(json_object_get(error, "type"));
         if (!type)
             type = "error";
         q->err = rp_err_class(run, type, strlen(type));
-        return;
+        return 0;
     }
-    q->ttft = q->ttft_send = (float)aiperf_metric(metrics, "time_to_first_token");
-    q->lat = q->lat_send = (float)(isnan(lat) ? (end - start) / 1e6 : lat);
-    q->itl = (float)aiperf_metric(metrics, "inter_token_latency");
+    q->ttft = q->ttft_send = f32(aiperf_metric(metrics, "time_to_first_token"));
+    q->lat = q->lat_send = f32(isnan(lat) ? (end - start) / 1e6 : lat);
+    q->itl = f32(aiperf_metric(metrics, "inter_token_latency"));
+    return 0;
 }
 
 int rp_read_aiperf_jsonl(rp_run_t *run, const char *path, char *err, size_t errlen)
@@ -347,16 +367,18 @@ int rp_read_aiperf_jsonl(rp_run_t *run, const char *path, char *err, size_t errl
         size_t len = (size_t)(nl - p);
         const char *s = p;
         p = nl + 1;
-        if (len == 0)
+        if (len == strspn(s, " \t\r"))
             continue;
         json_error_t je;
         json_t *rec = json_loadb(s, len, 0, &je);
-        if (!json_is_object(rec) || !json_is_object(json_object_get(rec, "metadata"))) {
+        if (!json_is_object(rec) || !json_is_object(json_object_get(rec, "metadata")) ||
+            aiperf_record(run, &run->req[run->n], rec) < 0) {
             json_decref(rec);
-            snprintf(err, errlen, "%s: line %zu is not a complete AIPerf record", path, line + 1);
+            snprintf(err, errlen, "%s: line %zu is not a complete AIPerf record (metadata with a request start)", path,
+                     line + 1);
             goto out;
         }
-        aiperf_record(run, &run->req[run->n++], rec);
+        run->n++;
         json_decref(rec);
     }
     rebase(run);
@@ -366,28 +388,31 @@ out:
     return rc;
 }
 
-/* perf_analyzer's export: experiments[0].requests[] with a send timestamp and each response's (ns). */
-static void genai_request(rp_run_t *run, rp_req_t *q, json_t *r)
+/* perf_analyzer's export: experiments[0].requests[] with a send timestamp and each response's (ns). -1: a
+ * request without a usable send time or response times. */
+static int genai_request(rp_run_t *run, rp_req_t *q, json_t *r)
 {
     double start = jnum(r, "timestamp");
     json_t *resp = json_object_get(r, "response_timestamps");
     size_t n = json_array_size(resp);
+    double first = n ? json_number_value(json_array_get(resp, 0)) : start;
+    double last = n ? json_number_value(json_array_get(resp, n - 1)) : start;
+    if (isnan(start) || !time_ok(start) || !time_ok(first) || !time_ok(last))
+        return -1;
     q->intended_s = q->sent_s = start / 1e9;
     q->lag = 0;
     q->isl = q->osl = -1;
     q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = NAN;
-    if (n == 0) {
-        q->end_s = q->sent_s;
-        q->err = rp_err_class(run, "no response", 11);
-        return;
-    }
-    double first = json_number_value(json_array_get(resp, 0));
-    double last = json_number_value(json_array_get(resp, n - 1));
     q->end_s = last / 1e9;
-    q->ttft = q->ttft_send = (float)((first - start) / 1e6);
-    q->lat = q->lat_send = (float)((last - start) / 1e6);
+    if (n == 0) {
+        q->err = rp_err_class(run, "no response", 11);
+        return 0;
+    }
+    q->ttft = q->ttft_send = ms(first - start);
+    q->lat = q->lat_send = ms(last - start);
     if (n >= 2)
-        q->itl = (float)((last - first) / 1e6 / (double)(n - 1));
+        q->itl = f32((last - first) / 1e6 / (double)(n - 1));
+    return 0;
 }
 
 int rp_read_genai_perf(rp_run_t *run, const char *path, char *err, size_t errlen)
@@ -408,8 +433,14 @@ int rp_read_genai_perf(rp_run_t *run, const char *path, char *err, size_t errlen
         json_decref(j);
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        genai_request(run, &run->req[run->n++], json_array_get(reqs, i));
+    for (size_t i = 0; i < n; i++) {
+        if (genai_request(run, &run->req[run->n], json_array_get(reqs, i)) < 0) {
+            snprintf(err, errlen, "%s: experiments[0].requests[%zu] has no usable timestamp", path, i);
+            json_decref(j);
+            return -1;
+        }
+        run->n++;
+    }
     rebase(run);
     json_decref(j);
     return 0;
