@@ -36,6 +36,8 @@ def main(h):
             "no clash with the demo's --request-rate", rc.stderr[-2000:])
     h.check("Time to first token" in rc.stdout and "Request count" in rc.stdout, "the table is printed",
             rc.stdout[-2000:])
+    h.check(os.path.exists(os.path.join(out, "report.html")) and "report in" in rc.stderr,
+            "the demo writes the run's HTML report and says where", rc.stderr[-1000:])
     h.check("Building C object" not in rc.stdout + rc.stderr and "build.log" in rc.stderr,
             "the build's output goes to its log", rc.stderr[:2000])
     if rc.returncode == 0:
