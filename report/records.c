@@ -249,7 +249,23 @@ static void rebase(rp_run_t *run)
     }
 }
 
-int rp_read_surge_jsonl(rp_run_t *run, const char *path, char *err, size_t errlen)
+/* One line of surge's JSONL into run->req[run->n]: 0, or -1 when it is not a whole record. */
+static int surge_line(rp_run_t *run, const char *line, size_t len)
+{
+    sg_js_t js;
+    sg_js_init(&js, line, len);
+    surge_rec_t r;
+    if (scan_surge_record(&js, &r) < 0 || isnan(r.intended) || isnan(r.end) || !time_ok(r.intended) ||
+        !time_ok(r.end) || !time_ok(r.sent) || !time_ok(r.first))
+        return -1;
+    fill_req(run, &run->req[run->n], &r);
+    return 0;
+}
+
+/* A JSONL file, one record a line (blank lines skipped) through line_fn into run->req. what names the record
+ * kind in the reason a bad line gets. The whole file must end with a newline: a record cut off is refused. */
+static int read_jsonl(rp_run_t *run, const char *path, int (*line_fn)(rp_run_t *, const char *, size_t),
+                      const char *what, char *err, size_t errlen)
 {
     mapped_t m;
     if (map_file(&m, path, err, errlen) < 0)
@@ -267,23 +283,26 @@ int rp_read_surge_jsonl(rp_run_t *run, const char *path, char *err, size_t errle
     size_t line = 0;
     for (const char *p = m.base, *end = m.base + m.len; p < end; line++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        sg_js_t js;
-        sg_js_init(&js, p, (size_t)(nl - p));
-        p = nl + 1;
-        if (sg_js_at_end(&js))
-            continue;
-        surge_rec_t r;
-        if (scan_surge_record(&js, &r) < 0 || isnan(r.intended) || isnan(r.end) || !time_ok(r.intended) ||
-            !time_ok(r.end) || !time_ok(r.sent) || !time_ok(r.first)) {
-            snprintf(err, errlen, "%s: line %zu is not a complete surge request record", path, line + 1);
+        size_t len = (size_t)(nl - p), blank = 0;
+        while (blank < len && (p[blank] == ' ' || p[blank] == '\t' || p[blank] == '\r'))
+            blank++;
+        if (blank < len && line_fn(run, p, len) < 0) {
+            snprintf(err, errlen, "%s: line %zu is not a complete %s", path, line + 1, what);
             goto out;
         }
-        fill_req(run, &run->req[run->n++], &r);
+        run->n += blank < len;
+        p = nl + 1;
     }
-    rc = 0; /* surge's times already count from the run's start, as its server metrics' do */
+    rc = 0;
 out:
     unmap_file(&m);
     return rc;
+}
+
+/* surge's times already count from the run's start, as its server metrics' do: no rebase. */
+int rp_read_surge_jsonl(rp_run_t *run, const char *path, char *err, size_t errlen)
+{
+    return read_jsonl(run, path, surge_line, "surge request record", err, errlen);
 }
 
 static double jnum(json_t *o, const char *key)
@@ -346,46 +365,22 @@ static int aiperf_record(rp_run_t *run, rp_req_t *q, json_t *rec)
     return 0;
 }
 
+static int aiperf_line(rp_run_t *run, const char *line, size_t len)
+{
+    json_t *rec = json_loadb(line, len, 0, NULL);
+    int rc = json_is_object(rec) && json_is_object(json_object_get(rec, "metadata"))
+                 ? aiperf_record(run, &run->req[run->n], rec)
+                 : -1;
+    json_decref(rec);
+    return rc;
+}
+
 int rp_read_aiperf_jsonl(rp_run_t *run, const char *path, char *err, size_t errlen)
 {
-    mapped_t m;
-    if (map_file(&m, path, err, errlen) < 0)
+    if (read_jsonl(run, path, aiperf_line, "AIPerf record (metadata with a request start)", err, errlen) < 0)
         return -1;
-    int rc = -1;
-    ssize_t lines = count_lines(&m);
-    if (lines < 0) {
-        snprintf(err, errlen, "%s: the last record has no end of line: the file was cut off", path);
-        goto out;
-    }
-    if (grow(run, (size_t)lines) < 0) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        goto out;
-    }
-    size_t line = 0;
-    for (const char *p = m.base, *end = m.base + m.len; p < end; line++) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t len = (size_t)(nl - p);
-        const char *s = p;
-        p = nl + 1;
-        if (len == strspn(s, " \t\r"))
-            continue;
-        json_error_t je;
-        json_t *rec = json_loadb(s, len, 0, &je);
-        if (!json_is_object(rec) || !json_is_object(json_object_get(rec, "metadata")) ||
-            aiperf_record(run, &run->req[run->n], rec) < 0) {
-            json_decref(rec);
-            snprintf(err, errlen, "%s: line %zu is not a complete AIPerf record (metadata with a request start)", path,
-                     line + 1);
-            goto out;
-        }
-        run->n++;
-        json_decref(rec);
-    }
     rebase(run);
-    rc = 0;
-out:
-    unmap_file(&m);
-    return rc;
+    return 0;
 }
 
 /* perf_analyzer's export: experiments[0].requests[] with a send timestamp and each response's (ns). -1: a

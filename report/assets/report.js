@@ -444,48 +444,46 @@
       box.append(summaryTable(r, i));
     });
 
-    app.append(el('h2', { text: 'Latency distributions' }));
-    app.append(el('p', { cls: 'note', text: 'From the intended start: what a user waits when the client keeps to its ' +
+    const grid = section(app, 'Latency distributions').grid;
+    grid.before(el('p', { cls: 'note', text: 'From the intended start: what a user waits when the client keeps to its ' +
       'schedule (free of coordinated omission). From send: what the server alone took.' }));
-    let grid = el('div', { cls: 'grid' });
-    app.append(grid);
     cdfChart(grid, runs, 'cdf-ttft', 'time_to_first_token', 'time_to_first_token_from_send');
     cdfChart(grid, runs, 'cdf-latency', 'request_latency', 'request_latency_from_send');
     cdfChart(grid, runs, 'cdf-itl', 'inter_token_latency', null);
     if (runs.some(function (r) { return r.source === 'surge'; }))
       cdfChart(grid, runs.filter(function (r) { return r.source === 'surge'; }), 'cdf-lag', 'schedule_lag', null);
 
-    app.append(el('h2', { text: 'Timeline' }));
-    grid = el('div', { cls: 'grid' });
-    app.append(grid);
-    timeline(grid, runs);
+    timeline(section(app, 'Timeline').grid, runs);
+    histCharts(section(app, 'Sequence lengths').grid, runs);
 
-    app.append(el('h2', { text: 'Sequence lengths' }));
-    grid = el('div', { cls: 'grid' });
-    app.append(grid);
-    histCharts(grid, runs);
-
-    const errSection = el('section');
-    app.append(el('h2', { text: 'Errors' }));
-    app.append(errSection);
-    grid = el('div', { cls: 'grid' });
-    errSection.append(grid);
-    errorsChart(grid, runs, errSection);
+    const errs = section(app, 'Errors');
+    errorsChart(errs.grid, runs, errs.box);
     runs.forEach(function (r) {
-      if (!r.error_summary || !r.error_summary.length) return;
-      const rows = [el('tr', null, ['run', 'class', 'count', 'example'].map(function (h) { return el('th', { text: h }); }))];
-      for (const e of r.error_summary)
-        rows.push(el('tr', null, [el('td', { text: r.label }), el('td', { text: e.label || e.class || (e.error_details && e.error_details.type) || '' }),
-                                  el('td', { text: fmt(e.count) }), el('td', { text: e.message || (e.error_details && e.error_details.message) || '' })]));
-      errSection.append(el('table', { cls: 'errors' }, rows));
+      if (r.error_summary && r.error_summary.length) errs.box.append(errorTable(r));
     });
 
-    const srv = el('section');
-    app.append(el('h2', { text: 'Server metrics' }));
-    app.append(srv);
-    grid = el('div', { cls: 'grid' });
-    srv.append(grid);
-    serverCharts(grid, runs, srv);
+    const srv = section(app, 'Server metrics');
+    serverCharts(srv.grid, runs, srv.box);
+  }
+
+  /* A heading, then a box holding a grid of charts (and whatever notes or tables go after them). */
+  function section(app, title) {
+    const box = el('section'), grid = el('div', { cls: 'grid' });
+    app.append(el('h2', { text: title }));
+    app.append(box);
+    box.append(grid);
+    return { box: box, grid: grid };
+  }
+
+  /* The error summary, surge's ({label, message}) or AIPerf's ({error_details: {type, message}}). */
+  function errorTable(r) {
+    const rows = [el('tr', null, ['run', 'class', 'count', 'example'].map(function (h) { return el('th', { text: h }); }))];
+    for (const e of r.error_summary) {
+      const d = e.error_details || {};
+      rows.push(el('tr', null, [el('td', { text: r.label }), el('td', { text: e.label || e.class || d.type || '' }),
+                                el('td', { text: fmt(e.count) }), el('td', { text: e.message || d.message || '' })]));
+    }
+    return el('table', { cls: 'errors' }, rows);
   }
 
   /* ---------- a page of sweeps or searches ---------- */
