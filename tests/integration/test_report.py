@@ -148,6 +148,27 @@ def compare(h, a, b):
             r.charts()["cdf-ttft"])
 
 
+def interrupted(h):
+    """An interrupted run still gets its page with --generate-plots, and the page says it was interrupted."""
+    import signal
+    import subprocess
+    import time
+    with h.mock("--ttft-ms", "10", "--itl-ms", "2") as m:
+        art = h.path("interrupted")
+        p = subprocess.Popen([h.surge, "profile", "-m", "mock-model", "-u", m.url, "--streaming", "--request-rate",
+                              "50", "--benchmark-duration", "30", "--artifact-dir", art, "--no-progress",
+                              "--generate-plots"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    h.check(p.returncode == 130, "interrupted profile exits 130", (p.returncode, err[-1500:]))
+    page = os.path.join(art, "report.html")
+    h.check(os.path.exists(page) and "report in" in err, "an interrupted run gets its page", err[-1500:])
+    r = browser.render(h, page) if os.path.exists(page) else None
+    if browser.page_ok(h, r, "interrupted run page", ("cdf-ttft",)):
+        h.check("This run was interrupted" in r.dom, "the page says the run was interrupted")
+
+
 def bad_input(h, run_dir, sweep_dir):
     def refused(args, what, out):
         sentinel = "an earlier page\n"
@@ -210,6 +231,7 @@ def main(h):
                               "--request-count", "150", "--output-tokens-mean", "12", check_rc=0)
     compare(h, a, b)
     search(h)
+    interrupted(h)
     bad_input(h, a.dir, sw.dir)
 
 
