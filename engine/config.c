@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "sg_config.h"
+#include "sg_scrape.h"
 
 #include "sg_input.h"
 #include "sg_kserve.h"
@@ -94,6 +95,8 @@ enum {
     OPT_IGNORE_EOS,
     OPT_COOLDOWN,
     OPT_SLICE_DURATION,
+    OPT_SERVER_METRICS_URL,
+    OPT_SERVER_METRICS_INTERVAL,
     OPT_BURSTINESS,
     OPT_SLO,
     OPT_SEARCH,
@@ -177,9 +180,11 @@ static const struct option long_options[] = {
     {"request-rate-range", required_argument, NULL, OPT_RATE_RANGE},             /* perf_analyzer */
     {"parameter-sweep-cooldown-seconds", required_argument, NULL, OPT_COOLDOWN}, /* AIPerf */
     {"slo", required_argument, NULL, OPT_SLO},
-    {"slice-duration", required_argument, NULL, OPT_SLICE_DURATION}, /* AIPerf */
-    {"burstiness", required_argument, NULL, OPT_BURSTINESS},         /* vLLM */
-    {"arrival-smoothness", required_argument, NULL, OPT_BURSTINESS}, /* AIPerf */
+    {"slice-duration", required_argument, NULL, OPT_SLICE_DURATION},                   /* AIPerf */
+    {"server-metrics-url", required_argument, NULL, OPT_SERVER_METRICS_URL},           /* GenAI-Perf, AIPerf */
+    {"server-metrics-interval", required_argument, NULL, OPT_SERVER_METRICS_INTERVAL}, /* seconds */
+    {"burstiness", required_argument, NULL, OPT_BURSTINESS},                           /* vLLM */
+    {"arrival-smoothness", required_argument, NULL, OPT_BURSTINESS},                   /* AIPerf */
     {"search", required_argument, NULL, OPT_SEARCH},
     {"search-range", required_argument, NULL, OPT_SEARCH_RANGE},
     {"search-precision", required_argument, NULL, OPT_SEARCH_PRECISION},
@@ -1039,6 +1044,16 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->cooldown_s);
     case OPT_SLICE_DURATION:
         return parse_num(opt, arg, "seconds, above 0", 0, true, 86400 * 365, &cfg->slice_duration_s);
+    case OPT_SERVER_METRICS_URL: {
+        char host[256], port[8], path[1024], err[512];
+        if (cfg->n_server_metrics_urls == SG_MAX_SCRAPE_URLS)
+            return fail(opt, "at most %d URLs", SG_MAX_SCRAPE_URLS);
+        if (sg_scrape_url_parse(arg, host, sizeof host, port, sizeof port, path, sizeof path, err, sizeof err) < 0)
+            return fail(opt, "%s", err);
+        return set_str(&cfg->server_metrics_urls[cfg->n_server_metrics_urls++], arg);
+    }
+    case OPT_SERVER_METRICS_INTERVAL:
+        return parse_num(opt, arg, "seconds, 0.1 or more", 0.1, false, 3600, &cfg->server_metrics_interval_s);
     case OPT_BURSTINESS:
         st->burstiness_flag = opt;
         return parse_num(opt, arg, "a positive number (1: Poisson; below 1 burstier, above 1 smoother)", 0, true, 1e6,
@@ -1226,6 +1241,7 @@ static int set_defaults(sg_config_t *cfg)
     cfg->fixed_schedule_speedup = 1;
     cfg->progress = -1;
     cfg->cooldown_s = 1;
+    cfg->server_metrics_interval_s = 1;
     cfg->search_lo = 1;
     cfg->search_precision = 0.05;
     cfg->search_trials = 1;
@@ -1573,6 +1589,8 @@ void sg_config_free(sg_config_t *cfg)
     free(cfg->profile_export_file);
     free(cfg->profile_export_stem);
     free(cfg->sweep_values);
+    for (size_t i = 0; i < cfg->n_server_metrics_urls; i++)
+        free(cfg->server_metrics_urls[i]);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -1767,6 +1785,11 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "goodput", slos);
     json_object_set_new(o, "verbose", json_boolean(cfg->verbose));
     json_object_set_new(o, "generate_plots", json_boolean(cfg->generate_plots));
+    json_t *scrape = json_array();
+    for (size_t i = 0; i < cfg->n_server_metrics_urls; i++)
+        json_array_append_new(scrape, json_string(cfg->server_metrics_urls[i]));
+    json_object_set_new(o, "server_metrics_url", scrape);
+    json_object_set_new(o, "server_metrics_interval", json_real(cfg->server_metrics_interval_s));
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;
@@ -1946,6 +1969,11 @@ void sg_config_usage(FILE *out)
                  "                                exits non-zero (default: 0)\n"
                  "      --progress, --no-progress live progress line on stderr (default: when stderr is a\n"
                  "                                terminal)\n"
+                 "      --server-metrics-url URL  scrape the server's Prometheus metrics (http://HOST[:PORT]/PATH,\n"
+                 "                                e.g. http://127.0.0.1:8000/metrics) during each load point, on a\n"
+                 "                                thread of its own; repeatable (up to 8): server_metrics.json/.csv\n"
+                 "      --server-metrics-interval S\n"
+                 "                                seconds between scrapes (default 1, at least 0.1)\n"
                  "      --generate-plots          also write report.html, the run's HTML report (as `surge report\n"
                  "                                DIR` does), into the artifact directory\n"
                  "  -v, --verbose                 more detail on stderr\n"

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "run_int.h"
 #include "sg_report.h"
+#include "sg_scrape.h"
 
 #include "sg_grpc.h"
 #include "sg_kserve.h"
@@ -917,8 +918,37 @@ static int point_run(profile_t *p, point_t *pt)
     if (p->cfg.verbose)
         fprintf(stderr, "surge: %zu distinct payloads, RLIMIT_NOFILE %llu, artifacts in %s\n", p->payloads.n,
                 (unsigned long long)p->run.nofile, p->run.artifact_dir);
+    if (p->cfg.n_server_metrics_urls)
+        pt->scraper = sg_scraper_start((const char *const *)p->cfg.server_metrics_urls, p->cfg.n_server_metrics_urls,
+                                       p->cfg.server_metrics_interval_s, p->cfg.verbose);
     point_wait(p, pt);
+    sg_scraper_stop(pt->scraper);
     return point_collect(p, pt);
+}
+
+/* --server-metrics-url: server_metrics.json/.csv beside the point's other files, a line per endpoint, and the
+ * summary object for profile_export_surge.json (malloc'd; NULL without scraping). */
+static char *report_scrapes(const profile_t *p, const point_t *pt)
+{
+    if (!pt->scraper)
+        return NULL;
+    const sg_srvm_t *m = sg_scraper_store(pt->scraper);
+    char *json = path_join(pt->artifact_dir, "server_metrics.json");
+    char *csv = path_join(pt->artifact_dir, "server_metrics.csv");
+    int err = json && csv ? sg_srvm_write(m, p->run.start_ns, json, csv) : -ENOMEM;
+    if (err < 0)
+        fprintf(stderr, "surge: writing %s: %s\n", json ? json : "server_metrics.json", sg_strerror(err));
+    free(json);
+    free(csv);
+    for (size_t i = 0; i < p->cfg.n_server_metrics_urls; i++) {
+        uint64_t n, failed;
+        sg_srvm_counts(m, i, &n, &failed);
+        if (failed || !pt->spec.quiet)
+            fprintf(stderr, "surge: server metrics: %llu scrapes of %s, %llu failed%s\n", (unsigned long long)n,
+                    p->cfg.server_metrics_urls[i], (unsigned long long)failed,
+                    failed ? " (server_metrics.json has each error)" : "");
+    }
+    return sg_srvm_summary_json(m, INT64_MIN, INT64_MAX);
 }
 
 /* A wrong port or an HTTP server under --service-kind triton: one line rather than only the error table. */
@@ -1041,7 +1071,9 @@ static int point_report(profile_t *p, point_t *pt)
     const sg_config_t *cfg = &pt->cfg;
     point_verdicts(pt);
     char *input_json = sg_config_to_json(cfg);
+    char *scrapes = report_scrapes(p, pt);
     sg_run_info_t info = {
+        .server_metrics_json = scrapes,
         .title = "surge | LLM Metrics",
         .streaming = p->n_streaming > 0,
         .interrupted = pt->interrupted,
@@ -1066,6 +1098,7 @@ static int point_report(profile_t *p, point_t *pt)
     }
     int xerr = write_exports(&p->run, pt->ws, pt->n_workers, pt->merged, &info);
     free(input_json);
+    free(scrapes);
     if (pt->spec.quiet)
         point_line(pt);
     else
@@ -1124,6 +1157,7 @@ void point_free(point_t *pt)
     free(pt->artifact_dir);
     free(pt->probe.sample_t);
     free(pt->probe.sample_n);
+    sg_scraper_free(pt->scraper);
     memset(pt, 0, sizeof(*pt));
 }
 

@@ -80,7 +80,8 @@ typedef struct {
     bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
     double client_cpu_s;
     bool interrupted;
-    bool fatal; /* a worker failed, or the OSL pass or the merge did */
+    bool fatal;                 /* a worker failed, or the OSL pass or the merge did */
+    struct sg_scraper *scraper; /* --server-metrics-url: scraping from just before the load to just after */
     /* after point_report */
     double duration_s;
     sg_slo_verdict_t verdicts[SG_SLO_MAX]; /* one per --slo, in the order given */

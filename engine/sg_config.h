@@ -17,6 +17,8 @@ typedef enum { SG_SWEEP_NONE = 0, SG_SWEEP_CONCURRENCY, SG_SWEEP_RATE } sg_sweep
 /* --search: the largest load whose point meets every --slo (engine/search.c). */
 typedef enum { SG_SEARCH_NONE = 0, SG_SEARCH_MAX_RATE, SG_SEARCH_MAX_CONCURRENCY } sg_search_kind_t;
 
+#define SG_MAX_SCRAPE_URLS 8 /* --server-metrics-url given at most this many times */
+
 typedef struct {
     /* endpoint */
     char **models; /* -m/--model, repeatable; at least one */
@@ -90,10 +92,13 @@ typedef struct {
     char *profile_export_file; /* base name; "profile_export.json" by default */
     char *profile_export_stem; /* profile_export_file without its extension: <stem>_surge.json, <stem>.jsonl */
     bool verbose;
-    bool generate_plots;     /* --generate-plots: report.html (surge report) in the artifact directory */
-    double slice_duration_s; /* --slice-duration: per-window metrics in <stem>_surge_timeslices.*; 0 = none */
-    double max_error_rate;   /* share of failed requests allowed before a non-zero exit; 0 by default */
-    sg_slo_t slos[8];        /* --goodput: per-request thresholds */
+    bool generate_plots; /* --generate-plots: report.html (surge report) in the artifact directory */
+    char *server_metrics_urls[SG_MAX_SCRAPE_URLS]; /* --server-metrics-url, each http://HOST[:PORT]/PATH */
+    size_t n_server_metrics_urls;
+    double server_metrics_interval_s; /* --server-metrics-interval (default 1) */
+    double slice_duration_s;          /* --slice-duration: per-window metrics in <stem>_surge_timeslices.*; 0 = none */
+    double max_error_rate;            /* share of failed requests allowed before a non-zero exit; 0 by default */
+    sg_slo_t slos[8];                 /* --goodput: per-request thresholds */
     size_t n_slos;
     sg_slo_check_t slo_checks[SG_SLO_MAX]; /* --slo: verdicts on the whole point (sg_slo.h) */
     size_t n_slo_checks;

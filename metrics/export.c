@@ -760,6 +760,8 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     } else if (!rc) {
         rc = set(root, "tokenizer", json_null());
     }
+    if (!rc && info && info->server_metrics_json)
+        rc = set(root, "server_metrics", input_config(info->server_metrics_json));
     rc = rc ? rc : set(root, "was_interrupted", json_boolean(info && info->interrupted));
     rc = rc ? rc : set(root, "input_config", input_config(info ? info->input_config_json : NULL));
     if (rc) {

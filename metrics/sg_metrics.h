@@ -161,11 +161,12 @@ struct sg_slo_check;
 struct sg_slo_verdict;
 
 typedef struct {
-    const char *title;             /* table title, e.g. "surge | LLM Metrics" */
-    bool streaming;                /* false: no TTFT/ITL rows */
-    bool interrupted;              /* the run was stopped by SIGINT */
-    uint64_t warmup_count;         /* warmup requests (not in the metrics) */
-    const char *input_config_json; /* a JSON object (text) describing the run's configuration */
+    const char *title;               /* table title, e.g. "surge | LLM Metrics" */
+    bool streaming;                  /* false: no TTFT/ITL rows */
+    bool interrupted;                /* the run was stopped by SIGINT */
+    uint64_t warmup_count;           /* warmup requests (not in the metrics) */
+    const char *input_config_json;   /* a JSON object (text) describing the run's configuration */
+    const char *server_metrics_json; /* --server-metrics-url: the scrapes' summary object (text); NULL: none */
     bool has_slos;
     double client_cpu_s;    /* CPU time surge spent from the start instant to the last response; 0 = unknown */
     const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */

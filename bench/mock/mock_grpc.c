@@ -215,7 +215,7 @@ int sg_mock_grpc_build(const sg_mock_grpc_ctx_t *x, sg_mock_job_t *j, sg_slice_t
     if (keep_model(j, v.model) < 0)
         return SG_ENOMEM;
     j->usage_prompt = words;
-    sg_mock_job_schedule(s, j, now);
+    sg_mock_job_schedule(s, j, now, x->worker);
     if (stream) {
         x->st->streamed++;
         j->type = SG_MOCK_JOB_GRPC_STREAM;

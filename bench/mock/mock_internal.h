@@ -149,6 +149,7 @@ typedef enum {
     SG_MOCK_ST_BAD_HTTP,
     SG_MOCK_ST_TOO_BIG,
     SG_MOCK_ST_INJECTED,
+    SG_MOCK_ST_METRICS, /* GET /metrics: not constant, rendered per scrape (mock_metrics.c) */
     SG_MOCK_ST_COUNT
 } sg_mock_static_t;
 
@@ -257,6 +258,8 @@ typedef struct sg_mock_worker sg_mock_worker_t;
 
 /* --max-batch: the batch slots and their FIFO, shared by every worker (mock_batch.c). */
 typedef struct sg_mock_batch sg_mock_batch_t;
+/* GET /metrics: each worker's admitted completions (mock_metrics.c), one per worker. */
+typedef struct sg_mock_load sg_mock_load_t;
 
 /* Shared by all workers; read-only after start except the atomics and the batch (its own lock). */
 typedef struct sg_mock_server {
@@ -272,6 +275,7 @@ typedef struct sg_mock_server {
     atomic_uint_fast64_t conn_serial;
     atomic_bool stop;
     sg_mock_batch_t *batch; /* --max-batch; NULL without */
+    sg_mock_load_t *load;   /* one per worker: what GET /metrics counts */
     /* start-up hand-shake: each worker reports once its ring is up and accepting */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -282,7 +286,17 @@ sg_mock_batch_t *sg_mock_batch_new(uint32_t slots);
 void sg_mock_batch_free(sg_mock_batch_t *b);
 /* When j's generation starts and how long its first token takes (set j->start_ns, j->ttft_ns): at once, or, with
  * --max-batch, when a slot frees. j->n and j->usage_prompt must be set. */
-void sg_mock_job_schedule(const struct sg_mock_server *s, sg_mock_job_t *j, int64_t now);
+void sg_mock_job_schedule(const struct sg_mock_server *s, sg_mock_job_t *j, int64_t now, unsigned worker);
+
+/* GET /metrics (mock_metrics.c): what the workers admitted, counted at a scrape. */
+sg_mock_load_t *sg_mock_load_new(unsigned workers);
+void sg_mock_load_free(sg_mock_load_t *l, unsigned workers);
+void sg_mock_load_add(sg_mock_load_t *loads, unsigned worker, const sg_mock_job_t *j, int64_t itl_ns, int64_t now);
+/* The body of a scrape at now (Prometheus text, vLLM's names) into buf; its length. */
+size_t sg_mock_metrics_text(const struct sg_mock_server *s, int64_t now, char *buf, size_t cap);
+#define SG_MOCK_METRICS_MAX 2048
+/* The whole HTTP/1.1 response of a scrape at now (Connection: close when close). */
+void sg_mock_render_metrics(sg_mock_buf_t *b, const struct sg_mock_server *s, int64_t now, bool close);
 void sg_mock_batch_stats(sg_mock_batch_t *b, uint64_t *admitted, uint64_t *waited, double *mean_wait_ms,
                          double *max_wait_ms);
 

@@ -175,6 +175,7 @@ void sg_mock_render_init(void)
     static_set(SG_MOCK_ST_TOO_BIG, "413 Content Too Large",
                "{\"error\":{\"message\":\"request larger than 8 MiB\",\"type\":\"invalid_request_error\","
                "\"code\":413}}");
+    static_set(SG_MOCK_ST_METRICS, "200 OK", ""); /* the status; the body is sg_mock_metrics_text's */
     static_set(SG_MOCK_ST_INJECTED, "500 Internal Server Error",
                "{\"error\":{\"message\":\"injected error (--error-rate)\",\"type\":\"server_error\",\"code\":500}}");
 }
@@ -223,6 +224,19 @@ void sg_mock_render_static(sg_mock_buf_t *b, const sg_mock_job_t *j)
     memcpy(p, r->ka + r->ka_head_len, r->ka_len - r->ka_head_len); /* the blank line and the body */
     p += r->ka_len - r->ka_head_len;
     b->len += (size_t)(p - d);
+}
+
+void sg_mock_render_metrics(sg_mock_buf_t *b, const sg_mock_server_t *s, int64_t now, bool close)
+{
+    char body[SG_MOCK_METRICS_MAX];
+    size_t n = sg_mock_metrics_text(s, now, body, sizeof body);
+    char head[256];
+    int hl = snprintf(head, sizeof head,
+                      "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                      "Content-Length: %zu\r\n%s\r\n",
+                      n, close ? "Connection: close\r\n" : "");
+    sg_mock_buf_mem(b, head, (size_t)hl);
+    sg_mock_buf_mem(b, body, n);
 }
 
 sg_slice_t sg_mock_static_body(sg_mock_static_t id, int *status)

@@ -685,6 +685,8 @@ static sg_mock_job_t *build_job(conn_t *c, sg_slice_t method, sg_slice_t full_pa
         build_static(j, is_get ? SG_MOCK_ST_MODELS : SG_MOCK_ST_METHOD, now);
     else if (ends_with(path, "/health"))
         build_static(j, is_get ? SG_MOCK_ST_HEALTH : SG_MOCK_ST_METHOD, now);
+    else if (ends_with(path, "/metrics"))
+        build_static(j, is_get ? SG_MOCK_ST_METRICS : SG_MOCK_ST_METHOD, now);
     else
         build_static(j, SG_MOCK_ST_NOT_FOUND, now);
 
@@ -719,7 +721,7 @@ static sg_mock_job_t *build_job(conn_t *c, sg_slice_t method, sg_slice_t full_pa
                     job_free(w, j);
                     return NULL;
                 }
-                sg_mock_job_schedule(s, j, now);
+                sg_mock_job_schedule(s, j, now, w->idx);
                 if (r.stream) {
                     w->st.streamed++;
                     j->type = SG_MOCK_JOB_STREAM;
@@ -808,7 +810,10 @@ static bool job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
     }
     switch (j->type) {
     case SG_MOCK_JOB_STATIC:
-        sg_mock_render_static(conn_out(c), j);
+        if (j->static_id == SG_MOCK_ST_METRICS)
+            sg_mock_render_metrics(conn_out(c), s, now, j->close_after);
+        else
+            sg_mock_render_static(conn_out(c), j);
         return true;
     case SG_MOCK_JOB_CLOSE:
         if (j->due_ns > now)
@@ -1025,9 +1030,15 @@ static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
     case SG_MOCK_JOB_STATIC: {
         int status;
         sg_slice_t body = sg_mock_static_body(j->static_id, &status);
+        const char *ctype = "application/json";
+        char metrics[SG_MOCK_METRICS_MAX];
+        if (j->static_id == SG_MOCK_ST_METRICS) {
+            body = (sg_slice_t){metrics, sg_mock_metrics_text(c->w->srv, now, metrics, sizeof metrics)};
+            ctype = "text/plain; version=0.0.4";
+        }
         sg_mock_buf_slice(b, body);
         j->h2_eof = true;
-        h2_respond(c, j, status, "application/json", (int64_t)body.len, false);
+        h2_respond(c, j, status, ctype, (int64_t)body.len, false);
         break;
     }
     case SG_MOCK_JOB_FULL:
