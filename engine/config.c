@@ -642,7 +642,7 @@ static int not_supported(int val)
         return fail("input-dataset", "not supported: surge fetches no hosted datasets; download one and give it "
                                      "with --input-file (ShareGPT, GenAI-Perf JSONL, ...), or use synthetic prompts");
     case OPT_GENERATE_PLOTS:
-        return fail("generate-plots", "not supported yet: every request's timeline is in the <stem>.jsonl export "
+        return fail("generate-plots", "not supported yet: every request's timeline is in the <stem>_surge.jsonl export "
                                       "in the artifact directory");
     default:
         return fail(NULL, "unsupported option");
@@ -1931,7 +1931,9 @@ void sg_config_usage(FILE *out)
                  "      --profile-export-file NAME\n"
                  "                                names the exports (default: " DEFAULT_EXPORT_FILE "): surge\n"
                  "                                writes <stem>_surge.json, <stem>_surge.csv and, one line per\n"
-                 "                                request, <stem>.jsonl\n"
+                 "                                request, <stem>_surge.jsonl; AIPerf's files beside them:\n"
+                 "                                <stem>_aiperf.json, <stem>_aiperf.csv and <stem>.jsonl\n"
+                 "                                (AIPerf's schema, for aiperf plot and its importers)\n"
                  "      --goodput 'METRIC:VALUE ...'\n"
                  "                                SLOs a request must all meet to count as good, separated by\n"
                  "                                spaces or commas: time_to_first_token:200\n"
