@@ -141,72 +141,104 @@ static char *export_stem(const char *file)
     return stem;
 }
 
+/* The files of one point, named from the --profile-export-file stem: surge's own (<stem>_surge.json/.csv/.jsonl)
+ * and AIPerf's (<stem>.jsonl, <stem>_aiperf.json/.csv: AIPerf's names for its default stem, profile_export). */
+typedef struct {
+    char *surge_json, *surge_csv, *surge_jsonl, *aiperf_json, *aiperf_csv, *aiperf_jsonl;
+} export_paths_t;
+
+static void export_paths_free(export_paths_t *x)
+{
+    free(x->surge_json);
+    free(x->surge_csv);
+    free(x->surge_jsonl);
+    free(x->aiperf_json);
+    free(x->aiperf_csv);
+    free(x->aiperf_jsonl);
+}
+
+static char *export_path(const char *dir, const char *stem, const char *suffix)
+{
+    char name[512];
+    snprintf(name, sizeof(name), "%s%s", stem, suffix);
+    return path_join(dir, name);
+}
+
+static int export_paths(export_paths_t *x, const char *dir, const char *stem)
+{
+    x->surge_json = export_path(dir, stem, "_surge.json");
+    x->surge_csv = export_path(dir, stem, "_surge.csv");
+    x->surge_jsonl = export_path(dir, stem, "_surge.jsonl");
+    x->aiperf_json = export_path(dir, stem, "_aiperf.json");
+    x->aiperf_csv = export_path(dir, stem, "_aiperf.csv");
+    x->aiperf_jsonl = export_path(dir, stem, ".jsonl");
+    return x->surge_json && x->surge_csv && x->surge_jsonl && x->aiperf_json && x->aiperf_csv && x->aiperf_jsonl
+               ? 0
+               : -ENOMEM;
+}
+
+static int report_err(const char *what, int err, int rc)
+{
+    if (err >= 0)
+        return rc;
+    fprintf(stderr, "surge: writing %s: %s\n", what, sg_strerror(err));
+    return err;
+}
+
 static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_metrics_t *merged,
                          const sg_run_info_t *info)
 {
     const sg_config_t *cfg = run->cfg;
     char *stem = export_stem(cfg->profile_export_file ? cfg->profile_export_file : "profile_export.json");
-    if (!stem)
-        return -ENOMEM;
-    char name[512];
-    int rc = 0;
-
-    snprintf(name, sizeof(name), "%s_surge.json", stem);
-    char *json_path = path_join(run->artifact_dir, name);
-    snprintf(name, sizeof(name), "%s_surge.csv", stem);
-    char *csv_path = path_join(run->artifact_dir, name);
-    snprintf(name, sizeof(name), "%s.jsonl", stem);
-    char *jsonl_path = path_join(run->artifact_dir, name);
+    export_paths_t x = {0};
     const char **logs = calloc(n, sizeof(*logs));
-    if (!json_path || !csv_path || !jsonl_path || !logs) {
-        rc = -ENOMEM;
+    int rc = stem && logs ? export_paths(&x, run->artifact_dir, stem) : -ENOMEM;
+    if (rc)
         goto out;
-    }
     for (unsigned i = 0; i < n; i++)
         logs[i] = sg_worker_log_path(ws[i]);
 
     /* the payload table's names: -m's, then the models raw request bodies name themselves */
-    int err = sg_export_jsonl(jsonl_path, logs, n, (const char *const *)run->payloads->model_names,
-                              run->payloads->n_model_names);
-    if (err < 0) {
-        fprintf(stderr, "surge: writing %s: %s\n", jsonl_path, sg_strerror(err));
-        rc = err;
-    }
+    sg_records_out_t recs = {
+        .surge_path = x.surge_jsonl,
+        .aiperf_path = x.aiperf_jsonl,
+        .model_names = (const char *const *)run->payloads->model_names,
+        .n_models = run->payloads->n_model_names,
+        .wall_offset_ns = info->wall_offset_ns,
+    };
+    rc = report_err(x.surge_jsonl, sg_export_records(&recs, logs, n), rc);
     if (cfg->slice_duration_s > 0) {
-        char *sj = NULL, *sc = NULL;
-        snprintf(name, sizeof(name), "%s_surge_timeslices.json", stem);
-        sj = path_join(run->artifact_dir, name);
-        snprintf(name, sizeof(name), "%s_surge_timeslices.csv", stem);
-        sc = path_join(run->artifact_dir, name);
-        err = sj && sc ? sg_export_timeslices(sj, sc, logs, n, cfg->slice_duration_s, cfg->slos, cfg->n_slos, info)
-                       : -ENOMEM;
-        if (err < 0) {
-            fprintf(stderr, "surge: writing the time slices %s: %s\n", sj ? sj : "", sg_strerror(err));
-            rc = err;
-        }
+        char *sj = export_path(run->artifact_dir, stem, "_surge_timeslices.json");
+        char *sc = export_path(run->artifact_dir, stem, "_surge_timeslices.csv");
+        int err = sj && sc ? sg_export_timeslices(sj, sc, logs, n, cfg->slice_duration_s, cfg->slos, cfg->n_slos, info)
+                           : -ENOMEM;
+        rc = report_err(sj ? sj : "the time slices", err, rc);
         free(sj);
         free(sc);
     }
     for (unsigned i = 0; i < n; i++)
         unlink(logs[i]);
-    err = sg_export_csv(csv_path, merged, info);
-    if (err < 0) {
-        fprintf(stderr, "surge: writing %s: %s\n", csv_path, sg_strerror(err));
-        rc = err;
-    }
+    rc = report_err(x.surge_csv, sg_export_csv(x.surge_csv, merged, info), rc);
+    rc = report_err(x.aiperf_csv, sg_export_aiperf_csv(x.aiperf_csv, merged, info), rc);
+    /* AIPerf's readers take a directory with profile_export.jsonl and profile_export_aiperf.json for a run */
+    rc = report_err(x.aiperf_json, sg_export_aiperf_json(x.aiperf_json, merged, info), rc);
     /* the summary last: its presence says the other files are complete */
-    err = sg_export_json(json_path, merged, info);
-    if (err < 0) {
-        fprintf(stderr, "surge: writing %s: %s\n", json_path, sg_strerror(err));
-        rc = err;
-    }
+    rc = report_err(x.surge_json, sg_export_json(x.surge_json, merged, info), rc);
 out:
     free(logs);
-    free(json_path);
-    free(csv_path);
-    free(jsonl_path);
+    export_paths_free(&x);
     free(stem);
     return rc;
+}
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC now: turns surge's monotonic times into the wall-clock times AIPerf's files
+ * carry. Sampled once, after the run: a clock step during the run does not bend the request times. */
+static int64_t wall_offset_ns(void)
+{
+    struct timespec mono, real;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &real);
+    return ((int64_t)real.tv_sec - (int64_t)mono.tv_sec) * 1000000000 + ((int64_t)real.tv_nsec - (int64_t)mono.tv_nsec);
 }
 
 /* n_streaming: payloads that ask for a stream (raw request bodies decide for themselves) */
@@ -1091,6 +1123,7 @@ static int point_report(profile_t *p, point_t *pt)
         .silent_closes = pt->silent_closes,
         .no_reuse_after_whole = pt->no_reuse_after[0],
         .no_reuse_after_stream = pt->no_reuse_after[1],
+        .wall_offset_ns = wall_offset_ns(),
     };
     if (!pt->spec.quiet) {
         sg_export_table(stdout, pt->merged, &info);

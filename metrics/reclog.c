@@ -1,5 +1,6 @@
 /*
- * Per-worker record log and its merge into profile_export.jsonl.
+ * Per-worker record log and its merge into the per-request JSONL files (surge's own, and AIPerf's by
+ * export_aiperf.c in the same pass).
  *
  * File format (host byte order: the log is read back on the machine that wrote it):
  *   file header: "SGRECLOG" magic, u32 version, u32 size of the record header
@@ -20,6 +21,7 @@
  */
 #include "sg_export_util.h"
 #include "sg_metrics.h"
+#include "sg_numfmt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -471,152 +473,35 @@ static int cmp_idx(const void *a, const void *b)
 }
 
 /*
- * JSONL lines are formatted straight into the output buffer: constant keys as fixed-size copies, numbers from
- * integers with a two-digit table. printf per field, and later a line buffer copied through stdio, were most of
- * the export's user CPU.
+ * JSONL lines are formatted straight into the output buffer: constant keys as fixed-size copies, numbers with
+ * sg_numfmt.h. printf per field, and later a line buffer copied through stdio, were most of the export's user CPU.
  */
-
-static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                 "8081828384858687888990919293949596979899";
-
-static const uint64_t pow10_tab[20] = {1ull,
-                                       10ull,
-                                       100ull,
-                                       1000ull,
-                                       10000ull,
-                                       100000ull,
-                                       1000000ull,
-                                       10000000ull,
-                                       100000000ull,
-                                       1000000000ull,
-                                       10000000000ull,
-                                       100000000000ull,
-                                       1000000000000ull,
-                                       10000000000000ull,
-                                       100000000000000ull,
-                                       1000000000000000ull,
-                                       10000000000000000ull,
-                                       100000000000000000ull,
-                                       1000000000000000000ull,
-                                       10000000000000000000ull};
-
-/* Decimal digits of u (1 for 0): log10 from the bit length (1233/4096 ~ log10(2)), corrected by one compare
- * instead of a loop over the powers of ten. */
-static inline unsigned dec_len(uint64_t u)
-{
-    u |= 1; /* 0 has one digit; setting bit 0 changes no other number's count (powers of ten are even) */
-    unsigned t = ((unsigned)(64 - __builtin_clzll(u)) * 1233u) >> 12;
-    return t - (u < pow10_tab[t]) + 1;
-}
-
-/* The n low digits of u (u < 10^n) at p[0..n), two at a time from the last. */
-static inline void put_digits(char *p, uint64_t u, unsigned n)
-{
-    char *t = p + n;
-    /* Above 8 digits, blocks of 8 split off with one 64-bit division: the rest is 32-bit arithmetic, cheaper than
-     * a 64-bit division by 100 per pair (relative times in ns have 9 to 12 digits). */
-    while (n > 8) {
-        uint32_t lo = (uint32_t)(u % 100000000u);
-        u /= 100000000u;
-        uint32_t a = lo / 10000, b = lo % 10000;
-        memcpy(t - 2, digits2 + (b % 100) * 2, 2);
-        memcpy(t - 4, digits2 + (b / 100) * 2, 2);
-        memcpy(t - 6, digits2 + (a % 100) * 2, 2);
-        memcpy(t - 8, digits2 + (a / 100) * 2, 2);
-        t -= 8;
-        n -= 8;
-    }
-    uint32_t v = (uint32_t)u; /* n <= 8: u < 10^8 */
-    while (n >= 2) {
-        unsigned d = (v % 100) * 2;
-        v /= 100;
-        memcpy(t - 2, digits2 + d, 2);
-        t -= 2;
-        n -= 2;
-    }
-    if (n)
-        *--t = (char)('0' + v);
-}
-
-/* u in decimal at p; returns the end. At most 20 bytes. Written in place from the last digit: a memcpy of a
- * variable length from a scratch buffer was a libc call per number (1.4% of the whole process). Most numbers in a
- * line (status, token counts, worker) are below 1000: those take no division at all. */
-static inline char *put_u64(char *p, uint64_t u)
-{
-    if (u < 10) {
-        *p = (char)('0' + u);
-        return p + 1;
-    }
-    if (u < 100) {
-        memcpy(p, digits2 + u * 2, 2);
-        return p + 2;
-    }
-    if (u < 1000) {
-        unsigned h = (unsigned)u / 100;
-        p[0] = (char)('0' + h);
-        memcpy(p + 1, digits2 + ((unsigned)u - h * 100) * 2, 2);
-        return p + 3;
-    }
-    unsigned n = dec_len(u);
-    put_digits(p, u, n);
-    return p + n;
-}
-
-/* At most 21 bytes. */
-static inline char *put_i64(char *p, int64_t v)
-{
-    if (v < 0) {
-        *p++ = '-';
-        return put_u64(p, (uint64_t)0 - (uint64_t)v);
-    }
-    return put_u64(p, (uint64_t)v);
-}
-
-/*
- * v / 10^decimals in fixed point, from integers: exact (no double rounding) and much cheaper than printf's %f,
- * which matters for token_times_ms (one number per token, millions of tokens). At most 23 bytes.
- * pow10 is 10^decimals.
- */
-static inline char *put_fixed(char *p, int64_t v, unsigned decimals, uint64_t pow10)
-{
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    if (v < 0)
-        *p++ = '-';
-    p = put_u64(p, u / pow10);
-    *p++ = '.';
-    put_digits(p, u % pow10, decimals);
-    return p + decimals;
-}
-
-/* A constant string literal, copied with a size the compiler knows. */
-#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) += sizeof(lit) - 1)
 
 #define PUT_REL_NS(p, key, t, base)                                                                                    \
     do {                                                                                                               \
-        PUT_LIT(p, ",\"" key "\":");                                                                                   \
+        SG_PUT_LIT(p, ",\"" key "\":");                                                                                \
         if (t)                                                                                                         \
-            p = put_i64(p, (t) - (base));                                                                              \
+            p = sg_put_i64(p, (t) - (base));                                                                           \
         else                                                                                                           \
-            PUT_LIT(p, "null");                                                                                        \
+            SG_PUT_LIT(p, "null");                                                                                     \
     } while (0)
 
 #define PUT_MS(p, key, have, ns)                                                                                       \
     do {                                                                                                               \
-        PUT_LIT(p, ",\"" key "\":");                                                                                   \
+        SG_PUT_LIT(p, ",\"" key "\":");                                                                                \
         if (have)                                                                                                      \
-            p = put_fixed(p, ns, 6, 1000000);                                                                          \
+            p = sg_put_fixed(p, ns, 6, 1000000);                                                                       \
         else                                                                                                           \
-            PUT_LIT(p, "null");                                                                                        \
+            SG_PUT_LIT(p, "null");                                                                                     \
     } while (0)
 
 #define PUT_OPT_INT(p, key, have, v)                                                                                   \
     do {                                                                                                               \
-        PUT_LIT(p, ",\"" key "\":");                                                                                   \
+        SG_PUT_LIT(p, ",\"" key "\":");                                                                                \
         if (have)                                                                                                      \
-            p = put_i64(p, v);                                                                                         \
+            p = sg_put_i64(p, v);                                                                                      \
         else                                                                                                           \
-            PUT_LIT(p, "null");                                                                                        \
+            SG_PUT_LIT(p, "null");                                                                                     \
     } while (0)
 
 /* Room for everything in a line but the model and the token times: the keys (about 600 bytes), 20-odd numbers of
@@ -640,7 +525,7 @@ static int render_models(model_json_t *out, const char *const *names, size_t n)
         if (!t)
             return -ENOMEM;
         char *p = t;
-        PUT_LIT(p, ",\"model\":");
+        SG_PUT_LIT(p, ",\"model\":");
         if (names[i])
             p += sg_json_escape(p, names[i], len);
         out[i].text = t;
@@ -663,34 +548,34 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     if (!p)
         return;
     char *start = p;
-    PUT_LIT(p, "{\"id\":");
-    p = put_i64(p, (int64_t)w->id);
-    PUT_LIT(p, ",\"worker\":");
-    p = put_u64(p, w->worker);
+    SG_PUT_LIT(p, "{\"id\":");
+    p = sg_put_i64(p, (int64_t)w->id);
+    SG_PUT_LIT(p, ",\"worker\":");
+    p = sg_put_u64(p, w->worker);
     if (named) {
         memcpy(p, models[w->model].text, models[w->model].len);
         p += models[w->model].len;
     } else {
-        PUT_LIT(p, ",\"model\":");
-        p = put_u64(p, w->model);
+        SG_PUT_LIT(p, ",\"model\":");
+        p = sg_put_u64(p, w->model);
     }
     if (w->flags & FLAG_STREAMING)
-        PUT_LIT(p, ",\"streaming\":true");
+        SG_PUT_LIT(p, ",\"streaming\":true");
     else
-        PUT_LIT(p, ",\"streaming\":false");
+        SG_PUT_LIT(p, ",\"streaming\":false");
     if (w->flags & FLAG_RESENT)
-        PUT_LIT(p, ",\"resent\":true");
+        SG_PUT_LIT(p, ",\"resent\":true");
     else
-        PUT_LIT(p, ",\"resent\":false");
+        SG_PUT_LIT(p, ",\"resent\":false");
     if (ok) {
-        PUT_LIT(p, ",\"status\":\"ok\"");
+        SG_PUT_LIT(p, ",\"status\":\"ok\"");
     } else {
-        PUT_LIT(p, ",\"status\":\"error\",\"error_class\":\"");
+        SG_PUT_LIT(p, ",\"status\":\"error\",\"error_class\":\"");
         const char *cls = sg_err_class_name((sg_err_class_t)w->err_class);
         size_t cl = strlen(cls);
         memcpy(p, cls, cl);
         p += cl;
-        PUT_LIT(p, "\",\"error\":");
+        SG_PUT_LIT(p, "\",\"error\":");
         p += sg_json_escape(p, v.msg, w->msg_len);
     }
     PUT_OPT_INT(p, "http_status", w->http_status != 0, w->http_status);
@@ -707,13 +592,13 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     PUT_OPT_INT(p, "output_sequence_length", true, w->osl);
     switch ((sg_osl_source_t)w->osl_source) { /* checked by next_rec */
     case SG_OSL_USAGE:
-        PUT_LIT(p, ",\"osl_source\":\"usage\"");
+        SG_PUT_LIT(p, ",\"osl_source\":\"usage\"");
         break;
     case SG_OSL_TOKENIZER:
-        PUT_LIT(p, ",\"osl_source\":\"tokenizer\"");
+        SG_PUT_LIT(p, ",\"osl_source\":\"tokenizer\"");
         break;
     case SG_OSL_EVENTS:
-        PUT_LIT(p, ",\"osl_source\":\"events\"");
+        SG_PUT_LIT(p, ",\"osl_source\":\"events\"");
         break;
     }
     PUT_OPT_INT(p, "output_sequence_length_server", w->osl_server != -1, w->osl_server);
@@ -721,7 +606,7 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     PUT_OPT_INT(p, "max_tokens", w->max_tokens != 0, w->max_tokens);
     PUT_OPT_INT(p, "content_events", true, w->content_events);
     PUT_OPT_INT(p, "response_bytes", true, (int64_t)w->response_bytes);
-    PUT_LIT(p, ",\"token_times_ms\":[");
+    SG_PUT_LIT(p, ",\"token_times_ms\":[");
     ob->len += (size_t)(p - start);
     if (w->first_token_ns) {
         int64_t first_ns = w->first_token_ns - w->intended_ns;
@@ -738,7 +623,7 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
                 int64_t rounded_us = ns >= 0 ? (ns + 500) / 1000 : -((-ns + 500) / 1000);
                 if (i)
                     *p++ = ',';
-                p = put_fixed(p, rounded_us, 3, 1000);
+                p = sg_put_fixed(p, rounded_us, 3, 1000);
             }
             ob->len += (size_t)(p - start);
         }
@@ -865,8 +750,70 @@ static bool idx_sorted(const idx_t *idx, size_t n)
     return true;
 }
 
-int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n_logs, const char *const *model_names,
-                    size_t n_models)
+/* The output files of one merge: surge's lines always, AIPerf's when asked for. */
+typedef struct {
+    sg_outbuf_t surge, aiperf;
+    bool with_aiperf;
+    uint32_t *events; /* AIPerf's lines read a record decoded: its events, aligned */
+    uint32_t events_cap;
+} outputs_t;
+
+static int outputs_open(outputs_t *o, const sg_records_out_t *out)
+{
+    memset(o, 0, sizeof(*o));
+    int rc = sg_outbuf_open(&o->surge, out->surge_path);
+    if (rc || !out->aiperf_path)
+        return rc;
+    rc = sg_outbuf_open(&o->aiperf, out->aiperf_path);
+    if (rc)
+        sg_outbuf_abort(&o->surge);
+    o->with_aiperf = !rc;
+    return rc;
+}
+
+static int outputs_err(const outputs_t *o)
+{
+    return o->surge.err ? o->surge.err : o->with_aiperf ? o->aiperf.err : 0;
+}
+
+/* Commit both, or neither when either failed. */
+static int outputs_close(outputs_t *o, int rc)
+{
+    rc = rc ? rc : outputs_err(o);
+    free(o->events);
+    if (rc) {
+        sg_outbuf_abort(&o->surge);
+        if (o->with_aiperf)
+            sg_outbuf_abort(&o->aiperf);
+        return rc;
+    }
+    rc = sg_outbuf_commit(&o->surge);
+    if (o->with_aiperf) {
+        if (rc)
+            sg_outbuf_abort(&o->aiperf);
+        else
+            rc = sg_outbuf_commit(&o->aiperf);
+    }
+    return rc;
+}
+
+/* One record's lines: surge's from the log as it lies, AIPerf's from the record decoded. */
+static int write_record(outputs_t *o, const mapped_t *mp, size_t off, int64_t base, const model_json_t *models,
+                        const sg_records_out_t *out)
+{
+    write_line(&o->surge, mp, off, base, models, out->n_models);
+    if (!o->with_aiperf)
+        return 0;
+    rec_view_t v;
+    sg_record_t r;
+    rec_at(mp, off, &v);
+    int rc = rec_decode(&v, &r, &o->events, &o->events_cap);
+    if (!rc)
+        sg_aiperf_record_line(&o->aiperf, &r, out->wall_offset_ns);
+    return rc;
+}
+
+int sg_export_records(const sg_records_out_t *out, const char *const *log_paths, size_t n_logs)
 {
     if (n_logs >= (1u << LOC_LOG_BITS))
         return SG_EINVAL;
@@ -881,9 +828,9 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
     }
     /* Everything was checked before the output exists: a bad log leaves no file behind. */
     model_json_t *models = NULL;
-    if (!rc && model_names && n_models) {
-        models = calloc(n_models, sizeof(*models));
-        rc = models ? render_models(models, model_names, n_models) : -ENOMEM;
+    if (!rc && out->model_names && out->n_models) {
+        models = calloc(out->n_models, sizeof(*models));
+        rc = models ? render_models(models, out->model_names, out->n_models) : -ENOMEM;
     }
     if (!rc) {
         if (n > 1 && !idx_sorted(idx, n) && !(place_by_id(idx, n) && idx_sorted(idx, n)))
@@ -894,10 +841,10 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
                 base = idx[i].intended_ns; /* sorted: the first non-zero is the earliest */
                 break;
             }
-        sg_outbuf_t ob;
-        rc = sg_outbuf_open(&ob, out_path);
+        outputs_t o;
+        rc = outputs_open(&o, out);
         if (!rc) {
-            for (size_t i = 0; i < n && !ob.err; i++) {
+            for (size_t i = 0; i < n && !rc && !outputs_err(&o); i++) {
                 /* Lines go out in intended order and records lie in completion order: each header is a cache
                  * miss. Asking for one PREFETCH_AHEAD lines on overlaps them (a fifth of the export's time). */
                 if (i + PREFETCH_AHEAD < n) {
@@ -907,17 +854,12 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
                     __builtin_prefetch(h + 64);
                 }
                 const mapped_t *mp = &maps[idx[i].loc & ((1u << LOC_LOG_BITS) - 1)];
-                write_line(&ob, mp, (size_t)(idx[i].loc >> LOC_LOG_BITS), base, models, n_models);
+                rc = write_record(&o, mp, (size_t)(idx[i].loc >> LOC_LOG_BITS), base, models, out);
             }
-            if (ob.err) {
-                rc = ob.err;
-                sg_outbuf_abort(&ob);
-            } else {
-                rc = sg_outbuf_commit(&ob);
-            }
+            rc = outputs_close(&o, rc);
         }
     }
-    for (size_t i = 0; models && i < n_models; i++)
+    for (size_t i = 0; models && i < out->n_models; i++)
         free(models[i].text);
     free(models);
     for (size_t i = 0; maps && i < n_logs; i++)
@@ -926,4 +868,11 @@ int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n
     free(maps);
     free(idx);
     return rc;
+}
+
+int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n_logs, const char *const *model_names,
+                    size_t n_models)
+{
+    sg_records_out_t out = {.surge_path = out_path, .model_names = model_names, .n_models = n_models};
+    return sg_export_records(&out, log_paths, n_logs);
 }

@@ -75,6 +75,10 @@ size_t sg_json_escape(char *dst, const char *s, size_t len);
 /* Copy src into dst (cap >= 1) as valid UTF-8, invalid bytes replaced by '?'; always NUL-terminated. */
 void sg_utf8_sanitize(char *dst, size_t cap, const char *src);
 
+/* One measured record as AIPerf's MetricRecordInfo line (export_aiperf.c), for the record-log merge; a no-op after
+ * an output error (the buffer reports it). Times are wall clock: monotonic + wall_offset_ns. */
+void sg_aiperf_record_line(sg_outbuf_t *ob, const sg_record_t *r, int64_t wall_offset_ns);
+
 /* The summary object of profile_export_surge.json for m (new reference; NULL on OOM). export.c. */
 json_t *sg_export_summary(const sg_metrics_t *m, const sg_run_info_t *info);
 

@@ -177,8 +177,10 @@ typedef struct {
     const struct sg_slo_check *slo_checks;
     const struct sg_slo_verdict *slo_verdicts;
     size_t n_slo_checks;
-    uint64_t resent_count; /* measured requests sent again (a reused connection closed before any response;
-                              HTTP/2: a refused stream); each counted once, its latency still from intended */
+    uint64_t resent_count;  /* measured requests sent again (a reused connection closed before any response;
+                               HTTP/2: a refused stream); each counted once, its latency still from intended */
+    int64_t wall_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC during the run: AIPerf's files carry wall-clock
+                               times; 0 = unknown (they are then left out) */
 } sg_run_info_t;
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
@@ -190,6 +192,14 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
 SG_WUR int sg_export_json(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
 /* profile_export_surge.csv. 0 or -errno. */
 SG_WUR int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
+/*
+ * AIPerf's summary files, for the tools that read AIPerf's (export_aiperf.c, docs/files.md):
+ * profile_export_aiperf.json (its JsonExportData: AIPerf's metric tags and units, input_config in its UserConfig
+ * shape, error_summary, start_time/end_time) and profile_export_aiperf.csv (its two-part CSV). Same numbers as
+ * profile_export_surge.json. info may be NULL. 0 or -errno.
+ */
+SG_WUR int sg_export_aiperf_json(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
+SG_WUR int sg_export_aiperf_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
 
 /*
  * inputs.json, in GenAI-Perf's layout {"data": [{"payload": [BODY]}, ...]}: one element per i in [0, n) for which
@@ -199,7 +209,7 @@ SG_WUR int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_i
 typedef const char *(*sg_body_at_fn)(void *ctx, size_t i, size_t *len);
 SG_WUR int sg_export_inputs(const char *path, size_t n, sg_body_at_fn body_at, void *ctx);
 
-/* ---------- per-worker record log: binary, appended, merged into profile_export.jsonl after the run ---------- */
+/* ---- per-worker record log: binary, appended, merged into the per-request JSONL files after the run ---- */
 
 typedef struct sg_reclog sg_reclog_t;
 
@@ -246,9 +256,22 @@ SG_WUR int sg_export_timeslices(const char *json_path, const char *csv_path, con
 
 /*
  * Read every worker's log, order records by intended time, and write one JSON object per non-warmup request to
- * out_path. model_names maps sg_record_t.model to a name (may be NULL). 0 or -errno / SG_EPROTO (corrupt log).
+ * out_path (surge's own lines: profile_export_surge.jsonl). model_names maps sg_record_t.model to a name (may be
+ * NULL). 0 or -errno / SG_EPROTO (corrupt log).
  */
 SG_WUR int sg_export_jsonl(const char *out_path, const char *const *log_paths, size_t n_logs,
                            const char *const *model_names, size_t n_models);
+
+/* The per-request files of one run, written in one pass over the logs (sg_export_records). */
+typedef struct {
+    const char *surge_path;  /* surge's own lines, as sg_export_jsonl writes them */
+    const char *aiperf_path; /* AIPerf's MetricRecordInfo lines (profile_export.jsonl); NULL: not written */
+    const char *const *model_names;
+    size_t n_models;
+    int64_t wall_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC: AIPerf's times are wall-clock ns */
+} sg_records_out_t;
+/* sg_export_jsonl, plus AIPerf's per-request file from the same records in the same order. Each file whole or not
+ * at all; a corrupt log leaves neither. 0 or -errno / SG_EPROTO. */
+SG_WUR int sg_export_records(const sg_records_out_t *out, const char *const *log_paths, size_t n_logs);
 
 #endif

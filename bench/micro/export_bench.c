@@ -1,9 +1,10 @@
 /*
  * Micro-benchmark: CPU ns per JSONL line of sg_export_jsonl, for N non-streamed records shaped like the h2
  * benchmark's (one worker's log, ok, usage counts). Built with the project, run by hand:
- *   build/micro/export_bench [records] [dir] [intended]
+ *   build/micro/export_bench [records] [dir] [intended|completion] [aiperf]
  *   (prints ns/line; the output file is left as dir/eb.jsonl for comparison). The log is in completion order, as
- *   a worker writes it (the export must reorder it), or with "intended" already in output order.
+ *   a worker writes it (the export must reorder it), or with "intended" already in output order. "aiperf" also
+ *   writes AIPerf's per-request file (dir/eb_aiperf.jsonl) in the same pass, as a run does.
  */
 #include "sg_metrics.h"
 
@@ -33,6 +34,9 @@ int main(int argc, char **argv)
     char log[512], out[512];
     snprintf(log, sizeof log, "%s/eb.reclog", dir);
     snprintf(out, sizeof out, "%s/eb.jsonl", dir);
+    char aiperf_out[512];
+    snprintf(aiperf_out, sizeof aiperf_out, "%s/eb_aiperf.jsonl", dir);
+    bool aiperf = argc > 4 && strcmp(argv[4], "aiperf") == 0;
     int err = 0;
     sg_reclog_t *l = sg_reclog_open(log, &err);
     if (!l)
@@ -76,7 +80,12 @@ int main(int argc, char **argv)
     double best = 1e30;
     for (int rep = 0; rep < 5; rep++) {
         double t0 = cpu_ns();
-        if (sg_export_jsonl(out, logs, 1, models, 1))
+        sg_records_out_t o = {.surge_path = out,
+                              .aiperf_path = aiperf ? aiperf_out : NULL,
+                              .model_names = models,
+                              .n_models = 1,
+                              .wall_offset_ns = 1700000000000000000ll};
+        if (sg_export_records(&o, logs, 1))
             return 1;
         double ns = (cpu_ns() - t0) / (double)n;
         best = ns < best ? ns : best;

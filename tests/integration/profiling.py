@@ -25,7 +25,7 @@ class Result:
         if os.path.exists(path):
             with open(path) as f:
                 self.summary = json.load(f)
-        path = os.path.join(artifact_dir, "profile_export.jsonl")
+        path = os.path.join(artifact_dir, "profile_export_surge.jsonl")
         if os.path.exists(path):
             with open(path) as f:
                 self.records = [json.loads(line) for line in f if line.strip()]

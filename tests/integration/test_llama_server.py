@@ -93,7 +93,7 @@ def check_search(h, s):
     passing = [p for p in probes if p["slo_pass"]]
     h.check(passing and all(p["error_count"] == 0 for p in passing), "llama-server search: passing probes had no "
             "errors", passing)
-    h.check(all(os.path.exists(os.path.join(r.dir, p["artifact_subdir"], "profile_export.jsonl")) for p in probes),
+    h.check(all(os.path.exists(os.path.join(r.dir, p["artifact_subdir"], "profile_export_surge.jsonl")) for p in probes),
             "llama-server search: each probe's records")
     h.check("Capacity: request rate" in r.stdout, "llama-server search: the answer line", r.stdout[-1500:])
 

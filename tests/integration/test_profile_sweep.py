@@ -39,7 +39,10 @@ def main(h):
             h.near(p["time_to_first_token_p50"], point["time_to_first_token"]["p50"], 1e-9,
                    "the row's TTFT p50 is the point's own")
             h.near(p["time_to_first_token_p50"], 10, tol(3), "TTFT p50 near the mock's 10 ms")
-            h.check(os.path.exists(os.path.join(sub, "profile_export.jsonl")), "the point's per-request records")
+            for name in ("profile_export_surge.jsonl", "profile_export.jsonl", "profile_export_aiperf.json",
+                         "profile_export_aiperf.csv"):
+                h.check(os.path.exists(os.path.join(sub, name)), "the point's per-request records and AIPerf's files",
+                        name)
         h.check(os.path.exists(os.path.join(r.dir, "inputs.json")), "inputs.json once, for every point")
         # more slots, more throughput: the mock's latency is fixed, so rate follows concurrency
         rates = [p["achieved_request_rate"] for p in pts]

@@ -691,7 +691,7 @@ static void test_reclog(void)
         snprintf(name, sizeof(name), "worker%d.reclog", i);
         path_in(logs[i], sizeof(logs[i]), name);
     }
-    path_in(out, sizeof(out), "profile_export.jsonl");
+    path_in(out, sizeof(out), "profile_export_surge.jsonl");
 
     /*
      * Three workers, requests interleaved in time and appended in completion order (not intended order).

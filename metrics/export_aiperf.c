@@ -1,0 +1,563 @@
+/*
+ * The files AIPerf's readers know, next to surge's own: `aiperf plot`, llm-d-benchmark's AIPerf importer and
+ * scripts written against AIPerf find a surge run where they find an AIPerf run.
+ *
+ *   profile_export.jsonl        one MetricRecordInfo per measured request (sg_aiperf_record_line, called by the
+ *                               record-log merge in reclog.c in the same pass as surge's own JSONL)
+ *   profile_export_aiperf.json  JsonExportData: metric blocks keyed by AIPerf's tags, input_config in AIPerf's
+ *                               UserConfig shape, error_summary as ErrorDetailsCount, start/end time
+ *   profile_export_aiperf.csv   AIPerf's CSV: the distributions, a blank line, then the single values
+ *
+ * The schema is AIPerf's (src/aiperf/common/models/record_models.py, export_models.py, error_models.py,
+ * metric_records_wire.py; src/aiperf/exporters/csv_exporter.py); the values are surge's, with surge's definitions
+ * (latencies from the intended start: docs/metrics.md). So request_start_ns is the intended start, which keeps
+ * AIPerf's identities request_latency = request_end_ns - request_start_ns and TTFT = first token - request_start_ns
+ * true for a reader that recomputes them. docs/files.md says what each field holds.
+ *
+ * Main thread, after the run.
+ */
+#include "sg_export_util.h"
+#include "sg_metrics.h"
+#include "sg_numfmt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---------- per request: profile_export.jsonl ---------- */
+
+/* Everything in a line but the inter-chunk list: keys, a dozen numbers, the escaped error message. */
+#define AIPERF_LINE_FIXED_MAX (2048 + SG_JSON_ESCAPED_MAX(SG_RECORD_MSG))
+/* One inter-chunk gap: a comma and a fixed-point number of ms. */
+#define GAP_MAX 24
+#define GAPS_PER_ROOM 1024
+
+static int64_t wall(int64_t mono_ns, int64_t wall_offset_ns)
+{
+    return mono_ns + wall_offset_ns;
+}
+
+/* ,"tag":{"value":V,"unit":"U"} with V an integer */
+static char *metric_int(char *p, const char *tag, int64_t v, const char *unit)
+{
+    size_t tl = strlen(tag), ul = strlen(unit);
+    SG_PUT_LIT(p, ",\"");
+    memcpy(p, tag, tl);
+    p += tl;
+    SG_PUT_LIT(p, "\":{\"value\":");
+    p = sg_put_i64(p, v);
+    SG_PUT_LIT(p, ",\"unit\":\"");
+    memcpy(p, unit, ul);
+    p += ul;
+    SG_PUT_LIT(p, "\"}");
+    return p;
+}
+
+/* ,"tag":{"value":V,"unit":"U"} with V = micro / 10^6, six decimals: exact for ns shown in ms */
+static char *metric_micro(char *p, const char *tag, int64_t micro, const char *unit)
+{
+    size_t tl = strlen(tag), ul = strlen(unit);
+    SG_PUT_LIT(p, ",\"");
+    memcpy(p, tag, tl);
+    p += tl;
+    SG_PUT_LIT(p, "\":{\"value\":");
+    p = sg_put_fixed(p, micro, 6, 1000000);
+    SG_PUT_LIT(p, ",\"unit\":\"");
+    memcpy(p, unit, ul);
+    p += ul;
+    SG_PUT_LIT(p, "\"}");
+    return p;
+}
+
+/* A time metric of r in ms, when r has it (sg_record_metric decides, as it does for the summary). */
+static char *metric_ms(char *p, const sg_record_t *r, sg_metric_id_t id)
+{
+    double ns;
+    if (!sg_record_metric(r, id, &ns))
+        return p;
+    return metric_micro(p, sg_metric_tag(id), llround(ns), "ms");
+}
+
+static char *metadata(char *p, const sg_record_t *r, int64_t off)
+{
+    int64_t end = r->end_ns ? r->end_ns : r->sent_ns ? r->sent_ns : r->intended_ns;
+    bool cancelled = r->err_class == SG_ERRC_CANCELLED;
+    SG_PUT_LIT(p, "{\"metadata\":{\"session_num\":");
+    p = sg_put_u64(p, r->id);
+    /* surge sends no X-Request-ID or X-Correlation-ID header; the payload index finds the body in inputs.json */
+    SG_PUT_LIT(p, ",\"x_request_id\":null,\"x_correlation_id\":null,\"conversation_id\":\"");
+    p = sg_put_u64(p, r->payload);
+    SG_PUT_LIT(p, "\",\"turn_index\":0,\"request_start_ns\":");
+    p = sg_put_i64(p, wall(r->intended_ns, off));
+    SG_PUT_LIT(p, ",\"request_ack_ns\":");
+    if (r->first_byte_ns)
+        p = sg_put_i64(p, wall(r->first_byte_ns, off));
+    else
+        SG_PUT_LIT(p, "null");
+    SG_PUT_LIT(p, ",\"request_end_ns\":");
+    p = sg_put_i64(p, wall(end, off));
+    SG_PUT_LIT(p, ",\"worker_id\":\"worker_");
+    p = sg_put_u64(p, r->worker);
+    SG_PUT_LIT(p, "\",\"record_processor_id\":\"surge\",\"benchmark_phase\":\"profiling\",\"was_cancelled\":");
+    if (cancelled) {
+        SG_PUT_LIT(p, "true,\"cancellation_time_ns\":");
+        p = sg_put_i64(p, wall(end, off));
+    } else {
+        SG_PUT_LIT(p, "false,\"cancellation_time_ns\":null");
+    }
+    SG_PUT_LIT(p, "},\"metrics\":{");
+    return p;
+}
+
+/* The metrics were written each after a comma: the first one's goes. Returns the new end. */
+static char *drop_lead_comma(char *first, char *end)
+{
+    memmove(first, first + 1, (size_t)(end - first - 1));
+    return end - 1;
+}
+
+/* The metrics of a successful record, in AIPerf's order, then surge's own. */
+static char *ok_metrics(char *p, const sg_record_t *r)
+{
+    char *first = p;
+    p = metric_int(p, "input_sequence_length", r->isl, "tokens");
+    p = metric_ms(p, r, SG_M_TTFT);
+    p = metric_ms(p, r, SG_M_TTST);
+    p = metric_ms(p, r, SG_M_LATENCY);
+    p = metric_int(p, "output_sequence_length", r->osl, "tokens");
+    p = metric_ms(p, r, SG_M_ITL);
+    double tps;
+    /* all tokens at one instant has no finite rate: left out, as the summary cannot hold it either */
+    if (sg_record_metric(r, SG_M_TOKENS_PER_USER, &tps) && tps < 1e12)
+        p = metric_micro(p, "output_token_throughput_per_user", llround(tps * 1e6), "tokens/sec/user");
+    p = metric_ms(p, r, SG_M_TTFT_FROM_SEND);
+    p = metric_ms(p, r, SG_M_LATENCY_FROM_SEND);
+    p = metric_ms(p, r, SG_M_SCHEDULE_LAG);
+    return drop_lead_comma(first, p);
+}
+
+/* ,"inter_chunk_latency":{"value":[gaps in ms],"unit":"ms"}: the gaps between content events (AIPerf's list). */
+static void inter_chunk(sg_outbuf_t *ob, const sg_record_t *r)
+{
+    char *p = sg_outbuf_room(ob, 64);
+    if (!p)
+        return;
+    char *start = p;
+    SG_PUT_LIT(p, ",\"inter_chunk_latency\":{\"value\":[");
+    ob->len += (size_t)(p - start);
+    for (uint32_t i = 1; i < r->n_events;) {
+        uint32_t end = r->n_events - i > GAPS_PER_ROOM ? i + GAPS_PER_ROOM : r->n_events;
+        p = start = sg_outbuf_room(ob, (size_t)(end - i) * GAP_MAX);
+        if (!p)
+            return;
+        for (; i < end; i++) {
+            if (i > 1)
+                *p++ = ',';
+            p = sg_put_fixed(p, (int64_t)r->event_us[i] - (int64_t)r->event_us[i - 1], 3, 1000);
+        }
+        ob->len += (size_t)(p - start);
+    }
+    p = sg_outbuf_room(ob, 16);
+    if (p) {
+        start = p;
+        SG_PUT_LIT(p, "],\"unit\":\"ms\"}");
+        ob->len += (size_t)(p - start);
+    }
+}
+
+/* ,"error":{"code":N|null,"type":"class","message":"..."} */
+static char *error_details(char *p, const sg_record_t *r)
+{
+    SG_PUT_LIT(p, "},\"error\":{\"code\":");
+    if (r->http_status)
+        p = sg_put_i64(p, r->http_status);
+    else
+        SG_PUT_LIT(p, "null");
+    SG_PUT_LIT(p, ",\"type\":\"");
+    const char *cls = sg_err_class_name((sg_err_class_t)r->err_class);
+    size_t cl = strlen(cls);
+    memcpy(p, cls, cl);
+    p += cl;
+    SG_PUT_LIT(p, "\",\"message\":");
+    p += sg_json_escape(p, r->err_msg, strlen(r->err_msg));
+    SG_PUT_LIT(p, "}}\n");
+    return p;
+}
+
+void sg_aiperf_record_line(sg_outbuf_t *ob, const sg_record_t *r, int64_t wall_offset_ns)
+{
+    char *p = sg_outbuf_room(ob, AIPERF_LINE_FIXED_MAX);
+    if (!p)
+        return;
+    char *start = p;
+    p = metadata(p, r, wall_offset_ns);
+    if (r->err_class != SG_ERRC_NONE) {
+        /* a failed request has only the prompt it sent (AIPerf's error_isl) and the error */
+        char *first = p;
+        p = drop_lead_comma(first, metric_int(p, "error_isl", r->isl, "tokens"));
+        p = error_details(p, r);
+        ob->len += (size_t)(p - start);
+        return;
+    }
+    p = ok_metrics(p, r);
+    ob->len += (size_t)(p - start);
+    if (r->first_token_ns && r->n_events >= 2 && r->event_us)
+        inter_chunk(ob, r);
+    p = sg_outbuf_room(ob, 16);
+    if (p) {
+        start = p;
+        SG_PUT_LIT(p, "},\"error\":null}\n");
+        ob->len += (size_t)(p - start);
+    }
+}
+
+/* ---------- summary: profile_export_aiperf.json and .csv ---------- */
+
+/*
+ * The metric blocks, by AIPerf's tag, in JsonExportData's order, with AIPerf's header (its MetricRegistry's) for
+ * the CSV. surge's own distributions follow: AIPerf's readers take any top-level block that has a "unit".
+ */
+static const struct {
+    const char *tag, *header;
+} blocks[] = {
+    {"request_throughput", "Request Throughput"},
+    {"request_latency", "Request Latency"},
+    {"request_count", "Request Count"},
+    {"time_to_first_token", "Time to First Token"},
+    {"time_to_second_token", "Time to Second Token"},
+    {"inter_token_latency", "Inter Token Latency"},
+    {"output_token_throughput", "Output Token Throughput"},
+    {"output_token_throughput_per_user", "Output Token Throughput Per User"},
+    {"output_sequence_length", "Output Sequence Length"},
+    {"input_sequence_length", "Input Sequence Length"},
+    {"goodput", "Goodput"},
+    {"good_request_count", "GoodRequestCount"},
+    {"min_request_timestamp", "Minimum Request Timestamp"},
+    {"max_response_timestamp", "Maximum Response Timestamp"},
+    {"inter_chunk_latency", "Inter Chunk Latency"},
+    {"benchmark_duration", "Benchmark Duration"},
+    {"total_isl", "Total Input Sequence Length"},
+    {"total_osl", "Total Output Sequence Length"},
+    {"error_request_count", "Error Request Count"},
+    {"total_token_throughput", "Total Token Throughput"},
+    {"input_token_throughput", "Input Token Throughput"},
+    {"time_to_first_token_from_send", "Time to First Token from Send"},
+    {"request_latency_from_send", "Request Latency from Send"},
+    {"schedule_lag", "Schedule Lag"},
+};
+
+/* A block's fields in AIPerf's order (JsonMetricResult; count on distributions since its schema 1.1). */
+static const char *const stat_keys[] = {"avg", "p1",  "p5",  "p10", "p25", "p50", "p75",
+                                        "p90", "p95", "p99", "min", "max", "std", "count"};
+
+static int set(json_t *obj, const char *key, json_t *v)
+{
+    return v && json_object_set_new(obj, key, v) == 0 ? 0 : -ENOMEM;
+}
+
+/* surge's block for one tag, cut to AIPerf's fields; a distribution also gets AIPerf's sum (avg x count). */
+static json_t *aiperf_block(json_t *ours)
+{
+    json_t *o = json_object();
+    int rc = o ? set(o, "unit", json_incref(json_object_get(ours, "unit"))) : -ENOMEM;
+    for (size_t i = 0; i < SG_ARRAY_LEN(stat_keys) && !rc; i++) {
+        json_t *v = json_object_get(ours, stat_keys[i]);
+        if (v)
+            rc = set(o, stat_keys[i], json_incref(v));
+    }
+    json_t *count = json_object_get(ours, "count");
+    if (!rc && count)
+        rc = set(o, "sum",
+                 json_real(json_number_value(json_object_get(ours, "avg")) * (double)json_integer_value(count)));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *single(const char *unit, json_t *avg)
+{
+    json_t *o = json_object();
+    if (!o || set(o, "unit", json_string(unit)) || set(o, "avg", avg)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The blocks surge's summary has no field for: totals and the wall-clock bounds of the run. */
+static int add_totals(json_t *ours, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    int rc = set(ours, "total_isl", single("tokens", json_integer((json_int_t)sg_metrics_input_tokens(m))));
+    rc = rc ? rc : set(ours, "total_osl", single("tokens", json_integer((json_int_t)sg_metrics_output_tokens(m))));
+    int64_t first = sg_metrics_first_intended_ns(m), last = sg_metrics_last_end_ns(m);
+    if (rc || !first || !info->wall_offset_ns)
+        return rc;
+    rc = set(ours, "min_request_timestamp", single("ns", json_integer(wall(first, info->wall_offset_ns))));
+    return rc ? rc : set(ours, "max_response_timestamp", single("ns", json_integer(wall(last, info->wall_offset_ns))));
+}
+
+/* "2025-10-08T12:34:56.789012Z" (UTC, as AIPerf's start_time and end_time); JSON null without a clock. */
+static json_t *iso_time(int64_t mono_ns, int64_t wall_offset_ns)
+{
+    if (!mono_ns || !wall_offset_ns)
+        return json_null();
+    int64_t ns = wall(mono_ns, wall_offset_ns);
+    time_t s = (time_t)(ns / 1000000000);
+    struct tm tm;
+    char buf[48];
+    if (!gmtime_r(&s, &tm))
+        return json_null();
+    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, sizeof(buf) - n, ".%06dZ", (int)(ns % 1000000000 / 1000));
+    return json_string(buf);
+}
+
+/* AIPerf's ErrorDetailsCount list from surge's error_summary: {"error_details": {code, type, message}, count}. */
+static json_t *error_summary(json_t *ours)
+{
+    json_t *arr = json_array();
+    size_t i;
+    json_t *g;
+    int rc = arr ? 0 : -ENOMEM;
+    json_array_foreach(json_object_get(ours, "error_summary"), i, g)
+    {
+        json_t *e = json_object(), *d = json_object();
+        rc = rc ? rc : set(e, "error_details", d); /* set takes d, and e below takes it along */
+        rc = rc ? rc : set(e, "count", json_incref(json_object_get(g, "count")));
+        rc = rc ? rc : json_array_append(arr, e);
+        json_decref(e);
+        rc = rc ? rc : set(d, "code", json_incref(json_object_get(g, "http_status")));
+        rc = rc ? rc : set(d, "type", json_incref(json_object_get(g, "class")));
+        rc = rc ? rc : set(d, "message", json_incref(json_object_get(g, "message")));
+        if (rc)
+            break;
+    }
+    if (rc) {
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* key from surge's flat config into dst[name] when it is there and not null (nor negative: surge's "not set"). */
+static int copy_key(json_t *dst, const char *name, json_t *src, const char *key)
+{
+    json_t *v = json_object_get(src, key);
+    if (!v || json_is_null(v) || (json_is_number(v) && json_number_value(v) < 0))
+        return 0;
+    return set(dst, name, json_incref(v));
+}
+
+static int endpoint_config(json_t *ic, json_t *c)
+{
+    json_t *e = json_object();
+    int rc = set(ic, "endpoint", e);
+    rc = rc ? rc : copy_key(e, "model_names", c, "model");
+    rc = rc ? rc : copy_key(e, "model_selection_strategy", c, "model_selection_strategy");
+    rc = rc ? rc : copy_key(e, "type", c, "endpoint_type");
+    rc = rc ? rc : copy_key(e, "custom_endpoint", c, "endpoint");
+    rc = rc ? rc : copy_key(e, "streaming", c, "streaming");
+    rc = rc ? rc : copy_key(e, "url", c, "url");
+    return rc ? rc : copy_key(e, "timeout_seconds", c, "request_timeout");
+}
+
+static int loadgen_config(json_t *ic, json_t *c)
+{
+    json_t *l = json_object();
+    int rc = set(ic, "loadgen", l);
+    rc = rc ? rc : copy_key(l, "concurrency", c, "concurrency");
+    if (!rc && json_is_number(json_object_get(c, "request_rate"))) { /* "inf" has no AIPerf spelling */
+        rc = copy_key(l, "request_rate", c, "request_rate");
+        const char *d = json_string_value(json_object_get(c, "request_distribution"));
+        if (!rc && d && (strcmp(d, "poisson") == 0 || strcmp(d, "constant") == 0))
+            rc = set(l, "request_rate_mode", json_string(d));
+    }
+    rc = rc ? rc : copy_key(l, "request_count", c, "request_count");
+    rc = rc ? rc : copy_key(l, "warmup_request_count", c, "warmup_request_count");
+    return rc ? rc : copy_key(l, "benchmark_duration", c, "benchmark_duration");
+}
+
+static int input_output_config(json_t *ic, json_t *c)
+{
+    json_t *in = json_object(), *prompt = json_object(), *isl = json_object(), *osl = json_object();
+    int rc = set(ic, "input", in);
+    rc = rc ? rc : set(in, "prompt", prompt);
+    rc = rc ? rc : set(prompt, "input_tokens", isl);
+    rc = rc ? rc : set(prompt, "output_tokens", osl);
+    rc = rc ? rc : copy_key(isl, "mean", c, "synthetic_input_tokens_mean");
+    rc = rc ? rc : copy_key(isl, "stddev", c, "synthetic_input_tokens_stddev");
+    rc = rc ? rc : copy_key(osl, "mean", c, "output_tokens_mean");
+    rc = rc ? rc : copy_key(osl, "stddev", c, "output_tokens_stddev");
+    rc = rc ? rc : copy_key(in, "file", c, "input_file");
+    rc = rc ? rc : copy_key(in, "fixed_schedule", c, "fixed_schedule");
+    rc = rc ? rc : copy_key(in, "random_seed", c, "random_seed");
+    json_t *out = json_object();
+    rc = rc ? rc : set(ic, "output", out);
+    rc = rc ? rc : copy_key(out, "artifact_directory", c, "artifact_dir");
+    rc = rc ? rc : copy_key(out, "slice_duration", c, "slice_duration");
+    if (!rc && json_is_string(json_object_get(c, "tokenizer"))) {
+        json_t *t = json_object();
+        rc = set(ic, "tokenizer", t);
+        rc = rc ? rc : copy_key(t, "name", c, "tokenizer");
+    }
+    return rc;
+}
+
+/*
+ * input_config in AIPerf's UserConfig shape (endpoint, loadgen, input, output, tokenizer: what its readers look up,
+ * e.g. endpoint.model_names[0], loadgen.concurrency, output.slice_duration), with surge's whole configuration under
+ * "surge" (AIPerf's UserConfig ignores keys it does not know).
+ */
+static json_t *input_config(json_t *ours)
+{
+    json_t *c = json_object_get(ours, "input_config");
+    json_t *ic = json_object();
+    if (!ic)
+        return NULL;
+    int rc = json_is_object(c) ? 0 : set(ic, "surge", json_incref(c));
+    if (json_is_object(c)) {
+        rc = endpoint_config(ic, c);
+        rc = rc ? rc : loadgen_config(ic, c);
+        rc = rc ? rc : input_output_config(ic, c);
+        rc = rc ? rc : set(ic, "surge", json_incref(c));
+    }
+    if (rc) {
+        json_decref(ic);
+        return NULL;
+    }
+    return ic;
+}
+
+/* JsonExportData for the run: schema_version, the blocks, then the run's provenance. */
+static json_t *build_aiperf(const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    static const sg_run_info_t none;
+    info = info ? info : &none;
+    json_t *ours = sg_export_summary(m, info);
+    json_t *root = json_object();
+    int rc = ours && root ? add_totals(ours, m, info) : -ENOMEM;
+    /* 1.1: count and sum on the distributions (AIPerf's docs/reference/json-export-schema.md) */
+    rc = rc ? rc : set(root, "schema_version", json_string("1.1"));
+    for (size_t i = 0; i < SG_ARRAY_LEN(blocks) && !rc; i++) {
+        json_t *b = json_object_get(ours, blocks[i].tag);
+        if (json_is_object(b))
+            rc = set(root, blocks[i].tag, aiperf_block(b));
+    }
+    rc = rc ? rc : set(root, "input_config", input_config(ours));
+    rc = rc ? rc : set(root, "was_cancelled", json_boolean(info->interrupted));
+    rc = rc ? rc : set(root, "error_summary", error_summary(ours));
+    int64_t off = info->wall_offset_ns;
+    rc = rc ? rc : set(root, "start_time", iso_time(sg_metrics_first_intended_ns(m), off));
+    rc = rc ? rc : set(root, "end_time", iso_time(sg_metrics_last_end_ns(m), off));
+    json_decref(ours);
+    if (rc) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+int sg_export_aiperf_json(const char *path, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    json_t *root = build_aiperf(m, info);
+    if (!root)
+        return -ENOMEM;
+    sg_outfile_t of;
+    int rc = sg_outfile_open(&of, path);
+    if (rc) {
+        json_decref(root);
+        return rc;
+    }
+    if (json_dumpf(root, of.f, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0 || fputc('\n', of.f) == EOF) {
+        json_decref(root);
+        sg_outfile_abort(&of);
+        return -EIO;
+    }
+    json_decref(root);
+    return sg_outfile_commit(&of);
+}
+
+/* AIPerf's CSV number: an integer as one, anything else with two decimals; empty when absent. */
+static void csv_number(FILE *f, json_t *v)
+{
+    if (json_is_integer(v))
+        fprintf(f, ",%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_number(v))
+        fprintf(f, ",%.2f", json_number_value(v));
+    else
+        fputc(',', f);
+}
+
+/* AIPerf's row name: the header, then the unit in parentheses unless it is a count of requests. */
+static void csv_name(FILE *f, const char *header, json_t *block)
+{
+    const char *unit = json_string_value(json_object_get(block, "unit"));
+    if (unit && *unit && strcmp(unit, "requests") != 0 && strcmp(unit, "count") != 0)
+        fprintf(f, "%s (%s)", header, unit);
+    else
+        fputs(header, f);
+}
+
+/* blocks[] index order by tag, as AIPerf sorts its rows. */
+static int cmp_block(const void *a, const void *b)
+{
+    return strcmp(blocks[*(const size_t *)a].tag, blocks[*(const size_t *)b].tag);
+}
+
+/*
+ * AIPerf's two parts, a blank line between (csv_exporter.py): the blocks with percentiles under
+ * Metric,avg,min,max,p1,...,p99,std; then Metric,Value for the single values. Rows sorted by tag.
+ */
+static void write_aiperf_csv(FILE *f, json_t *root)
+{
+    static const char *const cols[] = {"avg", "min", "max", "p1",  "p5",  "p10", "p25",
+                                       "p50", "p75", "p90", "p95", "p99", "std"};
+    size_t order[SG_ARRAY_LEN(blocks)];
+    for (size_t i = 0; i < SG_ARRAY_LEN(blocks); i++)
+        order[i] = i;
+    qsort(order, SG_ARRAY_LEN(blocks), sizeof(order[0]), cmp_block);
+    fputs("Metric", f);
+    for (size_t c = 0; c < SG_ARRAY_LEN(cols); c++)
+        fprintf(f, ",%s", cols[c]);
+    fputc('\n', f);
+    for (int part = 0; part < 2; part++) {
+        if (part == 1)
+            fputs("\nMetric,Value\n", f);
+        for (size_t i = 0; i < SG_ARRAY_LEN(blocks); i++) {
+            json_t *b = json_object_get(root, blocks[order[i]].tag);
+            bool dist = json_object_get(b, "p50") != NULL;
+            if (!b || dist != (part == 0))
+                continue;
+            csv_name(f, blocks[order[i]].header, b);
+            for (size_t c = 0; c < (dist ? SG_ARRAY_LEN(cols) : 1); c++)
+                csv_number(f, json_object_get(b, cols[c]));
+            fputc('\n', f);
+        }
+    }
+}
+
+int sg_export_aiperf_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    json_t *root = build_aiperf(m, info);
+    if (!root)
+        return -ENOMEM;
+    sg_outfile_t of;
+    int rc = sg_outfile_open(&of, path);
+    if (!rc) {
+        write_aiperf_csv(of.f, root);
+        if (ferror(of.f)) {
+            sg_outfile_abort(&of);
+            rc = -EIO;
+        } else {
+            rc = sg_outfile_commit(&of);
+        }
+    }
+    json_decref(root);
+    return rc;
+}
