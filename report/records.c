@@ -390,6 +390,11 @@ static int genai_request(rp_run_t *run, rp_req_t *q, json_t *r)
     double start = jnum(r, "timestamp");
     json_t *resp = json_object_get(r, "response_timestamps");
     size_t n = json_array_size(resp);
+    /* GenAI-Perf drops the stream's closing "data: [DONE]": a request ends with its last content */
+    const char *last_out = json_string_value(
+        json_object_get(json_array_get(json_object_get(r, "response_outputs"), n ? n - 1 : 0), "response"));
+    if (n > 0 && last_out && strstr(last_out, "[DONE]") && strlen(last_out) < 20)
+        n--;
     double first = n ? json_number_value(json_array_get(resp, 0)) : start;
     double last = n ? json_number_value(json_array_get(resp, n - 1)) : start;
     if (isnan(start) || !time_ok(start) || !time_ok(first) || !time_ok(last))

@@ -96,8 +96,8 @@ static double run_span(const rp_run_t *run)
 static double nice_width(double span, size_t n)
 {
     double raw = span / RATE_BINS;
-    if (n > 0 && span * RATE_MIN_PER_BIN / (double)n > raw)
-        raw = span * RATE_MIN_PER_BIN / (double)n;
+    if (n > 0 && span * RATE_MIN_PER_BIN / (double)n > raw) /* but never fewer than about 10 bins */
+        raw = fmin(span * RATE_MIN_PER_BIN / (double)n, span / 10);
     if (!(raw > 0.001))
         return 0.001;
     double p = pow(10, floor(log10(raw)));

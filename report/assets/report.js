@@ -118,7 +118,8 @@
   function line(label, xs, ys, i, opts) {
     const data = [];
     for (let k = 0; k < xs.length; k++) if (ys[k] !== null && ys[k] !== undefined) data.push({ x: xs[k], y: ys[k] });
-    return Object.assign({ label: label, data: data, showLine: true, pointRadius: 0, borderWidth: 1.6,
+    // a short series shows its points: a line of one point would draw nothing
+    return Object.assign({ label: label, data: data, showLine: true, pointRadius: data.length < 30 ? 2.5 : 0, borderWidth: 1.6,
                            borderColor: color(i), backgroundColor: color(i, 0.5) }, opts || {});
   }
 
