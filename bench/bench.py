@@ -21,6 +21,9 @@ runs, and the comparisons are ratios taken in the same run).
   bench/bench.py points   client CPU per request of one load point run alone, as a point of a sweep, and as a
                           probe of a capacity search (whose workers also count requests past an SLO bound):
                           non-streamed HTTP/1.1, 64 connections, one worker; ratios to the plain run
+  bench/bench.py scrape   client CPU per request with and without --server-metrics-url (the mock's /metrics
+                          every 1 s, on the scraper's thread: its CPU is counted), non-streamed HTTP/1.1, 64
+                          connections, one worker, interleaved runs; the ratio (target: no measurable change)
   bench/bench.py report   surge report of a --requests run (default here: 1,000,000 streamed requests, made once
                           against the mock): the seconds to write the page (target < 5) and to load it in headless
                           Chromium (target < 3: the page's own time to its last chart, and Chromium's whole run).
@@ -410,6 +413,31 @@ def bench_points(surge, n, repeat, client_cpu, mock_cpu):
     return out
 
 
+def bench_scrape(surge, n, repeat, client_cpu, mock_cpu):
+    common = ["--concurrency", "64", "--request-count", str(n), "--synthetic-input-tokens-mean", "100",
+              "--output-tokens-mean", "1"]
+    per = {"plain": [], "scraping": []}
+    scrapes = []
+    with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1"], mock_cpu) as m:
+        url = "http://127.0.0.1:%d/metrics" % m.port
+        for _ in range(repeat):
+            for name in ("plain", "scraping"):  # interleaved: drift hits both alike
+                extra = ["--server-metrics-url", url, "--server-metrics-interval", "1"] if name == "scraping" else []
+                measured(surge_cmd(surge, m.port, client_cpu, common + extra))
+                s = summary()
+                if s["request_count"]["avg"] != n:
+                    raise RuntimeError("%s completed %s of %d requests" % (name, s["request_count"]["avg"], n))
+                per[name].append(s["client_cpu_time"]["avg"] / n * 1e6)
+                if name == "scraping":
+                    scrapes.append(s["server_metrics"]["endpoints"][0]["scrapes"])
+    a, b = statistics.median(per["plain"]), statistics.median(per["scraping"])
+    print("scrape: non-streamed HTTP/1.1, concurrency 64, %d requests, one worker, median of %d (%s scrapes a run)"
+          % (n, repeat, "/".join(map(str, scrapes))))
+    print("  without scraping   %7.3f us CPU/request" % a)
+    print("  scraping at 1 s    %7.3f us CPU/request   ratio %.3fx  (target 1.0)" % (b, b / a))
+    return {"plain": a, "scraping": b}
+
+
 def page_check(dom):
     """The self-check the report page writes when it has drawn (report/assets/report.js)."""
     import html
@@ -464,7 +492,8 @@ ap_default_requests = 200000
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "report", "all"])
+    ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "scrape", "report",
+                                     "all"])
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=ap_default_requests)
     ap.add_argument("--repeat", type=int, default=5)
@@ -496,6 +525,8 @@ def run(args):
         bench_points(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("memory", "all"):
         bench_memory(args.surge, min(args.repeat, 3), client_cpu, mock_cpu)
+    if args.what in ("scrape", "all"):
+        bench_scrape(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("report", "all"):
         n = args.requests if args.requests != ap_default_requests else 1000000
         bench_report(args.surge, n, min(args.repeat, 3), client_cpu, mock_cpu)
