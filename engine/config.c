@@ -686,6 +686,7 @@ typedef struct {
     const char *burstiness_flag; /* --burstiness or --arrival-smoothness, as given */
     const char *sweep_flag; /* the flag that made a sweep: "concurrency", "request-rate", "concurrency-range", ... */
     bool cooldown_given, search_range_given, search_precision_given, search_trials_given;
+    bool scrape_interval_given;
     bool count_given, duration_given, artifact_dir_given;
     bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
     bool ignore_eos;
@@ -907,6 +908,8 @@ static int finish_points(sg_config_t *cfg, parse_state_t *st)
     if (st->cooldown_given && !st->sweep_flag && !cfg->search)
         return fail("parameter-sweep-cooldown-seconds", "only applies to a sweep (--concurrency 1,4,16, "
                                                         "--request-rate-range 10:40:10, ...) or a --search");
+    if (st->scrape_interval_given && cfg->n_server_metrics_urls == 0)
+        return fail("server-metrics-interval", "only applies with --server-metrics-url");
     return 0;
 }
 
@@ -1053,6 +1056,7 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return set_str(&cfg->server_metrics_urls[cfg->n_server_metrics_urls++], arg);
     }
     case OPT_SERVER_METRICS_INTERVAL:
+        st->scrape_interval_given = true;
         return parse_num(opt, arg, "seconds, 0.1 or more", 0.1, false, 3600, &cfg->server_metrics_interval_s);
     case OPT_BURSTINESS:
         st->burstiness_flag = opt;

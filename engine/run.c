@@ -476,6 +476,17 @@ static int prepare_target(profile_t *p)
         return EXIT_USAGE;
     }
     sg_addr_format(&run->addr, run->addr_text, sizeof(run->addr_text));
+    /* a metrics host that does not resolve is a typo to say now, not a run of failed scrapes */
+    for (size_t i = 0; i < cfg->n_server_metrics_urls; i++) {
+        char host[256], port[8], path[1024];
+        sg_addr_t addr;
+        if (sg_scrape_url_parse(cfg->server_metrics_urls[i], host, sizeof host, port, sizeof port, path, sizeof path,
+                                err, sizeof err) < 0 ||
+            sg_tcp_resolve(host, (uint16_t)atoi(port), &addr, err, sizeof(err)) < 0) {
+            fprintf(stderr, "surge: --server-metrics-url %s: %s\n", cfg->server_metrics_urls[i], err);
+            return EXIT_USAGE;
+        }
+    }
     int pfd = -1;
     int perr = sg_preflight_connect(run, SG_PREFLIGHT_MS, cfg->tls || cfg->http2 ? &pfd : NULL);
     if (perr < 0) {

@@ -318,7 +318,11 @@ static json_t *server(const rp_run_t *run)
         json_t *smp;
         json_array_foreach(samples, k, smp)
         {
-            double ts = json_number_value(json_array_get(smp, 0)), val = json_number_value(json_array_get(smp, 1));
+            json_t *jv = json_array_get(smp, 1); /* null: a NaN or infinite sample */
+            double ts = json_number_value(json_array_get(smp, 0)),
+                   val = json_is_number(jv) ? json_number_value(jv) : NAN;
+            if (isnan(val))
+                continue;
             if (counter) {
                 if (!isnan(pt) && ts > pt) {
                     json_array_append_new(t, json_real(ts));

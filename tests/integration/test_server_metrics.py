@@ -177,7 +177,9 @@ def bad_flags(h):
     for args, what in ((["--server-metrics-url", "notaurl"], "not a URL"),
                        (["--server-metrics-url", "https://127.0.0.1:1/metrics"], "https"),
                        (["--server-metrics-url", "http://127.0.0.1:99999/metrics"], "port"),
-                       (["--server-metrics-interval", "0"], "interval 0")):
+                       (["--server-metrics-url", "http://surge-test-host.invalid/metrics"], "a host that does not resolve"),
+                       (["--server-metrics-interval", "0"], "interval 0"),
+                       (["--server-metrics-interval", "2"], "an interval without a URL")):
         rc = h.run([h.surge, "profile", "-m", "x", "-u", "http://127.0.0.1:1", "--no-progress"] + args, timeout=30)
         h.check(rc.returncode == 2 and "server-metrics" in rc.stderr and "connect" not in rc.stderr,
                 "%s: refused before anything is sent, exit 2" % what, (rc.returncode, rc.stderr[-500:]))

@@ -386,6 +386,14 @@ static void test_bad_values(void)
     BAD("-m", "x", "-s", "10");
     BAD("-m", "x", "--input-dataset", "openorca");
     BAD("-m", "x", "--generate-plots=yes");
+    /* server metrics */
+    BAD("-m", "x", "--server-metrics-url", "notaurl");
+    BAD("-m", "x", "--server-metrics-url", "https://127.0.0.1:8000/metrics");
+    BAD("-m", "x", "--server-metrics-url", "http://127.0.0.1:0/metrics");
+    BAD("-m", "x", "--server-metrics-url", "http:///metrics");
+    BAD("-m", "x", "--server-metrics-url", "http://h/a b");
+    BAD("-m", "x", "--server-metrics-url", "http://h/m", "--server-metrics-interval", "0.05");
+    BAD("-m", "x", "--server-metrics-interval", "2");
     BAD("-m", "x", "--batch-size", "4");
     BAD("-m", "x", "-b", "4");
     BAD("-m", "x", "--", "--concurrency-range", "1:4");
@@ -849,8 +857,24 @@ static void test_points(void)
     BAD("-m", "x", "--search-trials", "2");
 }
 
+static void test_server_metrics_flags(void)
+{
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", NULL), 0);
+    CHECK(c.n_server_metrics_urls == 0 && c.server_metrics_interval_s == 1);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--server-metrics-url", "http://127.0.0.1:8000/metrics", "--server-metrics-url",
+                       "http://[::1]:9100/metrics", "--server-metrics-interval", "0.5", NULL),
+                 0);
+    CHECK_EQ_INT((int)c.n_server_metrics_urls, 2);
+    CHECK(strcmp(c.server_metrics_urls[1], "http://[::1]:9100/metrics") == 0);
+    CHECK(c.server_metrics_interval_s == 0.5);
+    sg_config_free(&c);
+}
+
 int main(void)
 {
+    test_server_metrics_flags();
     test_no_abbreviations();
     test_peer_aliases();
     test_v1_base();
