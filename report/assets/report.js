@@ -379,6 +379,12 @@
     prompt_tokens: 'Server: prompt tokens'
   };
 
+  const SERVER_UNITS = {
+    requests_running: 'requests', requests_waiting: 'requests', kv_cache_usage: 'fraction',
+    prefix_cache_hits: 'tokens', prefix_cache_queries: 'tokens', prefix_cache_hit_rate: 'fraction',
+    generation_tokens: 'tokens', prompt_tokens: 'tokens'
+  };
+
   function serverCharts(grid, runs, section) {
     const groups = {};
     runs.forEach(function (r, i) {
@@ -397,9 +403,11 @@
       const sets = list.map(function (g, k) {
         const labels = g.s.labels ? Object.keys(g.s.labels).map(function (l) { return l + '=' + g.s.labels[l]; }) : [];
         const label = (runs.length > 1 ? g.run.label + ': ' : '') + g.s.name + (labels.length ? '{' + labels.join(',') + '}' : '');
-        return line(label, g.s.t, g.s.v, runs.length > 1 ? g.i : k, { pointRadius: 1.5, stepped: !rate });
+        // the baseline scrape, a moment before the start, is drawn at the start
+        const ts = g.s.t.map(function (t) { return Math.max(0, t); });
+        return line(label, ts, g.s.v, runs.length > 1 ? g.i : k, { pointRadius: 1.5, stepped: !rate });
       });
-      const unit = rate ? 'per s' : (known === 'kv_cache_usage' ? 'fraction' : '');
+      const unit = (SERVER_UNITS[known] || '') + (rate ? '/s' : '');
       chart(grid, 'server-' + known, (SERVER_TITLES[known] || 'Server: ' + known) + (rate ? ' (rate)' : ''), {
         datasets: sets, xunit: 's', yunit: unit,
         scales: { x: axis('time (s from start)'), y: axis(unit || 'value', { min: 0 }) }
