@@ -403,11 +403,7 @@ static int write_csv(const sg_srvm_t *m, int64_t t0_ns, const char *path)
 
 int sg_srvm_write(const sg_srvm_t *m, int64_t t0_ns, const char *json_path, const char *csv_path)
 {
-    json_t *root = file_json(m, t0_ns);
-    if (!root)
-        return SG_ENOMEM;
-    int rc = sg_json_write(json_path, root);
-    json_decref(root);
+    int rc = sg_json_write(json_path, file_json(m, t0_ns)); /* takes the reference */
     if (rc < 0)
         return rc;
     return write_csv(m, t0_ns, csv_path);
