@@ -465,22 +465,7 @@ static json_t *build_aiperf(const sg_metrics_t *m, const sg_run_info_t *info)
 
 int sg_export_aiperf_json(const char *path, const sg_metrics_t *m, const sg_run_info_t *info)
 {
-    json_t *root = build_aiperf(m, info);
-    if (!root)
-        return -ENOMEM;
-    sg_outfile_t of;
-    int rc = sg_outfile_open(&of, path);
-    if (rc) {
-        json_decref(root);
-        return rc;
-    }
-    if (json_dumpf(root, of.f, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0 || fputc('\n', of.f) == EOF) {
-        json_decref(root);
-        sg_outfile_abort(&of);
-        return -EIO;
-    }
-    json_decref(root);
-    return sg_outfile_commit(&of);
+    return sg_json_write(path, build_aiperf(m, info));
 }
 
 /* AIPerf's CSV number: an integer as one, anything else with two decimals; empty when absent. */

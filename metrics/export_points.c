@@ -180,25 +180,6 @@ json_t *sg_points_json(const sg_point_row_t *rows, size_t n, const sg_slo_check_
     return a;
 }
 
-int sg_json_write(const char *path, json_t *root)
-{
-    if (!root)
-        return -ENOMEM;
-    sg_outfile_t of;
-    int rc = sg_outfile_open(&of, path);
-    if (rc) {
-        json_decref(root);
-        return rc;
-    }
-    if (json_dumpf(root, of.f, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0 || fputc('\n', of.f) == EOF) {
-        json_decref(root);
-        sg_outfile_abort(&of);
-        return -EIO;
-    }
-    json_decref(root);
-    return sg_outfile_commit(&of);
-}
-
 /* ---------- CSV ---------- */
 
 static void csv_num(FILE *f, double v)

@@ -232,7 +232,7 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
         return -ENOMEM;
     }
     json_decref(slices); /* root holds it */
-    sg_outfile_t csv, js;
+    sg_outfile_t csv;
     rc = sg_outfile_open(&csv, csv_path);
     if (rc) {
         json_decref(root);
@@ -252,15 +252,6 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
         return rc ? rc : -EIO;
     }
     rc = sg_outfile_commit(&csv);
-    int jrc = sg_outfile_open(&js, json_path);
-    if (!jrc) {
-        if (json_dumpf(root, js.f, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0 || fputc('\n', js.f) == EOF) {
-            sg_outfile_abort(&js);
-            jrc = -EIO;
-        } else {
-            jrc = sg_outfile_commit(&js);
-        }
-    }
-    json_decref(root);
+    int jrc = sg_json_write(json_path, root);
     return rc ? rc : jrc;
 }

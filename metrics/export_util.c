@@ -292,3 +292,23 @@ void sg_utf8_sanitize(char *dst, size_t cap, const char *src)
     }
     dst[o] = '\0';
 }
+
+/* 15 significant digits: every digit the data has, without %.17g's 0.10000000000000001. */
+int sg_json_write(const char *path, json_t *root)
+{
+    if (!root)
+        return -ENOMEM;
+    sg_outfile_t of;
+    int rc = sg_outfile_open(&of, path);
+    if (rc) {
+        json_decref(root);
+        return rc;
+    }
+    if (json_dumpf(root, of.f, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0 || fputc('\n', of.f) == EOF) {
+        json_decref(root);
+        sg_outfile_abort(&of);
+        return -EIO;
+    }
+    json_decref(root);
+    return sg_outfile_commit(&of);
+}

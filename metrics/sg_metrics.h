@@ -19,6 +19,7 @@
 #include "sg_hist.h"
 #include "sg_record.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -190,6 +191,9 @@ double sg_metrics_duration_s(const sg_metrics_t *m);
 int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info);
 /* profile_export_surge.json (AIPerf summary layout + ours). 0 or -errno. */
 SG_WUR int sg_export_json(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
+/* A JSON document to path, whole or not at all (pretty, 15 digits); every JSON file surge writes goes through it.
+ * Takes the reference (NULL: -ENOMEM). 0 or -errno. */
+SG_WUR int sg_json_write(const char *path, json_t *root);
 /* profile_export_surge.csv. 0 or -errno. */
 SG_WUR int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info);
 /*

@@ -52,7 +52,4 @@ json_t *sg_points_json(const sg_point_row_t *rows, size_t n, const sg_slo_check_
 SG_WUR int sg_points_csv(const char *path, const sg_point_row_t *rows, size_t n, const sg_slo_check_t *checks,
                          size_t n_slo);
 
-/* A JSON document to path, whole or not at all (pretty, 15 digits). Takes the reference. 0 or -errno. */
-SG_WUR int sg_json_write(const char *path, json_t *root);
-
 #endif

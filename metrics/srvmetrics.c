@@ -1,6 +1,5 @@
 /* The scraped server metrics: series, samples, known names, files (sg_srvmetrics.h). */
 #include "sg_export_util.h"
-#include "sg_points.h"
 #include "sg_prom.h"
 #include "sg_srvmetrics.h"
 
