@@ -1,5 +1,7 @@
 #include "sg_common.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *sg_strerror(int err)
@@ -29,4 +31,13 @@ const char *sg_strerror(int err)
     if (err < 0 && err > -4096)
         return strerror(-err);
     return "unknown error";
+}
+
+char *sg_path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
 }

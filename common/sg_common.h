@@ -43,6 +43,9 @@ static inline int64_t sg_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* "dir/name", malloc'd; NULL on OOM. */
+char *sg_path_join(const char *dir, const char *name);
+
 /* Human-readable text for an SG_E* code or a -errno. Static storage; never NULL. */
 const char *sg_strerror(int err);
 

@@ -118,15 +118,6 @@ static double process_cpu_s(void)
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-static char *path_join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 /* "profile_export.json" -> "profile_export" */
 static char *export_stem(const char *file)
 {
@@ -161,7 +152,7 @@ static char *export_path(const char *dir, const char *stem, const char *suffix)
 {
     char name[512];
     snprintf(name, sizeof(name), "%s%s", stem, suffix);
-    return path_join(dir, name);
+    return sg_path_join(dir, name);
 }
 
 static int export_paths(export_paths_t *x, const char *dir, const char *stem)
@@ -598,7 +589,7 @@ static int prepare_inputs_json(profile_t *p)
 {
     if (p->cfg.triton)
         return EXIT_OK;
-    char *path = path_join(p->artifact_dir, "inputs.json");
+    char *path = sg_path_join(p->artifact_dir, "inputs.json");
     if (!path)
         return EXIT_FATAL;
     int err = sg_export_inputs(path, p->payloads.n, payload_body_at, &p->payloads);
@@ -650,7 +641,7 @@ static int point_setup(profile_t *p, const point_spec_t *spec, point_t *pt)
         pt->cfg.concurrency = spec->closed ? (uint32_t)spec->value : 0;
         pt->cfg.request_rate = spec->closed ? 0 : spec->value;
     }
-    pt->artifact_dir = spec->subdir ? path_join(p->artifact_dir, spec->subdir) : strdup(p->artifact_dir);
+    pt->artifact_dir = spec->subdir ? sg_path_join(p->artifact_dir, spec->subdir) : strdup(p->artifact_dir);
     if (!pt->artifact_dir)
         return EXIT_FATAL;
     int derr = mkdir_p(pt->artifact_dir);
@@ -976,8 +967,8 @@ static char *report_scrapes(const profile_t *p, const point_t *pt)
     if (!pt->scraper)
         return NULL;
     const sg_srvm_t *m = sg_scraper_store(pt->scraper);
-    char *json = path_join(pt->artifact_dir, "server_metrics.json");
-    char *csv = path_join(pt->artifact_dir, "server_metrics.csv");
+    char *json = sg_path_join(pt->artifact_dir, "server_metrics.json");
+    char *csv = sg_path_join(pt->artifact_dir, "server_metrics.csv");
     int err = json && csv ? sg_srvm_write(m, p->run.start_ns, json, csv) : -ENOMEM;
     if (err < 0)
         fprintf(stderr, "surge: writing %s: %s\n", json ? json : "server_metrics.json", sg_strerror(err));

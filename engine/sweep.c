@@ -49,14 +49,6 @@ void points_row(sg_point_row_t *row, const point_t *pt, int code)
     row->slo_pass = pt->slo_pass;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    char *p = NULL;
-    if (asprintf(&p, "%s/%s", dir, name) < 0)
-        return NULL;
-    return p;
-}
-
 /* <stem>.json (a header object and the rows) and <stem>.csv in the artifact directory. */
 int points_write(const profile_t *p, const char *stem, const char *key, json_t *header, const char *rows_key,
                  const sg_point_row_t *rows, size_t n)
@@ -64,9 +56,9 @@ int points_write(const profile_t *p, const char *stem, const char *key, json_t *
     const sg_config_t *cfg = &p->cfg;
     char name[128];
     snprintf(name, sizeof name, "%s.json", stem);
-    char *json_path = join(p->artifact_dir, name);
+    char *json_path = sg_path_join(p->artifact_dir, name);
     snprintf(name, sizeof name, "%s.csv", stem);
-    char *csv_path = join(p->artifact_dir, name);
+    char *csv_path = sg_path_join(p->artifact_dir, name);
     int rc = json_path && csv_path ? 0 : -ENOMEM;
     json_t *root = json_object();
     json_t *arr = sg_points_json(rows, n, cfg->slo_checks, cfg->n_slo_checks);

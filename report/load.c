@@ -19,18 +19,9 @@
 #define F_AIPERF "profile_export_aiperf.json"
 #define F_GENAI "profile_export_genai_perf.json"
 
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static bool has(const char *dir, const char *name)
 {
-    char *p = join(dir, name);
+    char *p = sg_path_join(dir, name);
     bool ok = p && access(p, F_OK) == 0;
     free(p);
     return ok;
@@ -104,10 +95,10 @@ static int load_summary(rp_run_t *run, const char *path, char *err, size_t errle
 /* surge's own per-request file: profile_export_surge.jsonl, or the older name when it holds surge's records. */
 static int load_surge_records(rp_run_t *run, const char *dir, char *err, size_t errlen)
 {
-    char *path = join(dir, "profile_export_surge.jsonl");
+    char *path = sg_path_join(dir, "profile_export_surge.jsonl");
     if (path && access(path, F_OK) != 0) {
         free(path);
-        path = join(dir, "profile_export.jsonl");
+        path = sg_path_join(dir, "profile_export.jsonl");
     }
     if (!path) {
         snprintf(err, errlen, "out of memory");
@@ -120,7 +111,7 @@ static int load_surge_records(rp_run_t *run, const char *dir, char *err, size_t 
 
 static int load_server_metrics(rp_run_t *run, const char *dir, char *err, size_t errlen)
 {
-    char *path = join(dir, "server_metrics.json");
+    char *path = sg_path_join(dir, "server_metrics.json");
     int rc = 0;
     if (path && access(path, F_OK) == 0) {
         run->server = rp_json_load(path, err, errlen);
@@ -152,7 +143,7 @@ int rp_run_load(rp_run_t *run, const char *dir, char *err, size_t errlen)
         return -1;
     }
     run->source = SOURCES[s].source;
-    char *path = join(dir, SOURCES[s].summary);
+    char *path = sg_path_join(dir, SOURCES[s].summary);
     int rc = path ? load_summary(run, path, err, errlen) : -1;
     free(path);
     if (rc < 0)
@@ -160,7 +151,7 @@ int rp_run_load(rp_run_t *run, const char *dir, char *err, size_t errlen)
     if (s == 0) {
         rc = load_surge_records(run, dir, err, errlen);
     } else {
-        path = join(dir, SOURCES[s].records);
+        path = sg_path_join(dir, SOURCES[s].records);
         rc = !path    ? -1
              : s == 1 ? rp_read_aiperf_jsonl(run, path, err, errlen)
                       : rp_read_genai_perf(run, path, err, errlen);
@@ -196,8 +187,8 @@ static json_t *points_slo(const char *dir, json_t *rows)
         const char *sub = json_string_value(json_object_get(row, "artifact_subdir"));
         if (!sub)
             continue;
-        char *pdir = join(dir, sub);
-        char *path = pdir ? join(pdir, F_SURGE) : NULL;
+        char *pdir = sg_path_join(dir, sub);
+        char *path = pdir ? sg_path_join(pdir, F_SURGE) : NULL;
         free(pdir);
         json_t *j = path ? json_load_file(path, 0, NULL) : NULL;
         free(path);
@@ -218,7 +209,7 @@ int rp_points_load(rp_points_t *pts, const char *dir, char *err, size_t errlen)
     pts->dir = strdup(dir);
     pts->label = label_of(dir);
     pts->search = !has(dir, F_SWEEP);
-    char *path = join(dir, pts->search ? F_SEARCH : F_SWEEP);
+    char *path = sg_path_join(dir, pts->search ? F_SEARCH : F_SWEEP);
     json_t *j = path ? rp_json_load(path, err, errlen) : NULL;
     if (!j) {
         free(path);
