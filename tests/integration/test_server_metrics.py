@@ -1,3 +1,4 @@
+# ctest: run-serial (headless Chromium takes both cores for seconds: the timing tests beside it would suffer)
 """--server-metrics-url: the server's Prometheus metrics scraped during the run, from three producers.
 
 - surge mock (vLLM's names, from its --max-batch queue), driven past its capacity: a sample about every interval
