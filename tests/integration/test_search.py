@@ -100,10 +100,11 @@ def main(h):
             after = sum(1 for _ in f)
         h.check(after == before, "nothing sent for bad search flags", (before, after))
 
-        # SIGINT in a search: the record so far, marked, and exit 130
+        # SIGINT in a search: the record so far, marked, and exit 130. The SLO is loose: this part is about the
+        # interrupt, and a search whose first probe fails on one slow response (a CI machine's stall) ends before it
         art = h.path("art-int")
         cmd = [h.surge, "profile", "-m", "mock-model", "-u", m.url, "--artifact-dir", art, "--no-progress",
-               "--streaming", "--search", "max-request-rate", "--slo", "ttft:p99<60", "--search-range", "10:",
+               "--streaming", "--search", "max-request-rate", "--slo", "ttft:p99<1000", "--search-range", "10:",
                "--benchmark-duration", 2, "--parameter-sweep-cooldown-seconds", 0]
         proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(5.0 if not SLOW else 7.0)
