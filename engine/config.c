@@ -10,6 +10,7 @@
 
 #include "sg_input.h"
 #include "sg_kserve.h"
+#include "sg_loop.h"
 #include "sg_opts.h"
 
 #include <arpa/inet.h>
@@ -98,6 +99,7 @@ enum {
     OPT_SERVER_METRICS_URL,
     OPT_SERVER_METRICS_INTERVAL,
     OPT_BURSTINESS,
+    OPT_IO_BACKEND,
     OPT_SLO,
     OPT_SEARCH,
     OPT_SEARCH_RANGE,
@@ -191,6 +193,7 @@ static const struct option long_options[] = {
     {"search-trials", required_argument, NULL, OPT_SEARCH_TRIALS},
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
+    {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
     {"cacert", required_argument, NULL, OPT_CACERT},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"cert", required_argument, NULL, OPT_CERT},
@@ -1204,6 +1207,10 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
         cfg->generate_plots = !arg || strcmp(arg, "true") == 0;
         return 0;
+    case OPT_IO_BACKEND:
+        if ((cfg->io_backend = sg_io_backend_parse(arg)) < 0)
+            return fail(opt, "expected auto, io_uring or epoll, got \"%s\"", arg);
+        return 0;
     case OPT_MAX_ERROR_RATE:
         return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
     case OPT_GOODPUT:
@@ -1253,6 +1260,16 @@ static int set_defaults(sg_config_t *cfg)
     cfg->profile_export_file = strdup(DEFAULT_EXPORT_FILE);
     if (!cfg->headers || !cfg->profile_export_file)
         return oom();
+    /* the default I/O backend may come from the environment (a container image, CI's epoll pass) */
+    const char *be = getenv("SURGE_IO_BACKEND");
+    if (be && *be) {
+        int b = sg_io_backend_parse(be);
+        if (b < 0) {
+            fprintf(stderr, "surge: SURGE_IO_BACKEND=%s: expected auto, io_uring or epoll\n", be);
+            return SG_EINVAL;
+        }
+        cfg->io_backend = b;
+    }
     return 0;
 }
 
@@ -1794,6 +1811,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
         json_array_append_new(scrape, json_string(cfg->server_metrics_urls[i]));
     json_object_set_new(o, "server_metrics_url", scrape);
     json_object_set_new(o, "server_metrics_interval", json_real(cfg->server_metrics_interval_s));
+    json_object_set_new(o, "io_backend", json_string(sg_io_backend_name(cfg->io_backend)));
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;
@@ -1982,6 +2000,10 @@ void sg_config_usage(FILE *out)
                  "                                seconds between scrapes (default 1, at least 0.1)\n"
                  "      --generate-plots          also write report.html, the run's HTML report (as `surge report\n"
                  "                                DIR` does), into the artifact directory\n"
+                 "      --io-backend auto|io_uring|epoll\n"
+                 "                                the workers' I/O (default: $SURGE_IO_BACKEND, else auto:\n"
+                 "                                io_uring where the kernel and any seccomp profile allow it,\n"
+                 "                                else epoll, with a line saying why)\n"
                  "  -v, --verbose                 more detail on stderr\n"
                  "      --version                 print the version and exit\n"
                  "  -h, --help                    print this help and exit\n"

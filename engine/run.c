@@ -10,6 +10,7 @@
 
 #include "sg_grpc.h"
 #include "sg_kserve.h"
+#include "sg_loop.h"
 #include "sg_osl.h"
 #include "sg_preflight.h"
 
@@ -527,6 +528,27 @@ static int prepare_target(profile_t *p)
     run->http2 = strcmp(alpn, "h2") == 0;
     run->tls_opts.alpn = run->http2 ? "h2" : "http/1.1";
     run->tls_opts.alpn_required = run->http2;
+    return EXIT_OK;
+}
+
+/*
+ * The workers' I/O backend, picked once for the run: --io-backend auto takes io_uring where it works and epoll
+ * where it is blocked (a container's seccomp profile, kernel.io_uring_disabled) or too old, and says so once.
+ */
+static int prepare_io(profile_t *p)
+{
+    char why[256];
+    int b = sg_loop_pick((sg_io_backend_t)p->cfg.io_backend, why, sizeof why);
+    if (b < 0) {
+        fprintf(stderr, "surge: --io-backend %s: %s%s\n", sg_io_backend_name((sg_io_backend_t)p->cfg.io_backend), why,
+                p->cfg.io_backend == SG_IO_URING ? " (a seccomp profile or kernel.io_uring_disabled may block it; "
+                                                   "--io-backend epoll works without it)"
+                                                 : "");
+        return EXIT_FATAL;
+    }
+    if (p->cfg.io_backend == SG_IO_AUTO && b == SG_IO_EPOLL)
+        fprintf(stderr, "surge: io_uring is unavailable (%s); using epoll\n", why);
+    p->run.io_backend = b;
     return EXIT_OK;
 }
 
@@ -1115,6 +1137,7 @@ static int point_report(profile_t *p, point_t *pt)
         .input_config_json = input_json ? input_json : "{}",
         .has_slos = cfg->n_slos > 0,
         .client_cpu_s = pt->client_cpu_s,
+        .io_backend = sg_io_backend_name((sg_io_backend_t)p->run.io_backend),
         .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
         .isl_source = p->run.tok ? "tokenizer" : "words",
@@ -1238,7 +1261,8 @@ int sg_profile_main(int argc, char **argv)
     p.run.payloads = &p.payloads;
 
     static int (*const prepare[])(profile_t *) = {
-        prepare_inputs, prepare_workload, prepare_slos, prepare_target, prepare_h2, prepare_output, prepare_inputs_json,
+        prepare_inputs, prepare_workload, prepare_slos,   prepare_io,
+        prepare_target, prepare_h2,       prepare_output, prepare_inputs_json,
     };
     int code = EXIT_OK;
     for (size_t i = 0; i < SG_ARRAY_LEN(prepare) && code == EXIT_OK; i++)

@@ -61,6 +61,7 @@ typedef struct {
     double request_timeout_s; /* per request, from send; also bounds the drain */
     uint64_t random_seed;
     unsigned workers;
+    int io_backend; /* sg_io_backend_t (sg_loop.h): --io-backend, else $SURGE_IO_BACKEND, else auto */
 
     /* load points: a sweep runs each value in turn; a search picks its values (concurrency/request_rate above
      * hold the first value, so that everything validated for one point holds for each) */

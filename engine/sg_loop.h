@@ -1,68 +1,112 @@
 /*
- * The event loop every surge thread runs (client workers and mock-server workers alike): one io_uring ring,
- * one provided-buffer ring for receives, an eventfd to be woken from other threads, and waits bounded by an
- * absolute CLOCK_MONOTONIC deadline.
+ * The event loop every surge thread runs (client workers and mock-server workers alike): a handful of socket
+ * operations, each completed later through its sg_op_t, receives into the loop's own buffers, an eventfd to be
+ * woken from other threads, and waits bounded by an absolute CLOCK_MONOTONIC deadline.
  *
- * Every SQE carries a pointer to an sg_op_t (usually embedded in a connection); its fn is called with the CQE.
- * Completions are reaped in batches and released with one io_uring_cq_advance.
+ * Two I/O backends sit under the one interface, picked per run (sg_loop_pick):
+ *   - io_uring (loop_uring.c): operations are SQEs submitted once per iteration; receives are multishot into a
+ *     ring of provided buffers; completions are reaped in batches.
+ *   - epoll (loop_epoll.c), for where io_uring is blocked (the seccomp profiles of Docker, containerd and
+ *     Podman, kernel.io_uring_disabled) or too old: edge-triggered readiness, sends and connects tried at once,
+ *     receives read into the same buffer pool, the same completion contract.
+ * Callers see only sg_op_t and sg_ev_t: what happened, never how the kernel was asked.
  *
- * Threading: a loop is created, used and destroyed by one thread (the ring is SINGLE_ISSUER where the kernel
- * allows). Only sg_loop_wake() may be called from another thread.
+ * The contract, both backends:
+ *   - An operation's completion is never delivered from inside the call that started it; it comes from a later
+ *     sg_loop_run_once (or the current one's dispatch, when started from a callback).
+ *   - send and connect complete exactly once. recv and accept are multishot: they complete once per buffer or
+ *     accepted descriptor with more=true, and a last time with more=false (0 at end of stream, -errno, or
+ *     -ENOBUFS when no buffer was free, after which the owner arms them again).
+ *   - sg_loop_cancel ends a pending operation with -ECANCELED (more=false); one already complete is left alone.
+ *   - A descriptor the loop has seen is closed with sg_loop_close, never close(2), so that the epoll backend
+ *     forgets it before the number is reused.
+ *
+ * Threading: a loop is created, used and destroyed by one thread. Only sg_loop_wake() may be called from another.
  */
 #ifndef SG_LOOP_H
 #define SG_LOOP_H
 
 #include "sg_common.h"
 
-#include <liburing.h>
+#include <sys/socket.h>
+
+typedef enum { SG_IO_AUTO = 0, SG_IO_URING = 1, SG_IO_EPOLL = 2 } sg_io_backend_t;
+
+/* One completion: what the operation returned, and for a receive the buffer it filled. */
+typedef struct {
+    int res;      /* bytes sent or received, 0 (connect done, or end of stream), a new descriptor, or -errno */
+    unsigned bid; /* the buffer holding the bytes, when buf */
+    bool buf;     /* a receive filled buffer bid: give it back with sg_loop_buf_release */
+    bool more;    /* a multishot operation stays armed */
+} sg_ev_t;
 
 typedef struct sg_op sg_op_t;
-typedef void (*sg_op_fn)(sg_op_t *op, const struct io_uring_cqe *cqe);
+typedef void (*sg_op_fn)(sg_op_t *op, const sg_ev_t *ev);
 struct sg_op {
     sg_op_fn fn;
 };
 
+struct sg_loop_uring;
+struct sg_loop_epoll;
+
 typedef struct {
-    struct io_uring ring;
-    /* provided buffers for receives (buffer group SG_LOOP_BGID) */
-    struct io_uring_buf_ring *br;
-    size_t br_bytes;
-    char *bufs;
+    sg_io_backend_t backend; /* SG_IO_URING or SG_IO_EPOLL once initialised */
+    struct sg_loop_uring *u; /* the backend's state: exactly one of these is set */
+    struct sg_loop_epoll *e;
+    char *bufs; /* buf_count receive buffers of buf_size bytes; pages are touched only when first used */
     size_t bufs_bytes;
     unsigned buf_count; /* power of two */
-    unsigned buf_live;  /* of those, the buffers handed to the kernel so far */
     unsigned buf_size;
-    unsigned bufs_released; /* releases not yet published to the kernel */
-    /* cross-thread wake */
-    int wake_fd;
-    uint64_t wake_val;
-    sg_op_t wake_op;
-    bool defer_taskrun;
+    int wake_fd;     /* eventfd: sg_loop_wake from another thread */
     int64_t spin_ns; /* a deadline closer than this is waited for by polling, not by sleeping */
-    /* Called at the start of every sg_loop_run_once, before the queue is submitted: the owner's chance to turn
-     * what a whole batch of completions left pending into SQEs (HTTP/2 sessions write once per batch). */
+    /* Called at the start of every sg_loop_run_once, before anything is submitted or waited for: the owner's
+     * chance to turn what a whole batch of completions left pending into operations (HTTP/2 sessions write once
+     * per batch). */
     void (*before_submit)(void *arg);
     void *before_submit_arg;
 } sg_loop_t;
 
-#define SG_LOOP_BGID 1
-/* Receive buffers the kernel gets at first; every receive that finds none (ENOBUFS) doubles the number, up to
+/* Receive buffers io_uring gets at first; every receive that finds none (ENOBUFS) doubles the number, up to
  * buf_count. A buffer's pages are touched only once the kernel has it, and a fresh page is a page fault (about
- * 1.5 us on a VM): a client with four HTTP/2 connections used to fault in all 1,024 (4 MiB) in every run. */
+ * 1.5 us on a VM): a client with four HTTP/2 connections used to fault in all 1,024 (4 MiB) in every run. The
+ * epoll backend hands out the most recently released buffer first, so it touches only as many as it holds at
+ * once. */
 #define SG_LOOP_BUFS_FIRST 64
 
+const char *sg_io_backend_name(sg_io_backend_t b); /* "auto", "io_uring", "epoll" */
+int sg_io_backend_parse(const char *s);            /* the name's backend, or -1 */
+
 /*
- * entries: SQ size (CQ is 8x). buf_count (power of two) receive buffers of buf_size bytes each.
+ * The backend a run uses, decided once per process before any loop starts. SG_IO_URING and SG_IO_EPOLL are
+ * checked (io_uring: a ring with the features surge uses, and a multishot receive that works) and returned, or
+ * -errno with why[] saying what failed. SG_IO_AUTO returns io_uring when that check passes, else epoll, with
+ * why[] saying why io_uring was passed over (empty when it was not). Never fails for SG_IO_EPOLL short of
+ * epoll_create failing.
+ */
+SG_WUR int sg_loop_pick(sg_io_backend_t want, char *why, size_t whylen);
+
+/*
+ * backend: SG_IO_URING or SG_IO_EPOLL (as sg_loop_pick returned). entries: io_uring's SQ size (CQ is 8x);
+ * epoll ignores it. buf_count (power of two, at most 32,768) receive buffers of buf_size bytes each.
  * Returns 0 or -errno; on failure nothing is left allocated.
  */
-SG_WUR int sg_loop_init(sg_loop_t *l, unsigned entries, unsigned buf_count, unsigned buf_size);
+SG_WUR int sg_loop_init(sg_loop_t *l, sg_io_backend_t backend, unsigned entries, unsigned buf_count, unsigned buf_size);
 void sg_loop_destroy(sg_loop_t *l);
 
-/* An SQE whose user_data is op. Never NULL: submits pending SQEs when the queue is full. */
-struct io_uring_sqe *sg_loop_sqe(sg_loop_t *l, sg_op_t *op);
-
-/* Multishot receive into provided buffers; every CQE with IORING_CQE_F_BUFFER carries a buffer id. */
-void sg_loop_recv_multishot(sg_loop_t *l, int fd, sg_op_t *op);
+/* Send up to n bytes of p (valid until the completion): res is the count sent, which may be short, or -errno. */
+void sg_loop_send(sg_loop_t *l, sg_op_t *op, int fd, const void *p, size_t n);
+/* Connect fd (a fresh stream socket) to addr: res 0 or -errno. */
+void sg_loop_connect(sg_loop_t *l, sg_op_t *op, int fd, const struct sockaddr *addr, socklen_t len);
+/* Multishot receive into the loop's buffers (see the contract above). */
+void sg_loop_recv(sg_loop_t *l, sg_op_t *op, int fd);
+/* Multishot accept on a listening socket: res is each new descriptor (close-on-exec). */
+void sg_loop_accept(sg_loop_t *l, sg_op_t *op, int fd);
+/* End op (pending on fd) with -ECANCELED; io_uring is told at once. */
+void sg_loop_cancel(sg_loop_t *l, sg_op_t *op, int fd);
+/* Close a descriptor the loop has seen. */
+void sg_loop_close(sg_loop_t *l, int fd);
+/* Hand the kernel what is queued now, rather than at the next sg_loop_run_once: 0 or -errno. */
+SG_WUR int sg_loop_flush(sg_loop_t *l);
 
 /* The bytes of a received buffer, and giving it back once parsed. */
 static inline char *sg_loop_buf(sg_loop_t *l, unsigned bid)
@@ -70,6 +114,8 @@ static inline char *sg_loop_buf(sg_loop_t *l, unsigned bid)
     return l->bufs + (size_t)bid * l->buf_size;
 }
 void sg_loop_buf_release(sg_loop_t *l, unsigned bid);
+/* Receive buffers in use so far: handed to io_uring, or ever held at once under epoll. */
+unsigned sg_loop_bufs_live(const sg_loop_t *l);
 
 /*
  * Call before_submit (when set), submit what is queued, then wait until at least one completion arrives or the clock

@@ -1,6 +1,6 @@
 /*
- * A client worker: one thread, pinned, with its own io_uring loop, connections, arrival stream, metrics and
- * record log. Nothing here is shared with other workers while the run is on; the controller reads only the
+ * A client worker: one thread, pinned, with its own event loop (io_uring or epoll), connections, arrival stream,
+ * metrics and record log. Nothing here is shared with other workers while the run is on; the controller reads only the
  * progress counters (single writer, relaxed atomics) and everything else after the join.
  */
 #ifndef SG_WORKER_H

@@ -1,5 +1,5 @@
 /*
- * The client worker: arrival schedule and request lifecycle, all on one io_uring loop. Connections are in
+ * The client worker: arrival schedule and request lifecycle, all on one event loop. Connections are in
  * worker_conn.c (HTTP/1.1) and worker_h2.c (HTTP/2), what responses mean in worker_resp.c; protocol bytes go to
  * the sans-I/O parsers in proto/. This file keeps time and decides what to do next.
  *
@@ -393,7 +393,7 @@ static void preopen(sg_worker_t *w)
     while ((w->n_connecting > 0 || (w->http2 && wk_h2_awaiting_settings(w))) && sg_now_ns() < until) {
         int err = sg_loop_run_once(&w->loop, until < w->setup_check_ns ? until : w->setup_check_ns);
         if (err < 0) {
-            fatal(w, err, "io_uring wait");
+            fatal(w, err, "event loop wait");
             return;
         }
         int64_t now = sg_now_ns();
@@ -426,12 +426,9 @@ static void *worker_main(void *arg)
     /* 512 SQEs (4,096 CQEs): a full SQ is submitted and reused, and a CQ overflow is kept by the kernel, so size
      * only trades syscalls. The rings are allocated and cleared at set-up: 4,096 SQEs cost 3 ms of CPU there
      * (0.37 ms for 512) on this project's VMs, 1.5% of a 100k-request benchmark. */
-    int err = sg_loop_init(&w->loop, 512, 1024, 4096);
+    int err = sg_loop_init(&w->loop, (sg_io_backend_t)w->run->io_backend, 512, 1024, 4096);
     if (err < 0) {
-        fatal(w, err,
-              err == -EPERM || err == -ENOSYS
-                  ? "io_uring is unavailable (a seccomp profile or kernel.io_uring_disabled blocks it)"
-                  : "io_uring set-up");
+        fatal(w, err, w->run->io_backend == SG_IO_URING ? "io_uring set-up" : "epoll set-up");
         atomic_store(&w->progress.ready, 1);
         atomic_store(&w->progress.finished, 1);
         return NULL;
@@ -500,7 +497,7 @@ static void *worker_main(void *arg)
             deadline = w->setup_check_ns;
         err = sg_loop_run_once(&w->loop, deadline);
         if (err < 0)
-            fatal(w, err, "io_uring wait");
+            fatal(w, err, "event loop wait");
     }
     if (w->fatal)
         cancel_all(w, sg_now_ns());

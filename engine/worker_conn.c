@@ -66,7 +66,7 @@ static void conn_free(sg_conn_t *c)
     if (c->h2)
         wk_h2_conn_release(c);
     sg_tls_conn_free(c->tls); /* keeps its session in the worker's context for the next connection */
-    close(c->fd);
+    sg_loop_close(&w->loop, c->fd);
     sg_h1_resp_free(&c->h1);
     sg_sse_free(&c->rs.sse);
     free(c->rs.body);
@@ -109,12 +109,8 @@ void wk_conn_close(sg_conn_t *c)
     }
     /* shutdown ends a pending receive (it completes with 0) and fails a pending send */
     shutdown(c->fd, SHUT_RDWR);
-    if (connecting) {
-        /* A connect is not ended by shutdown: cancel it, and submit now, while the op it names still exists. */
-        struct io_uring_sqe *sqe = sg_loop_sqe(&w->loop, NULL);
-        io_uring_prep_cancel(sqe, &c->connect_op, 0);
-        io_uring_submit(&w->loop.ring);
-    }
+    if (connecting)
+        sg_loop_cancel(&w->loop, &c->connect_op, c->fd); /* a connect is not ended by shutdown */
 }
 
 /* ---------------- TLS ---------------- */
@@ -129,8 +125,7 @@ static void tls_kick(sg_conn_t *c)
     sg_tls_out_peek(c->tls, &p, &n);
     if (!n)
         return;
-    struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
-    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    sg_loop_send(&c->w->loop, &c->send_op, c->fd, p, n);
     c->ops++;
     c->tls_sending = true;
 }
@@ -284,8 +279,7 @@ int wk_conn_send(sg_conn_t *c, const void *p, size_t n)
         tls_kick(c);
         return 0;
     }
-    struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
-    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    sg_loop_send(&c->w->loop, &c->send_op, c->fd, p, n);
     c->ops++;
     return 0;
 }
@@ -295,8 +289,7 @@ int wk_conn_send(sg_conn_t *c, const void *p, size_t n)
 static void conn_send(sg_conn_t *c)
 {
     const sg_payload_t *p = c->rs.req->payload;
-    struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
-    io_uring_prep_send(sqe, c->fd, p->bytes + c->send_off, p->len - c->send_off, MSG_NOSIGNAL);
+    sg_loop_send(&c->w->loop, &c->send_op, c->fd, p->bytes + c->send_off, p->len - c->send_off);
     c->ops++;
 }
 
@@ -484,19 +477,19 @@ static void handle_data(sg_conn_t *c, const char *data, size_t len)
 
 static void recv_arm(sg_conn_t *c)
 {
-    sg_loop_recv_multishot(&c->w->loop, c->fd, &c->recv_op);
+    sg_loop_recv(&c->w->loop, &c->recv_op, c->fd);
     c->recv_armed = true;
     c->ops++;
 }
 
-static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
+static void on_recv(sg_op_t *op, const sg_ev_t *ev)
 {
     sg_conn_t *c = SG_CONTAINER_OF(op, sg_conn_t, recv_op);
     sg_worker_t *w = c->w;
-    bool more = cqe->flags & IORING_CQE_F_MORE;
-    int res = cqe->res;
+    bool more = ev->more;
+    int res = ev->res;
     if (res > 0) {
-        unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+        unsigned bid = ev->bid;
         w->bytes_received += (uint64_t)res; /* the controller's sign that the server is alive (sg_worker.h) */
         if (c->state != C_CLOSING) {
             if (c->tls)
@@ -525,10 +518,10 @@ static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
     }
 }
 
-static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
+static void on_send(sg_op_t *op, const sg_ev_t *ev)
 {
     sg_conn_t *c = SG_CONTAINER_OF(op, sg_conn_t, send_op);
-    int res = cqe->res;
+    int res = ev->res;
     if (c->tls) {
         tls_on_sent(c, res);
         wk_conn_put(c);
@@ -576,19 +569,19 @@ static void conn_ready(sg_conn_t *c)
     wk_conn_dispatch(w);
 }
 
-static void on_connect(sg_op_t *op, const struct io_uring_cqe *cqe)
+static void on_connect(sg_op_t *op, const sg_ev_t *ev)
 {
     sg_conn_t *c = SG_CONTAINER_OF(op, sg_conn_t, connect_op);
     sg_worker_t *w = c->w;
     if (c->state == C_CONNECTING) {
-        if (cqe->res < 0) {
+        if (ev->res < 0) {
             w->n_connecting--;
-            w->last_connect_err = cqe->res;
+            w->last_connect_err = ev->res;
             w->connect_failures++;
             c->state = C_BUSY; /* so wk_conn_close does not count it twice */
             wk_conn_close(c);
             if (!c->for_setup)
-                wk_fail_waiting_head(w, cqe->res); /* one failed attempt fails the request it was opened for */
+                wk_fail_waiting_head(w, ev->res); /* one failed attempt fails the request it was opened for */
             wk_conn_put(c);
             wk_conn_dispatch(w);
             return;
@@ -643,8 +636,7 @@ sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup)
     w->conns_opened++;
     if (w->n_conns > w->conns_peak)
         w->conns_peak = w->n_conns;
-    struct io_uring_sqe *sqe = sg_loop_sqe(&w->loop, &c->connect_op);
-    io_uring_prep_connect(sqe, fd, (const struct sockaddr *)&w->run->addr.addr, w->run->addr.len);
+    sg_loop_connect(&w->loop, &c->connect_op, fd, (const struct sockaddr *)&w->run->addr.addr, w->run->addr.len);
     c->ops++;
     return c;
 }
@@ -773,7 +765,7 @@ void wk_conns_free_all(sg_worker_t *w)
         if (c->h2)
             wk_h2_conn_release(c);
         sg_tls_conn_free(c->tls);
-        close(c->fd);
+        sg_loop_close(&w->loop, c->fd);
         sg_h1_resp_free(&c->h1);
         sg_sse_free(&c->rs.sse);
         free(c->rs.body);

@@ -503,8 +503,9 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
         fprintf(out, "Warmup requests (not counted): %" PRIu64 "\n", info->warmup_count);
     if (info && info->client_cpu_s > 0) {
         uint64_t sent = sg_metrics_ok(m) + sg_metrics_errors(m) + info->warmup_count;
-        fprintf(out, "Client CPU: %.2f s (%.2f us per request)\n", info->client_cpu_s,
-                sent ? info->client_cpu_s * 1e6 / (double)sent : 0.0);
+        fprintf(out, "Client CPU: %.2f s (%.2f us per request%s%s)\n", info->client_cpu_s,
+                sent ? info->client_cpu_s * 1e6 / (double)sent : 0.0, info->io_backend ? ", " : "",
+                info->io_backend ? info->io_backend : "");
     }
     uint64_t clamped = 0;
     for (int i = 0; i < SG_M__COUNT; i++)
@@ -722,6 +723,8 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
                   single("requests", json_integer((json_int_t)(info ? info->warmup_count : 0))));
     if (info && info->client_cpu_s > 0)
         rc = rc ? rc : set(root, "client_cpu_time", single("sec", real(info->client_cpu_s)));
+    if (info && info->io_backend)
+        rc = rc ? rc : set(root, "io_backend", json_string(info->io_backend));
     rc = rc ? rc : set(root, "error_summary", error_summary(m));
     if (!rc) {
         json_t *src = json_object();

@@ -155,7 +155,7 @@ static json_t *window_summary(const sg_metrics_t *m, const sg_run_info_t *wi, si
     if (!o)
         return NULL;
     static const char *const run_only[] = {"input_config", "keep_alive", "resent_request_count", "warmup_request_count",
-                                           "isl_source",   "tokenizer",  "was_interrupted"};
+                                           "isl_source",   "tokenizer",  "was_interrupted",      "io_backend"};
     for (size_t d = 0; d < SG_ARRAY_LEN(run_only); d++)
         json_object_del(o, run_only[d]);
     double start_s = (double)idx * slice_s;

@@ -170,6 +170,7 @@ typedef struct {
     const char *server_metrics_json; /* --server-metrics-url: the scrapes' summary object (text); NULL: none */
     bool has_slos;
     double client_cpu_s;    /* CPU time surge spent from the start instant to the last response; 0 = unknown */
+    const char *io_backend; /* the workers' I/O: "io_uring" or "epoll"; NULL = unknown */
     const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */
     const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
     uint64_t silent_closes; /* kept-alive connections the server closed right after a response, unannounced */

@@ -167,6 +167,16 @@ int sg_mock_main(int argc, char **argv)
         sg_tls_ctx_free(probe);
     }
 
+    char why[256];
+    int be = sg_loop_pick((sg_io_backend_t)o.io_backend, why, sizeof why);
+    if (be < 0) {
+        fprintf(stderr, "surge mock: --io-backend %s: %s\n", sg_io_backend_name((sg_io_backend_t)o.io_backend), why);
+        goto out;
+    }
+    if (o.io_backend == SG_IO_AUTO && be == SG_IO_EPOLL)
+        fprintf(stderr, "surge mock: io_uring is unavailable (%s); using epoll\n", why);
+    s->io_backend = be;
+
     /* connections are capped by descriptors; keep some for the rings, eventfds, listeners and the record */
     uint64_t nofile = sg_raise_nofile();
     uint64_t reserve = 32 + 8 * (uint64_t)o.workers;

@@ -8,6 +8,7 @@
 
 #include "sg_common.h"
 #include "sg_h2srv.h"
+#include "sg_loop.h"
 #include "sg_openai.h"
 #include "sg_tls.h"
 #include "sg_tokenizer.h"
@@ -47,6 +48,7 @@ typedef struct {
     /* the server model (mock_batch.c, docs/mock.md) */
     uint32_t max_batch;          /* sequences generated at once; 0: no limit */
     double prefill_ms_per_token; /* added to the TTFT per prompt token */
+    int io_backend;              /* sg_io_backend_t asked for (--io-backend, $SURGE_IO_BACKEND) */
 } sg_mock_opts_t;
 
 typedef enum {
@@ -264,6 +266,7 @@ typedef struct sg_mock_load sg_mock_load_t;
 /* Shared by all workers; read-only after start except the atomics and the batch (its own lock). */
 typedef struct sg_mock_server {
     sg_mock_opts_t opts;
+    int io_backend; /* sg_io_backend_t the workers use (sg_loop_pick) */
     int64_t start_ns;
     int64_t ttft_ns, itl_ns;
     int64_t stall_start_ns, stall_end_ns; /* equal: no stall window */

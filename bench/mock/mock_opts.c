@@ -68,6 +68,9 @@ static const char usage_text[] =
     "                       B / (ttft + (tokens - 1) x itl) requests/s (default 0: no limit)\n"
     "  --prefill-ms-per-token P\n"
     "                       TTFT grows by P ms per prompt token (as usage counts them) (default 0)\n"
+    "  --io-backend auto|io_uring|epoll\n"
+    "                       the workers' I/O (default: $SURGE_IO_BACKEND, else auto: io_uring where it works,\n"
+    "                       else epoll, with a line saying why)\n"
     "  --record FILE        append one JSON line per completion request received\n"
     "  --port-file FILE     write the bound port to FILE (atomically) once listening\n"
     "  --exit-after SEC     stop after SEC seconds, as on SIGINT\n"
@@ -118,6 +121,9 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
     o->itl_ms = 5;
     o->workers = 1;
     o->max_streams = SG_MOCK_DEFAULT_STREAMS;
+    const char *be = getenv("SURGE_IO_BACKEND");
+    if (be && *be && (o->io_backend = sg_io_backend_parse(be)) < 0)
+        return bad("SURGE_IO_BACKEND", be, "expected auto, io_uring or epoll");
     bool have_stall_start = false, have_stall = false, have_notice = false, have_delay = false;
 
     int i = 0;
@@ -183,7 +189,8 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--close-notice",
                                             "--close-delay-ms",
                                             "--max-batch",
-                                            "--prefill-ms-per-token"};
+                                            "--prefill-ms-per-token",
+                                            "--io-backend"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -290,6 +297,9 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                 return bad(name, val, "expected milliseconds >= 0");
             o->close_delay_ns = (int64_t)(d * 1e6);
             have_delay = true;
+        } else if (strcmp(name, "--io-backend") == 0) {
+            if ((o->io_backend = sg_io_backend_parse(val)) < 0)
+                return bad(name, val, "expected auto, io_uring or epoll");
         } else if (strcmp(name, "--max-batch") == 0) {
             if (!parse_uint(val, 1000000, &u))
                 return bad(name, val, "expected a whole number of sequences, 0 (no limit) to 1000000");

@@ -298,8 +298,8 @@ static sg_mock_buf_t *conn_out(conn_t *c)
 
 /* ---------- connections ---------- */
 
-static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe);
-static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe);
+static void on_recv(sg_op_t *op, const sg_ev_t *ev);
+static void on_send(sg_op_t *op, const sg_ev_t *ev);
 static void conn_pump(conn_t *c, int64_t now);
 
 static void mark_dirty(conn_t *c)
@@ -331,10 +331,8 @@ static void conn_close(conn_t *c)
     conn_discard_jobs(c);
     /* FIN to the peer now; the multishot receive then ends with 0, and a cancel makes sure of it */
     shutdown(c->fd, SHUT_RDWR);
-    if (c->recv_armed) {
-        struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, NULL);
-        io_uring_prep_cancel(sqe, &c->recv_op, 0);
-    }
+    if (c->recv_armed)
+        sg_loop_cancel(&c->w->loop, &c->recv_op, c->fd);
 }
 
 static void conn_maybe_free(conn_t *c)
@@ -342,7 +340,7 @@ static void conn_maybe_free(conn_t *c)
     if (!c->closing || c->recv_armed || c->send_inflight || c->dirty)
         return;
     sg_mock_worker_t *w = c->w;
-    close(c->fd);
+    sg_loop_close(&w->loop, c->fd);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -374,7 +372,7 @@ static void conn_trim(conn_t *c)
 
 static void conn_arm_recv(conn_t *c)
 {
-    sg_loop_recv_multishot(&c->w->loop, c->fd, &c->recv_op);
+    sg_loop_recv(&c->w->loop, &c->recv_op, c->fd);
     c->recv_armed = true;
 }
 
@@ -418,8 +416,7 @@ static void conn_flush_tls(conn_t *c, int64_t now)
             conn_close(c);
         return;
     }
-    struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
-    io_uring_prep_send(sqe, c->fd, p, n, MSG_NOSIGNAL);
+    sg_loop_send(&c->w->loop, &c->send_op, c->fd, p, n);
     c->send_inflight = true;
 }
 
@@ -438,8 +435,7 @@ static void conn_flush(conn_t *c, int64_t now)
             mark_dirty(c);
             return;
         }
-        struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
-        io_uring_prep_send(sqe, c->fd, c->wire.p + c->wire_off, c->wire.len - c->wire_off, MSG_NOSIGNAL);
+        sg_loop_send(&c->w->loop, &c->send_op, c->fd, c->wire.p + c->wire_off, c->wire.len - c->wire_off);
         c->send_inflight = true;
         return;
     }
@@ -468,29 +464,28 @@ static void conn_flush(conn_t *c, int64_t now)
     c->out = t;
     c->out.len = 0;
     c->wire_off = 0;
-    struct io_uring_sqe *sqe = sg_loop_sqe(&c->w->loop, &c->send_op);
-    io_uring_prep_send(sqe, c->fd, c->wire.p, c->wire.len, MSG_NOSIGNAL);
+    sg_loop_send(&c->w->loop, &c->send_op, c->fd, c->wire.p, c->wire.len);
     c->send_inflight = true;
 }
 
-static void on_send(sg_op_t *op, const struct io_uring_cqe *cqe)
+static void on_send(sg_op_t *op, const sg_ev_t *ev)
 {
     conn_t *c = SG_CONTAINER_OF(op, conn_t, send_op);
     c->send_inflight = false;
-    if (c->closing || cqe->res <= 0) {
+    if (c->closing || ev->res <= 0) {
         conn_close(c);
         conn_maybe_free(c);
         return;
     }
     int64_t now = sg_now_ns();
     if (c->tls) {
-        sg_tls_out_consume(c->tls, (size_t)cqe->res);
+        sg_tls_out_consume(c->tls, (size_t)ev->res);
         if (sg_tls_out_pending(c->tls)) {
             conn_flush(c, now); /* the rest, with whatever was rendered meanwhile */
             return;
         }
     }
-    c->wire_off += c->tls ? 0 : (size_t)cqe->res;
+    c->wire_off += c->tls ? 0 : (size_t)ev->res;
     if (c->wire_off < c->wire.len) {
         /* short send: the rest of the same buffer, which stays untouched until it is all out */
         conn_flush(c, now);
@@ -1314,16 +1309,16 @@ static void tls_recv(conn_t *c, const char *data, size_t len)
     }
 }
 
-static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
+static void on_recv(sg_op_t *op, const sg_ev_t *ev)
 {
     conn_t *c = SG_CONTAINER_OF(op, conn_t, recv_op);
     sg_mock_worker_t *w = c->w;
-    bool more = cqe->flags & IORING_CQE_F_MORE;
+    bool more = ev->more;
     if (!more)
         c->recv_armed = false;
-    int res = cqe->res;
-    if (res > 0 && (cqe->flags & IORING_CQE_F_BUFFER)) {
-        unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+    int res = ev->res;
+    if (res > 0 && ev->buf) {
+        unsigned bid = ev->bid;
         if (!c->closing && !c->read_stopped) {
             c->recv_ns = sg_now_ns();
             if (c->tls)
@@ -1346,23 +1341,22 @@ static void on_recv(sg_op_t *op, const struct io_uring_cqe *cqe)
 
 static void accept_arm(sg_mock_worker_t *w)
 {
-    struct io_uring_sqe *sqe = sg_loop_sqe(&w->loop, &w->accept_op);
-    io_uring_prep_multishot_accept(sqe, w->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    sg_loop_accept(&w->loop, &w->accept_op, w->listen_fd);
     w->accept_armed = true;
 }
 
-static void on_accept(sg_op_t *op, const struct io_uring_cqe *cqe)
+static void on_accept(sg_op_t *op, const sg_ev_t *ev)
 {
     sg_mock_worker_t *w = SG_CONTAINER_OF(op, sg_mock_worker_t, accept_op);
     sg_mock_server_t *s = w->srv;
-    if (!(cqe->flags & IORING_CQE_F_MORE)) {
+    if (!ev->more) {
         w->accept_armed = false;
         /* out of descriptors and the like: back off briefly instead of spinning on the error */
-        w->accept_retry_ns = cqe->res < 0 ? sg_now_ns() + ACCEPT_RETRY_NS : 0;
+        w->accept_retry_ns = ev->res < 0 ? sg_now_ns() + ACCEPT_RETRY_NS : 0;
     }
-    if (cqe->res < 0)
+    if (ev->res < 0)
         return;
-    int fd = cqe->res;
+    int fd = ev->res;
     if (atomic_load_explicit(&s->stop, memory_order_relaxed)) {
         close(fd);
         return;
@@ -1452,17 +1446,17 @@ static void *worker_main(void *arg)
     /* sleeps end on time: the heap's deadlines are what the tests measure */
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 
-    int err = sg_loop_init(&w->loop, RING_ENTRIES, RECV_BUFS, RECV_BUF_SIZE);
+    int err = sg_loop_init(&w->loop, (sg_io_backend_t)s->io_backend, RING_ENTRIES, RECV_BUFS, RECV_BUF_SIZE);
     if (err < 0) {
         w->init_err = err;
-        w->init_what = "cannot set up io_uring";
+        w->init_what = s->io_backend == SG_IO_URING ? "cannot set up io_uring" : "cannot set up epoll";
         worker_report(w);
         return NULL;
     }
     w->loop_ok = true;
     w->accept_op.fn = on_accept;
     accept_arm(w);
-    err = io_uring_submit(&w->loop.ring);
+    err = sg_loop_flush(&w->loop);
     if (err < 0) {
         w->init_err = err;
         w->init_what = "cannot submit to io_uring";
@@ -1475,7 +1469,7 @@ static void *worker_main(void *arg)
     while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
         int rc = sg_loop_run_once(&w->loop, next_deadline(w, now));
         if (rc < 0) {
-            fprintf(stderr, "surge mock: worker %u: io_uring wait failed: %s\n", w->idx, sg_strerror(rc));
+            fprintf(stderr, "surge mock: worker %u: event loop wait failed: %s\n", w->idx, sg_strerror(rc));
             break;
         }
         now = sg_now_ns();

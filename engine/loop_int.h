@@ -1,0 +1,48 @@
+/*
+ * Between sg_loop (loop.c: the interface, the buffers and the wake-up eventfd, shared) and its two backends
+ * (loop_uring.c, loop_epoll.c). Each backend keeps its own state behind l->u or l->e.
+ */
+#ifndef SG_LOOP_INT_H
+#define SG_LOOP_INT_H
+
+#include "sg_loop.h"
+
+/* io_uring */
+int sg_uring_probe(char *why, size_t whylen);
+int sg_uring_init(sg_loop_t *l, unsigned entries);
+void sg_uring_destroy(sg_loop_t *l);
+void sg_uring_send(sg_loop_t *l, sg_op_t *op, int fd, const void *p, size_t n);
+void sg_uring_connect(sg_loop_t *l, sg_op_t *op, int fd, const struct sockaddr *addr, socklen_t len);
+void sg_uring_recv(sg_loop_t *l, sg_op_t *op, int fd);
+void sg_uring_accept(sg_loop_t *l, sg_op_t *op, int fd);
+void sg_uring_cancel(sg_loop_t *l, sg_op_t *op);
+int sg_uring_flush(sg_loop_t *l);
+void sg_uring_buf_release(sg_loop_t *l, unsigned bid);
+unsigned sg_uring_bufs_live(const sg_loop_t *l);
+int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns);
+
+/* epoll */
+int sg_epoll_init(sg_loop_t *l);
+void sg_epoll_destroy(sg_loop_t *l);
+void sg_epoll_send(sg_loop_t *l, sg_op_t *op, int fd, const void *p, size_t n);
+void sg_epoll_connect(sg_loop_t *l, sg_op_t *op, int fd, const struct sockaddr *addr, socklen_t len);
+void sg_epoll_recv(sg_loop_t *l, sg_op_t *op, int fd);
+void sg_epoll_accept(sg_loop_t *l, sg_op_t *op, int fd);
+void sg_epoll_cancel(sg_loop_t *l, sg_op_t *op, int fd);
+void sg_epoll_forget(sg_loop_t *l, int fd);
+void sg_epoll_buf_release(sg_loop_t *l, unsigned bid);
+unsigned sg_epoll_bufs_live(const sg_loop_t *l);
+int sg_epoll_run_once(sg_loop_t *l, int64_t deadline_ns);
+
+/* How long to sleep before deadline_ns, given now: -1 forever, 0 not at all (the deadline is within spin_ns:
+ * poll), else nanoseconds, ending spin_ns/2 before it so that the last stretch is polled. */
+static inline int64_t sg_loop_sleep_ns(const sg_loop_t *l, int64_t deadline_ns, int64_t now)
+{
+    if (deadline_ns == INT64_MAX)
+        return -1;
+    if (deadline_ns - now <= l->spin_ns)
+        return 0;
+    return deadline_ns - now - l->spin_ns / 2;
+}
+
+#endif
