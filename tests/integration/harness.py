@@ -79,8 +79,10 @@ class Mock:
     """
 
     def __init__(self, surge, args=(), tmpdir=None, exit_after=120.0, startup_timeout=15.0, record=False,
-                 quiet=False):
+                 quiet=False, wrap=(), env=None):
         self.surge = surge
+        self.wrap = [str(a) for a in wrap]  # a command the mock runs under (tests/tools/no_uring)
+        self.env = env
         self.args = [str(a) for a in args]
         self.exit_after = exit_after
         self.startup_timeout = startup_timeout
@@ -100,7 +102,7 @@ class Mock:
         self.quiet = quiet
 
     def command(self):
-        cmd = [self.surge, "mock", "--port", "0", "--port-file", self.port_file,
+        cmd = self.wrap + [self.surge, "mock", "--port", "0", "--port-file", self.port_file,
                "--exit-after", "%g" % self.exit_after]
         if self.record:
             cmd += ["--record", self.record]
@@ -111,7 +113,8 @@ class Mock:
     def start(self):
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.started_ns = time.monotonic_ns()
-            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                         env=self.env)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if os.path.exists(self.port_file):

@@ -46,12 +46,14 @@ class Result:
 _counter = [0]
 
 
-def profile(h, url, *args, timeout=120, model="mock-model", check_rc=0):
-    """Run surge profile against url with a private artifact dir; returns a Result."""
+def profile(h, url, *args, timeout=120, model="mock-model", check_rc=0, wrap=(), env=None):
+    """Run surge profile against url with a private artifact dir; returns a Result. wrap: a command to run it
+    under (tests/tools/no_uring); env: its environment (None: this one)."""
     _counter[0] += 1
     art = h.path("art%d" % _counter[0])
-    cmd = [h.surge, "profile", "-m", model, "-u", url, "--artifact-dir", art, "--no-progress"] + [str(a) for a in args]
-    proc = h.run(cmd, timeout=timeout)
+    cmd = [str(a) for a in wrap] + [h.surge, "profile", "-m", model, "-u", url, "--artifact-dir", art,
+                                    "--no-progress"] + [str(a) for a in args]
+    proc = h.run(cmd, timeout=timeout, env=env)
     r = Result(proc, art)
     if check_rc is not None:
         h.check(r.rc == check_rc, "surge profile %s exits %d" % (" ".join(map(str, args)), check_rc),

@@ -1,3 +1,4 @@
+# ctest: one-backend (file formats; the runs behind them are tested on both backends elsewhere)
 """AIPerf's files beside surge's: `aiperf plot` and llm-d-benchmark's AIPerf importer read a surge run unchanged.
 
 Their parse paths are in aiperf_loader.py (standard library; each check cites the AIPerf or llm-d-benchmark source

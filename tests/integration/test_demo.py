@@ -1,4 +1,5 @@
 # ctest: run-serial (the demo ends with a capacity search, which judges TTFT against a 60 ms bound)
+# ctest: one-backend (it runs bench/demo as a user would, on the default backend)
 """bench/demo, the README's quick start, as a user runs it: it builds surge quietly (the build's output goes to a
 log), profiles the mock, prints the table, and the user's own flags replace the demo's defaults for the same thing
 instead of clashing with them (`bench/demo --concurrency 8` used to fail against the demo's --request-rate 200)."""

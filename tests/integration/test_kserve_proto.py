@@ -1,3 +1,4 @@
+# ctest: one-backend (encoders and decoders, no event loop)
 """surge's KServe v2 messages against Google's protobuf runtime (Debian's python3-protobuf).
 
 proto/kserve.proto is compiled with protoc --python_out at test time. Then:

@@ -1,4 +1,5 @@
 # ctest: run-serial (headless Chromium takes both cores for seconds: the timing tests beside it would suffer)
+# ctest: one-backend (the page, not the I/O, is under test)
 """surge report / surge compare / surge profile --generate-plots, each kind of page loaded in headless Chromium.
 
 For a run (with failures and an SLO), a sweep, a capacity search and a comparison of two runs: the page loads
