@@ -15,7 +15,11 @@ void sg_sched_init(sg_sched_t *s, sg_sched_kind_t kind, double rate, unsigned in
     s->times = NULL;
     s->n_times = 0;
     s->speedup = 1;
-    sg_rng_seed(&s->rng, seed, 0x5eed0000ULL + index);
+    s->shape = 1;
+    s->g = 0;
+    s->t_s = 0;
+    /* Poisson: one stream for all workers, as gamma's (below): the global sequence whatever the worker count */
+    sg_rng_seed(&s->rng, seed, 0x5eed0000ULL);
 }
 
 void sg_sched_init_fixed(sg_sched_t *s, const int64_t *times, size_t n_times, double speedup, unsigned index,
@@ -72,20 +76,25 @@ int64_t sg_sched_next(sg_sched_t *s)
         if (global >= s->n_times)
             return INT64_MAX;
         s->last_ns = s->start_ns + (int64_t)llround((double)s->times[global] / s->speedup);
-    } else if (s->kind == SG_SCHED_GAMMA) {
+    } else if (s->kind == SG_SCHED_GAMMA || s->kind == SG_SCHED_POISSON) {
         /* draw the global sequence up to this worker's next arrival (global index k*n + index) */
         uint64_t want = s->k * s->n + s->index;
-        double scale = 1 / (s->shape * s->rate);
-        while (s->g <= want) {
-            s->t_s += sg_gamma_draw(&s->rng, s->shape) * scale;
-            s->g++;
+        if (s->kind == SG_SCHED_POISSON) {
+            while (s->g <= want) {
+                s->t_s += sg_rng_exp(&s->rng, s->rate);
+                s->g++;
+            }
+        } else {
+            double scale = 1 / (s->shape * s->rate);
+            while (s->g <= want) {
+                s->t_s += sg_gamma_draw(&s->rng, s->shape) * scale;
+                s->g++;
+            }
         }
         s->last_ns = s->start_ns + (int64_t)llround(s->t_s * 1e9);
     } else if (s->kind == SG_SCHED_CONSTANT) {
         double global = (double)s->index + (double)s->k * s->n;
         s->last_ns = s->start_ns + (int64_t)llround(global * 1e9 / s->rate);
-    } else {
-        s->last_ns += (int64_t)llround(sg_rng_exp(&s->rng, s->rate / s->n) * 1e9);
     }
     s->k++;
     return s->last_ns;

@@ -2,8 +2,10 @@
  * Arrival schedules, as pure functions of (seed, worker, time): no clocks, no I/O, so their statistics are
  * unit-tested directly.
  *
- * Open loop with W workers at a total rate R: worker i draws its own stream at R/W. Poisson: exponential gaps
- * from a seed derived from the run seed and i (the superposition of W Poisson streams at R/W is Poisson at R).
+ * Open loop with W workers at a total rate R (W counts every worker of every rank of a multi-process run: each
+ * worker has a global index, and the split below is the same whether they run in one process or in many).
+ * Poisson: every worker draws the one global sequence of exponential gaps at R from the run's seed and keeps
+ * arrivals i, i + W, i + 2W, ... (as gamma's, below), so a seed gives the same arrivals whatever W is.
  * Constant: worker i's k-th arrival is at start + (i + k*W)/R, computed from the index so rounding never
  * accumulates and the W streams interleave into one evenly spaced stream.
  * Gamma (--request-distribution gamma, vLLM's --burstiness k): gaps ~ Gamma(shape k, scale 1/(k R)), so the mean
