@@ -28,6 +28,10 @@ runs, and the comparisons are ratios taken in the same run).
                           against the mock): the seconds to write the page (target < 5) and to load it in headless
                           Chromium (target < 3: the page's own time to its last chart, and Chromium's whole run).
                           No peer: no other tool writes this page (aiperf plot is not packaged in Debian)
+  bench/bench.py backends the epoll backend next to io_uring and h2load (epoll-based), same mock, same run, one
+                          worker / one thread: client CPU per non-streamed request over HTTP/1.1 (64 connections)
+                          and h2c (4 x 32 streams), targets epoll <= h2load and <= 1.3x io_uring; and schedule lag
+                          p99 of an open loop at --rate (default 5,000/s, constant arrivals), target <= 2x io_uring
   bench/bench.py all
 
 The client is pinned to CPU 0 and the mock to CPU 1 when the machine has two or more.
@@ -490,10 +494,65 @@ def bench_report(surge, n, repeat, client_cpu, mock_cpu):
 ap_default_requests = 200000
 
 
+def bench_backends(surge, n, repeat, client_cpu, mock_cpu, rate=5000, conns=4, streams=32):
+    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(100)}],
+                       "max_tokens": 1})
+    tmp = tempfile.mkdtemp()
+    body_file = os.path.join(tmp, "body.json")
+    with open(body_file, "w") as f:
+        f.write(body)
+    common = ["--request-count", str(n), "--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "1"]
+    cases = {
+        "h1": (["--h1", "-c", "64"], ["--concurrency", "64"]),
+        "h2c": (["-c", str(conns), "-m", str(streams)],
+                ["--http2", "--max-connections", str(conns), "--concurrency", str(conns * streams)]),
+    }
+    cpu = {(c, who): [] for c in cases for who in ("h2load", "io_uring", "epoll")}
+    lag = {"io_uring": [], "epoll": []}
+    with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
+                      "--max-concurrent-streams", str(streams)], mock_cpu) as m:
+        url = "http://127.0.0.1:%d/v1/chat/completions" % m.port
+        for _ in range(repeat):
+            for case, (h_args, s_args) in cases.items():
+                out, h_cpu, _, _ = measured(pin_prefix(client_cpu) + ["h2load", "-n", str(n), "-t", "1"] + h_args + [
+                    "-d", body_file, "-H", "Content-Type: application/json", url])
+                if "%d succeeded" % n not in out:
+                    raise RuntimeError("h2load did not complete every request:\n" + out[-2000:])
+                cpu[(case, "h2load")].append(h_cpu / n * 1e6)
+                for be in ("io_uring", "epoll"):
+                    measured(surge_cmd(surge, m.port, client_cpu, s_args + common + ["--io-backend", be]))
+                    s = summary()
+                    if s["request_count"]["avg"] != n or s.get("io_backend") != be:
+                        raise RuntimeError("surge --io-backend %s: %s of %d requests" % (be, s["request_count"], n))
+                    cpu[(case, be)].append(s["client_cpu_time"]["avg"] / n * 1e6)
+            for be in ("io_uring", "epoll"):
+                k = min(n, rate * 10)
+                measured(surge_cmd(surge, m.port, client_cpu, [
+                    "--request-rate", str(rate), "--request-distribution", "constant", "--request-count", str(k),
+                    "--max-concurrency", "256", "--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "1",
+                    "--io-backend", be]))
+                lag[be].append(summary()["schedule_lag"]["p99"])
+    shutil.rmtree(tmp, ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in cpu.items()}
+    print("backends: client CPU per non-streamed request (load phase for surge, whole process for h2load), "
+          "%d requests, median of %d" % (n, repeat))
+    out = {}
+    for case in cases:
+        h, u, e = med[(case, "h2load")], med[(case, "io_uring")], med[(case, "epoll")]
+        print("  %-4s h2load %6.2f us   surge io_uring %6.2f us   surge epoll %6.2f us   epoll/h2load %.2fx "
+              "(target <= 1.0)   epoll/io_uring %.2fx (target <= 1.3)" % (case, h, u, e, e / h, e / u))
+        out[case] = {"h2load_us": h, "io_uring_us": u, "epoll_us": e}
+    lu, le = statistics.median(lag["io_uring"]), statistics.median(lag["epoll"])
+    print("  schedule lag p99 at %d req/s (constant): io_uring %.3f ms, epoll %.3f ms, ratio %.2fx (target <= 2)"
+          % (rate, lu, le, le / lu if lu > 0 else float("nan")))
+    out["lag_p99_ms"] = {"io_uring": lu, "epoll": le}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "scrape", "report",
-                                     "all"])
+                                     "backends", "all"])
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=ap_default_requests)
     ap.add_argument("--repeat", type=int, default=5)
@@ -527,6 +586,8 @@ def run(args):
         bench_memory(args.surge, min(args.repeat, 3), client_cpu, mock_cpu)
     if args.what in ("scrape", "all"):
         bench_scrape(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("backends", "all"):
+        bench_backends(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("report", "all"):
         n = args.requests if args.requests != ap_default_requests else 1000000
         bench_report(args.surge, n, min(args.repeat, 3), client_cpu, mock_cpu)
