@@ -1,4 +1,5 @@
 /* surge: entry point. `surge profile ...` measures a server; `surge mock ...` is the bundled mock server. */
+#include "sg_dist.h"
 #include "sg_mock.h"
 #include "sg_report.h"
 #include "sg_run.h"
@@ -21,6 +22,7 @@ static void usage(FILE *out)
             "  surge mock --port P [options]             run the bundled mock OpenAI server (`surge mock --help`)\n"
             "  surge report DIR... [-o FILE]             an HTML report of runs (`surge report --help`)\n"
             "  surge compare DIR DIR... [-o FILE]        the same, to compare runs\n"
+            "  surge merge DIR... -o OUT                 one run's files from its parts' (`surge merge --help`)\n"
             "  surge --version\n",
             SURGE_VERSION);
 }
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
         return sg_report_main(argc - 1, argv + 1);
     if (strcmp(cmd, "compare") == 0)
         return sg_compare_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "merge") == 0)
+        return sg_merge_main(argc - 1, argv + 1);
     if (strcmp(cmd, "mock") == 0)
         return sg_mock_main(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {

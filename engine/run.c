@@ -15,6 +15,7 @@
 #include "sg_preflight.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -191,14 +192,23 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
         logs[i] = sg_worker_log_path(ws[i]);
 
     /* the payload table's names: -m's, then the models raw request bodies name themselves */
+    int64_t base = 0;
     sg_records_out_t recs = {
         .surge_path = x.surge_jsonl,
         .aiperf_path = x.aiperf_jsonl,
         .model_names = (const char *const *)run->payloads->model_names,
         .n_models = run->payloads->n_model_names,
         .wall_offset_ns = info->wall_offset_ns,
+        .base_out = &base,
     };
     rc = report_err(x.surge_jsonl, sg_export_records(&recs, logs, n), rc);
+    /* where the JSONL's times count from, on the run's clock: what a merge of several runs lines them up by */
+    sg_run_info_t with_clock = *info;
+    char clock[256];
+    snprintf(clock, sizeof clock, "{\"clock\":{\"start_realtime_ns\":%" PRId64 ",\"records_origin_ns\":%" PRId64 "}}",
+             run->start_ns + info->wall_offset_ns, base ? base - run->start_ns : 0);
+    with_clock.extra_json = clock;
+    info = &with_clock;
     if (cfg->slice_duration_s > 0) {
         char *sj = export_path(run->artifact_dir, stem, "_surge_timeslices.json");
         char *sc = export_path(run->artifact_dir, stem, "_surge_timeslices.csv");

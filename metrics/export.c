@@ -767,6 +767,11 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = set(root, "server_metrics", input_config(info->server_metrics_json));
     rc = rc ? rc : set(root, "was_interrupted", json_boolean(info && info->interrupted));
     rc = rc ? rc : set(root, "input_config", input_config(info ? info->input_config_json : NULL));
+    if (!rc && info && info->extra_json) {
+        json_t *extra = json_loads(info->extra_json, 0, NULL);
+        rc = json_is_object(extra) ? json_object_update(root, extra) : -1;
+        json_decref(extra);
+    }
     if (rc) {
         json_decref(root);
         return NULL;

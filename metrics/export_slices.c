@@ -244,6 +244,7 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
     wi.input_config_json = NULL; /* once, at the top */
     wi.n_slo_checks = 0;         /* verdicts judge the whole run */
     wi.client_cpu_s = 0;
+    wi.extra_json = NULL; /* the run's clock and ranks are the run's, not a slice's */
     rc = write_windows(&p, log_paths, n_windows, slice_s, slos, n_slos, &wi, slices, csv.f);
     free(p.bands);
     if (rc || ferror(csv.f)) {

@@ -552,6 +552,8 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     p = sg_put_i64(p, (int64_t)w->id);
     SG_PUT_LIT(p, ",\"worker\":");
     p = sg_put_u64(p, w->worker);
+    SG_PUT_LIT(p, ",\"payload\":");
+    p = sg_put_u64(p, w->payload);
     if (named) {
         memcpy(p, models[w->model].text, models[w->model].len);
         p += models[w->model].len;
@@ -583,6 +585,7 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     PUT_REL_NS(p, "sent_ns", w->sent_ns, base);
     PUT_REL_NS(p, "first_byte_ns", w->first_byte_ns, base);
     PUT_REL_NS(p, "first_token_ns", w->first_token_ns, base);
+    PUT_REL_NS(p, "second_token_ns", w->second_token_ns, base);
     PUT_REL_NS(p, "end_ns", w->end_ns, base);
     PUT_MS(p, "schedule_lag_ms", w->sent_ns != 0, w->sent_ns - w->intended_ns);
     PUT_MS(p, "time_to_first_token_ms", w->first_token_ns != 0, w->first_token_ns - w->intended_ns);
@@ -841,6 +844,8 @@ int sg_export_records(const sg_records_out_t *out, const char *const *log_paths,
                 base = idx[i].intended_ns; /* sorted: the first non-zero is the earliest */
                 break;
             }
+        if (out->base_out)
+            *out->base_out = base;
         outputs_t o;
         rc = outputs_open(&o, out);
         if (!rc) {

@@ -183,6 +183,8 @@ typedef struct {
                                HTTP/2: a refused stream); each counted once, its latency still from intended */
     int64_t wall_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC during the run: AIPerf's files carry wall-clock
                                times; 0 = unknown (they are then left out) */
+    const char *extra_json; /* a JSON object (text) whose members join the summary's (a run's clock, a merge's
+                               ranks); NULL: none */
 } sg_run_info_t;
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
@@ -274,6 +276,8 @@ typedef struct {
     const char *const *model_names;
     size_t n_models;
     int64_t wall_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC: AIPerf's times are wall-clock ns */
+    int64_t *base_out;      /* when set: gets the absolute time surge's lines count from (the earliest intended
+                               start; 0 when nothing was measured), so merges can put several runs on one clock */
 } sg_records_out_t;
 /* sg_export_jsonl, plus AIPerf's per-request file from the same records in the same order. Each file whole or not
  * at all; a corrupt log leaves neither. 0 or -errno / SG_EPROTO. */

@@ -833,7 +833,7 @@ static void test_reclog(void)
     CHECK(f && fgets(first, sizeof(first), f));
     if (f)
         fclose(f);
-    CHECK(strncmp(first, "{\"id\":0,\"worker\":0,\"model\":0,", 29) == 0);
+    CHECK(strncmp(first, "{\"id\":0,\"worker\":0,\"payload\":0,\"model\":0,", 41) == 0);
 
     /* Corruption: truncated in a record, bad magic, a flipped marker, an empty file. Each is rejected, and the
      * output of a previous run is neither replaced nor joined by a partial file. */

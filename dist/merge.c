@@ -1,0 +1,536 @@
+/*
+ * `surge merge DIR... -o OUT`, and the merge rank 0 does at the end of a multi-process run: several runs of one
+ * configuration, each in its own artifact directory, become one run's files, as exact as a single machine's.
+ *
+ * Each directory's profile_export_surge.jsonl is read back into records (records_in.c) and put on one clock:
+ * the summary's clock.records_origin_ns places a file's zero relative to its run's start instant, and the runs
+ * of one multi-process run share that instant. Every record goes to sg_metrics_add (the same function the
+ * workers use, so the histograms are those one process would have built from the same requests) and to one
+ * record log, from which the usual exporters write the merged JSONL (in intended-time order), AIPerf's files,
+ * the CSV and the summary. Throughput is over the global window (first intended start to last end of any run);
+ * errors, re-sends, warmup and client CPU are summed; SLOs are judged again on the merged metrics.
+ */
+#define _GNU_SOURCE /* asprintf */
+#include "dist_int.h"
+
+#include "sg_slo.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The origin merged times get: far from 0 (0 means "absent" in a record), the same for every run. */
+#define MERGE_T0 ((int64_t)1 << 50)
+
+/* input_config members that may differ between the parts of one run. */
+static const char *const per_part_keys[] = {"artifact_dir",        "workers",    "verbose", "io_backend",
+                                            "generate_plots",      "world_size", "rank",    "coordinator",
+                                            "coordinator_timeout", "progress"};
+
+typedef struct {
+    const char *dir;
+    json_t *summary;
+    char *jsonl;
+    int64_t origin; /* records_origin_ns */
+    int64_t start_realtime_ns;
+} part_t;
+
+typedef struct {
+    sg_metrics_t *m;
+    sg_reclog_t *log;
+    char **models;
+    size_t n_models, cap_models;
+    uint64_t records;
+} sink_t;
+
+static bool per_part(const char *key)
+{
+    for (size_t i = 0; i < SG_ARRAY_LEN(per_part_keys); i++)
+        if (strcmp(key, per_part_keys[i]) == 0)
+            return true;
+    return false;
+}
+
+static double num_at(json_t *o, const char *key, const char *stat)
+{
+    json_t *v = json_object_get(o, key);
+    if (stat && json_is_object(v))
+        v = json_object_get(v, stat);
+    return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* An integer member exactly (a double holds only 53 bits: wall-clock ns need 61). */
+static int64_t int_at(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : (int64_t)num_at(o, key, NULL);
+}
+
+static char *stem_of(json_t *cfg)
+{
+    const char *file = json_string_value(json_object_get(cfg, "profile_export_file"));
+    if (!file)
+        file = "profile_export.json";
+    const char *dot = strrchr(file, '.');
+    size_t n = dot ? (size_t)(dot - file) : strlen(file);
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, file, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+static char *join3(const char *dir, const char *stem, const char *suffix)
+{
+    size_t n = strlen(dir) + strlen(stem) + strlen(suffix) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s%s", dir, stem, suffix);
+    return p;
+}
+
+/* The summary of dir, which must be one run's (not a sweep's or search's). */
+static int load_part(part_t *p, const char *dir, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof(*p));
+    p->dir = dir;
+    char *path = join3(dir, "profile_export_surge", ".json");
+    if (!path)
+        return -1;
+    json_error_t je;
+    p->summary = json_load_file(path, 0, &je);
+    if (!p->summary) {
+        struct stat st;
+        if (stat(path, &st) < 0)
+            snprintf(err, errlen, "%s is not a surge run: it has no profile_export_surge.json%s", dir,
+                     stat(dir, &st) < 0 ? " (no such directory)" : "");
+        else
+            snprintf(err, errlen, "%s: %s (line %d)", path, je.text, je.line);
+        free(path);
+        return -1;
+    }
+    free(path);
+    json_t *cfg = json_object_get(p->summary, "input_config");
+    if (!json_is_object(cfg)) {
+        snprintf(err, errlen, "%s: its summary has no input_config", dir);
+        return -1;
+    }
+    char *stem = stem_of(cfg);
+    p->jsonl = stem ? join3(dir, stem, "_surge.jsonl") : NULL;
+    free(stem);
+    if (!p->jsonl)
+        return -1;
+    if (access(p->jsonl, R_OK) != 0) {
+        snprintf(err, errlen, "%s is not a whole surge run: %s is missing", dir, p->jsonl);
+        return -1;
+    }
+    json_t *clock = json_object_get(p->summary, "clock");
+    p->origin = int_at(clock, "records_origin_ns");
+    p->start_realtime_ns = int_at(clock, "start_realtime_ns");
+    return 0;
+}
+
+static void value_text(json_t *v, char *buf, size_t cap)
+{
+    char *t = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    snprintf(buf, cap, "%s", t ? t : "absent");
+    free(t);
+}
+
+/* Every part ran the same configuration, but for what may differ per part. */
+static int check_same(const part_t *a, const part_t *b, char *err, size_t errlen)
+{
+    json_t *ca = json_object_get(a->summary, "input_config"), *cb = json_object_get(b->summary, "input_config");
+    json_t *both[2] = {ca, cb};
+    for (int side = 0; side < 2; side++) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(both[side], key, v)
+        {
+            if (per_part(key) || json_equal(json_object_get(ca, key), json_object_get(cb, key)))
+                continue;
+            char va[200], vb[200];
+            value_text(json_object_get(ca, key), va, sizeof va);
+            value_text(json_object_get(cb, key), vb, sizeof vb);
+            snprintf(err, errlen,
+                     "%s and %s ran different configurations (%s: %s against %s): only parts of one run merge", a->dir,
+                     b->dir, key, va, vb);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int on_record(void *ctx, const sg_record_t *r, const char *model)
+{
+    sink_t *s = ctx;
+    size_t mi = 0;
+    while (mi < s->n_models && strcmp(s->models[mi], model) != 0)
+        mi++;
+    if (mi == s->n_models) {
+        if (s->n_models == s->cap_models) {
+            size_t cap = s->cap_models ? s->cap_models * 2 : 8;
+            char **m = realloc(s->models, cap * sizeof(*m));
+            if (!m)
+                return -ENOMEM;
+            s->models = m;
+            s->cap_models = cap;
+        }
+        if (!(s->models[s->n_models] = strdup(model)))
+            return -ENOMEM;
+        s->n_models++;
+    }
+    sg_record_t rec = *r;
+    rec.model = (uint32_t)mi;
+    sg_metrics_add(s->m, &rec);
+    s->records++;
+    return sg_reclog_append(s->log, &rec);
+}
+
+/* The goodput SLOs and --slo checks of a configuration, as the run had them. */
+static int slos_of(json_t *cfg, sg_slo_t *slos, size_t *n_slos, sg_slo_check_t *checks, size_t *n_checks, char *err,
+                   size_t errlen)
+{
+    *n_slos = *n_checks = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(json_object_get(cfg, "goodput"), key, v)
+    {
+        sg_metric_id_t id;
+        if (*n_slos >= SG_SLO_MAX || sg_metric_find(key, strlen(key), &id) != 0 || !json_is_number(v)) {
+            snprintf(err, errlen, "input_config.goodput: cannot use %s", key);
+            return -1;
+        }
+        slos[(*n_slos)++] = (sg_slo_t){.metric = id, .threshold = json_number_value(v)};
+    }
+    size_t i;
+    json_array_foreach(json_object_get(cfg, "slo"), i, v)
+    {
+        char why[256];
+        if (*n_checks >= SG_SLO_MAX || !json_is_string(v) ||
+            sg_slo_parse(json_string_value(v), &checks[*n_checks], why, sizeof why) != 0) {
+            snprintf(err, errlen, "input_config.slo: cannot use %s", json_is_string(v) ? json_string_value(v) : "?");
+            return -1;
+        }
+        (*n_checks)++;
+    }
+    return 0;
+}
+
+/* The summary's "merged_from" (and the parts' own "dist" members, which name their rank). */
+static json_t *parts_json(const part_t *parts, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "dir", json_string(parts[i].dir));
+        json_object_set_new(o, "request_count",
+                            json_integer((json_int_t)num_at(parts[i].summary, "request_count", "avg")));
+        json_object_set_new(o, "error_request_count",
+                            json_integer((json_int_t)num_at(parts[i].summary, "error_request_count", "avg")));
+        json_object_set_new(o, "records_origin_ns", json_integer((json_int_t)parts[i].origin));
+        json_object_set_new(o, "start_realtime_ns", json_integer((json_int_t)parts[i].start_realtime_ns));
+        json_t *be = json_object_get(parts[i].summary, "io_backend");
+        json_object_set(o, "io_backend", be ? be : json_null());
+        json_t *d = json_object_get(parts[i].summary, "dist");
+        if (d)
+            json_object_set(o, "dist", d);
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
+{
+    int code = -1;
+    size_t n = mg->n_dirs;
+    part_t *parts = calloc(n ? n : 1, sizeof(*parts));
+    sink_t sink = {0};
+    char *log_path = NULL, *stem = NULL, *extra = NULL, *input = NULL;
+    char *p_sjson = NULL, *p_scsv = NULL, *p_sjsonl = NULL, *p_ajson = NULL, *p_acsv = NULL, *p_ajsonl = NULL;
+    json_t *cfg_out = NULL, *extra_o = NULL;
+    if (!parts)
+        goto oom;
+    if (n == 0) {
+        snprintf(err, errlen, "nothing to merge");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (load_part(&parts[i], mg->dirs[i], err, errlen) < 0)
+            goto out;
+    for (size_t i = 1; i < n; i++)
+        if (check_same(&parts[0], &parts[i], err, errlen) < 0)
+            goto out;
+    json_t *cfg = json_object_get(parts[0].summary, "input_config");
+    sg_slo_t slos[SG_SLO_MAX];
+    sg_slo_check_t checks[SG_SLO_MAX];
+    size_t n_slos, n_checks;
+    if (slos_of(cfg, slos, &n_slos, checks, &n_checks, err, errlen) < 0)
+        goto out;
+    struct stat st;
+    if (mkdir(mg->out_dir, 0755) < 0 && !(errno == EEXIST && stat(mg->out_dir, &st) == 0 && S_ISDIR(st.st_mode))) {
+        snprintf(err, errlen, "-o %s: %s", mg->out_dir, strerror(errno));
+        goto out;
+    }
+
+    /* every record, once, on the one clock */
+    if (!(sink.m = sg_metrics_new(slos, n_slos)) ||
+        asprintf(&log_path, "%s/.surge-merge-%d.log", mg->out_dir, (int)getpid()) < 0)
+        goto oom;
+    int lerr = 0;
+    if (!(sink.log = sg_reclog_open(log_path, &lerr))) {
+        snprintf(err, errlen, "%s: %s", log_path, strerror(-lerr));
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* a file's zero sits at records_origin_ns after its run's start; the parts' starts are one instant */
+        if (sg_dist_read_jsonl(parts[i].jsonl, MERGE_T0 + parts[i].origin, on_record, &sink, err, errlen) < 0) {
+            int e = sg_reclog_close(sink.log);
+            (void)e;
+            sink.log = NULL;
+            goto out;
+        }
+    }
+    lerr = sg_reclog_close(sink.log);
+    sink.log = NULL;
+    if (lerr < 0) {
+        snprintf(err, errlen, "%s: %s", log_path, strerror(-lerr));
+        goto out;
+    }
+
+    /* what the run was: the first part's configuration, the parts' counters summed */
+    uint64_t warmup = 0, resent = 0, silent = 0;
+    double cpu = 0;
+    bool interrupted = mg->interrupted, reuse_whole = false, reuse_stream = false, mixed = false;
+    const char *backend = json_string_value(json_object_get(parts[0].summary, "io_backend"));
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = parts[i].summary;
+        warmup += (uint64_t)num_at(s, "warmup_request_count", "avg");
+        resent += (uint64_t)num_at(s, "resent_request_count", "avg");
+        cpu += num_at(s, "client_cpu_time", "avg");
+        json_t *ka = json_object_get(s, "keep_alive");
+        silent += (uint64_t)num_at(ka, "silent_closes", NULL);
+        reuse_whole |= json_is_true(json_object_get(ka, "no_reuse_after_whole"));
+        reuse_stream |= json_is_true(json_object_get(ka, "no_reuse_after_stream"));
+        interrupted |= json_is_true(json_object_get(s, "was_interrupted"));
+        const char *b = json_string_value(json_object_get(s, "io_backend"));
+        mixed |= !b || !backend || strcmp(b, backend) != 0;
+    }
+    if (!(cfg_out = json_deep_copy(cfg)))
+        goto oom;
+    json_object_set_new(cfg_out, "artifact_dir", json_string(mg->out_dir));
+    if (!(input = json_dumps(cfg_out, JSON_COMPACT)))
+        goto oom;
+    if (!(extra_o = json_object()))
+        goto oom;
+    json_t *clock = json_object();
+    json_object_set_new(clock, "start_realtime_ns", json_integer((json_int_t)parts[0].start_realtime_ns));
+    json_object_set_new(extra_o, "clock", clock);
+    json_object_set_new(extra_o, "merged_from", parts_json(parts, n));
+    if (mg->extra_json) {
+        json_t *e = json_loads(mg->extra_json, 0, NULL);
+        if (json_is_object(e))
+            json_object_update(extra_o, e);
+        json_decref(e);
+    }
+    double duration = sg_metrics_duration_s(sink.m);
+    sg_slo_verdict_t verdicts[SG_SLO_MAX];
+    sg_slo_eval(checks, n_checks, sink.m, duration, verdicts);
+    bool streaming =
+        json_is_true(json_object_get(cfg, "streaming")) || json_object_get(parts[0].summary, "time_to_first_token");
+    const char *isl_source = json_string_value(json_object_get(parts[0].summary, "isl_source"));
+    const char *tokenizer = json_string_value(json_object_get(parts[0].summary, "tokenizer"));
+    sg_run_info_t info = {
+        .title = "surge | LLM Metrics (merged)",
+        .streaming = streaming,
+        .interrupted = interrupted,
+        .warmup_count = warmup,
+        .input_config_json = input,
+        .has_slos = n_slos > 0,
+        .client_cpu_s = cpu,
+        .io_backend = mixed ? "mixed" : backend,
+        .tokenizer = tokenizer,
+        .isl_source = isl_source,
+        .silent_closes = silent,
+        .no_reuse_after_whole = reuse_whole,
+        .no_reuse_after_stream = reuse_stream,
+        .slo_checks = checks,
+        .slo_verdicts = verdicts,
+        .n_slo_checks = n_checks,
+        .resent_count = resent,
+        .wall_offset_ns = parts[0].start_realtime_ns ? parts[0].start_realtime_ns - MERGE_T0 : 0,
+    };
+
+    /* the files, the summary last (its presence says the others are complete) */
+    if (!(stem = stem_of(cfg)))
+        goto oom;
+    p_sjson = join3(mg->out_dir, stem, "_surge.json");
+    p_scsv = join3(mg->out_dir, stem, "_surge.csv");
+    p_sjsonl = join3(mg->out_dir, stem, "_surge.jsonl");
+    p_ajson = join3(mg->out_dir, stem, "_aiperf.json");
+    p_acsv = join3(mg->out_dir, stem, "_aiperf.csv");
+    p_ajsonl = join3(mg->out_dir, stem, ".jsonl");
+    if (!p_sjson || !p_scsv || !p_sjsonl || !p_ajson || !p_acsv || !p_ajsonl)
+        goto oom;
+    int64_t base = 0;
+    sg_records_out_t recs = {
+        .surge_path = p_sjsonl,
+        .aiperf_path = p_ajsonl,
+        .model_names = (const char *const *)sink.models,
+        .n_models = sink.n_models,
+        .wall_offset_ns = info.wall_offset_ns,
+        .base_out = &base,
+    };
+    const char *logs[1] = {log_path};
+    int xerr = sg_export_records(&recs, logs, 1);
+    double slice_s = num_at(cfg, "slice_duration", NULL);
+    if (!xerr && slice_s > 0) {
+        char *sj = join3(mg->out_dir, stem, "_surge_timeslices.json");
+        char *sc = join3(mg->out_dir, stem, "_surge_timeslices.csv");
+        xerr = sj && sc ? sg_export_timeslices(sj, sc, logs, 1, slice_s, slos, n_slos, &info) : -ENOMEM;
+        free(sj);
+        free(sc);
+    }
+    json_object_set_new(clock, "records_origin_ns", json_integer(base ? (json_int_t)(base - MERGE_T0) : 0));
+    if (!(extra = json_dumps(extra_o, JSON_COMPACT)))
+        goto oom;
+    info.extra_json = extra;
+    if (!mg->quiet) {
+        sg_export_table(stdout, sink.m, &info);
+        fflush(stdout);
+    }
+    xerr = xerr ? xerr : sg_export_csv(p_scsv, sink.m, &info);
+    xerr = xerr ? xerr : sg_export_aiperf_csv(p_acsv, sink.m, &info);
+    xerr = xerr ? xerr : sg_export_aiperf_json(p_ajson, sink.m, &info);
+    xerr = xerr ? xerr : sg_export_json(p_sjson, sink.m, &info);
+    if (xerr < 0) {
+        snprintf(err, errlen, "writing the merged files in %s: %s", mg->out_dir, sg_strerror(xerr));
+        goto out;
+    }
+
+    /* the exit status a single run with these results would have */
+    uint64_t ok = sg_metrics_ok(sink.m), failed = sg_metrics_errors(sink.m);
+    double max_error_rate = num_at(cfg, "max_error_rate", NULL);
+    if (interrupted)
+        code = SG_MERGE_INTERRUPTED;
+    else if (ok + failed == 0 || (failed > 0 && (double)failed > max_error_rate * (double)(ok + failed)))
+        code = SG_MERGE_REQUEST_ERRORS;
+    else if (n_checks && !sg_slo_all_pass(verdicts, n_checks))
+        code = SG_MERGE_SLO_FAILED;
+    else
+        code = 0;
+    goto out;
+oom:
+    snprintf(err, errlen, "out of memory");
+    code = -1;
+out:
+    if (log_path)
+        unlink(log_path);
+    free(log_path);
+    for (size_t i = 0; parts && i < n; i++) {
+        json_decref(parts[i].summary);
+        free(parts[i].jsonl);
+    }
+    free(parts);
+    for (size_t i = 0; i < sink.n_models; i++)
+        free(sink.models[i]);
+    free(sink.models);
+    sg_metrics_free(sink.m);
+    json_decref(cfg_out);
+    json_decref(extra_o);
+    free(input);
+    free(extra);
+    free(stem);
+    free(p_sjson);
+    free(p_scsv);
+    free(p_sjsonl);
+    free(p_ajson);
+    free(p_acsv);
+    free(p_ajsonl);
+    return code;
+}
+
+static void merge_usage(FILE *out)
+{
+    fputs("usage: surge merge DIR... -o OUT [-q]\n"
+          "\n"
+          "Merge the artifact directories of several parts of one run (the ranks of a multi-process run,\n"
+          "collected by hand, or runs of the same configuration started together) into OUT, as one run's\n"
+          "files: the per-request JSONL in intended-time order, metrics from every request (exact, as one\n"
+          "process would have measured them), throughput over the global window, errors and re-sends summed,\n"
+          "SLOs judged again. Each DIR holds one run's profile_export_surge.json and .jsonl.\n"
+          "\n"
+          "  -o, --output OUT   the merged run's directory (created; files in it are replaced)\n"
+          "  -q, --quiet        no metrics table on stdout\n"
+          "  -h, --help         this help\n"
+          "\n"
+          "Exit status: 0; 1 when more requests failed than the run's --max-error-rate allows (or none ran);\n"
+          "2 for bad input; 4 when an --slo fails; 130 when a part was interrupted.\n",
+          out);
+}
+
+int sg_merge_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    sg_merge_t mg = {0};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            mg.out_dir = optarg;
+            break;
+        case 'q':
+            mg.quiet = true;
+            break;
+        case 'h':
+            merge_usage(stdout);
+            return 0;
+        default:
+            fprintf(stderr, "surge merge: %s: unknown option or missing value (surge merge --help)\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (!mg.out_dir) {
+        fprintf(stderr, "surge merge: -o OUT is required: the directory the merged run goes to\n");
+        return 2;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "surge merge: no directories to merge (surge merge DIR... -o OUT)\n");
+        return 2;
+    }
+    mg.dirs = (const char *const *)argv + optind;
+    mg.n_dirs = (size_t)(argc - optind);
+    for (size_t i = 0; i < mg.n_dirs; i++) {
+        char a[4096], b[4096];
+        if (realpath(mg.dirs[i], a) && realpath(mg.out_dir, b) && strcmp(a, b) == 0) {
+            fprintf(stderr, "surge merge: -o %s is one of the directories to merge: give another\n", mg.out_dir);
+            return 2;
+        }
+    }
+    char err[1024];
+    int code = sg_merge_run(&mg, err, sizeof err);
+    if (code < 0) {
+        fprintf(stderr, "surge merge: %s\n", err);
+        return 2;
+    }
+    if (!mg.quiet)
+        fprintf(stderr, "surge merge: %zu runs merged into %s/\n", mg.n_dirs, mg.out_dir);
+    if (code == SG_MERGE_INTERRUPTED)
+        fprintf(stderr, "surge merge: a part was INTERRUPTED: the results cover what it completed\n");
+    return code;
+}
