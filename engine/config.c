@@ -100,6 +100,10 @@ enum {
     OPT_SERVER_METRICS_INTERVAL,
     OPT_BURSTINESS,
     OPT_IO_BACKEND,
+    OPT_WORLD_SIZE,
+    OPT_RANK,
+    OPT_COORDINATOR,
+    OPT_COORD_TIMEOUT,
     OPT_SLO,
     OPT_SEARCH,
     OPT_SEARCH_RANGE,
@@ -194,6 +198,10 @@ static const struct option long_options[] = {
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
     {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
+    {"world-size", required_argument, NULL, OPT_WORLD_SIZE},
+    {"rank", required_argument, NULL, OPT_RANK},
+    {"coordinator", required_argument, NULL, OPT_COORDINATOR},
+    {"coordinator-timeout", required_argument, NULL, OPT_COORD_TIMEOUT},
     {"cacert", required_argument, NULL, OPT_CACERT},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"cert", required_argument, NULL, OPT_CERT},
@@ -1207,6 +1215,22 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
         cfg->generate_plots = !arg || strcmp(arg, "true") == 0;
         return 0;
+    case OPT_WORLD_SIZE:
+        if (parse_u64(opt, arg, 1, 1024, &u64) != 0)
+            return SG_EINVAL;
+        cfg->world_size = (uint32_t)u64;
+        return 0;
+    case OPT_RANK:
+        if (parse_u64(opt, arg, 0, 1023, &u64) != 0)
+            return SG_EINVAL;
+        cfg->rank = (int32_t)u64;
+        return 0;
+    case OPT_COORDINATOR:
+        if (!*arg)
+            return fail(opt, "expected HOST:PORT (rank 0's host name or address, and a port)");
+        return set_str(&cfg->coordinator, arg);
+    case OPT_COORD_TIMEOUT:
+        return parse_num(opt, arg, "seconds, 1 or more", 1, false, 86400, &cfg->coordinator_timeout_s);
     case OPT_IO_BACKEND:
         if ((cfg->io_backend = sg_io_backend_parse(arg)) < 0)
             return fail(opt, "expected auto, io_uring or epoll, got \"%s\"", arg);
@@ -1253,6 +1277,8 @@ static int set_defaults(sg_config_t *cfg)
     cfg->progress = -1;
     cfg->cooldown_s = 1;
     cfg->server_metrics_interval_s = 1;
+    cfg->rank = -1;
+    cfg->coordinator_timeout_s = 120;
     cfg->search_lo = 1;
     cfg->search_precision = 0.05;
     cfg->search_trials = 1;
@@ -1589,6 +1615,7 @@ int sg_config_parse(sg_config_t *cfg, int argc, char **argv)
 
 void sg_config_free(sg_config_t *cfg)
 {
+    free(cfg->coordinator);
     for (size_t i = 0; i < cfg->n_models; i++)
         free(cfg->models[i]);
     free(cfg->models);
@@ -1812,6 +1839,10 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "server_metrics_url", scrape);
     json_object_set_new(o, "server_metrics_interval", json_real(cfg->server_metrics_interval_s));
     json_object_set_new(o, "io_backend", json_string(sg_io_backend_name(cfg->io_backend)));
+    json_object_set_new(o, "world_size", cfg->world_size ? json_integer(cfg->world_size) : json_null());
+    json_object_set_new(o, "rank", cfg->rank >= 0 ? json_integer(cfg->rank) : json_null());
+    json_object_set_new(o, "coordinator", cfg->coordinator ? json_string(cfg->coordinator) : json_null());
+    json_object_set_new(o, "coordinator_timeout", json_real(cfg->coordinator_timeout_s));
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;
@@ -2000,6 +2031,13 @@ void sg_config_usage(FILE *out)
                  "                                seconds between scrapes (default 1, at least 0.1)\n"
                  "      --generate-plots          also write report.html, the run's HTML report (as `surge report\n"
                  "                                DIR` does), into the artifact directory\n"
+                 "      --world-size N            one run over N processes (ranks), on one host or many; each\n"
+                 "                                sends its share of the one global schedule, rank 0 merges the\n"
+                 "                                results (docs/distributed.md). Also taken from Slurm, Open MPI,\n"
+                 "                                MPICH, and a Kubernetes Indexed Job (with SURGE_WORLD_SIZE)\n"
+                 "      --rank R                  this process's rank, 0 to N-1\n"
+                 "      --coordinator HOST[:PORT] where rank 0 listens for the others (default port 29517)\n"
+                 "      --coordinator-timeout S   how long ranks wait for each other (default 120)\n"
                  "      --io-backend auto|io_uring|epoll\n"
                  "                                the workers' I/O (default: $SURGE_IO_BACKEND, else auto:\n"
                  "                                io_uring where the kernel and any seccomp profile allow it,\n"

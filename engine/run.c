@@ -204,10 +204,15 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
     rc = report_err(x.surge_jsonl, sg_export_records(&recs, logs, n), rc);
     /* where the JSONL's times count from, on the run's clock: what a merge of several runs lines them up by */
     sg_run_info_t with_clock = *info;
-    char clock[256];
-    snprintf(clock, sizeof clock, "{\"clock\":{\"start_realtime_ns\":%" PRId64 ",\"records_origin_ns\":%" PRId64 "}}",
-             run->start_ns + info->wall_offset_ns, base ? base - run->start_ns : 0);
-    with_clock.extra_json = clock;
+    json_t *extra = info->extra_json ? json_loads(info->extra_json, 0, NULL) : json_object();
+    if (extra)
+        json_object_set_new(extra, "clock",
+                            json_pack("{s:I, s:I}", "start_realtime_ns",
+                                      (json_int_t)(run->start_ns + info->wall_offset_ns), "records_origin_ns",
+                                      (json_int_t)(base ? base - run->start_ns : 0)));
+    char *extra_text = extra ? json_dumps(extra, JSON_COMPACT) : NULL;
+    json_decref(extra);
+    with_clock.extra_json = extra_text;
     info = &with_clock;
     if (cfg->slice_duration_s > 0) {
         char *sj = export_path(run->artifact_dir, stem, "_surge_timeslices.json");
@@ -226,6 +231,7 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
     rc = report_err(x.aiperf_json, sg_export_aiperf_json(x.aiperf_json, merged, info), rc);
     /* the summary last: its presence says the other files are complete */
     rc = report_err(x.surge_json, sg_export_json(x.surge_json, merged, info), rc);
+    free(extra_text);
 out:
     free(logs);
     export_paths_free(&x);
@@ -632,7 +638,7 @@ static int prepare_inputs_json(profile_t *p)
 }
 
 /* Workers the point runs: one per usable CPU, fewer when the load cannot keep more of them busy. */
-static unsigned point_worker_count(const sg_config_t *cfg)
+unsigned point_worker_count(const sg_config_t *cfg)
 {
     unsigned n = cfg->workers;
     /* A worker without a slot would hold a share of the requests it can never send. */
@@ -673,7 +679,15 @@ static int point_setup(profile_t *p, const point_spec_t *spec, point_t *pt)
         pt->cfg.concurrency = spec->closed ? (uint32_t)spec->value : 0;
         pt->cfg.request_rate = spec->closed ? 0 : spec->value;
     }
+    char rank_dir[32];
+    if (p->dist) { /* each rank's own files; rank 0 merges them into the artifact directory itself */
+        snprintf(rank_dir, sizeof rank_dir, "rank%u", sg_dist_rank(p->dist));
+        pt->spec.subdir = rank_dir;
+        pt->spec.quiet = true;
+        spec = &pt->spec;
+    }
     pt->artifact_dir = spec->subdir ? sg_path_join(p->artifact_dir, spec->subdir) : strdup(p->artifact_dir);
+    pt->spec.subdir = NULL; /* rank_dir does not outlive this call */
     if (!pt->artifact_dir)
         return EXIT_FATAL;
     int derr = mkdir_p(pt->artifact_dir);
@@ -705,7 +719,7 @@ static int point_start(profile_t *p, point_t *pt)
 
     int cpus[1024];
     unsigned n_cpus = cpu_list(cpus, SG_ARRAY_LEN(cpus));
-    pt->n_workers = point_worker_count(&pt->cfg);
+    pt->n_workers = p->dist ? p->dist_workers : point_worker_count(&pt->cfg);
     if (!(pt->ws = calloc(pt->n_workers, sizeof(*pt->ws)))) {
         pt->n_workers = 0;
         code = EXIT_FATAL;
@@ -863,6 +877,12 @@ static void point_wait(profile_t *p, point_t *pt)
     }
     report_setup(p, pt);
     run->start_ns = sg_now_ns() + 2000000; /* 2 ms: every worker is past its wait before the first arrival */
+    if (p->dist && !g_interrupted && dist_start(p, &run->start_ns) < 0) {
+        /* no start for everyone: the workers go and stop at once, measuring nothing */
+        run->start_ns = sg_now_ns();
+        atomic_store(&run->stop, 1);
+        pt->fatal = true;
+    }
     double cpu_at_start = process_cpu_s();
     atomic_store(&run->go, 1);
 
@@ -877,6 +897,12 @@ static void point_wait(profile_t *p, point_t *pt)
             finished += (unsigned)atomic_load(&sg_worker_progress(ws[i])->finished);
         if (finished == n)
             break;
+        if (p->dist && !stop_sent && dist_tick(p, g_interrupted != 0)) {
+            atomic_store(&run->stop, 1);
+            for (unsigned i = 0; i < n; i++)
+                sg_worker_wake(ws[i]);
+            stop_sent = true;
+        }
         if (g_interrupted && !stop_sent) {
             atomic_store(&run->stop, 1);
             for (unsigned i = 0; i < n; i++)
@@ -895,7 +921,7 @@ static void point_wait(profile_t *p, point_t *pt)
         nanosleep(&ts, NULL);
     }
     pt->client_cpu_s = process_cpu_s() - cpu_at_start;
-    pt->interrupted = g_interrupted != 0;
+    pt->interrupted = g_interrupted != 0 || p->dist_stopped;
     if (show)
         progress_line(ws, n, cfg, run->start_ns, &last_done, &last_ns, true);
 }
@@ -1138,7 +1164,9 @@ static int point_report(profile_t *p, point_t *pt)
     point_verdicts(pt);
     char *input_json = sg_config_to_json(cfg);
     char *scrapes = report_scrapes(p, pt);
+    char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
     sg_run_info_t info = {
+        .extra_json = dist_json,
         .server_metrics_json = scrapes,
         .title = "surge | LLM Metrics",
         .streaming = p->n_streaming > 0,
@@ -1167,6 +1195,7 @@ static int point_report(profile_t *p, point_t *pt)
     int xerr = write_exports(&p->run, pt->ws, pt->n_workers, pt->merged, &info);
     free(input_json);
     free(scrapes);
+    free(dist_json);
     if (pt->spec.quiet)
         point_line(pt);
     else
@@ -1239,6 +1268,7 @@ static void profile_free(profile_t *p)
     sg_input_free(&p->input);
     free(p->schedule);
     sg_tok_free(p->tok);
+    sg_dist_free(p->dist);
     free(p->artifact_dir);
     if (p->cfg.tls)
         sg_tls_thread_done(); /* the preflight's handshake ran here */
@@ -1271,8 +1301,8 @@ int sg_profile_main(int argc, char **argv)
     p.run.payloads = &p.payloads;
 
     static int (*const prepare[])(profile_t *) = {
-        prepare_inputs, prepare_workload, prepare_slos,   prepare_io,
-        prepare_target, prepare_h2,       prepare_output, prepare_inputs_json,
+        dist_prepare,   prepare_inputs, prepare_workload, prepare_slos,        prepare_io,
+        prepare_target, prepare_h2,     prepare_output,   prepare_inputs_json, dist_join,
     };
     int code = EXIT_OK;
     for (size_t i = 0; i < SG_ARRAY_LEN(prepare) && code == EXIT_OK; i++)
@@ -1285,9 +1315,12 @@ int sg_profile_main(int argc, char **argv)
         point_t pt = {0};
         point_spec_t one = {0};
         code = point_exec(&p, &one, &pt);
+        if (p.dist)
+            code = dist_finish(&p, &pt, code);
         point_free(&pt);
     }
-    code = write_plots(&p, code);
+    if (!p.dist || sg_dist_rank(p.dist) == 0)
+        code = write_plots(&p, code);
     profile_free(&p);
     return code;
 }

@@ -6,6 +6,7 @@
 #ifndef SG_RUN_INT_H
 #define SG_RUN_INT_H
 
+#include "sg_dist.h"
 #include "sg_input.h"
 #include "sg_run.h"
 #include "sg_slo.h"
@@ -35,6 +36,12 @@ typedef struct {
     size_t n_streaming; /* payloads that ask for a stream (all of them with --streaming; raw bodies: their own) */
     char tls_info[160];
     char *artifact_dir; /* the run's; a point of a sweep or search writes into a sub-directory of it */
+    /* over several processes (run_dist.c): the ranks' options, the coordinator connection, this rank's share */
+    sg_dist_opts_t dist_opts;
+    struct sg_coord *dist; /* NULL: this process alone */
+    unsigned dist_workers;
+    bool dist_stopped;  /* another rank stopped the run, or was lost */
+    char dist_why[512]; /* and why */
 } profile_t;
 
 /* What a driver asks of one load point. */
@@ -110,6 +117,16 @@ int points_write(const profile_t *p, const char *stem, const char *key, json_t *
 void probe_begin(profile_t *p, point_t *pt);
 void probe_look(profile_t *p, point_t *pt, int64_t now);
 void probe_end(profile_t *p, point_t *pt);
+
+/* How many workers a point's load has room for (each needs a slot, an in-flight allowance, a connection). */
+unsigned point_worker_count(const sg_config_t *cfg);
+
+/* run_dist.c: a run over several processes. Each returns an exit status unless it says otherwise. */
+int dist_prepare(profile_t *p); /* which rank we are (flags, launcher); refuses what cannot be spread */
+int dist_join(profile_t *p);    /* meet the other ranks through rank 0; this rank's share of the streams */
+int dist_start(profile_t *p, int64_t *start_ns);            /* the shared start instant on our clock: 0, or -1 */
+bool dist_tick(profile_t *p, bool interrupted);             /* during the run: true when every rank must stop now */
+int dist_finish(profile_t *p, const point_t *pt, int code); /* results to rank 0, or gathered and merged */
 
 /* The drivers (sweep.c, search.c). Each returns the run's exit status. */
 int sweep_main(profile_t *p);

@@ -62,6 +62,11 @@ typedef struct {
     uint64_t random_seed;
     unsigned workers;
     int io_backend; /* sg_io_backend_t (sg_loop.h): --io-backend, else $SURGE_IO_BACKEND, else auto */
+    /* one run over several processes (dist/): 0 / -1 / NULL when not given (the launcher's environment may say) */
+    uint32_t world_size;
+    int32_t rank;
+    char *coordinator;
+    double coordinator_timeout_s;
 
     /* load points: a sweep runs each value in turn; a search picks its values (concurrency/request_rate above
      * hold the first value, so that everything validated for one point holds for each) */

@@ -44,6 +44,8 @@ typedef struct sg_run {
     char *artifact_dir;
     uint64_t nofile;                   /* RLIMIT_NOFILE after raising it */
     int io_backend;                    /* sg_io_backend_t the workers' loops use: io_uring or epoll (sg_loop_pick) */
+    unsigned stream_offset;            /* over several processes: this one's workers are global worker streams */
+    unsigned streams_total;            /* stream_offset.. of streams_total (0: this process alone) */
     int64_t start_ns;                  /* the shared start instant; written before go is set */
     atomic_int go;                     /* workers wait for it after their set-up */
     atomic_int stop;                   /* SIGINT: stop issuing, cancel what is in flight */

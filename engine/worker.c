@@ -535,6 +535,13 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     }
     w->run = run;
     w->cfg = cfg;
+    /* over several processes, index and n are global: this process's workers are streams stream_offset.. of
+     * streams_total, and every share below (slots, counts, arrivals, ids) is taken as one process would */
+    unsigned local_n = n;
+    if (run->streams_total) {
+        index += run->stream_offset;
+        n = run->streams_total;
+    }
     w->index = index;
     w->n = n;
     w->cpu = cpu;
@@ -552,7 +559,7 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->setup_timeout_ns = (int64_t)llround(sg_worker_setup_timeout_s(cfg) * 1e9);
     w->setup_check_ns = INT64_MAX;
     uint64_t reserve = 64;
-    w->max_conns = run->nofile > reserve * 2 ? (run->nofile - reserve) / n : 16;
+    w->max_conns = run->nofile > reserve * 2 ? (run->nofile - reserve) / local_n : 16;
     if (cfg->max_connections && share(cfg->max_connections, index, n) < w->max_conns)
         w->max_conns = share(cfg->max_connections, index, n);
     if (w->max_conns == 0)
