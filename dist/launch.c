@@ -209,13 +209,11 @@ int sg_dist_resolve(sg_dist_opts_t *o, char *err, size_t errlen)
         }
         snprintf(host, sizeof host, "%s", h);
     }
-    if (!host[0]) {
-        snprintf(err, errlen,
+    if (!host[0]) /* said by the caller, after what else may be wrong with the run */
+        snprintf(o->missing, sizeof o->missing,
                  "rank %lu of %lu (from %s): where rank 0 listens is unknown; give --coordinator HOST:PORT "
                  "(rank 0's host name or address)",
                  rank, world, src);
-        return -1;
-    }
     if (port == 0 || port > 65535) {
         snprintf(err, errlen, "SURGE_COORDINATOR_PORT: expected a port from 1 to 65535");
         return -1;

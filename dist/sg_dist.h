@@ -27,7 +27,8 @@ typedef struct {
     /* out */
     char host[256]; /* rank 0's host (name or address) */
     uint16_t port;
-    char source[64]; /* where rank and world came from, for the messages */
+    char source[64];   /* where rank and world came from, for the messages */
+    char missing[300]; /* when not empty: rank 0's address is unknown, and this says so (host is empty) */
 } sg_dist_opts_t;
 
 /* Rank, world and rank 0's address from the flags or the launcher's environment (launch.c). 0, or -1 with a

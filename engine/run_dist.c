@@ -36,6 +36,10 @@ int dist_prepare(profile_t *p)
                 o->world, o->source);
         return EXIT_USAGE;
     }
+    if (o->world > 1 && o->missing[0]) {
+        fprintf(stderr, "surge: %s\n", o->missing);
+        return EXIT_USAGE;
+    }
     if (o->world > 1 && cfg->fixed_schedule == false && cfg->request_rate == 0 && cfg->concurrency < o->world) {
         fprintf(stderr, "surge: --concurrency %u over %u ranks: each rank needs at least one slot\n", cfg->concurrency,
                 o->world);
