@@ -334,6 +334,13 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     json_object_set_new(clock, "start_realtime_ns", json_integer((json_int_t)parts[0].start_realtime_ns));
     json_object_set_new(extra_o, "clock", clock);
     json_object_set_new(extra_o, "merged_from", parts_json(parts, n));
+    for (size_t i = 0; i < n; i++) { /* the server's view, from the part that scraped it (rank 0) */
+        json_t *sm = json_object_get(parts[i].summary, "server_metrics");
+        if (sm) {
+            json_object_set(extra_o, "server_metrics", sm);
+            break;
+        }
+    }
     if (mg->extra_json) {
         json_t *e = json_loads(mg->extra_json, 0, NULL);
         if (json_is_object(e))

@@ -1010,7 +1010,8 @@ static int point_run(profile_t *p, point_t *pt)
     if (p->cfg.verbose)
         fprintf(stderr, "surge: %zu distinct payloads, RLIMIT_NOFILE %llu, artifacts in %s\n", p->payloads.n,
                 (unsigned long long)p->run.nofile, p->run.artifact_dir);
-    if (p->cfg.n_server_metrics_urls)
+    /* over several ranks, rank 0 alone scrapes: one server, one view of it */
+    if (p->cfg.n_server_metrics_urls && (!p->dist || sg_dist_rank(p->dist) == 0))
         pt->scraper = sg_scraper_start((const char *const *)p->cfg.server_metrics_urls, p->cfg.n_server_metrics_urls,
                                        p->cfg.server_metrics_interval_s, p->cfg.verbose);
     point_wait(p, pt);

@@ -135,6 +135,31 @@ static int rank_files(const profile_t *p, char names[2][512])
     return 2;
 }
 
+/* Rank 0's --server-metrics-url files beside the merged run's (a copy: rank0/ keeps its own). */
+static void copy_beside(const char *from_dir, const char *to_dir, const char *name)
+{
+    char src[1200], dst[1200], tmp[1300];
+    snprintf(src, sizeof src, "%s/%s", from_dir, name);
+    snprintf(dst, sizeof dst, "%s/%s", to_dir, name);
+    snprintf(tmp, sizeof tmp, "%s.part", dst);
+    FILE *in = fopen(src, "rb");
+    if (!in)
+        return;
+    FILE *out = fopen(tmp, "wb");
+    char buf[65536];
+    size_t n;
+    bool ok = out != NULL;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        ok = fwrite(buf, 1, n, out) == n;
+    fclose(in);
+    if (out && fclose(out) != 0)
+        ok = false;
+    if (!ok || rename(tmp, dst) != 0) {
+        fprintf(stderr, "surge: warning: could not copy %s beside the merged run\n", src);
+        unlink(tmp);
+    }
+}
+
 int dist_finish(profile_t *p, const point_t *pt, int code)
 {
     sg_coord_t *d = p->dist;
@@ -196,6 +221,8 @@ int dist_finish(profile_t *p, const point_t *pt, int code)
         if (mc < 0) {
             fprintf(stderr, "surge: merging the ranks' results: %s\n", err);
         } else {
+            copy_beside(pt->artifact_dir, p->artifact_dir, "server_metrics.json");
+            copy_beside(pt->artifact_dir, p->artifact_dir, "server_metrics.csv");
             fprintf(stderr, "surge: artifacts in %s/ (merged from %zu of %u ranks; each rank's own in %s/rank<R>/)\n",
                     p->artifact_dir, nd, world, p->artifact_dir);
             final = mc;

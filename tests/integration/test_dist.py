@@ -7,6 +7,8 @@
      1/2048); the ranks' files are in rank<R>/; the summary names the ranks, offsets and a start skew under 1 ms.
   2. A closed loop (--concurrency 6 over 3 ranks): every slot used, every request once.
   3. The launchers' environment: Open MPI's and PMI's variables (one host: rank 0 at 127.0.0.1) give the rank.
+     With --server-metrics-url rank 0 alone scrapes, and its view joins the merged run; --generate-plots writes
+     the merged run's report.
   4. A rank that never arrives: rank 0 gives up after --coordinator-timeout with one line naming it (exit 3),
      and the rank that came is told and exits too.
   5. A rank killed during the run: the others stop within seconds, rank 0 merges what the rest measured, marks
@@ -170,6 +172,22 @@ def main(h):
                     res[1][2][:400])
             s = Result(subprocess.CompletedProcess([], 0, "", ""), art).summary or {}
             h.check(s.get("request_count", {}).get("avg") == 100, "%s: one merged run" % names[0])
+
+        # 3b. server metrics (rank 0 alone scrapes) and the report of the merged run
+        art = h.path("scraped")
+        res = finish(start_ranks(h, m.url, art, 2, ["--request-rate", 100, "--request-count", 200,
+                                                    "--server-metrics-url", m.url + "/metrics",
+                                                    "--server-metrics-interval", 0.25, "--generate-plots"]))
+        h.check(all(rc == 0 for rc, _, _ in res.values()), "with scraping: both ranks exit 0",
+                [e[-800:] for _, _, e in res.values()])
+        h.check(os.path.exists(os.path.join(art, "rank0", "server_metrics.json"))
+                and not os.path.exists(os.path.join(art, "rank1", "server_metrics.json")),
+                "rank 0 alone scraped the server")
+        h.check(os.path.exists(os.path.join(art, "server_metrics.json")), "its files beside the merged run")
+        s = Result(subprocess.CompletedProcess([], 0, "", ""), art).summary or {}
+        h.check("server_metrics" in s, "the merged summary has the server's metrics")
+        h.check(os.path.exists(os.path.join(art, "report.html")), "--generate-plots: the merged run's report",
+                res[0][2][-800:])
 
         # 4. a rank that never arrives
         art = h.path("missing")
