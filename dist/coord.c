@@ -527,6 +527,9 @@ static int rank_open(sg_coord_t *d, unsigned want, const char *fingerprint, char
                               (json_int_t)d->o.world, "workers", (json_int_t)want, "host", d->self_host, "version",
                               PROTO_VERSION, "config", fingerprint);
     char why[256];
+    /* rank 0 waits up to the timeout for the last rank and then says why it gives up: wait a little longer
+     * than it, so that its reason arrives rather than our own time running out */
+    deadline = sg_now_ns() + (int64_t)(d->o.timeout_s * 1e9) + 10000000000LL;
     if (send_msg(p, hello, deadline) < 0) {
         snprintf(err, errlen, "rank 0 at %s:%u closed the connection", d->o.host, d->o.port);
         return -1;

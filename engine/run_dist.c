@@ -48,9 +48,29 @@ int dist_prepare(profile_t *p)
     return EXIT_OK;
 }
 
-/* The settings every rank must share, as sorted JSON text: all of input_config but what is a rank's own. */
-static char *fingerprint(const sg_config_t *cfg)
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* The settings every rank must share, as sorted JSON text: all of input_config but what is a rank's own, and a
+ * hash of every request the rank would send (prompts, bodies, lengths) and of a trace's times, so that ranks fed
+ * different input files (same name, other contents) are told apart. */
+static char *fingerprint(const profile_t *p)
+{
+    const sg_config_t *cfg = &p->cfg;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < p->payloads.n; i++) {
+        const sg_payload_t *it = &p->payloads.items[i];
+        h = fnv1a(h, it->bytes, it->len);
+        uint32_t meta[3] = {it->isl, it->max_tokens, it->model};
+        h = fnv1a(h, meta, sizeof meta);
+    }
+    if (p->run.schedule_ns)
+        h = fnv1a(h, p->run.schedule_ns, p->run.schedule_n * sizeof(*p->run.schedule_ns));
     char *text = sg_config_to_json(cfg);
     json_t *o = text ? json_loads(text, 0, NULL) : NULL;
     free(text);
@@ -72,6 +92,9 @@ static char *fingerprint(const sg_config_t *cfg)
                                       "key"};
     for (size_t i = 0; i < SG_ARRAY_LEN(own); i++)
         json_object_del(o, own[i]);
+    char hex[24];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    json_object_set_new(o, "requests_hash", json_string(hex));
     char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return s;
@@ -90,7 +113,7 @@ int dist_join(profile_t *p)
         cap = cfg->max_concurrency;
     if (cfg->max_connections && (!cap || cfg->max_connections < cap))
         cap = cfg->max_connections;
-    char *fp = fingerprint(cfg);
+    char *fp = fingerprint(p);
     char err[1024];
     int rc = fp ? sg_dist_open(&p->dist_opts, point_worker_count(cfg), cap, fp, &p->dist, err, sizeof err) : -1;
     free(fp);
