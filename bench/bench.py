@@ -32,6 +32,10 @@ runs, and the comparisons are ratios taken in the same run).
                           worker / one thread: client CPU per non-streamed request over HTTP/1.1 (64 connections)
                           and h2c (4 x 32 streams), targets epoll <= h2load and <= 1.3x io_uring; and schedule lag
                           p99 of an open loop at --rate (default 5,000/s, constant arrivals), target <= 2x io_uring
+  bench/bench.py ranks    one run over 3 ranks (processes, one worker each, --world-size 3) next to one process with
+                          3 workers at the same total load (streamed, Poisson at 300/s, same seed): the merged
+                          summary's percentiles and throughput as ratios to the one-process run's (target: 1.0
+                          within noise), and the start skew bound the ranks reported (target < 1 ms on one host)
   bench/bench.py all
 
 The client is pinned to CPU 0 and the mock to CPU 1 when the machine has two or more.
@@ -507,7 +511,7 @@ def bench_backends(surge, n, repeat, client_cpu, mock_cpu, rate=5000, conns=4, s
         "h2c": (["-c", str(conns), "-m", str(streams)],
                 ["--http2", "--max-connections", str(conns), "--concurrency", str(conns * streams)]),
     }
-    cpu = {(c, who): [] for c in cases for who in ("h2load", "io_uring", "epoll")}
+    cpu = {(c, who): [] for c in cases for who in ("h2load", "io_uring", "epoll", "io_uring_whole", "epoll_whole")}
     lag = {"io_uring": [], "epoll": []}
     with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
                       "--max-concurrent-streams", str(streams)], mock_cpu) as m:
@@ -520,11 +524,12 @@ def bench_backends(surge, n, repeat, client_cpu, mock_cpu, rate=5000, conns=4, s
                     raise RuntimeError("h2load did not complete every request:\n" + out[-2000:])
                 cpu[(case, "h2load")].append(h_cpu / n * 1e6)
                 for be in ("io_uring", "epoll"):
-                    measured(surge_cmd(surge, m.port, client_cpu, s_args + common + ["--io-backend", be]))
+                    _, whole, _, _ = measured(surge_cmd(surge, m.port, client_cpu, s_args + common + ["--io-backend", be]))
                     s = summary()
                     if s["request_count"]["avg"] != n or s.get("io_backend") != be:
                         raise RuntimeError("surge --io-backend %s: %s of %d requests" % (be, s["request_count"], n))
                     cpu[(case, be)].append(s["client_cpu_time"]["avg"] / n * 1e6)
+                    cpu[(case, be + "_whole")].append(whole / n * 1e6)
             for be in ("io_uring", "epoll"):
                 k = min(n, rate * 10)
                 measured(surge_cmd(surge, m.port, client_cpu, [
@@ -539,9 +544,12 @@ def bench_backends(surge, n, repeat, client_cpu, mock_cpu, rate=5000, conns=4, s
     out = {}
     for case in cases:
         h, u, e = med[(case, "h2load")], med[(case, "io_uring")], med[(case, "epoll")]
-        print("  %-4s h2load %6.2f us   surge io_uring %6.2f us   surge epoll %6.2f us   epoll/h2load %.2fx "
-              "(target <= 1.0)   epoll/io_uring %.2fx (target <= 1.3)" % (case, h, u, e, e / h, e / u))
-        out[case] = {"h2load_us": h, "io_uring_us": u, "epoll_us": e}
+        uw, ew = med[(case, "io_uring_whole")], med[(case, "epoll_whole")]
+        print("  %-4s h2load %5.2f us | surge load phase: io_uring %5.2f, epoll %5.2f us | whole process (incl. "
+              "writing the JSONL): io_uring %5.2f, epoll %5.2f us" % (case, h, u, e, uw, ew))
+        print("       epoll/h2load %.2fx load phase, %.2fx whole process (target <= 1.0); epoll/io_uring %.2fx, "
+              "%.2fx (target <= 1.3)" % (e / h, ew / h, e / u, ew / uw))
+        out[case] = {"h2load_us": h, "io_uring_us": u, "epoll_us": e, "io_uring_whole_us": uw, "epoll_whole_us": ew}
     lu, le = statistics.median(lag["io_uring"]), statistics.median(lag["epoll"])
     print("  schedule lag p99 at %d req/s (constant): io_uring %.3f ms, epoll %.3f ms, ratio %.2fx (target <= 2)"
           % (rate, lu, le, le / lu if lu > 0 else float("nan")))
@@ -549,10 +557,60 @@ def bench_backends(surge, n, repeat, client_cpu, mock_cpu, rate=5000, conns=4, s
     return out
 
 
+def bench_ranks(surge, n, repeat, client_cpu, mock_cpu, rate=300):
+    import socket
+    load = ["--streaming", "--request-rate", str(rate), "--request-count", str(n), "--random-seed", "3",
+            "--output-tokens-mean", "16", "--synthetic-input-tokens-mean", "100", "--no-progress"]
+    tags = [("time_to_first_token", "p50"), ("time_to_first_token", "p99"), ("request_latency", "p50"),
+            ("request_latency", "p99"), ("inter_token_latency", "p50"), ("schedule_lag", "p99"),
+            ("request_throughput", "avg"), ("output_token_throughput", "avg")]
+    rows, skews, absolute = [], [], []
+    with Mock(surge, ["--workers", "1", "--ttft-ms", "20", "--itl-ms", "4"], mock_cpu) as m:
+        url = "127.0.0.1:%d" % m.port
+        for _ in range(repeat):
+            one = os.path.join(ARTIFACTS, "one")
+            measured(pin_prefix(client_cpu) + [surge, "profile", "-m", "bench", "-u", url, "--workers", "3",
+                                               "--artifact-dir", one] + load)
+            with open(os.path.join(one, "profile_export_surge.json")) as f:
+                a = json.load(f)
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            s.close()
+            three = os.path.join(ARTIFACTS, "three")
+            procs = [subprocess.Popen(pin_prefix(client_cpu) + [
+                surge, "profile", "-m", "bench", "-u", url, "--workers", "1", "--artifact-dir", three,
+                "--world-size", "3", "--rank", str(r), "--coordinator", "127.0.0.1:%d" % port] + load,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for r in range(3)]
+            for p in procs:
+                if p.wait(600) != 0:
+                    raise RuntimeError("a rank exited %d" % p.returncode)
+            with open(os.path.join(three, "profile_export_surge.json")) as f:
+                b = json.load(f)
+            if b["request_count"]["avg"] != n or a["request_count"]["avg"] != n:
+                raise RuntimeError("not every request completed")
+            rows.append([b[t][st] / a[t][st] if a[t][st] else float("nan") for t, st in tags])
+            absolute.append([(a[t][st], b[t][st]) for t, st in tags])
+            skews.append(b["ranks"]["start_skew_bound_ms"])
+    print("ranks: 3 ranks x 1 worker vs 1 process x 3 workers, streamed, Poisson %d/s, %d requests, median of %d"
+          % (rate, n, repeat))
+    out = {}
+    for i, (t, st) in enumerate(tags):
+        med = statistics.median(r[i] for r in rows)
+        one_v = statistics.median(x[i][0] for x in absolute)
+        three_v = statistics.median(x[i][1] for x in absolute)
+        print("  %-26s %-4s  1 process %10.4f   3 ranks %10.4f   ratio %.3f" % (t, st, one_v, three_v, med))
+        out["%s_%s" % (t, st)] = med
+    print("  start skew bound (half the largest round trip to rank 0): median %.4f ms, max %.4f ms (target < 1 ms)"
+          % (statistics.median(skews), max(skews)))
+    out["start_skew_bound_ms"] = max(skews)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "scrape", "report",
-                                     "backends", "all"])
+                                     "backends", "ranks", "all"])
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=ap_default_requests)
     ap.add_argument("--repeat", type=int, default=5)
@@ -588,6 +646,9 @@ def run(args):
         bench_scrape(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("backends", "all"):
         bench_backends(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("ranks", "all"):
+        bench_ranks(args.surge, args.requests if args.requests != ap_default_requests else 3000,
+                    min(args.repeat, 3), client_cpu, mock_cpu)
     if args.what in ("report", "all"):
         n = args.requests if args.requests != ap_default_requests else 1000000
         bench_report(args.surge, n, min(args.repeat, 3), client_cpu, mock_cpu)
