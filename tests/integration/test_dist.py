@@ -1,3 +1,4 @@
+# ctest: run-serial (it checks the arrivals at the server with a KS test)
 """One run over several processes (--world-size/--rank/--coordinator), all on 127.0.0.1.
 
   1. Three ranks against one mock (Poisson at 300/s, 900 requests): the merged run has every request once, as the

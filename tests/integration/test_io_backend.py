@@ -1,4 +1,5 @@
 # ctest: one-backend (it picks each backend itself)
+# ctest: run-serial (schedule lag under millisecond waits is part of what it checks)
 """--io-backend: epoll where io_uring is blocked, as under a container's seccomp profile.
 
 Under tests/tools/no_uring (io_uring_setup, io_uring_enter and io_uring_register answered EPERM, as the default
