@@ -1,6 +1,7 @@
 """Helpers for integration tests that run `surge profile` against a mock (on top of harness.py)."""
 
 import json
+import math
 import os
 import statistics
 
@@ -69,6 +70,23 @@ def profile(h, url, *args, timeout=120, model="mock-model", check_rc=0, wrap=(),
 
 def median(xs):
     return statistics.median(xs) if xs else float("nan")
+
+
+def ks_exponential(gaps, rate):
+    """Kolmogorov-Smirnov statistic of gaps (s) against the exponential distribution with the given rate."""
+    xs = sorted(gaps)
+    n = len(xs)
+    d = 0.0
+    for i, x in enumerate(xs):
+        cdf = 1.0 - math.exp(-rate * x)
+        d = max(d, (i + 1) / n - cdf, cdf - i / n)
+    return d
+
+
+def nearest_rank(values, p):
+    """The p-th percentile by nearest rank, as surge's summaries define it."""
+    v = sorted(values)
+    return v[max(0, math.ceil(p / 100.0 * len(v)) - 1)]
 
 
 class HttpServer:

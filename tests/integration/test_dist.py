@@ -19,39 +19,18 @@
      a line saying what differs, before anything is sent.
   7. SIGINT to a rank other than 0 stops every rank; the merged run is marked interrupted (exit 130).
 """
-import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import time
 
 import harness
-from profiling import Result
+from servers import free_port
+from profiling import Result, ks_exponential, nearest_rank
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
-
-def ks_exponential(gaps, rate):
-    xs = sorted(gaps)
-    n = len(xs)
-    d = 0.0
-    for i, x in enumerate(xs):
-        cdf = 1.0 - math.exp(-rate * x)
-        d = max(d, (i + 1) / n - cdf, cdf - i / n)
-    return d
-
-
-def nearest_rank(values, p):
-    v = sorted(values)
-    return v[max(0, math.ceil(p / 100.0 * len(v)) - 1)]
 
 
 def start_ranks(h, url, art, world, args, port=None, ranks=None, env=None, extra=None):

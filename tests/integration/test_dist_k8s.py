@@ -11,24 +11,16 @@ the pods' subdomain, Indexed completions = parallelism = SURGE_WORLD_SIZE); each
 own; the merged run has every request, from ranks launched by "Kubernetes"; and a pod without SURGE_WORLD_SIZE
 says what is missing (exit 2).
 """
-import json
 import os
 import shutil
-import socket
 import subprocess
 
 import harness
+from servers import free_port
 from profiling import Result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def pod(h, host, fqdn, rank0_fqdn, env, args):

@@ -6,19 +6,12 @@ ranks mpirun started; a bad flag on every rank ends the job with exit 2 and no m
 """
 import os
 import shutil
-import socket
 import subprocess
 
 import harness
+from servers import free_port
 from profiling import Result
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def mpirun(h, np_, args, timeout=120):

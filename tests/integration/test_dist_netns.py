@@ -16,7 +16,7 @@ import subprocess
 import time
 
 import harness
-from profiling import Result
+from profiling import Result, ks_exponential, nearest_rank
 
 NET = "10.213.77"
 
@@ -61,19 +61,6 @@ class Net:
         ip("netns", "del", self.br, check=False)
 
 
-def ks_exponential(gaps, rate):
-    xs = sorted(gaps)
-    n = len(xs)
-    d = 0.0
-    for i, x in enumerate(xs):
-        cdf = 1.0 - math.exp(-rate * x)
-        d = max(d, (i + 1) / n - cdf, cdf - i / n)
-    return d
-
-
-def nearest_rank(values, p):
-    v = sorted(values)
-    return v[max(0, math.ceil(p / 100.0 * len(v)) - 1)]
 
 
 def main(h):

@@ -10,18 +10,13 @@
      one line naming the problem, exit 2, and no merged summary.
 """
 import json
-import math
 import os
 import shutil
 import threading
 
 import harness
-from profiling import profile, tol
+from profiling import profile, nearest_rank
 
-
-def nearest_rank(values, p):
-    v = sorted(values)
-    return v[max(0, math.ceil(p / 100.0 * len(v)) - 1)]
 
 
 def merge(h, dirs, out, *extra):

@@ -4,18 +4,8 @@ arrivals have the asked burstiness, concurrency limits hold, and --max-concurren
 import math
 
 import harness
-from profiling import profile
+from profiling import profile, ks_exponential
 
-
-def ks_exponential(gaps, rate):
-    """Kolmogorov-Smirnov statistic of gaps against the exponential distribution with the given rate."""
-    xs = sorted(gaps)
-    n = len(xs)
-    d = 0.0
-    for i, x in enumerate(xs):
-        cdf = 1.0 - math.exp(-rate * x)
-        d = max(d, (i + 1) / n - cdf, cdf - i / n)
-    return d
 
 
 def max_overlap(intervals):
