@@ -467,6 +467,7 @@ static int root_open(sg_coord_t *d, unsigned want, unsigned max_streams, const c
         }
         if (problem && problem != buf) {
             close(fd);
+            free(tmp.rx);
             json_decref(m);
             continue;
         }
@@ -474,6 +475,7 @@ static int root_open(sg_coord_t *d, unsigned want, unsigned max_streams, const c
             json_t *e = json_pack("{s:s, s:s}", "t", "error", "message", problem);
             send_msg(&tmp, e, sg_now_ns() + 1000000000LL);
             close(fd);
+            free(tmp.rx);
             json_decref(m);
             snprintf(err, errlen, "%s", problem);
             rc = -1;

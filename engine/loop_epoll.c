@@ -413,8 +413,10 @@ int sg_epoll_run_once(sg_loop_t *l, int64_t deadline_ns)
     unsigned nr = e->n_ready;
     for (unsigned i = 0; i < nr; i++)
         n += progress(l, e->ready[i]);
-    memmove(e->ready, e->ready + nr, (e->n_ready - nr) * sizeof(*e->ready));
-    e->n_ready -= nr;
+    if (nr) { /* (with none, ready may not be allocated yet) */
+        memmove(e->ready, e->ready + nr, (e->n_ready - nr) * sizeof(*e->ready));
+        e->n_ready -= nr;
+    }
     return n;
 }
 
