@@ -18,6 +18,9 @@ SURGE_TEST_PKGS="$SURGE_TEST_PKGS libseccomp-dev"
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS openmpi-bin iproute2"
 # test_dist_k8s reads the Kubernetes recipes (deploy/k8s/) and plays their pods with unshare (util-linux)
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS python3-yaml util-linux"
+# test_dist_slurm starts a private one-node Slurm (slurmctld, slurmd, srun, sbatch: slurm-wlm; munged, mungekey:
+# munge) on its own ports and paths; the packages' services find no /etc/slurm/slurm.conf and stay down
+SURGE_TEST_PKGS="$SURGE_TEST_PKGS slurm-wlm munge"
 # test_container builds the image (deploy/container/) with podman from a debootstrap base and runs it: runc where
 # crun refuses the host's cgroups, catatonit for kube play's pause image, iptables for podman's default network
 SURGE_TEST_PKGS="$SURGE_TEST_PKGS podman crun runc catatonit debootstrap iptables"
