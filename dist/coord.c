@@ -270,42 +270,36 @@ static void nonblock(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+/*
+ * Rank 0 listens on every address of its host, at the coordinator's port: the name the other ranks were given
+ * is their view of us (a Service, a NAT, a node name), and it may resolve here to something else entirely:
+ * Debian's /etc/hosts maps a host's own name to 127.0.1.1. IPv6 and IPv4 alike where the host has IPv6.
+ */
 static int listen_on(const sg_dist_opts_t *o, char *err, size_t errlen)
 {
-    char port[8];
-    snprintf(port, sizeof port, "%u", o->port);
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res = NULL;
-    int gai = getaddrinfo(o->host, port, &hints, &res);
-    if (gai != 0) {
-        snprintf(err, errlen, "coordinator %s:%u: cannot resolve %s: %s", o->host, o->port, o->host, gai_strerror(gai));
-        return -1;
+    int one = 1, zero = 0;
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons(o->port), .sin6_addr = in6addr_any};
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        if (bind(fd, (struct sockaddr *)&a6, sizeof a6) == 0 && listen(fd, SG_DIST_MAX_RANKS) == 0)
+            return fd;
+        int e = errno;
+        close(fd);
+        if (e == EADDRINUSE) {
+            snprintf(err, errlen, "rank 0 cannot listen on port %u (--coordinator %s:%u): %s", o->port, o->host,
+                     o->port, strerror(e));
+            return -1;
+        }
     }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* no IPv6 here */
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(o->port), .sin_addr.s_addr = htonl(INADDR_ANY)};
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    int rc = fd < 0 ? -1 : bind(fd, res->ai_addr, res->ai_addrlen);
-    if (rc < 0 && fd >= 0 && errno == EADDRNOTAVAIL) {
-        /* the name is another's view of us (a Service, a NAT): listen on every address, same port */
-        struct sockaddr_storage any;
-        memset(&any, 0, sizeof any);
-        socklen_t alen;
-        if (res->ai_family == AF_INET6) {
-            struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&any;
-            a6->sin6_family = AF_INET6;
-            a6->sin6_port = htons(o->port);
-            alen = sizeof *a6;
-        } else {
-            struct sockaddr_in *a4 = (struct sockaddr_in *)&any;
-            a4->sin_family = AF_INET;
-            a4->sin_port = htons(o->port);
-            alen = sizeof *a4;
-        }
-        rc = bind(fd, (struct sockaddr *)&any, alen);
-    }
-    freeaddrinfo(res);
-    if (rc < 0 || listen(fd, SG_DIST_MAX_RANKS) < 0) {
-        snprintf(err, errlen, "rank 0 cannot listen on %s:%u (--coordinator): %s", o->host, o->port, strerror(errno));
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a4, sizeof a4) < 0 || listen(fd, SG_DIST_MAX_RANKS) < 0) {
+        snprintf(err, errlen, "rank 0 cannot listen on port %u (--coordinator %s:%u): %s", o->port, o->host, o->port,
+                 strerror(errno));
         if (fd >= 0)
             close(fd);
         return -1;
