@@ -43,7 +43,16 @@ surge_install() {
     fi
     echo "surge: installing$missing" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    # Some packages' scripts start their system services (munge, slurm-wlm), which are not ours to run: the Debian
+    # way to say so while installing is a policy-rc.d that refuses, as container images ship. Made only when absent.
+    local made_policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made_policy=1
+    fi
+    local rc=0
+    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $missing >/dev/null || rc=$?
+    [ -z "$made_policy" ] || rm -f /usr/sbin/policy-rc.d
+    return "$rc"
 }
 
 # surge_build DIR [cmake args...]: configure (once) and build into DIR.
