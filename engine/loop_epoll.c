@@ -9,8 +9,8 @@
  *   - recv and accept stay armed; a readable descriptor is read into a free buffer of the pool, at most a few
  *     buffers a turn so that one busy connection does not starve the rest. A short read means the socket is
  *     drained (the next data is a new edge), unless it had hung up, when we read on to the end.
- *   - Waits use epoll_pwait2's nanosecond timeout, or epoll_wait's milliseconds where a seccomp profile or an
- *     old kernel lacks it, with the same final spin as io_uring's.
+ *   - Waits use epoll_pwait2's nanosecond timeout, or a timerfd's where a seccomp profile or an old kernel lacks
+ *     it, with the same final spin as io_uring's.
  * Completions from the kernel's events are dispatched after the whole batch of events is noted, so a descriptor
  * closed and reused by a callback never takes the events of its predecessor.
  */
@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #define EP_EVENTS 256
@@ -56,7 +57,9 @@ struct sg_loop_epoll {
     unsigned *free_bids; /* a stack: the buffer released last is used first */
     unsigned n_free;
     unsigned bufs_held, bufs_peak;
-    bool no_pwait2; /* epoll_pwait2 is refused here: millisecond waits */
+    bool no_pwait2;   /* epoll_pwait2 is refused here: waits on timer_fd */
+    int timer_fd;     /* -1: not made yet; -2: none to be had (millisecond waits) */
+    int64_t timer_at; /* the absolute instant it is armed for; 0: disarmed */
     struct epoll_event evs[EP_EVENTS];
 };
 
@@ -348,12 +351,42 @@ static int progress(sg_loop_t *l, int fd)
 
 /* ---------------- waiting ---------------- */
 
+/*
+ * Where epoll_pwait2 is refused (a seccomp profile older than it, a kernel before 5.11), a timerfd in the epoll
+ * set carries the deadline in nanoseconds instead: armed at the absolute instant (again only when it changes),
+ * then epoll_wait without a timeout. Without a timerfd either, epoll_wait's milliseconds, rounded down (the
+ * caller's spin does the rest).
+ */
+static int timer_wait(struct sg_loop_epoll *e, int64_t sleep_ns)
+{
+    if (e->timer_fd == -1) {
+        e->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)e->timer_fd};
+        if (e->timer_fd >= 0 && epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->timer_fd, &ev) < 0) {
+            close(e->timer_fd);
+            e->timer_fd = -2;
+        } else if (e->timer_fd < 0) {
+            e->timer_fd = -2;
+        }
+    }
+    if (e->timer_fd < 0)
+        return epoll_wait(e->epfd, e->evs, EP_EVENTS, (int)(sleep_ns / 1000000));
+    int64_t at = sg_now_ns() + sleep_ns;
+    if (at != e->timer_at) {
+        struct itimerspec its = {.it_value = {.tv_sec = at / 1000000000LL, .tv_nsec = at % 1000000000LL}};
+        if (timerfd_settime(e->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+            return epoll_wait(e->epfd, e->evs, EP_EVENTS, (int)(sleep_ns / 1000000));
+        e->timer_at = at;
+    }
+    return epoll_wait(e->epfd, e->evs, EP_EVENTS, -1);
+}
+
 static int ep_wait(struct sg_loop_epoll *e, int64_t sleep_ns)
 {
-    if (sleep_ns <= 0 || e->no_pwait2) {
-        int ms = sleep_ns < 0 ? -1 : (int)(sleep_ns / 1000000); /* rounded down: the spin does the rest */
-        return epoll_wait(e->epfd, e->evs, EP_EVENTS, ms);
-    }
+    if (sleep_ns <= 0)
+        return epoll_wait(e->epfd, e->evs, EP_EVENTS, sleep_ns < 0 ? -1 : 0);
+    if (e->no_pwait2)
+        return timer_wait(e, sleep_ns);
     struct timespec ts = {.tv_sec = sleep_ns / 1000000000LL, .tv_nsec = sleep_ns % 1000000000LL};
     int n = (int)syscall(SYS_epoll_pwait2, e->epfd, e->evs, EP_EVENTS, &ts, NULL, 0);
     if (n < 0 && (errno == ENOSYS || errno == EPERM)) {
@@ -377,10 +410,12 @@ int sg_epoll_run_once(sg_loop_t *l, int64_t deadline_ns)
     for (int i = 0; i < nev; i++) {
         int fd = (int)e->evs[i].data.u64;
         uint32_t ev = e->evs[i].events;
-        if (fd == l->wake_fd) {
+        if (fd == l->wake_fd || fd == e->timer_fd) {
             uint64_t v;
             ssize_t r = read(fd, &v, sizeof v);
-            (void)r; /* waking is all it is for */
+            (void)r; /* waking is all they are for */
+            if (fd == e->timer_fd)
+                e->timer_at = 0; /* fired: the next wait arms it again */
             continue;
         }
         ep_fd_t *f = &e->fds[fd];
@@ -427,6 +462,7 @@ int sg_epoll_init(sg_loop_t *l)
     struct sg_loop_epoll *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;
+    e->timer_fd = -1;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->free_bids = malloc(l->buf_count * sizeof(*e->free_bids));
     if (e->epfd < 0 || !e->free_bids) {
@@ -455,6 +491,8 @@ int sg_epoll_init(sg_loop_t *l)
 void sg_epoll_destroy(sg_loop_t *l)
 {
     struct sg_loop_epoll *e = l->e;
+    if (e->timer_fd >= 0)
+        close(e->timer_fd);
     close(e->epfd);
     free(e->fds);
     free(e->ready);
