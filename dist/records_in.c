@@ -46,11 +46,10 @@ static int scan_bool(sg_js_t *js, bool *v)
 /* A string value into buf (cap bytes, NUL-terminated, cut to fit), escapes decoded. */
 static int scan_text(sg_js_t *js, char *buf, size_t cap)
 {
-    const char *start = js->p;
     sg_slice_t raw;
     if (sg_js_peek(js) != '"')
         return -1;
-    start = js->p;
+    const char *start = js->p;
     if (sg_js_string(js, &raw) < 0)
         return -1;
     if (!memchr(raw.base, '\\', raw.len)) {
@@ -72,22 +71,10 @@ static int scan_text(sg_js_t *js, char *buf, size_t cap)
 /* A number with at most three decimals (token_times_ms) as integer microseconds. */
 static int scan_ms_us(sg_js_t *js, int64_t *us)
 {
-    const char *start = js->p;
-    int64_t v;
-    bool is_int;
-    if (sg_js_number(js, &v, &is_int) < 0)
+    double ms;
+    if (sg_js_double(js, &ms) < 0)
         return -1;
-    if (is_int) {
-        *us = v * 1000;
-        return 0;
-    }
-    char tmp[48];
-    size_t len = (size_t)(js->p - start);
-    if (len >= sizeof tmp)
-        return -1;
-    memcpy(tmp, start, len);
-    tmp[len] = '\0';
-    *us = llround(strtod(tmp, NULL) * 1000.0);
+    *us = llround(ms * 1000.0);
     return 0;
 }
 

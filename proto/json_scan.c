@@ -2,6 +2,7 @@
 #include "json_scan.h"
 #include "sg_openai.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Bytes that end a run of plain string content: the quote, the backslash, and raw control characters. */
@@ -87,6 +88,28 @@ static int scalar(sg_js_t *js, int c)
             return sg_js_number(js, &v, &is_int);
         return SG_EJSON;
     }
+}
+
+int sg_js_double(sg_js_t *js, double *out)
+{
+    sg_js_ws(js);
+    const char *start = js->p;
+    int64_t v;
+    bool is_int;
+    if (sg_js_number(js, &v, &is_int) < 0)
+        return SG_EJSON;
+    if (is_int) {
+        *out = (double)v;
+        return 0;
+    }
+    char tmp[64];
+    size_t len = (size_t)(js->p - start);
+    if (len >= sizeof tmp)
+        return SG_EJSON;
+    memcpy(tmp, start, len);
+    tmp[len] = '\0';
+    *out = strtod(tmp, NULL);
+    return 0;
 }
 
 int sg_js_skip_any(sg_js_t *js)

@@ -214,6 +214,10 @@ static SG_JS_INLINE int sg_js_number(sg_js_t *js, int64_t *value, bool *is_int)
     return sg_js_number_(js, value, is_int, true);
 }
 
+/* A number value as a double: integers exactly (up to 2^53), others through strtod on the number's text. Out of
+ * line (json_scan.c): for readers of whole files, not hot decoders. */
+int sg_js_double(sg_js_t *js, double *out);
+
 /* Any value, nested containers included; strings and numbers (the common skipped values) stay inline. */
 static SG_JS_INLINE int sg_js_skip(sg_js_t *js)
 {

@@ -118,23 +118,7 @@ static int scan_num(sg_js_t *js, double *out)
         *out = NAN;
         return sg_js_skip(js);
     }
-    const char *start = js->p;
-    int64_t v;
-    bool is_int;
-    if (sg_js_number(js, &v, &is_int) < 0)
-        return -1;
-    if (is_int) {
-        *out = (double)v;
-    } else {
-        char buf[64];
-        size_t len = (size_t)(js->p - start);
-        if (len >= sizeof buf)
-            return -1;
-        memcpy(buf, start, len);
-        buf[len] = 0;
-        *out = strtod(buf, NULL);
-    }
-    return 0;
+    return sg_js_double(js, out) < 0 ? -1 : 0;
 }
 
 /* One surge record: the fields the charts need, the rest skipped (validated on the way). */
