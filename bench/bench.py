@@ -138,6 +138,18 @@ def prompt_words(n):
     return " ".join(words[i % len(words)] for i in range(n))
 
 
+def chat_body_file(words, max_tokens, stream=False):
+    """A chat request body for h2load -d, in a temporary directory: (the directory, the file's path)."""
+    body = {"model": "bench", "messages": [{"role": "user", "content": prompt_words(words)}], "max_tokens": max_tokens}
+    if stream:
+        body["stream"] = True
+    tmp = tempfile.mkdtemp()
+    path = os.path.join(tmp, "body.json")
+    with open(path, "w") as f:
+        f.write(json.dumps(body))
+    return tmp, path
+
+
 def surge_cmd(surge, port, cpu, args):
     return pin_prefix(cpu) + [surge, "profile", "-m", "bench", "-u", "127.0.0.1:%d" % port, "--workers", "1",
                               "--no-progress", "--artifact-dir", ARTIFACTS] + args
@@ -149,12 +161,7 @@ def summary():
 
 
 def bench_cpu(surge, n, repeat, client_cpu, mock_cpu):
-    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(100)}],
-                       "max_tokens": 1})
-    tmp = tempfile.mkdtemp()
-    body_file = os.path.join(tmp, "body.json")
-    with open(body_file, "w") as f:
-        f.write(body)
+    tmp, body_file = chat_body_file(100, 1)
     rows = []
     with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1"], mock_cpu) as m:
         url = "http://127.0.0.1:%d/v1/chat/completions" % m.port
@@ -187,12 +194,7 @@ def bench_cpu(surge, n, repeat, client_cpu, mock_cpu):
 
 
 def bench_h2(surge, n, repeat, client_cpu, mock_cpu, conns=4, streams=32):
-    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(100)}],
-                       "max_tokens": 1})
-    tmp = tempfile.mkdtemp()
-    body_file = os.path.join(tmp, "body.json")
-    with open(body_file, "w") as f:
-        f.write(body)
+    tmp, body_file = chat_body_file(100, 1)
     rows = []
     conc = conns * streams
     with Mock(surge, ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
@@ -242,12 +244,7 @@ def bench_tls(surge, n, repeat, client_cpu, mock_cpu, conns=64, h2_conns=4, stre
     """Client CPU per non-streamed request over TLS against plaintext, HTTP/1.1 keep-alive and h2, surge and h2load
     in the same runs against the same mocks (one plaintext, one --tls; the TLS ones offer only http/1.1 or only
     h2 through ALPN so each client speaks the protocol measured)."""
-    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(100)}],
-                       "max_tokens": 1})
-    tmp = tempfile.mkdtemp()
-    body_file = os.path.join(tmp, "body.json")
-    with open(body_file, "w") as f:
-        f.write(body)
+    tmp, body_file = chat_body_file(100, 1)
     base = ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
             "--max-concurrent-streams", str(streams)]
     common = ["--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "1", "--request-count", str(n)]
@@ -354,12 +351,7 @@ def bench_grpc(surge, n, tokens, repeat, client_cpu, mock_cpu, concurrency=64):
 def bench_memory(surge, repeat, client_cpu, mock_cpu):
     # Streams that stay open: first token after 200 ms, then one every 100 ms, 20 tokens (about 2 s each).
     mock_args = ["--workers", "1", "--ttft-ms", "200", "--itl-ms", "100", "--output-tokens", "20"]
-    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(50)}],
-                       "max_tokens": 20, "stream": True})
-    tmp = tempfile.mkdtemp()
-    body_file = os.path.join(tmp, "body.json")
-    with open(body_file, "w") as f:
-        f.write(body)
+    tmp, body_file = chat_body_file(50, 20, stream=True)
     res = {}
     with Mock(surge, mock_args, mock_cpu) as m:
         url = "http://127.0.0.1:%d/v1/chat/completions" % m.port
@@ -499,12 +491,7 @@ ap_default_requests = 200000
 
 
 def bench_backends(surge, n, repeat, client_cpu, mock_cpu, rate=5000, conns=4, streams=32):
-    body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": prompt_words(100)}],
-                       "max_tokens": 1})
-    tmp = tempfile.mkdtemp()
-    body_file = os.path.join(tmp, "body.json")
-    with open(body_file, "w") as f:
-        f.write(body)
+    tmp, body_file = chat_body_file(100, 1)
     common = ["--request-count", str(n), "--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "1"]
     cases = {
         "h1": (["--h1", "-c", "64"], ["--concurrency", "64"]),
