@@ -679,15 +679,14 @@ static int point_setup(profile_t *p, const point_spec_t *spec, point_t *pt)
         pt->cfg.concurrency = spec->closed ? (uint32_t)spec->value : 0;
         pt->cfg.request_rate = spec->closed ? 0 : spec->value;
     }
+    const char *subdir = spec->subdir;
     char rank_dir[32];
     if (p->dist) { /* each rank's own files; rank 0 merges them into the artifact directory itself */
         snprintf(rank_dir, sizeof rank_dir, "rank%u", sg_dist_rank(p->dist));
-        pt->spec.subdir = rank_dir;
+        subdir = rank_dir;
         pt->spec.quiet = true;
-        spec = &pt->spec;
     }
-    pt->artifact_dir = spec->subdir ? sg_path_join(p->artifact_dir, spec->subdir) : strdup(p->artifact_dir);
-    pt->spec.subdir = NULL; /* rank_dir does not outlive this call */
+    pt->artifact_dir = subdir ? sg_path_join(p->artifact_dir, subdir) : strdup(p->artifact_dir);
     if (!pt->artifact_dir)
         return EXIT_FATAL;
     int derr = mkdir_p(pt->artifact_dir);
