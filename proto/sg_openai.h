@@ -11,9 +11,21 @@
 
 #include <sys/types.h>
 
+/*
+ * The HTTP APIs surge speaks (--endpoint-type). Not all are OpenAI's; the name stays because OpenAI's shapes came
+ * first and the others are decoded beside them. docs/endpoints.md gives each one's request and response shapes.
+ */
 typedef enum {
     SG_OAI_CHAT = 0,        /* /v1/chat/completions: choices[0].delta.content or choices[0].message.content */
     SG_OAI_COMPLETIONS = 1, /* /v1/completions: choices[0].text */
+    SG_OAI_EMBEDDINGS,      /* /v1/embeddings: {"input":[...]} -> {"data":[{"embedding":[...]}...],"usage"} */
+    SG_OAI_RANK_NIM,        /* /v1/ranking (NIM): {"query":{"text"},"passages":[{"text"}]} -> {"rankings":[...]} */
+    SG_OAI_RANK_TEI,        /* /rerank (TEI): {"query","texts":[...]} -> [{"index","score"}...] */
+    SG_OAI_RANK_COHERE,     /* /v1/rerank (Cohere, llama.cpp): {"query","documents":[...]} -> {"results":[...]} */
+    SG_OAI_RESPONSES,       /* /v1/responses (OpenAI Responses API): response.output_text.delta events */
+    SG_OAI_MESSAGES,        /* /v1/messages (Anthropic Messages API): content_block_delta events */
+    SG_OAI_GENERATE,        /* /generate and /generate_stream (Hugging Face TGI): token.text events */
+    SG_OAI__KINDS
 } sg_oai_kind_t;
 
 typedef struct {
