@@ -132,6 +132,7 @@ static int scan_line(line_t *l, const char *text, size_t len)
     sg_record_t *r = &l->rec;
     memset(r, 0, sizeof(*r));
     r->isl_server = r->osl_server = r->osl_tokenizer = -1;
+    r->first_output_ns = INT64_MIN; /* absent from files older than the field: no time */
     l->model[0] = l->cls[0] = l->status[0] = '\0';
     l->n_tt = 0;
     bool have_id = false, have_intended = false;
@@ -155,6 +156,8 @@ static int scan_line(line_t *l, const char *text, size_t len)
             t = &r->first_token_ns;
         else if (SG_JS_KEY(&js, key, "second_token_ns"))
             t = &r->second_token_ns;
+        else if (SG_JS_KEY(&js, key, "first_output_token_ns"))
+            t = &r->first_output_ns;
         else if (SG_JS_KEY(&js, key, "end_ns"))
             t = &r->end_ns;
         if (t) {
@@ -185,6 +188,11 @@ static int scan_line(line_t *l, const char *text, size_t len)
             rc = scan_bool(&js, &r->streaming);
         } else if (SG_JS_KEY(&js, key, "resent")) {
             rc = scan_bool(&js, &r->resent);
+        } else if (SG_JS_KEY(&js, key, "no_output")) {
+            rc = scan_bool(&js, &r->no_output);
+        } else if (SG_JS_KEY(&js, key, "reasoning_tokens")) {
+            rc = scan_int(&js, &v, &present);
+            r->reasoning_tokens = present && v > 0 ? (uint32_t)v : 0;
         } else if (SG_JS_KEY(&js, key, "status")) {
             rc = scan_text(&js, l->status, sizeof l->status);
         } else if (SG_JS_KEY(&js, key, "error_class")) {
@@ -296,8 +304,8 @@ int sg_dist_read_jsonl(const char *path, int64_t origin, sg_dist_record_fn fn, v
                 break;
             }
             sg_record_t *r = &l.rec;
-            int64_t *times[] = {&r->intended_ns,    &r->sent_ns,         &r->first_byte_ns,
-                                &r->first_token_ns, &r->second_token_ns, &r->end_ns};
+            int64_t *times[] = {&r->intended_ns,     &r->sent_ns, &r->first_byte_ns,  &r->first_token_ns,
+                                &r->second_token_ns, &r->end_ns,  &r->first_output_ns};
             for (size_t i = 0; i < SG_ARRAY_LEN(times); i++)
                 *times[i] = *times[i] == INT64_MIN ? 0 : *times[i] + origin;
             rc = fn(ctx, r, l.model);

@@ -181,7 +181,9 @@ static const struct option long_options[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {"measurement-interval", optional_argument, NULL, OPT_MEASUREMENT_INTERVAL},
     {"stability-percentage", optional_argument, NULL, OPT_STABILITY},
-    {"batch-size", optional_argument, NULL, OPT_BATCH_SIZE},
+    {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
+    {"batch-size-text", required_argument, NULL, OPT_BATCH_SIZE},                /* GenAI-Perf's newer name */
+    {"prompt-batch-size", required_argument, NULL, OPT_BATCH_SIZE},              /* AIPerf's */
     {"concurrency-range", required_argument, NULL, OPT_CONCURRENCY_RANGE},       /* perf_analyzer */
     {"request-rate-range", required_argument, NULL, OPT_RATE_RANGE},             /* perf_analyzer */
     {"parameter-sweep-cooldown-seconds", required_argument, NULL, OPT_COOLDOWN}, /* AIPerf */
@@ -210,7 +212,7 @@ static const struct option long_options[] = {
 };
 
 /* Leading ':' makes getopt report a missing value as ':' (distinct from an unknown option) and stay quiet. */
-static const char short_options[] = ":m:u:H:vhkp::s::b::";
+static const char short_options[] = ":m:u:H:vhkp::s::b:";
 
 /* The long name of an option value, for messages: users typed -m but the help lists --model. */
 static const char *opt_name(int val)
@@ -651,9 +653,6 @@ static int not_supported(int val)
     case OPT_STABILITY:
         return fail("stability-percentage", "not supported: surge does not repeat windows until stable; it runs "
                                             "one measurement bounded by --request-count or --benchmark-duration");
-    case OPT_BATCH_SIZE:
-        return fail("batch-size", "not supported: it applies to embeddings and rankings, which surge does not "
-                                  "support yet");
     case OPT_INPUT_DATASET:
         return fail("input-dataset", "not supported: surge fetches no hosted datasets; download one and give it "
                                      "with --input-file (ShareGPT, GenAI-Perf JSONL, ...), or use synthetic prompts");
@@ -704,6 +703,8 @@ typedef struct {
     char *endpoint;
     const char *backend;
     const char *endpoint_type;
+    bool rankings_generic; /* --endpoint-type rankings: NIM's shape unless --extra-inputs rankings:tei */
+    bool osl_given;
     const char *api_key;
 } parse_state_t;
 
@@ -714,6 +715,7 @@ typedef struct {
     10 /* --search: each probe's --benchmark-duration unless given */ /* a range that makes more is a typo (1:100000), \
                                                                          not a plan */
 #define MAX_CONCURRENCY 10000000u
+#define MAX_BATCH 65536u /* inputs (or passages) in one request */
 #define MAX_RATE 1e9
 
 /* One value of a sweep: a concurrency (a whole number >= 1) or a request rate (a positive number, not inf). */
@@ -985,17 +987,14 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return 0;
     case OPT_ENDPOINT_TYPE:
         st->endpoint_type = arg;
-        if (strcmp(arg, "chat") == 0)
-            cfg->endpoint_type = SG_OAI_CHAT;
-        else if (strcmp(arg, "completions") == 0)
-            cfg->endpoint_type = SG_OAI_COMPLETIONS;
-        else if (strcmp(arg, "kserve") == 0)
+        if (strcmp(arg, "kserve") == 0)
             cfg->triton = true; /* GenAI-Perf's name for Triton's KServe v2 API */
-        else if (strcmp(arg, "embeddings") == 0 || strcmp(arg, "rankings") == 0)
-            return fail(opt, "%s is not supported yet (chat, completions and kserve are)", arg);
-        else
-            return fail(opt, "expected chat, completions or kserve, got \"%s\"", arg);
+        else if (sg_endpoint_parse(arg, &cfg->endpoint_type) < 0)
+            return fail(opt, "expected one of %s, or kserve; got \"%s\"", sg_endpoint_names(), arg);
+        st->rankings_generic = strcmp(arg, "rankings") == 0;
         return 0;
+    case OPT_BATCH_SIZE:
+        return parse_u32(opt, arg, 1, MAX_BATCH, &cfg->batch_size);
     case OPT_ENDPOINT: {
         const char *e = arg;
         while (*e == '/')
@@ -1162,6 +1161,7 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return parse_num(opt, arg, "a positive number (2 replays twice as fast)", 0, true, 1e9,
                          &cfg->fixed_schedule_speedup);
     case OPT_OSL_MEAN:
+        st->osl_given = true;
         if (strcmp(arg, "-1") == 0) {
             cfg->osl_mean = -1;
             return 0;
@@ -1264,6 +1264,7 @@ static int set_defaults(sg_config_t *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->model_strategy = SG_MODEL_ROUND_ROBIN;
     cfg->endpoint_type = SG_OAI_CHAT;
+    cfg->batch_size = 1;
     cfg->distribution = SG_DIST_POISSON;
     cfg->burstiness = 1;
     cfg->request_timeout_s = 600;
@@ -1401,6 +1402,54 @@ static int finish_ignore_eos(sg_config_t *cfg, parse_state_t *st)
     return json_object_set_new(st->extra, "ignore_eos", json_true()) == 0 ? 0 : oom();
 }
 
+/*
+ * What the endpoint type decides: GenAI-Perf's rankings:tei extra input (taken out of the bodies: it says which
+ * shape, it is not an input), which flags apply, and the Messages API's headers (its key goes in x-api-key).
+ */
+static int finish_endpoint(sg_config_t *cfg, parse_state_t *st)
+{
+    json_t *shape = json_object_get(st->extra, "rankings");
+    if (shape && st->rankings_generic) {
+        if (!json_is_string(shape) ||
+            (strcmp(json_string_value(shape), "tei") != 0 && strcmp(json_string_value(shape), "nim") != 0))
+            return fail("extra-inputs", "rankings takes tei or nim (the shape of --endpoint-type rankings)");
+        if (strcmp(json_string_value(shape), "tei") == 0)
+            cfg->endpoint_type = SG_OAI_RANK_TEI;
+        json_object_del(st->extra, "rankings");
+    }
+    const sg_endpoint_t *ep = sg_endpoint(cfg->endpoint_type);
+    if (cfg->streaming && !ep->streams)
+        return fail("streaming", "%s responses are never streamed: leave --streaming out", ep->name);
+    if (cfg->batch_size > 1 && !ep->batch)
+        return fail("batch-size",
+                    "applies to embeddings (inputs per request) and rankings (passages per query), not to %s",
+                    ep->name);
+    if (st->osl_given && !ep->output)
+        return fail("output-tokens-mean", "%s responses generate no tokens: leave it out", ep->name);
+    if (cfg->endpoint_type == SG_OAI_MESSAGES) {
+        if (!has_header(cfg, "anthropic-version")) {
+            char *line = strdup("anthropic-version: 2023-06-01");
+            int rc = line ? push_header(cfg, line) : oom();
+            if (rc)
+                return rc;
+        }
+        if (st->api_key) {
+            if (has_header(cfg, "x-api-key"))
+                return fail("api-key", "an x-api-key header is also given with -H; keep one of them");
+            size_t len = strlen("x-api-key: ") + strlen(st->api_key) + 1;
+            char *line = malloc(len);
+            if (!line)
+                return oom();
+            snprintf(line, len, "x-api-key: %s", st->api_key);
+            int rc = push_header(cfg, line);
+            if (rc)
+                return rc;
+            st->api_key = NULL; /* not also as a bearer token */
+        }
+    }
+    return 0;
+}
+
 /* Everything that depends on more than one flag, once all are in. */
 static int finish(sg_config_t *cfg, parse_state_t *st)
 {
@@ -1461,6 +1510,11 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     rc = finish_ignore_eos(cfg, st);
     if (rc)
         return rc;
+    if (!cfg->triton) {
+        rc = finish_endpoint(cfg, st);
+        if (rc)
+            return rc;
+    }
 
     if (!cfg->url) {
         rc = parse_url(cfg, cfg->triton ? DEFAULT_TRITON_URL : DEFAULT_URL);
@@ -1470,10 +1524,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     /* The OpenAI SDK's base URL ends in /v1 (http://host:8000/v1): the API's paths then follow it directly. */
     size_t blen = strlen(cfg->base_path);
     bool v1_base = blen >= 3 && strcmp(cfg->base_path + blen - 3, "/v1") == 0;
-    const char *endpoint = st->endpoint                        ? st->endpoint
-                           : cfg->endpoint_type == SG_OAI_CHAT ? "v1/chat/completions"
-                                                               : "v1/completions";
-    if (!st->endpoint && v1_base)
+    const sg_endpoint_t *ep = sg_endpoint(cfg->endpoint_type);
+    const char *endpoint = st->endpoint ? st->endpoint : cfg->streaming && ep->stream_path ? ep->stream_path : ep->path;
+    if (!st->endpoint && v1_base && strncmp(endpoint, "v1/", 3) == 0)
         endpoint += 3;
     cfg->endpoint_given = st->endpoint != NULL;
     size_t plen = strlen(cfg->base_path) + 1 + strlen(endpoint) + 1;
@@ -1671,9 +1724,8 @@ char *sg_config_run_name(const sg_config_t *cfg)
     }
     /* GenAI-Perf: <model>-openai-<endpoint type>-<load>, or <model>-triton-<backend>-<load> */
     const char *kind = cfg->triton ? "-triton-" : "-openai-";
-    const char *type = cfg->triton ? sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend)
-                       : cfg->endpoint_type == SG_OAI_COMPLETIONS ? "completions"
-                                                                  : "chat";
+    const char *type =
+        cfg->triton ? sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend) : sg_endpoint(cfg->endpoint_type)->name;
     /* GenAI-Perf: the first model, "_multi" when there are several, '/' made '_' to stay one directory */
     const char *multi = cfg->n_models > 1 ? "_multi" : "";
     size_t len = strlen(cfg->models[0]) + strlen(multi) + strlen(kind) + strlen(type) + 1 + strlen(load) + 1;
@@ -1736,13 +1788,12 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "url", cfg->url ? json_string(cfg->url) : json_null());
     json_object_set_new(o, "service_kind", json_string(cfg->triton ? "triton" : "openai"));
     json_object_set_new(o, "endpoint_type",
-                        json_string(cfg->triton                                ? "kserve"
-                                    : cfg->endpoint_type == SG_OAI_COMPLETIONS ? "completions"
-                                                                               : "chat"));
+                        json_string(cfg->triton ? "kserve" : sg_endpoint(cfg->endpoint_type)->name));
     if (cfg->triton)
         json_object_set_new(o, "backend", json_string(sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend)));
     json_object_set_new(o, "endpoint", cfg->endpoint_path ? json_string(cfg->endpoint_path) : json_null());
     json_object_set_new(o, "streaming", json_boolean(cfg->streaming));
+    json_object_set_new(o, "batch_size", json_integer(cfg->batch_size));
     json_object_set_new(o, "http2", json_boolean(cfg->http2));
     json_object_set_new(o, "max_connections", cfg->max_connections ? json_integer(cfg->max_connections) : json_null());
     json_object_set_new(o, "headers", headers);
@@ -1873,11 +1924,14 @@ void sg_config_usage(FILE *out)
                  "      --backend {tensorrtllm,vllm}\n"
                  "                                triton: the model's input tensors, as GenAI-Perf sends them\n"
                  "                                (default: tensorrtllm)\n"
-                 "      --endpoint-type {chat,completions,kserve}\n"
-                 "                                OpenAI API to call (default: chat); kserve is --service-kind\n"
-                 "                                triton; embeddings and rankings are not supported yet\n"
+                 "      --endpoint-type TYPE      API to call (default: chat): chat, completions, embeddings,\n"
+                 "                                rankings (NIM; nim_rankings), hf_tei_rankings,\n"
+                 "                                cohere_rankings, responses (OpenAI Responses), messages\n"
+                 "                                (Anthropic), generate (TGI); kserve is --service-kind triton\n"
+                 "                                (docs/endpoints.md)\n"
                  "      --endpoint PATH           path after the URL's base path, leading / optional\n"
-                 "                                (default: v1/chat/completions, or v1/completions)\n"
+                 "                                (default: the type's, e.g. v1/chat/completions)\n"
+                 "  -b, --batch-size N            inputs per embeddings request, passages per rankings query (1)\n"
                  "      --streaming               ask for streamed (SSE) responses: needed for time to first\n"
                  "                                token and inter-token latency\n"
                  "      --http2                   HTTP/2: h2c (prior knowledge) on http://, h2 required through\n"
@@ -2079,6 +2133,6 @@ void sg_config_usage(FILE *out)
                  "Not supported (GenAI-Perf and perf_analyzer flags): --measurement-interval/-p and\n"
                  "  --stability-percentage/-s (surge measures --request-count requests or --benchmark-duration\n"
                  "  seconds, once),\n"
-                 "  --input-dataset (download the data and give it with --input-file), --batch-size, and\n"
+                 "  --input-dataset (download the data and give it with --input-file), and\n"
                  "  arguments after -- (there is no perf_analyzer behind surge).\n");
 }

@@ -353,6 +353,7 @@ static int prepare_workload(profile_t *p)
         .path = cfg->endpoint_path,
         .headers = (const char *const *)cfg->headers,
         .kind = cfg->endpoint_type,
+        .batch_size = cfg->batch_size,
         .models = (const char *const *)cfg->models,
         .n_models = cfg->n_models,
         .model_strategy = (int)cfg->model_strategy,
@@ -1099,7 +1100,7 @@ static void hint_not_found(const profile_t *p, const point_t *pt)
     size_t base_len = strlen(base);
     const char *endpoint = cfg->endpoint_path + (strncmp(cfg->endpoint_path, base, base_len) == 0 ? base_len : 0);
     endpoint += endpoint[0] == '/';
-    const char *type = cfg->endpoint_type == SG_OAI_CHAT ? "chat" : "completions";
+    const char *type = sg_endpoint(cfg->endpoint_type)->name;
     bool v1_base = base_len >= 3 && strcmp(base + base_len - 3, "/v1") == 0;
     fprintf(stderr, "surge: every request got HTTP 404 Not Found from POST %s://%s%s; ", cfg->tls ? "https" : "http",
             cfg->host_header, cfg->endpoint_path);

@@ -31,6 +31,7 @@ typedef struct {
     char *base_path;   /* "" or "/prefix" without trailing slash */
     char *host_header; /* "host:port" */
     sg_oai_kind_t endpoint_type;
+    uint32_t batch_size; /* --batch-size: inputs per embeddings request, passages per rankings query (1) */
     char *endpoint_path; /* full request path, e.g. "/v1/chat/completions" (base_path + endpoint) */
     bool endpoint_given; /* --endpoint named the endpoint; else the type's default (after a /v1 base: without v1/) */
     bool streaming;

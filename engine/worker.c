@@ -198,6 +198,8 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     rec->event_us = r->events;
     rec->osl_tokenizer = -1; /* counted after the run, from the log */
     sg_record_settle_osl(rec);
+    if (rec->reasoning_tokens == 0 && rec->err_class == SG_ERRC_NONE)
+        rec->reasoning_tokens = rec->reasoning_events; /* no usage said: one token per event, as OSL */
     rec->has_text = w->keep_text && !rec->warmup && !r->text_lost && rec->err_class == SG_ERRC_NONE;
     rec->text = r->text;
     rec->text_len = rec->has_text ? r->text_len : 0;
@@ -254,6 +256,7 @@ static void new_request(sg_worker_t *w, int64_t intended)
     rec->max_tokens = r->payload->max_tokens;
     rec->isl_server = -1;
     rec->osl_server = -1;
+    rec->no_output = !w->cfg->triton && !sg_endpoint(w->cfg->endpoint_type)->output;
     rec->streaming = r->payload->streaming; /* what was asked; the response's head says what it is */
     rec->intended_ns = intended;
     rec->warmup = k < w->warmup_quota;

@@ -41,6 +41,51 @@ void wk_apply_decoded(sg_req_t *r, const sg_oai_result_t *res)
         r->rec.osl_server = (int32_t)res->completion_tokens;
     if (res->prompt_tokens >= 0)
         r->rec.isl_server = (int32_t)res->prompt_tokens;
+    if (res->reasoning_tokens >= 0)
+        r->rec.reasoning_tokens = res->reasoning_tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)res->reasoning_tokens;
+}
+
+/* The start of a body for a message, printable. */
+static void body_sample(char *out, size_t cap, const char *body, size_t len)
+{
+    size_t n = len < cap - 1 ? len : cap - 1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (body[i] >= 32 && body[i] < 127) ? body[i] : ' ';
+    out[n] = 0;
+}
+
+/*
+ * A whole body that is not the endpoint's shape (a server answering another API at this path), or embeddings
+ * that do not answer every input: the request failed, and the message says how.
+ */
+static bool wrong_shape(resp_t *c, sg_req_t *r, const sg_oai_result_t *res)
+{
+    const sg_config_t *cfg = c->w->cfg;
+    const sg_endpoint_t *ep = sg_endpoint(cfg->endpoint_type);
+    if (!res->recognized) {
+        char sample[64];
+        body_sample(sample, sizeof sample, c->body ? c->body : "", c->body_len);
+        wk_set_error(r, SG_ERRC_PROTOCOL, "not a %s response (another API answers at this path?): %s", ep->name,
+                     sample);
+        return true;
+    }
+    if (cfg->endpoint_type == SG_OAI_EMBEDDINGS && res->items < (int64_t)r->payload->inputs) {
+        wk_set_error(r, SG_ERRC_PROTOCOL, "%lld embeddings for %u inputs", (long long)res->items, r->payload->inputs);
+        return true;
+    }
+    return false;
+}
+
+/* A content event: its time, and whether it is the first that is not reasoning. */
+static int content_event(sg_req_t *r, const sg_oai_result_t *res)
+{
+    if (res->content.len > 0) {
+        if (r->rec.first_output_ns == 0)
+            r->rec.first_output_ns = wk_t_recv_ns;
+    } else {
+        r->rec.reasoning_events++;
+    }
+    return wk_add_content_event(r, wk_t_recv_ns);
 }
 
 /* --tokenizer: append a raw (escaped) JSON string's decoded bytes (or plain bytes) to the request's output text. */
@@ -138,10 +183,11 @@ static int on_sse_event(void *ud, const sg_sse_event_t *ev)
                      res.error_message.base ? res.error_message.base : "");
         return 0;
     }
+    r->shape_seen |= res.recognized;
     wk_apply_decoded(r, &res);
     if (res.content.len > 0 || res.reasoning.len > 0) {
         wk_capture_text(c->w, r, &res);
-        return wk_add_content_event(r, wk_t_recv_ns);
+        return content_event(r, &res);
     }
     return 0;
 }
@@ -201,10 +247,7 @@ static void finish_error_body(resp_t *c, sg_req_t *r)
                  (int)(res.error_message.len > 100 ? 100 : res.error_message.len), res.error_message.base);
     } else if (c->body_len) {
         char sample[80];
-        size_t n = c->body_len < sizeof(sample) - 1 ? c->body_len : sizeof(sample) - 1;
-        for (size_t i = 0; i < n; i++)
-            sample[i] = (c->body[i] >= 32 && c->body[i] < 127) ? c->body[i] : ' ';
-        sample[n] = 0;
+        body_sample(sample, sizeof sample, c->body, c->body_len);
         snprintf(r->rec.err_msg, sizeof(r->rec.err_msg), "HTTP %d: %s", r->rec.http_status, sample);
     }
 }
@@ -220,6 +263,9 @@ int wk_on_complete(void *ud)
         if (c->event_stream) {
             if (sg_sse_pending(&c->sse))
                 wk_set_error(r, SG_ERRC_PROTOCOL, "stream ended inside an SSE event");
+            else if (!r->shape_seen && c->w->cfg->endpoint_type >= SG_OAI_EMBEDDINGS)
+                wk_set_error(r, SG_ERRC_PROTOCOL, "no event of a %s stream came (another API answers at this path?)",
+                             sg_endpoint(c->w->cfg->endpoint_type)->name);
         } else {
             sg_oai_result_t res;
             if (sg_oai_decode(c->w->cfg->endpoint_type, c->body ? c->body : "", c->body_len, &res) < 0) {
@@ -228,7 +274,7 @@ int wk_on_complete(void *ud)
                 wk_set_error(r, SG_ERRC_SERVER, "server error: %.*s",
                              (int)(res.error_message.len > 100 ? 100 : res.error_message.len),
                              res.error_message.base ? res.error_message.base : "");
-            } else {
+            } else if (!wrong_shape(c, r, &res)) {
                 wk_apply_decoded(r, &res);
                 if (res.content.len > 0 || res.reasoning.len > 0) {
                     rec->content_events = 1;

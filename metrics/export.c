@@ -25,8 +25,17 @@ static const struct {
 /* Distributions with data, in table order (the enum's). */
 static bool exported(const sg_metrics_t *m, sg_metric_id_t id)
 {
-    /* the data decides: a stream's metrics appear when some response was a stream, whatever the flags said */
+    /* the data decides: a stream's metrics appear when some response was a stream, whatever the flags said; the
+     * time to first output token when some response reasoned first (else it is the TTFT again) */
+    if (id == SG_M_TTFO && sg_hist_count(sg_metrics_hist(m, SG_M_REASONING)) == 0)
+        return false;
     return sg_hist_count(sg_metrics_hist(m, id)) > 0;
+}
+
+/* Some response generated tokens, or none succeeded: an embeddings or rankings run has no output rows. */
+static bool generated(const sg_metrics_t *m)
+{
+    return sg_metrics_ok(m) == 0 || exported(m, SG_M_OSL);
 }
 
 static double stat_avg(const sg_metrics_t *m, sg_metric_id_t id)
@@ -151,8 +160,19 @@ void sg_error_group_label(const sg_error_group_t *g, char *buf, size_t cap)
  * output finds the rows where they were), surge's own after them.
  */
 static const sg_metric_id_t display_order[] = {
-    SG_M_TTFT, SG_M_TTST,           SG_M_LATENCY,           SG_M_ITL,         SG_M_TOKENS_PER_USER, SG_M_OSL,
-    SG_M_ISL,  SG_M_TTFT_FROM_SEND, SG_M_LATENCY_FROM_SEND, SG_M_INTER_CHUNK, SG_M_SCHEDULE_LAG,
+    SG_M_TTFT,
+    SG_M_TTST,
+    SG_M_TTFO,
+    SG_M_LATENCY,
+    SG_M_ITL,
+    SG_M_TOKENS_PER_USER,
+    SG_M_OSL,
+    SG_M_REASONING,
+    SG_M_ISL,
+    SG_M_TTFT_FROM_SEND,
+    SG_M_LATENCY_FROM_SEND,
+    SG_M_INTER_CHUNK,
+    SG_M_SCHEDULE_LAG,
 };
 _Static_assert(SG_ARRAY_LEN(display_order) == SG_M__COUNT, "every metric has a place in the table");
 
@@ -233,9 +253,12 @@ static size_t table_rows(row_t *rows, const sg_metrics_t *m, const sg_run_info_t
         if (exported(m, display_order[i]))
             dist_row(&rows[n++], m, display_order[i]);
     uint64_t out_tok = sg_metrics_output_tokens(m), in_tok = sg_metrics_input_tokens(m);
-    value_row(&rows[n++], "Output token throughput (tokens/sec)", per_sec(out_tok, duration), 2);
+    bool output = generated(m);
+    if (output)
+        value_row(&rows[n++], "Output token throughput (tokens/sec)", per_sec(out_tok, duration), 2);
     value_row(&rows[n++], "Input token throughput (tokens/sec)", per_sec(in_tok, duration), 2);
-    value_row(&rows[n++], "Total token throughput (tokens/sec)", per_sec(out_tok + in_tok, duration), 2);
+    if (output)
+        value_row(&rows[n++], "Total token throughput (tokens/sec)", per_sec(out_tok + in_tok, duration), 2);
     value_row(&rows[n++], "Request throughput (per sec)", per_sec(sg_metrics_ok(m), duration), 2);
     if (info && info->has_slos)
         value_row(&rows[n++], "Goodput (per sec)", per_sec(sg_metrics_good(m), duration), 2);
@@ -352,6 +375,8 @@ static const char *unmeasurable_reason(sg_metric_id_t id)
     case SG_M_TTFT:
     case SG_M_TTFT_FROM_SEND:
         return "no content event";
+    case SG_M_TTFO:
+        return "no content event after the reasoning";
     case SG_M_TTST:
     case SG_M_INTER_CHUNK:
         return "fewer than 2 content events";
@@ -514,9 +539,10 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
         fprintf(out, "Note: %" PRIu64 " values past the histogram range were clamped to its maximum\n", clamped);
     if (info && info->interrupted)
         fputs("Run INTERRUPTED: results cover what completed before SIGINT\n", out);
-    fprintf(out, "Output sequence length source: usage %" PRIu64 ", tokenizer %" PRIu64 ", events %" PRIu64 "\n",
-            sg_metrics_osl_source_count(m, SG_OSL_USAGE), sg_metrics_osl_source_count(m, SG_OSL_TOKENIZER),
-            sg_metrics_osl_source_count(m, SG_OSL_EVENTS));
+    if (generated(m))
+        fprintf(out, "Output sequence length source: usage %" PRIu64 ", tokenizer %" PRIu64 ", events %" PRIu64 "\n",
+                sg_metrics_osl_source_count(m, SG_OSL_USAGE), sg_metrics_osl_source_count(m, SG_OSL_TOKENIZER),
+                sg_metrics_osl_source_count(m, SG_OSL_EVENTS));
     put_osl_compare(out, m, info);
     sg_len_cmp_t c;
     sg_metrics_isl_cmp(m, &c);

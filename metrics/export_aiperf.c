@@ -127,8 +127,13 @@ static char *ok_metrics(char *p, const sg_record_t *r)
     p = metric_int(p, "input_sequence_length", r->isl, "tokens");
     p = metric_ms(p, r, SG_M_TTFT);
     p = metric_ms(p, r, SG_M_TTST);
+    if (r->reasoning_tokens > 0)
+        p = metric_ms(p, r, SG_M_TTFO);
     p = metric_ms(p, r, SG_M_LATENCY);
-    p = metric_int(p, "output_sequence_length", r->osl, "tokens");
+    if (!r->no_output)
+        p = metric_int(p, "output_sequence_length", r->osl, "tokens");
+    if (r->reasoning_tokens > 0)
+        p = metric_int(p, "reasoning_token_count", r->reasoning_tokens, "tokens");
     p = metric_ms(p, r, SG_M_ITL);
     double tps;
     /* all tokens at one instant has no finite rate: left out, as the summary cannot hold it either */

@@ -48,6 +48,8 @@ static const struct {
     [SG_M_TTFT_FROM_SEND] = {"time_to_first_token_from_send", "Time to first token from send",
                              "Time to first token from send (ms)", "ms", TIME_MAX_NS},
     [SG_M_TTST] = {"time_to_second_token", "Time to second token", "Time to second token (ms)", "ms", TIME_MAX_NS},
+    [SG_M_TTFO] = {"time_to_first_output_token", "Time to first output token", "Time to first output token (ms)", "ms",
+                   TIME_MAX_NS},
     [SG_M_ITL] = {"inter_token_latency", "Inter token latency", "Inter token latency (ms)", "ms", TIME_MAX_NS},
     [SG_M_INTER_CHUNK] = {"inter_chunk_latency", "Inter chunk latency", "Inter chunk latency (ms)", "ms", TIME_MAX_NS},
     [SG_M_LATENCY] = {"request_latency", "Request latency", "Request latency (ms)", "ms", TIME_MAX_NS},
@@ -58,6 +60,8 @@ static const struct {
                   TOKENS_MAX},
     [SG_M_ISL] = {"input_sequence_length", "Input sequence length", "Input sequence length (tokens)", "tokens",
                   TOKENS_MAX},
+    [SG_M_REASONING] = {"reasoning_token_count", "Reasoning token count", "Reasoning token count (tokens)", "tokens",
+                        TOKENS_MAX},
     [SG_M_TOKENS_PER_USER] = {"output_token_throughput_per_user", "Output token throughput per user",
                               "Output token throughput per user (tokens/sec/user)", "tokens/sec/user", MILLI_TPS_MAX},
 };
@@ -93,6 +97,7 @@ bool sg_metric_streamed_only(sg_metric_id_t id)
     case SG_M_TTFT:
     case SG_M_TTFT_FROM_SEND:
     case SG_M_TTST:
+    case SG_M_TTFO:
     case SG_M_ITL:
     case SG_M_INTER_CHUNK:
     case SG_M_TOKENS_PER_USER:
@@ -243,15 +248,12 @@ static const struct {
     const char *name;
     sg_metric_id_t id;
 } metric_aliases[] = {
-    {"ttft", SG_M_TTFT},
-    {"tpot", SG_M_ITL},
-    {"itl", SG_M_ITL},
-    {"e2el", SG_M_LATENCY},
+    {"ttft", SG_M_TTFT}, {"tpot", SG_M_ITL}, {"itl", SG_M_ITL}, {"e2el", SG_M_LATENCY}, {"ttfo", SG_M_TTFO},
 };
 
 bool sg_metric_slo_ok(sg_metric_id_t id)
 {
-    return valid_id(id) && id != SG_M_OSL && id != SG_M_ISL;
+    return valid_id(id) && id != SG_M_OSL && id != SG_M_ISL && id != SG_M_REASONING;
 }
 
 int sg_metric_find(const char *name, size_t len, sg_metric_id_t *out)
@@ -329,7 +331,13 @@ bool sg_record_metric(const sg_record_t *r, sg_metric_id_t id, double *value)
         return sent;
     case SG_M_OSL:
         *value = r->osl;
-        return true;
+        return !r->no_output;
+    case SG_M_REASONING:
+        *value = r->reasoning_tokens;
+        return r->reasoning_tokens > 0;
+    case SG_M_TTFO:
+        *value = (double)nonneg(r->first_output_ns - r->intended_ns);
+        return r->first_output_ns != 0;
     case SG_M_ISL:
         *value = r->isl;
         return true;
@@ -399,14 +407,25 @@ void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
         value[SG_M_LATENCY_FROM_SEND] = (double)from_send, have[SG_M_LATENCY_FROM_SEND] = true;
         value[SG_M_SCHEDULE_LAG] = (double)lag, have[SG_M_SCHEDULE_LAG] = true;
     }
-    sg_hist_record(m->hist[SG_M_OSL], r->osl);
     sg_hist_record(m->hist[SG_M_ISL], r->isl);
-    value[SG_M_OSL] = r->osl, have[SG_M_OSL] = true;
     value[SG_M_ISL] = r->isl, have[SG_M_ISL] = true;
-    m->output_tokens += r->osl;
     m->input_tokens += r->isl;
-    if (r->osl_source < SG_ARRAY_LEN(m->osl_source))
-        m->osl_source[r->osl_source]++;
+    if (!r->no_output) {
+        sg_hist_record(m->hist[SG_M_OSL], r->osl);
+        value[SG_M_OSL] = r->osl, have[SG_M_OSL] = true;
+        m->output_tokens += r->osl;
+        if (r->osl_source < SG_ARRAY_LEN(m->osl_source))
+            m->osl_source[r->osl_source]++;
+    }
+    if (r->reasoning_tokens > 0) {
+        sg_hist_record(m->hist[SG_M_REASONING], r->reasoning_tokens);
+        value[SG_M_REASONING] = r->reasoning_tokens, have[SG_M_REASONING] = true;
+    }
+    if (r->first_output_ns) {
+        uint64_t ttfo = nonneg(r->first_output_ns - r->intended_ns);
+        sg_hist_record(m->hist[SG_M_TTFO], ttfo);
+        value[SG_M_TTFO] = (double)ttfo, have[SG_M_TTFO] = true;
+    }
     if (r->osl_server >= 0 && r->osl_tokenizer >= 0)
         cmp_add(&m->osl_cmp, r->osl_server, r->osl_tokenizer);
     if (r->isl_server >= 0)

@@ -40,7 +40,8 @@
 #define FLAG_WARMUP 2u
 #define FLAG_TEXT 4u /* output text follows the events */
 #define FLAG_RESENT 8u
-#define FLAG_ALL 15u
+#define FLAG_NO_OUTPUT 16u
+#define FLAG_ALL 31u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 
@@ -79,9 +80,12 @@ struct wire_rec {
     uint64_t response_bytes;
     uint32_t text_len;
     int32_t osl_tokenizer;
+    int64_t first_output_ns;
+    uint32_t reasoning_tokens;
+    uint32_t reasoning_events;
 };
 _Static_assert(sizeof(struct file_header) == 16, "file header layout");
-_Static_assert(sizeof(struct wire_rec) == 128, "record header layout");
+_Static_assert(sizeof(struct wire_rec) == 144, "record header layout");
 
 struct sg_reclog {
     int fd;
@@ -173,8 +177,9 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         .http_status = r->http_status,
         .err_class = r->err_class,
         .osl_source = r->osl_source,
-        .flags = (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) |
-                           (has_text ? FLAG_TEXT : 0) | (r->resent ? FLAG_RESENT : 0)),
+        .flags =
+            (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
+                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0)),
         .isl = r->isl,
         .isl_server = r->isl_server,
         .osl = r->osl,
@@ -186,6 +191,9 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         .response_bytes = r->response_bytes,
         .text_len = text_len,
         .osl_tokenizer = r->osl_tokenizer,
+        .first_output_ns = r->first_output_ns,
+        .reasoning_tokens = r->reasoning_tokens,
+        .reasoning_events = r->reasoning_events,
     };
     /* Small records are copied whole into the buffer; a long event list streams through it in pieces. */
     if (put(l, &w, sizeof(w)) || put(l, r->err_msg, w.msg_len) ||
@@ -341,6 +349,10 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.model = w->model;
     r.streaming = w->flags & FLAG_STREAMING;
     r.resent = w->flags & FLAG_RESENT;
+    r.no_output = w->flags & FLAG_NO_OUTPUT;
+    r.first_output_ns = w->first_output_ns;
+    r.reasoning_tokens = w->reasoning_tokens;
+    r.reasoning_events = w->reasoning_events;
     r.warmup = w->flags & FLAG_WARMUP;
     r.intended_ns = w->intended_ns;
     r.sent_ns = w->sent_ns;
@@ -586,13 +598,17 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     PUT_REL_NS(p, "first_byte_ns", w->first_byte_ns, base);
     PUT_REL_NS(p, "first_token_ns", w->first_token_ns, base);
     PUT_REL_NS(p, "second_token_ns", w->second_token_ns, base);
+    PUT_REL_NS(p, "first_output_token_ns", w->first_output_ns, base);
     PUT_REL_NS(p, "end_ns", w->end_ns, base);
     PUT_MS(p, "schedule_lag_ms", w->sent_ns != 0, w->sent_ns - w->intended_ns);
     PUT_MS(p, "time_to_first_token_ms", w->first_token_ns != 0, w->first_token_ns - w->intended_ns);
     PUT_MS(p, "request_latency_ms", w->end_ns != 0, w->end_ns - w->intended_ns);
     PUT_OPT_INT(p, "input_sequence_length", true, w->isl);
     PUT_OPT_INT(p, "input_sequence_length_server", w->isl_server != -1, w->isl_server);
+    if (w->flags & FLAG_NO_OUTPUT)
+        SG_PUT_LIT(p, ",\"no_output\":true");
     PUT_OPT_INT(p, "output_sequence_length", true, w->osl);
+    PUT_OPT_INT(p, "reasoning_tokens", w->reasoning_tokens > 0, w->reasoning_tokens);
     switch ((sg_osl_source_t)w->osl_source) { /* checked by next_rec */
     case SG_OSL_USAGE:
         SG_PUT_LIT(p, ",\"osl_source\":\"usage\"");

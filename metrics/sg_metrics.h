@@ -4,6 +4,7 @@
  *
  * Definitions (docs/metrics.md has the full text):
  *   ttft = first_token - intended; ttft_from_send = first_token - sent; ttst = second_token - first_token;
+ *   ttfo = first_output - intended (the first content that is not reasoning);
  *   request_latency = end - intended; request_latency_from_send = end - sent; schedule_lag = sent - intended;
  *   itl = (request_latency - ttft) / (osl - 1) for osl >= 2; inter_chunk = gaps between content events;
  *   output_token_throughput_per_user = 1e9 / itl_ns tokens/s.
@@ -27,6 +28,7 @@ typedef enum {
     SG_M_TTFT = 0,
     SG_M_TTFT_FROM_SEND,
     SG_M_TTST,
+    SG_M_TTFO, /* time to first output token: the first content that is not reasoning */
     SG_M_ITL,
     SG_M_INTER_CHUNK,
     SG_M_LATENCY,
@@ -34,6 +36,7 @@ typedef enum {
     SG_M_SCHEDULE_LAG,
     SG_M_OSL,
     SG_M_ISL,
+    SG_M_REASONING,       /* reasoning tokens per response */
     SG_M_TOKENS_PER_USER, /* recorded in milli-tokens/s */
     SG_M__COUNT
 } sg_metric_id_t;

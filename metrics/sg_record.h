@@ -56,18 +56,22 @@ typedef struct {
     int64_t first_token_ns;  /* first non-empty content event (streaming only) */
     int64_t second_token_ns; /* second content event (streaming only) */
     int64_t end_ns;          /* end of response ([DONE] or last byte), or when the error was detected */
+    int64_t first_output_ns; /* first content event that was not reasoning (streaming only) */
 
-    int32_t http_status;     /* 0 when no response head arrived */
-    uint8_t err_class;       /* sg_err_class_t */
-    uint8_t osl_source;      /* sg_osl_source_t */
-    uint32_t isl;            /* client-side prompt tokens */
-    int32_t isl_server;      /* usage.prompt_tokens, -1 when absent */
-    uint32_t osl;            /* output tokens by osl_source */
-    int32_t osl_server;      /* usage.completion_tokens, -1 when absent */
-    int32_t osl_tokenizer;   /* client tokenizer count of the output text, -1 when not counted */
-    uint32_t max_tokens;     /* asked of the server, 0 when not asked */
-    uint32_t content_events; /* SSE events that carried content */
-    uint64_t response_bytes; /* body bytes received */
+    int32_t http_status;       /* 0 when no response head arrived */
+    uint8_t err_class;         /* sg_err_class_t */
+    uint8_t osl_source;        /* sg_osl_source_t */
+    uint32_t isl;              /* client-side prompt tokens */
+    int32_t isl_server;        /* usage.prompt_tokens, -1 when absent */
+    uint32_t osl;              /* output tokens by osl_source */
+    int32_t osl_server;        /* usage.completion_tokens, -1 when absent */
+    int32_t osl_tokenizer;     /* client tokenizer count of the output text, -1 when not counted */
+    uint32_t max_tokens;       /* asked of the server, 0 when not asked */
+    uint32_t content_events;   /* SSE events that carried content (reasoning included) */
+    uint32_t reasoning_events; /* of those, the ones that carried reasoning text only */
+    uint32_t reasoning_tokens; /* usage's reasoning_tokens, else the reasoning events; 0: none (or not said) */
+    bool no_output;            /* the endpoint generates nothing (embeddings, rankings): no OSL, no output metrics */
+    uint64_t response_bytes;   /* body bytes received */
 
     /* Content-event times as microsecond offsets from first_token_ns (event 0 is 0). Owned by the worker. */
     const uint32_t *event_us;

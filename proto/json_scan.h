@@ -334,4 +334,36 @@ static SG_JS_INLINE bool sg_js_key_is(const sg_js_t *js, sg_slice_t key, const c
 }
 #define SG_JS_KEY(js, key, lit) sg_js_key_is((js), (key), (lit), sizeof(lit) - 1)
 
+/* Typed reads: a value of another type is skipped and reported absent (*present false). */
+static SG_JS_INLINE int sg_js_read_string(sg_js_t *js, sg_slice_t *out, bool *present)
+{
+    *present = false;
+    if (sg_js_peek(js) != '"')
+        return sg_js_skip(js);
+    int rc = sg_js_string(js, out);
+    *present = rc == 0;
+    return rc;
+}
+
+/* An integer; a fraction, an exponent or another type reads as absent. */
+static SG_JS_INLINE int sg_js_read_int(sg_js_t *js, int64_t *out, bool *present)
+{
+    int c = sg_js_peek(js);
+    *present = false;
+    if (c != '-' && (c < '0' || c > '9'))
+        return sg_js_skip(js);
+    bool is_int = false;
+    int rc = sg_js_number(js, out, &is_int);
+    *present = is_int;
+    return rc;
+}
+
+/* true/false; anything else (null included) reads as false. */
+static SG_JS_INLINE int sg_js_read_bool(sg_js_t *js, bool *out)
+{
+    int c = sg_js_peek(js);
+    *out = c == 't';
+    return sg_js_skip(js);
+}
+
 #endif

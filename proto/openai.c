@@ -6,41 +6,11 @@
  */
 #include "sg_openai.h"
 #include "json_scan.h"
+#include "oai_int.h"
 
 #include <string.h>
 
 static const sg_slice_t empty = {"", 0};
-
-/* Typed reads: a value of another type is skipped and reported absent. */
-static int read_string(sg_js_t *js, sg_slice_t *out, bool *present)
-{
-    *present = false;
-    if (sg_js_peek(js) != '"')
-        return sg_js_skip(js);
-    int rc = sg_js_string(js, out);
-    *present = rc == 0;
-    return rc;
-}
-
-static int read_int(sg_js_t *js, int64_t *out, bool *present)
-{
-    int c = sg_js_peek(js);
-    *present = false;
-    if (c != '-' && (c < '0' || c > '9'))
-        return sg_js_skip(js);
-    bool is_int = false;
-    int rc = sg_js_number(js, out, &is_int);
-    *present = is_int;
-    return rc;
-}
-
-/* true/false; anything else (null included) reads as false. */
-static int read_bool(sg_js_t *js, bool *out)
-{
-    int c = sg_js_peek(js);
-    *out = c == 't';
-    return sg_js_skip(js);
-}
 
 /* ---------- responses ---------- */
 
@@ -67,7 +37,7 @@ typedef struct {
 static int read_string_bit(sg_js_t *js, sg_slice_t *out, unsigned *have, unsigned bit)
 {
     bool present;
-    int rc = read_string(js, out, &present);
+    int rc = sg_js_read_string(js, out, &present);
     *have = present ? *have | bit : *have & ~bit;
     return rc;
 }
@@ -111,7 +81,7 @@ static int parse_choice(sg_js_t *js, choice_t *ch)
             } else {
                 int64_t idx;
                 bool is_int;
-                rc = read_int(js, &idx, &is_int);
+                rc = sg_js_read_int(js, &idx, &is_int);
                 ch->index_ok = is_int && idx == 0;
             }
         } else if (SG_JS_KEY(js, key, "delta")) {
@@ -149,24 +119,19 @@ static int parse_choices(sg_js_t *js, choice_t *chosen, bool *found)
     return rc;
 }
 
-static int parse_usage(sg_js_t *js, sg_oai_result_t *out)
+int sg_oai_parse_usage_details(sg_js_t *js, int64_t *reasoning_tokens)
 {
-    out->prompt_tokens = -1;
-    out->completion_tokens = -1;
+    *reasoning_tokens = -1;
     if (sg_js_peek(js) != '{')
         return sg_js_skip(js);
     int rc = sg_js_obj_begin(js), n = 0;
     sg_slice_t key;
     bool present;
     while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
-        if (SG_JS_KEY(js, key, "prompt_tokens")) {
-            rc = read_int(js, &out->prompt_tokens, &present);
+        if (SG_JS_KEY(js, key, "reasoning_tokens")) {
+            rc = sg_js_read_int(js, reasoning_tokens, &present);
             if (!present)
-                out->prompt_tokens = -1;
-        } else if (SG_JS_KEY(js, key, "completion_tokens")) {
-            rc = read_int(js, &out->completion_tokens, &present);
-            if (!present)
-                out->completion_tokens = -1;
+                *reasoning_tokens = -1;
         } else {
             rc = sg_js_skip(js);
         }
@@ -174,13 +139,35 @@ static int parse_usage(sg_js_t *js, sg_oai_result_t *out)
     return rc;
 }
 
-typedef struct {
-    bool is_error;
-    sg_slice_t message;
-    int64_t code;
-} err_t;
+static int parse_usage(sg_js_t *js, sg_oai_result_t *out)
+{
+    out->prompt_tokens = -1;
+    out->completion_tokens = -1;
+    out->reasoning_tokens = -1;
+    if (sg_js_peek(js) != '{')
+        return sg_js_skip(js);
+    int rc = sg_js_obj_begin(js), n = 0;
+    sg_slice_t key;
+    bool present;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
+        if (SG_JS_KEY(js, key, "prompt_tokens")) {
+            rc = sg_js_read_int(js, &out->prompt_tokens, &present);
+            if (!present)
+                out->prompt_tokens = -1;
+        } else if (SG_JS_KEY(js, key, "completion_tokens")) {
+            rc = sg_js_read_int(js, &out->completion_tokens, &present);
+            if (!present)
+                out->completion_tokens = -1;
+        } else if (SG_JS_KEY(js, key, "completion_tokens_details")) {
+            rc = sg_oai_parse_usage_details(js, &out->reasoning_tokens);
+        } else {
+            rc = sg_js_skip(js);
+        }
+    }
+    return rc;
+}
 
-static int parse_error(sg_js_t *js, err_t *e)
+int sg_oai_parse_error(sg_js_t *js, sg_oai_err_t *e)
 {
     e->is_error = false;
     e->message = empty;
@@ -198,11 +185,11 @@ static int parse_error(sg_js_t *js, err_t *e)
     bool present;
     while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
         if (SG_JS_KEY(js, key, "message")) {
-            rc = read_string(js, &e->message, &present);
+            rc = sg_js_read_string(js, &e->message, &present);
             if (!present)
                 e->message = empty;
         } else if (SG_JS_KEY(js, key, "code")) {
-            rc = read_int(js, &e->code, &present);
+            rc = sg_js_read_int(js, &e->code, &present);
             if (!present)
                 e->code = -1;
         } else {
@@ -244,6 +231,11 @@ static int top_key(const sg_js_t *js, sg_slice_t key)
 
 int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_result_t *out)
 {
+    if (kind != SG_OAI_CHAT && kind != SG_OAI_COMPLETIONS)
+        return sg_api_decode(kind, json, len, out);
+    out->reasoning_tokens = -1;
+    out->items = -1;
+    out->recognized = true;
     out->content = empty;
     out->reasoning = empty;
     out->completion_tokens = -1;
@@ -255,7 +247,7 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
 
     choice_t ch;
     bool have_choice = false;
-    err_t err = {false, {"", 0}, -1};
+    sg_oai_err_t err = {false, {"", 0}, -1};
     /* vLLM's error shape: {"object":"error","message":...,"code":...} at the top level. */
     bool object_is_error = false;
     sg_slice_t top_message = empty;
@@ -275,19 +267,19 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
             rc = parse_usage(&js, out);
             break;
         case K_ERROR:
-            rc = parse_error(&js, &err);
+            rc = sg_oai_parse_error(&js, &err);
             break;
         case K_OBJECT:
-            rc = read_string(&js, &obj, &present);
+            rc = sg_js_read_string(&js, &obj, &present);
             object_is_error = present && SG_JS_EQ(obj, "error");
             break;
         case K_MESSAGE:
-            rc = read_string(&js, &top_message, &present);
+            rc = sg_js_read_string(&js, &top_message, &present);
             if (!present)
                 top_message = empty;
             break;
         case K_CODE:
-            rc = read_int(&js, &top_code, &present);
+            rc = sg_js_read_int(&js, &top_code, &present);
             if (!present)
                 top_code = -1;
             break;
@@ -459,10 +451,10 @@ static int scan_content(sg_js_t *js, uint64_t *words, sg_slice_t *first_text, bo
             if (SG_JS_KEY(js, key, "type")) {
                 sg_slice_t type;
                 bool is_str;
-                rc = read_string(js, &type, &is_str);
+                rc = sg_js_read_string(js, &type, &is_str);
                 is_text = is_str && SG_JS_EQ(type, "text");
             } else if (SG_JS_KEY(js, key, "text")) {
-                rc = read_string(js, &text, &present);
+                rc = sg_js_read_string(js, &text, &present);
             } else {
                 rc = sg_js_skip(js);
             }
@@ -578,19 +570,19 @@ int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai
     sg_slice_t key;
     while (rc == 0 && (rc = sg_js_obj_next(&js, &n, &key)) == 1) {
         if (SG_JS_KEY(&js, key, "model")) {
-            rc = read_string(&js, &out->model, &present);
+            rc = sg_js_read_string(&js, &out->model, &present);
             if (!present)
                 out->model = empty;
         } else if (SG_JS_KEY(&js, key, "max_tokens")) {
-            rc = read_int(&js, &max_tokens, &present);
+            rc = sg_js_read_int(&js, &max_tokens, &present);
             if (!present)
                 max_tokens = -1;
         } else if (SG_JS_KEY(&js, key, "max_completion_tokens")) {
-            rc = read_int(&js, &max_completion_tokens, &present);
+            rc = sg_js_read_int(&js, &max_completion_tokens, &present);
             if (!present)
                 max_completion_tokens = -1;
         } else if (SG_JS_KEY(&js, key, "stream")) {
-            rc = read_bool(&js, &out->stream);
+            rc = sg_js_read_bool(&js, &out->stream);
         } else if (SG_JS_KEY(&js, key, "stream_options")) {
             out->include_usage = false;
             if (sg_js_peek(&js) != '{') {
@@ -601,7 +593,7 @@ int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai
             rc = sg_js_obj_begin(&js);
             while (rc == 0 && (rc = sg_js_obj_next(&js, &m, &key)) == 1) {
                 if (SG_JS_KEY(&js, key, "include_usage"))
-                    rc = read_bool(&js, &out->include_usage);
+                    rc = sg_js_read_bool(&js, &out->include_usage);
                 else
                     rc = sg_js_skip(&js);
             }

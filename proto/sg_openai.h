@@ -33,10 +33,13 @@ typedef struct {
     sg_slice_t reasoning;      /* raw reasoning_content / reasoning (chat), when a server sends it */
     int64_t completion_tokens; /* usage.completion_tokens, -1 when absent */
     int64_t prompt_tokens;     /* usage.prompt_tokens, -1 when absent */
-    bool has_finish_reason;    /* choices[0].finish_reason is a non-null string */
-    bool is_error;             /* top-level "error" object or string present */
-    sg_slice_t error_message;  /* raw error.message (or the error string) when is_error */
-    int64_t error_code;        /* numeric error.code when present, else -1 */
+    int64_t reasoning_tokens; /* usage's reasoning_tokens (completion_tokens_details or output_tokens_details), or -1 */
+    int64_t items;            /* embeddings: data entries; rankings: scores; -1 when the shape's array is absent */
+    bool recognized;          /* the text is the kind's shape (sg_api_decode; always true for chat and completions) */
+    bool has_finish_reason;   /* choices[0].finish_reason is a non-null string */
+    bool is_error;            /* top-level "error" object or string present */
+    sg_slice_t error_message; /* raw error.message (or the error string) when is_error */
+    int64_t error_code;       /* numeric error.code when present, else -1 */
 } sg_oai_result_t;
 
 /*
@@ -54,6 +57,32 @@ typedef struct {
  * Slices point into json; absent ones are an empty non-NULL slice.
  */
 SG_WUR int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_result_t *out);
+
+/*
+ * The other APIs' bodies and stream events (embeddings, rankings, responses, messages, generate; see
+ * docs/endpoints.md), into the same result: content and reasoning text of one event or of a whole response,
+ * usage (prompt/completion tokens under each API's names), items (embeddings, rankings), errors in each API's
+ * error shape. recognized is false when the text is valid JSON but not that API's shape (no "data" array for
+ * embeddings, no known event "type" for responses or messages, ...): the server answers another API. Returns
+ * 0, or SG_EJSON when the text is not JSON. sg_oai_decode calls it for these kinds. Never allocates.
+ */
+SG_WUR int sg_api_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_result_t *out);
+
+/* The endpoint types of --endpoint-type, and what the engine needs to know of each. */
+typedef struct {
+    const char *name;        /* the type's name as surge prints it: chat, embeddings, hf_tei_rankings, ... */
+    const char *path;        /* default path, without a leading slash and before any /v1 base adjustment */
+    const char *stream_path; /* the path when streamed, if another (TGI's generate_stream), else NULL */
+    bool output;             /* responses carry generated tokens (not embeddings, not rankings) */
+    bool streams;            /* --streaming applies */
+    bool batch;              /* --batch-size applies: inputs (embeddings) or passages (rankings) per request */
+} sg_endpoint_t;
+
+const sg_endpoint_t *sg_endpoint(sg_oai_kind_t kind);
+/* --endpoint-type NAME, GenAI-Perf's and AIPerf's names ("kserve" is not one of these: the caller's). 0 or -1. */
+int sg_endpoint_parse(const char *name, sg_oai_kind_t *kind);
+/* "chat, completions, embeddings, ...": the names sg_endpoint_parse takes, for messages. Static. */
+const char *sg_endpoint_names(void);
 
 /* True when an SSE data payload is the OpenAI end marker "[DONE]" (surrounding whitespace allowed). */
 bool sg_oai_is_done(const char *data, size_t len);

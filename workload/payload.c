@@ -55,26 +55,95 @@ static uint32_t draw_length(sg_rng_t *rng, double mean, double stddev, double ca
     return (uint32_t)v;
 }
 
-static json_t *make_body(const sg_workload_spec_t *spec, const char *model, const char *prompt, size_t prompt_len,
+/* One text of a request: a prompt, an input, a query or a passage. */
+typedef struct {
+    const char *s;
+    size_t len;
+} text_t;
+
+/* A JSON array of texts as strings (json_stringn: prompts from files may hold any character, NUL included), or
+ * of {"text": ...} objects. */
+static json_t *text_array(const text_t *t, size_t n, bool objects)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *v = json_stringn(t[i].s, t[i].len);
+        if (v && objects)
+            v = json_pack("{s:o}", "text", v);
+        if (!v || json_array_append_new(a, v) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/*
+ * The body of one request in the endpoint type's shape (docs/endpoints.md). texts[0] is the prompt, the
+ * embeddings' first input or the rankings' query; embeddings take every text as an input, rankings texts[1..]
+ * as passages.
+ */
+static json_t *make_body(const sg_workload_spec_t *spec, const char *model, const text_t *texts, size_t n_texts,
                          uint32_t max_tokens)
 {
-    /* json_stringn: prompts from files may hold any character, NUL included */
-    json_t *text = json_stringn(prompt, prompt_len);
+    json_t *text = json_stringn(texts[0].s, texts[0].len);
     if (!text)
         return NULL;
-    json_t *body;
-    if (spec->kind == SG_OAI_CHAT)
+    json_t *body = NULL;
+    bool stream = spec->streaming;
+    switch (spec->kind) {
+    case SG_OAI_CHAT:
         body = json_pack("{s:s, s:[{s:s, s:o}], s:b}", "model", model, "messages", "role", "user", "content", text,
-                         "stream", (int)spec->streaming);
-    else
-        body = json_pack("{s:s, s:o, s:b}", "model", model, "prompt", text, "stream", (int)spec->streaming);
+                         "stream", (int)stream);
+        break;
+    case SG_OAI_COMPLETIONS:
+        body = json_pack("{s:s, s:o, s:b}", "model", model, "prompt", text, "stream", (int)stream);
+        break;
+    case SG_OAI_EMBEDDINGS:
+        json_decref(text);
+        return json_pack("{s:s, s:o*}", "model", model, "input", text_array(texts, n_texts, false));
+    case SG_OAI_RANK_NIM:
+        return json_pack("{s:s, s:{s:o}, s:o*}", "model", model, "query", "text", text, "passages",
+                         text_array(texts + 1, n_texts - 1, true));
+    case SG_OAI_RANK_TEI:
+        /* TEI serves one model and takes no model member */
+        return json_pack("{s:o, s:o*}", "query", text, "texts", text_array(texts + 1, n_texts - 1, false));
+    case SG_OAI_RANK_COHERE:
+        return json_pack("{s:s, s:o, s:o*}", "model", model, "query", text, "documents",
+                         text_array(texts + 1, n_texts - 1, false));
+    case SG_OAI_RESPONSES:
+        body = json_pack("{s:s, s:[{s:s, s:o}], s:b}", "model", model, "input", "role", "user", "content", text,
+                         "stream", (int)stream);
+        if (body && max_tokens && json_object_set_new(body, "max_output_tokens", json_integer(max_tokens)) != 0) {
+            json_decref(body);
+            return NULL;
+        }
+        return body;
+    case SG_OAI_MESSAGES:
+        /* max_tokens is required by the Messages API */
+        return json_pack("{s:s, s:I, s:[{s:s, s:o}], s:b}", "model", model, "max_tokens",
+                         (json_int_t)(max_tokens ? max_tokens : SG_MESSAGES_MAX_TOKENS), "messages", "role", "user",
+                         "content", text, "stream", (int)stream);
+    case SG_OAI_GENERATE: {
+        /* details: generated_tokens, the output length (TGI's usage) */
+        json_t *params = json_pack("{s:b}", "details", 1);
+        if (params && max_tokens && json_object_set_new(params, "max_new_tokens", json_integer(max_tokens)) != 0) {
+            json_decref(params);
+            params = NULL;
+        }
+        return json_pack("{s:o, s:o*}", "inputs", text, "parameters", params);
+    }
+    default:
+        json_decref(text);
+        return NULL;
+    }
     if (!body)
         return NULL;
     int rc = 0;
     if (max_tokens)
         rc |= json_object_set_new(body, "max_tokens", json_integer(max_tokens));
     /* usage in the last chunk gives the server's token counts (OSL source "usage") */
-    if (spec->streaming)
+    if (stream)
         rc |= json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
     if (rc) {
         json_decref(body);
@@ -106,14 +175,14 @@ static int render_http(const sg_workload_spec_t *spec, const char *body, size_t 
     return 0;
 }
 
-/* One request with our body around prompt, for model p->model. */
-static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const char *prompt, size_t prompt_len,
+/* One request with our body around its texts, for model p->model. */
+static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const text_t *texts, size_t n_texts,
                      sg_payload_t *p, char *err, size_t errlen)
 {
     if (spec->grpc)
-        return sg_payload_render_grpc(spec, extra, prompt, prompt_len, p, err, errlen);
+        return sg_payload_render_grpc(spec, extra, texts[0].s, texts[0].len, p, err, errlen);
     const char *model = spec->models[p->model];
-    json_t *body = make_body(spec, model, prompt, prompt_len, p->max_tokens);
+    json_t *body = make_body(spec, model, texts, n_texts, p->max_tokens);
     if (!body)
         return set_err(err, errlen, "cannot build the request body for model \"%s\" (not valid UTF-8?)", model);
     /* extra inputs go last so that the user can override anything we set, as with GenAI-Perf */
@@ -223,7 +292,17 @@ typedef struct {
     uint32_t max_tokens;
     int32_t model; /* raw bodies: the model index, fixed; -1: one variant per model */
     bool stream;   /* raw bodies: their own "stream"; else --streaming */
+    text_t *batch; /* embeddings and rankings: every text of the request (owned), text unused; NULL otherwise */
+    uint32_t n_batch;
 } entry_t;
+
+static void entry_free(entry_t *e)
+{
+    free(e->text);
+    for (uint32_t k = 0; k < e->n_batch; k++)
+        free((char *)e->batch[k].s);
+    free(e->batch);
+}
 
 /*
  * The table's model names: -m's, then each distinct model a raw body names, found through a jansson object used
@@ -477,6 +556,43 @@ static int file_entry(gen_t *G, names_t *names, const sg_input_entry_t *in, uint
     return 0;
 }
 
+/*
+ * An embeddings or rankings request: --batch-size inputs, or a query and --batch-size passages, each made as a
+ * prompt would be (synthetic, or the next entries of the input file, wrapping). ISL counts them all.
+ */
+static int batch_entry(gen_t *G, names_t *names, uint32_t i, entry_t *e, char *err, size_t errlen)
+{
+    const sg_workload_spec_t *spec = G->spec;
+    uint32_t nb = spec->batch_size ? spec->batch_size : 1;
+    uint32_t need = spec->kind == SG_OAI_EMBEDDINGS ? nb : nb + 1;
+    e->batch = calloc(need, sizeof *e->batch);
+    if (!e->batch)
+        return SG_ENOMEM;
+    e->model = -1;
+    e->stream = false;
+    for (uint32_t k = 0; k < need; k++) {
+        entry_t sub = {0};
+        uint64_t idx = (uint64_t)i * need + k;
+        int rc;
+        if (spec->input) {
+            const sg_input_t *in = spec->input;
+            rc = file_entry(G, names, &in->e[idx % in->n], (uint32_t)(idx % in->n), &sub, err, errlen);
+            if (rc == 0 && sub.raw)
+                rc = set_err(err, errlen, "a whole request body cannot be one of the texts of an %s request",
+                             spec->kind == SG_OAI_EMBEDDINGS ? "embeddings" : "rankings");
+        } else {
+            rc = synthetic_entry(G, (uint32_t)(idx > UINT32_MAX ? idx % UINT32_MAX : idx), &sub, err, errlen);
+        }
+        if (rc < 0) {
+            entry_free(&sub);
+            return rc;
+        }
+        e->batch[e->n_batch++] = (text_t){sub.text, sub.len};
+        e->isl = e->isl + sub.isl < e->isl ? UINT32_MAX : e->isl + sub.isl;
+    }
+    return 0;
+}
+
 static void gen_free(gen_t *G)
 {
     if (G->prefixes)
@@ -535,8 +651,9 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
         return set_err(err, errlen, "the workload needs at least one model");
     if (!spec->host_header || !spec->path)
         return set_err(err, errlen, "the workload needs a host and a path");
-    if (!spec->grpc && spec->kind != SG_OAI_CHAT && spec->kind != SG_OAI_COMPLETIONS)
+    if (!spec->grpc && (unsigned)spec->kind >= SG_OAI__KINDS)
         return set_err(err, errlen, "unknown endpoint kind %d", (int)spec->kind);
+    bool batched = !spec->grpc && sg_endpoint(spec->kind)->batch;
     if (!input && spec->isl_mean == 0)
         return set_err(err, errlen, "the mean prompt length must be at least 1");
     if (!input && spec->num_prefix && spec->prefix_len == 0)
@@ -582,7 +699,9 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
     size_t built = 0;
     for (size_t i = 0; rc == 0 && i < n_entries; i++) {
         entry_t e = {0};
-        if (input)
+        if (batched && !raw)
+            rc = batch_entry(&G, &names, (uint32_t)i, &e, err, errlen);
+        else if (input)
             rc = file_entry(&G, &names, &input->e[i], (uint32_t)i, &e, err, errlen);
         else
             rc = synthetic_entry(&G, (uint32_t)i, &e, err, errlen);
@@ -592,12 +711,15 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
             p->max_tokens = e.max_tokens;
             p->model = e.model >= 0 ? (uint32_t)e.model : v;
             p->streaming = e.raw ? e.stream : spec->streaming;
-            rc = e.raw ? render_http(spec, e.raw, e.raw_len, p, err, errlen)
-                       : build_one(spec, extra, e.text, e.len, p, err, errlen);
+            p->inputs = e.batch ? e.n_batch - (spec->kind == SG_OAI_EMBEDDINGS ? 0 : 1) : 0;
+            text_t one = {e.text, e.len};
+            rc = e.raw     ? render_http(spec, e.raw, e.raw_len, p, err, errlen)
+                 : e.batch ? build_one(spec, extra, e.batch, e.n_batch, p, err, errlen)
+                           : build_one(spec, extra, &one, 1, p, err, errlen);
             if (rc == 0)
                 built = i * variants + v + 1;
         }
-        free(e.text);
+        entry_free(&e);
         if (rc && input && err && errlen) {
             /* name the entry: by its line for JSON lines, by its element index for JSON documents */
             const char *name = spec->input_name ? spec->input_name : "the input file";

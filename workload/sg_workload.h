@@ -17,6 +17,7 @@ typedef struct {
     uint32_t isl;        /* prompt tokens, client estimate */
     uint32_t max_tokens; /* 0 when not asked */
     uint32_t model;      /* index into the table's model_names */
+    uint32_t inputs;     /* embeddings: inputs in the body; rankings: passages; 0 otherwise and for raw bodies */
     bool streaming;      /* the body asks for a stream (--streaming, or a raw body's own "stream": true) */
 } sg_payload_t;
 
@@ -50,6 +51,9 @@ const char *sg_payload_body(const sg_payload_t *p, size_t *len);
 const sg_payload_t *sg_payload_pick(const sg_payload_table_t *t, uint64_t id, int model_strategy, uint64_t seed,
                                     uint32_t *index);
 
+/* The Messages API requires max_tokens: without --output-tokens-mean surge asks for this many. */
+#define SG_MESSAGES_MAX_TOKENS 4096
+
 typedef struct {
     /* request target */
     const char *host_header;
@@ -57,6 +61,7 @@ typedef struct {
     const char *const *headers; /* NULL-terminated, may be NULL */
     /* body */
     sg_oai_kind_t kind;
+    uint32_t batch_size; /* embeddings: inputs per request; rankings: passages per query (0 or 1: one) */
     const char *const *models;
     size_t n_models;
     int model_strategy; /* 0 round robin, 1 random */

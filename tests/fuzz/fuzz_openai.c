@@ -286,6 +286,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_request(kind, root, qrc, &q);
         }
     }
+    /* The other APIs' decoders: the same validity as chat's (TEI's rankings take a bare array too), every slice
+     * inside the input. */
+    sg_oai_result_t chat;
+    int chat_rc = sg_oai_decode(SG_OAI_CHAT, json, size, &chat);
+    for (int k = SG_OAI_EMBEDDINGS; k < SG_OAI__KINDS; k++) {
+        sg_oai_result_t r;
+        int rc = sg_oai_decode((sg_oai_kind_t)k, json, size, &r);
+        /* a bare array: TEI's rankings, TGI's whole response; the list decoders take it and find no shape */
+        bool takes_array = k != SG_OAI_RESPONSES && k != SG_OAI_MESSAGES;
+        size_t lead = 0;
+        while (lead < size && (json[lead] == ' ' || json[lead] == '\t' || json[lead] == '\r' || json[lead] == '\n'))
+            lead++;
+        bool bracket = lead < size && json[lead] == '[';
+        if (takes_array && bracket && !root) {
+            if (rc == 0 && !tolerated(jerr.text))
+                FAIL("kind %d: accepted what jansson refuses: %s", k, jerr.text);
+        } else if (takes_array && json_is_array(root) && !deep) {
+            if (rc != 0 && !memchr(json, '\0', size))
+                FAIL("kind %d: refused an array jansson parses", k);
+            if (rc == 0 && r.recognized && k != SG_OAI_RANK_TEI && k != SG_OAI_GENERATE)
+                FAIL("kind %d: a bare array taken for the shape", k);
+        } else if (rc != chat_rc) {
+            FAIL("kind %d: validity %d differs from chat's %d", k, rc, chat_rc);
+        }
+        if (rc != 0)
+            continue;
+        const sg_slice_t sl[] = {r.content, r.reasoning, r.error_message};
+        for (size_t i = 0; i < sizeof sl / sizeof *sl; i++)
+            if (sl[i].len && (sl[i].base < json || sl[i].base + sl[i].len > json + size))
+                FAIL("kind %d: slice %zu outside the input", k, i);
+    }
     /* Unescape must agree with itself on length whatever the cap. */
     if (size > 0 && size < 4096) {
         char small[7], *big = malloc(size * 3 + 8);

@@ -326,8 +326,6 @@ static void test_bad_values(void)
     BAD("-m", "x", "--service-kind", "triton", "--extra-inputs", "x:null");
     BAD("-m", "x", "--service-kind", "triton", "--backend", "onnx");
     BAD("-m", "x", "--backend", "sglang");
-    BAD("-m", "x", "--endpoint-type", "embeddings");
-    BAD("-m", "x", "--endpoint-type", "rankings");
     BAD("-m", "x", "--endpoint-type", "images");
     {
         sg_config_t c;
@@ -394,7 +392,7 @@ static void test_bad_values(void)
     BAD("-m", "x", "--server-metrics-url", "http://h/a b");
     BAD("-m", "x", "--server-metrics-url", "http://h/m", "--server-metrics-interval", "0.05");
     BAD("-m", "x", "--server-metrics-interval", "2");
-    BAD("-m", "x", "--batch-size", "4");
+    BAD("-m", "x", "--batch-size", "4"); /* chat takes one prompt per request */
     BAD("-m", "x", "-b", "4");
     BAD("-m", "x", "--", "--concurrency-range", "1:4");
     BAD("-m", "x", "--", "-v");
@@ -872,8 +870,79 @@ static void test_server_metrics_flags(void)
     sg_config_free(&c);
 }
 
+/* --endpoint-type: every API's name and default path, the flags that apply to each, the Messages API's headers. */
+static void test_endpoints(void)
+{
+    static const struct {
+        const char *type, *name, *path, *url;
+        bool streaming;
+    } cases[] = {
+        {"chat", "chat", "/v1/chat/completions", "http://h:1", false},
+        {"embeddings", "embeddings", "/v1/embeddings", "http://h:1", false},
+        {"embeddings", "embeddings", "/v1/embeddings", "http://h:1/v1", false},
+        {"rankings", "nim_rankings", "/v1/ranking", "http://h:1", false},
+        {"nim_rankings", "nim_rankings", "/v1/ranking", "http://h:1", false},
+        {"hf_tei_rankings", "hf_tei_rankings", "/rerank", "http://h:1", false},
+        {"cohere_rankings", "cohere_rankings", "/v1/rerank", "http://h:1", false},
+        {"responses", "responses", "/v1/responses", "http://h:1", true},
+        {"messages", "messages", "/v1/messages", "http://h:1", true},
+        {"anthropic_messages", "messages", "/v1/messages", "http://h:1", false},
+        {"generate", "generate", "/generate", "http://h:1", false},
+        {"generate", "generate", "/generate_stream", "http://h:1", true},
+        {"huggingface_generate", "generate", "/tgi/generate_stream", "http://h:1/tgi", true},
+    };
+    for (size_t i = 0; i < SG_ARRAY_LEN(cases); i++) {
+        sg_config_t c;
+        int rc = cases[i].streaming
+                     ? parse(&c, "-m", "x", "-u", cases[i].url, "--endpoint-type", cases[i].type, "--streaming", NULL)
+                     : parse(&c, "-m", "x", "-u", cases[i].url, "--endpoint-type", cases[i].type, NULL);
+        CHECK_EQ_INT(rc, 0);
+        if (rc == 0) {
+            CHECK_EQ_STR(sg_endpoint(c.endpoint_type)->name, strlen(sg_endpoint(c.endpoint_type)->name), cases[i].name);
+            CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), cases[i].path);
+        }
+        sg_config_free(&c);
+    }
+    /* GenAI-Perf's rankings:tei picks TEI's shape and leaves the bodies */
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--endpoint-type", "rankings", "--extra-inputs", "rankings:tei", "-b", "5",
+                       "--extra-inputs", "top_n:3", NULL),
+                 0);
+    CHECK(c.endpoint_type == SG_OAI_RANK_TEI);
+    CHECK_EQ_INT((int)c.batch_size, 5);
+    CHECK(c.extra_inputs_json && !strstr(c.extra_inputs_json, "rankings") && strstr(c.extra_inputs_json, "top_n"));
+    CHECK_EQ_STR(c.endpoint_path, strlen(c.endpoint_path), "/rerank"); /* TEI's path, without --endpoint */
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--endpoint-type", "embeddings", "--batch-size-text", "8", NULL), 0);
+    CHECK_EQ_INT((int)c.batch_size, 8);
+    sg_config_free(&c);
+    /* the Messages API: its version header, and the key as x-api-key, not a bearer token */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--endpoint-type", "messages", "--api-key", "k1", NULL), 0);
+    bool version = false, key = false, bearer = false;
+    for (size_t i = 0; i < c.n_headers; i++) {
+        version |= strcmp(c.headers[i], "anthropic-version: 2023-06-01") == 0;
+        key |= strcmp(c.headers[i], "x-api-key: k1") == 0;
+        bearer |= strncmp(c.headers[i], "Authorization", 13) == 0;
+    }
+    CHECK(version && key && !bearer);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--endpoint-type", "messages", "-H", "anthropic-version: 2025-01-01", NULL), 0);
+    CHECK_EQ_INT((int)c.n_headers, 1);
+    sg_config_free(&c);
+
+    BAD("-m", "x", "--endpoint-type", "embeddings", "--streaming");
+    BAD("-m", "x", "--endpoint-type", "cohere_rankings", "--streaming");
+    BAD("-m", "x", "--endpoint-type", "embeddings", "--output-tokens-mean", "10");
+    BAD("-m", "x", "--endpoint-type", "responses", "-b", "2");
+    BAD("-m", "x", "--endpoint-type", "embeddings", "-b", "0");
+    BAD("-m", "x", "--endpoint-type", "rankings", "--extra-inputs", "rankings:cohere");
+    BAD("-m", "x", "--endpoint-type", "messages", "--api-key", "k", "-H", "x-api-key: j");
+    BAD("-m", "x", "--endpoint-type", "embeddings", "--service-kind", "triton");
+}
+
 int main(void)
 {
+    test_endpoints();
     test_server_metrics_flags();
     test_no_abbreviations();
     test_peer_aliases();

@@ -601,8 +601,223 @@ static void test_prompt_words_random(void)
     CHECK_EQ_INT(mismatches, 0);
 }
 
+/* Every prefix of a valid text is refused, the whole decodes (the other APIs' decoders, sg_api_decode). */
+static void check_api_truncations(sg_oai_kind_t kind, const char *json, int line)
+{
+    size_t len = strlen(json);
+    sg_oai_result_t r;
+    for (size_t n = 0; n < len; n++) {
+        char *copy = malloc(n + 1); /* exact size, so ASan sees any read past the end */
+        memcpy(copy, json, n);
+        int rc = sg_oai_decode(kind, copy, n, &r);
+        if (rc != SG_EJSON) {
+            CHECK(!"a truncated body decoded");
+            fprintf(stderr, "  line %d: prefix %zu -> %d\n", line, n, rc);
+        }
+        free(copy);
+    }
+    CHECK_EQ_INT(sg_oai_decode(kind, json, len, &r), 0);
+}
+
+#define STR_IS(slice, lit) CHECK_EQ_STR(unesc(slice), strlen(unesc(slice)), lit)
+
+static void test_embeddings_rankings(void)
+{
+    sg_oai_result_t r =
+        DECODE(SG_OAI_EMBEDDINGS, "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
+                                  "\"embedding\":[0.1,-2e-3]},{\"index\":1,\"embedding\":\"AAAA\"}],"
+                                  "\"model\":\"m\",\"usage\":{\"prompt_tokens\":12,\"total_tokens\":12}}");
+    CHECK(r.recognized && !r.is_error);
+    CHECK_EQ_INT((int)r.items, 2);
+    CHECK_EQ_INT((int)r.prompt_tokens, 12);
+    CHECK_EQ_INT((int)r.completion_tokens, -1);
+    /* a chat completion at the embeddings path: valid JSON, not the shape */
+    r = DECODE(SG_OAI_EMBEDDINGS, "{\"choices\":[{\"message\":{\"content\":\"x\"}}]}");
+    CHECK(!r.recognized && !r.is_error);
+    r = DECODE(SG_OAI_EMBEDDINGS, "{\"error\":{\"message\":\"Pooling type 'none' is not OAI compatible\","
+                                  "\"code\":400,\"type\":\"invalid_request_error\"}}");
+    CHECK(r.is_error && !r.recognized);
+    CHECK_EQ_INT((int)r.error_code, 400);
+    STR_IS(r.error_message, "Pooling type 'none' is not OAI compatible");
+    r = DECODE(SG_OAI_EMBEDDINGS, "{\"object\":\"error\",\"message\":\"too long\",\"code\":400}"); /* vLLM */
+    CHECK(r.is_error);
+    STR_IS(r.error_message, "too long");
+
+    r = DECODE(SG_OAI_RANK_NIM, "{\"rankings\":[{\"index\":1,\"logit\":0.5},{\"index\":0,\"logit\":-1.25}]}");
+    CHECK(r.recognized && r.items == 2);
+    r = DECODE(SG_OAI_RANK_TEI,
+               "[{\"index\":1,\"score\":0.48},{\"index\":0,\"score\":-0.19},{\"index\":2,\"score\":0}]");
+    CHECK(r.recognized && r.items == 3);
+    r = DECODE(SG_OAI_RANK_TEI, "{\"error\":\"Input validation error\",\"error_type\":\"Validation\"}");
+    CHECK(r.is_error && !r.recognized);
+    STR_IS(r.error_message, "Input validation error");
+    r = DECODE(SG_OAI_RANK_COHERE,
+               "{\"model\":\"x\",\"object\":\"list\",\"usage\":{\"prompt_tokens\":8,\"total_tokens\""
+               ":8},\"results\":[{\"index\":1,\"relevance_score\":0.48}]}");
+    CHECK(r.recognized && r.items == 1 && r.prompt_tokens == 8);
+    r = DECODE(SG_OAI_RANK_COHERE, "[{\"index\":1,\"score\":0.48}]"); /* TEI's answer to a Cohere request */
+    CHECK(!r.recognized);
+    r = DECODE(SG_OAI_RANK_NIM, "{\"results\":[]}");
+    CHECK(!r.recognized);
+    check_api_truncations(SG_OAI_EMBEDDINGS, "{\"data\":[{\"embedding\":[1]}],\"usage\":{\"prompt_tokens\":1}}",
+                          __LINE__);
+    check_api_truncations(SG_OAI_RANK_TEI, "[{\"index\":0,\"score\":1.5}]", __LINE__);
+}
+
+static void test_responses(void)
+{
+    sg_oai_result_t r = DECODE(SG_OAI_RESPONSES, "{\"type\":\"response.output_text.delta\",\"item_id\":\"msg_1\","
+                                                 "\"output_index\":0,\"delta\":\"Hel\\\"lo\"}");
+    CHECK(r.recognized && !r.is_error);
+    STR_IS(r.content, "Hel\"lo");
+    CHECK_EQ_INT((int)r.reasoning.len, 0);
+    /* the type after the payload */
+    r = DECODE(SG_OAI_RESPONSES, "{\"delta\":\"think\",\"type\":\"response.reasoning_text.delta\"}");
+    STR_IS(r.reasoning, "think");
+    CHECK_EQ_INT((int)r.content.len, 0);
+    r = DECODE(SG_OAI_RESPONSES, "{\"type\":\"response.reasoning_summary_text.delta\",\"delta\":\"sum\"}");
+    STR_IS(r.reasoning, "sum");
+    /* events that carry no text */
+    r = DECODE(SG_OAI_RESPONSES, "{\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"status\":\"in_progress\","
+                                 "\"output\":[]}}");
+    CHECK(r.recognized && r.content.len == 0 && r.completion_tokens == -1);
+    r = DECODE(SG_OAI_RESPONSES, "{\"type\":\"response.output_text.done\",\"text\":\"Hello world\"}");
+    CHECK(r.recognized && r.content.len == 0);
+    /* completed: usage, and its output (already streamed) is not content again */
+    r = DECODE(SG_OAI_RESPONSES,
+               "{\"type\":\"response.completed\",\"response\":{\"object\":\"response\",\"status\":\"completed\","
+               "\"output\":[{\"type\":\"message\",\"content\":[{\"type\":\"output_text\",\"text\":\"Hello\"}]}],"
+               "\"usage\":{\"input_tokens\":29,\"output_tokens\":5,\"total_tokens\":34,\"output_tokens_details\":"
+               "{\"reasoning_tokens\":3},\"input_tokens_details\":{\"cached_tokens\":0}}}}");
+    CHECK(r.recognized && r.content.len == 0);
+    CHECK_EQ_INT((int)r.prompt_tokens, 29);
+    CHECK_EQ_INT((int)r.completion_tokens, 5);
+    CHECK_EQ_INT((int)r.reasoning_tokens, 3);
+    r = DECODE(SG_OAI_RESPONSES, "{\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":"
+                                 "{\"code\":\"server_error\",\"message\":\"boom\"}}}");
+    CHECK(r.is_error);
+    STR_IS(r.error_message, "boom");
+    r = DECODE(SG_OAI_RESPONSES, "{\"type\":\"error\",\"code\":\"ERR\",\"message\":\"bad\",\"param\":null}");
+    CHECK(r.is_error && r.recognized);
+    STR_IS(r.error_message, "bad");
+    /* a whole response */
+    r = DECODE(
+        SG_OAI_RESPONSES,
+        "{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"completed\",\"error\":null,\"output\":[{\"type\":"
+        "\"reasoning\",\"summary\":[],\"content\":[{\"type\":\"reasoning_text\",\"text\":\"hmm\"}]},{\"type\":"
+        "\"message\",\"content\":[{\"type\":\"output_text\",\"annotations\":[],\"text\":\"Hi\"}]}],\"usage\":"
+        "{\"input_tokens\":4,\"output_tokens\":7}}");
+    CHECK(r.recognized && !r.is_error);
+    STR_IS(r.content, "Hi");
+    STR_IS(r.reasoning, "hmm");
+    CHECK(r.prompt_tokens == 4 && r.completion_tokens == 7);
+    /* a chat chunk at the responses path */
+    r = DECODE(SG_OAI_RESPONSES, "{\"choices\":[{\"delta\":{\"content\":\"x\"}}]}");
+    CHECK(!r.recognized && r.content.len == 0);
+    check_api_truncations(SG_OAI_RESPONSES, "{\"type\":\"response.output_text.delta\",\"delta\":\"a\"}", __LINE__);
+}
+
+static void test_messages(void)
+{
+    sg_oai_result_t r = DECODE(
+        SG_OAI_MESSAGES, "{\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":"
+                         "\"assistant\",\"content\":[],\"usage\":{\"cache_read_input_tokens\":28,\"input_tokens\":1,"
+                         "\"output_tokens\":0}}}");
+    CHECK(r.recognized && r.content.len == 0);
+    CHECK_EQ_INT((int)r.prompt_tokens, 29); /* Anthropic counts cache reads apart */
+    CHECK_EQ_INT((int)r.completion_tokens, 0);
+    r = DECODE(SG_OAI_MESSAGES,
+               "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"ugins\"}}");
+    STR_IS(r.content, "ugins");
+    r = DECODE(
+        SG_OAI_MESSAGES,
+        "{\"index\":0,\"delta\":{\"thinking\":\"so\",\"type\":\"thinking_delta\"},\"type\":\"content_block_delta\"}");
+    STR_IS(r.reasoning, "so");
+    CHECK_EQ_INT((int)r.content.len, 0);
+    r = DECODE(SG_OAI_MESSAGES, "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"signature_delta\","
+                                "\"signature\":\"abc\"}}");
+    CHECK(r.recognized && r.content.len == 0 && r.reasoning.len == 0);
+    r = DECODE(SG_OAI_MESSAGES, "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\","
+                                "\"text\":\"\"}}");
+    CHECK(r.recognized && r.content.len == 0);
+    r = DECODE(SG_OAI_MESSAGES,
+               "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\",\"stop_sequence\""
+               ":null},\"usage\":{\"output_tokens\":5}}");
+    CHECK(r.recognized && r.completion_tokens == 5 && r.prompt_tokens == -1);
+    r = DECODE(SG_OAI_MESSAGES, "{\"type\":\"ping\"}");
+    CHECK(r.recognized);
+    r = DECODE(SG_OAI_MESSAGES,
+               "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}");
+    CHECK(r.is_error && r.recognized);
+    STR_IS(r.error_message, "Overloaded");
+    r = DECODE(
+        SG_OAI_MESSAGES,
+        "{\"id\":\"msg\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\""
+        ":\"let me\",\"signature\":\"s\"},{\"type\":\"text\",\"text\":\"Hi!\"}],\"usage\":{\"input_tokens\":10,"
+        "\"output_tokens\":20}}");
+    CHECK(r.recognized);
+    STR_IS(r.content, "Hi!");
+    STR_IS(r.reasoning, "let me");
+    CHECK(r.prompt_tokens == 10 && r.completion_tokens == 20);
+    r = DECODE(SG_OAI_MESSAGES, "{\"choices\":[]}");
+    CHECK(!r.recognized);
+    check_api_truncations(SG_OAI_MESSAGES,
+                          "{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}",
+                          __LINE__);
+}
+
+static void test_generate(void)
+{
+    sg_oai_result_t r = DECODE(SG_OAI_GENERATE, "{\"index\":1,\"token\":{\"id\":42,\"text\":\" the\",\"logprob\":-0.5,"
+                                                "\"special\":false},\"generated_text\":null,\"details\":null}");
+    CHECK(r.recognized);
+    STR_IS(r.content, " the");
+    /* the last event: the end token (special: no text) and the whole text again, which is not content */
+    r = DECODE(SG_OAI_GENERATE, "{\"token\":{\"id\":2,\"text\":\"</s>\",\"logprob\":0,\"special\":true},"
+                                "\"generated_text\":\"x the\",\"details\":{\"finish_reason\":\"eos_token\","
+                                "\"generated_tokens\":3,\"seed\":null}}");
+    CHECK(r.recognized && r.content.len == 0 && r.has_finish_reason);
+    CHECK_EQ_INT((int)r.completion_tokens, 3);
+    /* whole responses, as an object and as TGI's one-element array */
+    r = DECODE(SG_OAI_GENERATE, "{\"generated_text\":\"abc\",\"details\":{\"finish_reason\":\"length\","
+                                "\"generated_tokens\":9,\"prefill\":[],\"tokens\":[]}}");
+    CHECK(r.recognized && r.completion_tokens == 9);
+    STR_IS(r.content, "abc");
+    r = DECODE(SG_OAI_GENERATE, "[{\"generated_text\":\"q\"}]");
+    CHECK(r.recognized);
+    STR_IS(r.content, "q");
+    r = DECODE(SG_OAI_GENERATE, "{\"error\":\"Request failed during generation\",\"error_type\":\"generation\"}");
+    CHECK(r.is_error && !r.recognized);
+    STR_IS(r.error_message, "Request failed during generation");
+    r = DECODE(SG_OAI_GENERATE, "{\"choices\":[{\"text\":\"x\"}]}");
+    CHECK(!r.recognized && r.content.len == 0);
+    check_api_truncations(SG_OAI_GENERATE, "{\"token\":{\"text\":\"a\",\"special\":false},\"details\":null}", __LINE__);
+}
+
+/* The endpoint table: names round-trip, aliases land where they should. */
+static void test_endpoint_table(void)
+{
+    for (int k = 0; k < SG_OAI__KINDS; k++) {
+        sg_oai_kind_t back;
+        CHECK_EQ_INT(sg_endpoint_parse(sg_endpoint((sg_oai_kind_t)k)->name, &back), 0);
+        CHECK_EQ_INT((int)back, k);
+        CHECK(strstr(sg_endpoint_names(), sg_endpoint((sg_oai_kind_t)k)->name) != NULL);
+    }
+    sg_oai_kind_t k;
+    CHECK(sg_endpoint_parse("rankings", &k) == 0 && k == SG_OAI_RANK_NIM);
+    CHECK(sg_endpoint_parse("huggingface_generate", &k) == 0 && k == SG_OAI_GENERATE);
+    CHECK(sg_endpoint_parse("kserve", &k) < 0 && sg_endpoint_parse("", &k) < 0);
+    CHECK(!sg_endpoint(SG_OAI_EMBEDDINGS)->output && !sg_endpoint(SG_OAI_EMBEDDINGS)->streams);
+    CHECK(sg_endpoint(SG_OAI_RANK_TEI)->batch && sg_endpoint(SG_OAI_MESSAGES)->streams);
+}
+
 int main(void)
 {
+    test_embeddings_rankings();
+    test_responses();
+    test_messages();
+    test_generate();
+    test_endpoint_table();
     test_chat_stream();
     test_chat_whole_and_completions();
     test_choice_selection();
