@@ -605,11 +605,13 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     PUT_MS(p, "request_latency_ms", w->end_ns != 0, w->end_ns - w->intended_ns);
     PUT_OPT_INT(p, "input_sequence_length", true, w->isl);
     PUT_OPT_INT(p, "input_sequence_length_server", w->isl_server != -1, w->isl_server);
-    if (w->flags & FLAG_NO_OUTPUT)
+    /* an endpoint that generates nothing (embeddings, rankings) has no OSL: null, and no source */
+    bool output = !(w->flags & FLAG_NO_OUTPUT);
+    if (!output)
         SG_PUT_LIT(p, ",\"no_output\":true");
-    PUT_OPT_INT(p, "output_sequence_length", true, w->osl);
+    PUT_OPT_INT(p, "output_sequence_length", output, w->osl);
     PUT_OPT_INT(p, "reasoning_tokens", w->reasoning_tokens > 0, w->reasoning_tokens);
-    switch ((sg_osl_source_t)w->osl_source) { /* checked by next_rec */
+    switch (output ? (int)w->osl_source : -1) { /* checked by next_rec */
     case SG_OSL_USAGE:
         SG_PUT_LIT(p, ",\"osl_source\":\"usage\"");
         break;
