@@ -325,7 +325,7 @@ int sg_api_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_api
             if (rerank)
                 out->kind = SG_JS_KEY(&js, key, "texts") ? SG_OAI_RANK_TEI : SG_OAI_RANK_COHERE;
             rc = passages(&js, out, &words, &found);
-        } else if (kind == SG_OAI_RANK_COHERE && SG_JS_KEY(&js, key, "top_n")) {
+        } else if (rerank && SG_JS_KEY(&js, key, "top_n")) {
             rc = rd_int(&js, &out->top_n);
         } else if (kind == SG_OAI_RESPONSES && SG_JS_KEY(&js, key, "input")) {
             if (sg_js_peek(&js) == '"') {
