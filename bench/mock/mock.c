@@ -105,14 +105,18 @@ int sg_mock_main(int argc, char **argv)
         fprintf(stderr, "surge mock: --host: %s\n", err);
         return 2;
     }
-    sg_mock_render_init();
+    sg_mock_render_init(&o);
+    if (sg_mock_api_init(&o) < 0) {
+        fprintf(stderr, "surge mock: out of memory\n");
+        return 1;
+    }
 
     sg_mock_server_t *s = calloc(1, sizeof(*s));
     sg_mock_worker_t **workers = calloc(o.workers, sizeof(*workers));
     int *fds = malloc(o.workers * sizeof(*fds));
     if (!s || !workers || !fds) {
         fprintf(stderr, "surge mock: out of memory\n");
-        sg_mock_batch_free(s->batch);
+        sg_mock_api_free();
         free(s);
         free(workers);
         free(fds);
@@ -127,6 +131,7 @@ int sg_mock_main(int argc, char **argv)
     s->itl_ns = llround(o.itl_ms * 1e6);
     if ((o.max_batch && !(s->batch = sg_mock_batch_new(o.max_batch))) || !(s->load = sg_mock_load_new(o.workers))) {
         fprintf(stderr, "surge mock: out of memory\n");
+        sg_mock_api_free();
         free(s);
         free(workers);
         free(fds);
@@ -331,6 +336,7 @@ out:
     free(self_key);
     if (o.tls)
         sg_tls_thread_done(); /* the certificate was made and tried on this thread */
+    sg_mock_api_free();
     free(fds);
     free(workers);
     free(s);

@@ -1,7 +1,9 @@
 /*
  * The mock server's pieces, shared between its files only (nothing outside bench/mock includes this):
- * options (mock_opts.c), response and record rendering (mock_render.c), the per-thread worker with its
- * connections and timed jobs (mock_worker.c), and the process lifecycle (mock.c).
+ * options (mock_opts.c), response and record rendering (mock_render.c: chat and completions, and the HTTP
+ * framing every API shares), the other APIs' answers (mock_api.c: embeddings, rankings, Responses, Anthropic
+ * Messages, TGI generate), the per-thread worker with its connections and timed jobs (mock_worker.c), and the
+ * process lifecycle (mock.c).
  */
 #ifndef SG_MOCK_INTERNAL_H
 #define SG_MOCK_INTERNAL_H
@@ -49,6 +51,10 @@ typedef struct {
     uint32_t max_batch;          /* sequences generated at once; 0: no limit */
     double prefill_ms_per_token; /* added to the TTFT per prompt token */
     int io_backend;              /* sg_io_backend_t asked for (--io-backend, $SURGE_IO_BACKEND) */
+    /* the APIs beside chat and completions (mock_api.c, docs/mock.md) */
+    uint32_t embedding_dim;     /* floats per embedding (--embedding-dim) */
+    uint32_t reasoning_tokens;  /* the first this many output tokens are reasoning (chat, responses, messages) */
+    bool reasoning_field_short; /* chat's reasoning goes in "reasoning" (vLLM's newer name), not "reasoning_content" */
 } sg_mock_opts_t;
 
 typedef enum {
@@ -62,6 +68,10 @@ typedef enum {
 #define SG_MOCK_DEFAULT_TOKENS 16      /* when neither the request nor --output-tokens says */
 #define SG_MOCK_MAX_TOKENS (1u << 20)  /* cap on tokens per response, whatever the request asks */
 #define SG_MOCK_MAX_REQUEST (8u << 20) /* head + body of one request */
+#define SG_MOCK_DEFAULT_EMBEDDING_DIM 16
+#define SG_MOCK_MAX_EMBEDDING_DIM 16384
+#define SG_MOCK_MAX_ITEMS 65536       /* embeddings' inputs, rankings' passages per request */
+#define SG_MOCK_MAX_FLOATS (1u << 22) /* inputs x --embedding-dim per embeddings response */
 
 /* Parse argv (after "mock"). Returns 0 to run, 1 when --help was printed, 2 after printing a bad-flag line. */
 int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o);
@@ -100,7 +110,8 @@ static inline void sg_mock_buf_mem(sg_mock_buf_t *b, const void *p, size_t n)
     }
 }
 
-#define SG_MOCK_BUF_LIT(b, lit) sg_mock_buf_mem((b), (lit), sizeof(lit) - 1)
+/* lit must be a string literal (the "" makes anything else, such as a ?: of two, fail to compile) */
+#define SG_MOCK_BUF_LIT(b, lit) sg_mock_buf_mem((b), "" lit, sizeof(lit) - 1)
 
 static inline void sg_mock_buf_slice(sg_mock_buf_t *b, sg_slice_t s)
 {
@@ -139,6 +150,7 @@ typedef enum {
     SG_MOCK_JOB_GRPC_UNARY = 5,  /* ModelInfer: the whole text_output at its due time */
     SG_MOCK_JOB_GRPC_STREAM = 6, /* ModelStreamInfer (decoupled): one response per token, on the SSE timing */
     SG_MOCK_JOB_CLOSE = 7,       /* HTTP/1.1, --close-delay-ms: nothing to send; at due_ns the connection closes */
+    SG_MOCK_JOB_API_ERROR = 8,   /* an error in the API's own shape (mock_api.c): status, err_msg, kind */
 } sg_mock_job_type_t;
 
 typedef enum {
@@ -185,6 +197,15 @@ struct sg_mock_job {
     bool close_silent;  /* ...this is set (--close-notice max or none) */
     bool close_linger;  /* --close-delay-ms: the close comes that long after the last byte */
     uint32_t ka_max;    /* HTTP/1.1: advertise Keep-Alive: timeout=5, max=ka_max; 0: no such header */
+    /* the other APIs (mock_api.c); chat uses reasoning too */
+    uint32_t reasoning;  /* the first this many of the n tokens are reasoning */
+    uint32_t items;      /* embeddings: inputs; rankings: passages scored */
+    uint32_t shown;      /* rankings: results listed (Cohere's top_n), at most items */
+    uint16_t status;     /* SG_MOCK_JOB_API_ERROR: the HTTP status */
+    bool details;        /* TGI: the request asked for details */
+    uint64_t serial;     /* the response's id number */
+    int64_t created;     /* its creation time (Unix seconds) */
+    const char *err_msg; /* SG_MOCK_JOB_API_ERROR: the message (static text) */
     bool started;
     bool blocked; /* waiting for the connection's output to drain */
     /* HTTP/2: the stream (0 on HTTP/1.1) and its rendered, not yet framed response body */
@@ -203,8 +224,8 @@ struct sg_mock_job {
 
 /* ---------- rendering (mock_render.c) ---------- */
 
-/* Build the constant responses and token fragments once, before any worker starts. */
-void sg_mock_render_init(void);
+/* Build the constant responses and token fragments once, before any worker starts (o: the reasoning field). */
+void sg_mock_render_init(const sg_mock_opts_t *o);
 
 /* The HTTP/1.1 bytes of j's constant response (j->static_id), with its connection fields (close, Keep-Alive). */
 void sg_mock_render_static(sg_mock_buf_t *b, const sg_mock_job_t *j);
@@ -245,6 +266,46 @@ void sg_mock_record_head(sg_mock_buf_t *b, int64_t *first_ns, int64_t now, uint6
 
 /* One token's text (a word with its leading space), as sg_mock_text strings them together. */
 sg_slice_t sg_mock_word(uint32_t k);
+/* The text of tokens [from, to), as in sg_mock_text's string of to tokens. */
+size_t sg_mock_text_range_len(uint32_t from, uint32_t to);
+void sg_mock_buf_text(sg_mock_buf_t *b, uint32_t from, uint32_t to);
+
+/*
+ * HTTP/1.1 framing around a body rendered in place (mock_api.c's answers, chat's with reasoning), so no scratch
+ * copy is made: *_open reserves room for the head and returns a mark, *_close writes the head before the bytes
+ * rendered since and closes the gap. HTTP/2 jobs (h2_id != 0) get neither: their head is a HEADERS frame.
+ */
+/* A whole response: status line (status: 200, 400, 500), Content-Type: application/json, Content-Length and the
+ * connection fields. */
+size_t sg_mock_body_open(sg_mock_buf_t *b, const sg_mock_job_t *j);
+void sg_mock_body_close(sg_mock_buf_t *b, const sg_mock_job_t *j, size_t mark, int status);
+/* One chunk of a chunked (streamed) response: nothing is written when nothing was rendered. */
+size_t sg_mock_chunk_open(sg_mock_buf_t *b, const sg_mock_job_t *j);
+void sg_mock_chunk_close(sg_mock_buf_t *b, const sg_mock_job_t *j, size_t mark);
+/* The head of a streamed response (text/event-stream, chunked, the connection fields); nothing over HTTP/2. */
+void sg_mock_render_sse_head(sg_mock_buf_t *b, const sg_mock_job_t *j);
+/* The zero-size chunk that ends a streamed HTTP/1.1 response; nothing over HTTP/2. */
+void sg_mock_render_sse_end(sg_mock_buf_t *b, const sg_mock_job_t *j);
+
+/* ---------- the other APIs (mock_api.c) ---------- */
+
+/* The embedding vectors' text, rendered once for --embedding-dim before any worker starts. 0 or SG_ENOMEM. */
+SG_WUR int sg_mock_api_init(const sg_mock_opts_t *o);
+void sg_mock_api_free(void);
+/* The API's name in --record lines (surge's --endpoint-type names: embeddings, nim_rankings, ...). Static. */
+const char *sg_mock_api_name(sg_oai_kind_t kind);
+/* j answers with an error in kind's API shape: status, and message (static text). */
+void sg_mock_api_error(sg_mock_job_t *j, sg_oai_kind_t kind, int status, const char *message, int64_t now);
+/* Keep the model name (raw, echoed in the answers; empty: "mock-model") in j's head. 0 or SG_ENOMEM. */
+SG_WUR int sg_mock_api_head(sg_mock_job_t *j, sg_slice_t model);
+/* The renderers of sg_mock_render_full/_stream_start/_token/_stream_end for the other APIs' jobs (they call
+ * these for a kind after SG_OAI_COMPLETIONS). */
+void sg_mock_api_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j);
+void sg_mock_api_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j);
+void sg_mock_api_render_token(sg_mock_buf_t *b, const sg_mock_job_t *j, uint32_t k);
+void sg_mock_api_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j);
+/* An SG_MOCK_JOB_API_ERROR job's whole response (its body only over HTTP/2; *status gets the code). */
+void sg_mock_api_render_error(sg_mock_buf_t *b, const sg_mock_job_t *j, int *status);
 
 /* ---------- server and workers ---------- */
 

@@ -9,9 +9,12 @@
 static const char usage_text[] =
     "usage: surge mock [options]\n"
     "\n"
-    "An OpenAI-compatible mock LLM server: POST /v1/chat/completions and /v1/completions (any path ending so),\n"
-    "GET /v1/models, GET /health. Answers with synthetic tokens after --ttft-ms, then one every --itl-ms,\n"
-    "streamed over SSE when the request says \"stream\": true.\n"
+    "A mock LLM server: POST /v1/chat/completions and /v1/completions (any path ending so), GET /v1/models,\n"
+    "GET /health. Answers with synthetic tokens after --ttft-ms, then one every --itl-ms, streamed over SSE when\n"
+    "the request says \"stream\": true. It also serves, each in its own shape (docs/endpoints.md): .../embeddings,\n"
+    ".../ranking (NIM), .../rerank (TEI with \"texts\", Cohere and llama.cpp with \"documents\"), .../responses\n"
+    "(OpenAI Responses API), .../messages (Anthropic Messages API), .../generate and .../generate_stream (TGI).\n"
+    "Embeddings and rankings are answered whole after the TTFT (with --prefill-ms-per-token's share).\n"
     "Speaks HTTP/1.1 and, on connections that open with the HTTP/2 preface, h2c (prior knowledge, as\n"
     "surge profile --http2 and h2load): same endpoints, timing, faults and record; SSE events go out as DATA\n"
     "frames. Over h2c it also serves Triton's KServe v2 gRPC API (inference.GRPCInferenceService, what\n"
@@ -43,7 +46,14 @@ static const char usage_text[] =
     "  --usage-completion-offset N\n"
     "                       add N (may be negative; the result is at least 0) to usage.completion_tokens, so\n"
     "                       that usage disagrees with the text (for testing a client's comparison)\n"
-    "  --no-usage           never send usage, even when stream_options.include_usage asks for it\n"
+    "  --no-usage           never send usage, even when stream_options.include_usage asks for it (the other\n"
+    "                       APIs' usage members are left out too)\n"
+    "  --reasoning-tokens N the first N output tokens of each response are reasoning (default 0): chat's\n"
+    "                       delta.reasoning_content (message.reasoning_content whole), a reasoning output item\n"
+    "                       (responses), a thinking block (messages); usage counts them in the output tokens and\n"
+    "                       as reasoning_tokens. Completions and TGI have no reasoning channel: not there\n"
+    "  --reasoning-field F  chat's reasoning member: reasoning_content (default) or reasoning (vLLM's newer name)\n"
+    "  --embedding-dim N    floats per embedding vector (default 16, at most 16384)\n"
     "  --tls                serve TLS (wolfSSL) instead of plaintext, with ALPN h2 and http/1.1: HTTP/2 when the\n"
     "                       client selects h2, HTTP/1.1 otherwise. Without --tls-cert a self-signed certificate\n"
     "                       (ECDSA P-256, CN and subjectAltName localhost and 127.0.0.1) is made at start:\n"
@@ -71,7 +81,8 @@ static const char usage_text[] =
     "  --io-backend auto|io_uring|epoll\n"
     "                       the workers' I/O (default: $SURGE_IO_BACKEND, else auto: io_uring where it works,\n"
     "                       else epoll, with a line saying why)\n"
-    "  --record FILE        append one JSON line per completion request received\n"
+    "  --record FILE        append one JSON line per completion request received (the other APIs' lines add\n"
+    "                       \"api\" and \"inputs\")\n"
     "  --port-file FILE     write the bound port to FILE (atomically) once listening\n"
     "  --exit-after SEC     stop after SEC seconds, as on SIGINT\n"
     "  --quiet              print neither the listening line nor the exit summary\n"
@@ -121,6 +132,7 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
     o->itl_ms = 5;
     o->workers = 1;
     o->max_streams = SG_MOCK_DEFAULT_STREAMS;
+    o->embedding_dim = SG_MOCK_DEFAULT_EMBEDDING_DIM;
     const char *be = getenv("SURGE_IO_BACKEND");
     if (be && *be && (o->io_backend = sg_io_backend_parse(be)) < 0)
         return bad("SURGE_IO_BACKEND", be, "expected auto, io_uring or epoll");
@@ -190,7 +202,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--close-delay-ms",
                                             "--max-batch",
                                             "--prefill-ms-per-token",
-                                            "--io-backend"};
+                                            "--io-backend",
+                                            "--reasoning-tokens",
+                                            "--reasoning-field",
+                                            "--embedding-dim"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -308,6 +323,21 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             if (!parse_double(val, 0, 1e6, &d))
                 return bad(name, val, "expected milliseconds >= 0");
             o->prefill_ms_per_token = d;
+        } else if (strcmp(name, "--reasoning-tokens") == 0) {
+            if (!parse_uint(val, SG_MOCK_MAX_TOKENS, &u))
+                return bad(name, val, "expected a token count 0..1048576");
+            o->reasoning_tokens = (uint32_t)u;
+        } else if (strcmp(name, "--reasoning-field") == 0) {
+            if (strcmp(val, "reasoning_content") == 0)
+                o->reasoning_field_short = false;
+            else if (strcmp(val, "reasoning") == 0)
+                o->reasoning_field_short = true;
+            else
+                return bad(name, val, "expected reasoning_content or reasoning");
+        } else if (strcmp(name, "--embedding-dim") == 0) {
+            if (!parse_uint(val, SG_MOCK_MAX_EMBEDDING_DIM, &u) || u == 0)
+                return bad(name, val, "expected a dimension 1..16384");
+            o->embedding_dim = (uint32_t)u;
         } else if (strcmp(name, "--exit-after") == 0) {
             if (!parse_double(val, 0, 1e9, &d) || d <= 0)
                 return bad(name, val, "expected seconds > 0");

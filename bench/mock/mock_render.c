@@ -103,6 +103,10 @@ static size_t prefix_len[N_WORDS + 1]; /* text length of the first i words */
 #define FRAG_CAP 112
 static char frag[2][N_WORDS][2][FRAG_CAP];
 static uint8_t frag_len[2][N_WORDS][2];
+/* The same for chat's reasoning tokens (--reasoning-tokens), in the field --reasoning-field names. */
+static char reasoning_frag[N_WORDS][2][FRAG_CAP];
+static uint8_t reasoning_frag_len[N_WORDS][2];
+static const char *reasoning_field = "reasoning_content";
 
 typedef struct {
     char ka[512];
@@ -132,8 +136,9 @@ static void static_set(sg_mock_static_t id, const char *status, const char *body
     r->body = body;
 }
 
-void sg_mock_render_init(void)
+void sg_mock_render_init(const sg_mock_opts_t *o)
 {
+    reasoning_field = o->reasoning_field_short ? "reasoning" : "reasoning_content";
     cycle_len = 0;
     for (size_t i = 0; i < N_WORDS; i++) {
         prefix_len[i] = cycle_len;
@@ -153,6 +158,10 @@ void sg_mock_render_init(void)
             n = snprintf(frag[SG_OAI_COMPLETIONS][i][last], FRAG_CAP,
                          "{\"index\":0,\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":%s}]}", words[i], fin);
             frag_len[SG_OAI_COMPLETIONS][i][last] = (uint8_t)n;
+            n = snprintf(reasoning_frag[i][last], FRAG_CAP,
+                         "{\"index\":0,\"delta\":{\"%s\":\"%s\"},\"logprobs\":null,\"finish_reason\":%s}]}",
+                         reasoning_field, words[i], fin);
+            reasoning_frag_len[i][last] = (uint8_t)n;
         }
     }
 
@@ -224,6 +233,90 @@ void sg_mock_render_static(sg_mock_buf_t *b, const sg_mock_job_t *j)
     memcpy(p, r->ka + r->ka_head_len, r->ka_len - r->ka_head_len); /* the blank line and the body */
     p += r->ka_len - r->ka_head_len;
     b->len += (size_t)(p - d);
+}
+
+/* ---------- HTTP/1.1 framing around bodies rendered in place ---------- */
+
+#define BODY_HEAD_MAX (128 + KA_FIELDS_MAX) /* status line, Content-Type, Content-Length, connection fields */
+#define CHUNK_HEAD_MAX 10                   /* eight hex digits (a chunk under 4 GiB) and CRLF */
+
+static const char *status_text(int status)
+{
+    switch (status) {
+    case 200:
+        return "200 OK";
+    case 400:
+        return "400 Bad Request";
+    case 404:
+        return "404 Not Found";
+    case 405:
+        return "405 Method Not Allowed";
+    default:
+        return "500 Internal Server Error";
+    }
+}
+
+/* Reserve room for a head of up to max bytes; the bytes rendered next go after it. */
+static size_t head_reserve(sg_mock_buf_t *b, const sg_mock_job_t *j, size_t max)
+{
+    size_t mark = b->len;
+    if (!j->h2_id && sg_mock_buf_room(b, max))
+        b->len += max;
+    return mark;
+}
+
+/* Put the head (n bytes) at mark, right before what was rendered after the reserved max bytes. */
+static void head_place(sg_mock_buf_t *b, size_t mark, size_t max, const char *head, size_t n)
+{
+    size_t payload = b->len - mark - max;
+    memmove(b->p + mark + n, b->p + mark + max, payload);
+    memcpy(b->p + mark, head, n);
+    b->len = mark + n + payload;
+}
+
+size_t sg_mock_body_open(sg_mock_buf_t *b, const sg_mock_job_t *j)
+{
+    return head_reserve(b, j, BODY_HEAD_MAX);
+}
+
+void sg_mock_body_close(sg_mock_buf_t *b, const sg_mock_job_t *j, size_t mark, int status)
+{
+    if (j->h2_id || b->oom)
+        return; /* HTTP/2: the caller's HEADERS frame; out of memory: the connection is closed */
+    char head[BODY_HEAD_MAX];
+    int n = snprintf(head, sizeof(head), "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n",
+                     status_text(status), b->len - mark - BODY_HEAD_MAX);
+    size_t hl = (size_t)n;
+    hl += put_conn_fields(head + hl, j);
+    head[hl++] = '\r';
+    head[hl++] = '\n';
+    head_place(b, mark, BODY_HEAD_MAX, head, hl);
+}
+
+size_t sg_mock_chunk_open(sg_mock_buf_t *b, const sg_mock_job_t *j)
+{
+    return head_reserve(b, j, CHUNK_HEAD_MAX);
+}
+
+void sg_mock_chunk_close(sg_mock_buf_t *b, const sg_mock_job_t *j, size_t mark)
+{
+    if (j->h2_id || b->oom)
+        return;
+    size_t payload = b->len - mark - CHUNK_HEAD_MAX;
+    if (payload == 0) { /* a zero-size chunk would end the response */
+        b->len = mark;
+        return;
+    }
+    char head[CHUNK_HEAD_MAX], hex[8];
+    size_t hn = 0, n = 0;
+    for (size_t v = payload; v; v >>= 4)
+        hex[hn++] = hex_digits[v & 15];
+    while (hn)
+        head[n++] = hex[--hn];
+    head[n++] = '\r';
+    head[n++] = '\n';
+    head_place(b, mark, CHUNK_HEAD_MAX, head, n);
+    SG_MOCK_BUF_LIT(b, "\r\n");
 }
 
 void sg_mock_render_metrics(sg_mock_buf_t *b, const sg_mock_server_t *s, int64_t now, bool close)
@@ -311,6 +404,34 @@ void sg_mock_text(char *d, uint32_t n)
     memcpy(d, cycle_text, prefix_len[n % N_WORDS]);
 }
 
+size_t sg_mock_text_range_len(uint32_t from, uint32_t to)
+{
+    return sg_mock_text_len(to) - sg_mock_text_len(from);
+}
+
+void sg_mock_buf_text(sg_mock_buf_t *b, uint32_t from, uint32_t to)
+{
+    if (from >= to)
+        return;
+    char *d = sg_mock_buf_room(b, sg_mock_text_range_len(from, to));
+    if (!d)
+        return;
+    char *p = d;
+    uint32_t k = from;
+    for (; k < to && k % N_WORDS; k++) { /* up to a cycle's start */
+        size_t wl = prefix_len[k % N_WORDS + 1] - prefix_len[k % N_WORDS];
+        memcpy(p, cycle_text + prefix_len[k % N_WORDS], wl);
+        p += wl;
+    }
+    for (; to - k >= N_WORDS; k += N_WORDS) {
+        memcpy(p, cycle_text, cycle_len);
+        p += cycle_len;
+    }
+    memcpy(p, cycle_text, prefix_len[to - k]);
+    p += prefix_len[to - k];
+    b->len += (size_t)(p - d);
+}
+
 static size_t text_len(uint32_t n)
 {
     return (size_t)(n / N_WORDS) * cycle_len + prefix_len[n % N_WORDS];
@@ -325,7 +446,9 @@ static void put_text(char *d, uint32_t n)
     memcpy(d, cycle_text, prefix_len[n % N_WORDS]);
 }
 
-/* "prompt_tokens":W,"completion_tokens":n,"total_tokens":T}  into d (room for 120); returns the length. */
+/* {"prompt_tokens":W,"completion_tokens":n,"total_tokens":T} into d (room for USAGE_MAX), with the reasoning
+ * tokens' details when the job has any; returns the length. */
+#define USAGE_MAX 200
 static size_t put_usage(char *d, const sg_mock_job_t *j)
 {
     static const char a[] = "{\"prompt_tokens\":", b[] = ",\"completion_tokens\":", c[] = ",\"total_tokens\":";
@@ -339,8 +462,43 @@ static size_t put_usage(char *d, const sg_mock_job_t *j)
     memcpy(p, c, sizeof(c) - 1);
     p += sizeof(c) - 1;
     p += sg_mock_u64_fmt(p, j->usage_prompt + j->usage_completion);
+    if (j->reasoning) {
+        static const char r[] = ",\"completion_tokens_details\":{\"reasoning_tokens\":";
+        memcpy(p, r, sizeof(r) - 1);
+        p += sizeof(r) - 1;
+        p += sg_mock_u64_fmt(p, j->reasoning);
+        *p++ = '}';
+    }
     *p++ = '}';
     return (size_t)(p - d);
+}
+
+/* Chat with --reasoning-tokens: the message has the reasoning text beside the content (null when every token was
+ * reasoning). Rendered in place, off the fast path above. */
+static void render_full_reasoning(sg_mock_buf_t *b, const sg_mock_job_t *j)
+{
+    size_t mark = sg_mock_body_open(b, j);
+    sg_mock_buf_mem(b, j->head, j->head_len);
+    SG_MOCK_BUF_LIT(b, "{\"index\":0,\"message\":{\"role\":\"assistant\",\"");
+    sg_mock_buf_mem(b, reasoning_field, strlen(reasoning_field));
+    SG_MOCK_BUF_LIT(b, "\":\"");
+    sg_mock_buf_text(b, 0, j->reasoning);
+    if (j->reasoning < j->n) {
+        SG_MOCK_BUF_LIT(b, "\",\"content\":\"");
+        sg_mock_buf_text(b, j->reasoning, j->n);
+        SG_MOCK_BUF_LIT(b, "\"},\"logprobs\":null,\"finish_reason\":\"length\"}]");
+    } else {
+        SG_MOCK_BUF_LIT(b, "\",\"content\":null},\"logprobs\":null,\"finish_reason\":\"length\"}]");
+    }
+    if (j->send_usage) {
+        char *d = sg_mock_buf_room(b, 9 + USAGE_MAX);
+        if (d) {
+            memcpy(d, ",\"usage\":", 9);
+            b->len += 9 + put_usage(d + 9, j);
+        }
+    }
+    SG_MOCK_BUF_LIT(b, "}");
+    sg_mock_body_close(b, j, mark, 200);
 }
 
 void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j)
@@ -349,8 +507,16 @@ void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j)
     static const char chat_close[] = "\"},\"logprobs\":null,\"finish_reason\":\"length\"}]";
     static const char cmpl_open[] = "{\"index\":0,\"text\":\"";
     static const char cmpl_close[] = "\",\"logprobs\":null,\"finish_reason\":\"length\"}]";
+    if (SG_UNLIKELY(j->kind > SG_OAI_COMPLETIONS)) {
+        sg_mock_api_render_full(b, j);
+        return;
+    }
+    if (SG_UNLIKELY(j->reasoning)) {
+        render_full_reasoning(b, j);
+        return;
+    }
     bool chat = j->kind == SG_OAI_CHAT;
-    char usage[140];
+    char usage[USAGE_MAX + 16];
     size_t usage_len = 0;
     if (j->send_usage) {
         static const char key[] = ",\"usage\":";
@@ -432,7 +598,7 @@ static void put_event(sg_mock_buf_t *b, const sg_mock_job_t *j, const char *frag
     b->len += (size_t)(p - d);
 }
 
-void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j)
+void sg_mock_render_sse_head(sg_mock_buf_t *b, const sg_mock_job_t *j)
 {
     if (!j->h2_id) { /* HTTP/2: the head is a HEADERS frame */
         SG_MOCK_BUF_LIT(b, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
@@ -445,6 +611,21 @@ void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j)
             b->len += n;
         }
     }
+}
+
+void sg_mock_render_sse_end(sg_mock_buf_t *b, const sg_mock_job_t *j)
+{
+    if (!j->h2_id)
+        SG_MOCK_BUF_LIT(b, "0\r\n\r\n");
+}
+
+void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j)
+{
+    if (SG_UNLIKELY(j->kind > SG_OAI_COMPLETIONS)) {
+        sg_mock_api_render_stream_start(b, j);
+        return;
+    }
+    sg_mock_render_sse_head(b, j);
     if (j->kind == SG_OAI_CHAT) {
         static const char role[] = "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
                                    "\"finish_reason\":null}]}";
@@ -454,15 +635,26 @@ void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j)
 
 void sg_mock_render_token(sg_mock_buf_t *b, const sg_mock_job_t *j, uint32_t k)
 {
+    if (SG_UNLIKELY(j->kind > SG_OAI_COMPLETIONS)) {
+        sg_mock_api_render_token(b, j, k);
+        return;
+    }
     int last = k + 1 == j->n;
     size_t w = k % N_WORDS;
-    put_event(b, j, frag[j->kind][w][last], frag_len[j->kind][w][last]);
+    if (SG_UNLIKELY(k < j->reasoning))
+        put_event(b, j, reasoning_frag[w][last], reasoning_frag_len[w][last]);
+    else
+        put_event(b, j, frag[j->kind][w][last], frag_len[j->kind][w][last]);
 }
 
 void sg_mock_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j)
 {
+    if (SG_UNLIKELY(j->kind > SG_OAI_COMPLETIONS)) {
+        sg_mock_api_render_stream_end(b, j);
+        return;
+    }
     if (j->include_usage) {
-        char u[160];
+        char u[USAGE_MAX + 16];
         static const char open[] = "],\"usage\":";
         memcpy(u, open, sizeof(open) - 1);
         size_t n = sizeof(open) - 1;

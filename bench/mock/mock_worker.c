@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include "mock_internal.h"
 
+#include "sg_api_request.h"
 #include "sg_h1.h"
 #include "sg_h2srv.h"
 #include "sg_kserve.h"
@@ -232,6 +233,14 @@ static sg_mock_job_t *job_new(sg_mock_worker_t *w)
     j->close_silent = false;
     j->close_linger = false;
     j->ka_max = 0;
+    j->reasoning = 0;
+    j->items = 0;
+    j->shown = 0;
+    j->status = 0;
+    j->details = false;
+    j->serial = 0;
+    j->created = 0;
+    j->err_msg = NULL;
     j->started = false;
     j->blocked = false;
     j->head = j->head_inline;
@@ -520,7 +529,10 @@ static bool ends_with(sg_slice_t s, const char *lit)
     return s.len >= n && memcmp(s.base + s.len - n, lit, n) == 0;
 }
 
-static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice_t path, const sg_oai_request_t *r)
+/* One --record line. a: the other APIs' scan (their API's name and input count go in too); NULL for chat and
+ * completions. */
+static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice_t path, const sg_oai_request_t *r,
+                           const sg_api_request_t *a)
 {
     sg_mock_buf_t *b = &w->rec;
     sg_mock_record_head(b, &w->rec_first_ns, now, w->idx, c->serial, path);
@@ -540,6 +552,15 @@ static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice
     SG_MOCK_BUF_LIT(b, ",\"prompt\":\"");
     if (r->prompt.base)
         sg_mock_buf_json_raw(b, r->prompt);
+    if (a) {
+        SG_MOCK_BUF_LIT(b, "\",\"api\":\"");
+        const char *name = sg_mock_api_name(a->kind);
+        sg_mock_buf_mem(b, name, strlen(name));
+        SG_MOCK_BUF_LIT(b, "\",\"inputs\":");
+        sg_mock_buf_u64(b, a->inputs);
+        SG_MOCK_BUF_LIT(b, "}\n");
+        return;
+    }
     SG_MOCK_BUF_LIT(b, "\"}\n");
 }
 
@@ -612,7 +633,7 @@ static int usage_counts(sg_mock_worker_t *w, sg_mock_job_t *j, const sg_oai_requ
 {
     j->usage_prompt = r->prompt_words;
     int64_t completion = j->n;
-    if (w->enc) {
+    if (w->enc && j->n) { /* embeddings and rankings (no output) count words: their prompt is many texts */
         if (r->prompt.len) {
             w->scratch.len = 0;
             char *d = sg_mock_buf_room(&w->scratch, r->prompt.len);
@@ -646,15 +667,136 @@ static int usage_counts(sg_mock_worker_t *w, sg_mock_job_t *j, const sg_oai_requ
     return 0;
 }
 
+/* The API a path asks for, or -1. TEI and Cohere share /rerank: the body tells them apart (sg_api_request.h). */
+static int route(sg_slice_t path)
+{
+    if (ends_with(path, "/chat/completions")) /* first: the hot path */
+        return SG_OAI_CHAT;
+    if (ends_with(path, "/completions"))
+        return SG_OAI_COMPLETIONS;
+    if (ends_with(path, "/embeddings"))
+        return SG_OAI_EMBEDDINGS;
+    if (ends_with(path, "/ranking"))
+        return SG_OAI_RANK_NIM;
+    if (ends_with(path, "/rerank"))
+        return SG_OAI_RANK_COHERE;
+    if (ends_with(path, "/responses"))
+        return SG_OAI_RESPONSES;
+    if (ends_with(path, "/messages"))
+        return SG_OAI_MESSAGES;
+    if (ends_with(path, "/generate") || ends_with(path, "/generate_stream"))
+        return SG_OAI_GENERATE;
+    return -1;
+}
+
 /*
- * The job that answers one request (either protocol): routing, the request's scan, --record, --error-rate and
- * --drop-rate draws, timing. NULL (SG_ENOMEM) when memory ran out.
+ * Scan the body of a request to one of the APIs beside chat and completions into r (the fields every API has)
+ * and a. false when j now answers an error in the API's shape (*kind is then the body's API).
+ */
+static bool scan_api(const sg_mock_server_t *s, sg_mock_job_t *j, int *kind, sg_slice_t path, sg_slice_t body,
+                     sg_oai_request_t *r, sg_api_request_t *a, int64_t now)
+{
+    int err = sg_api_scan_request((sg_oai_kind_t)*kind, body.base, body.len, a);
+    *kind = a->kind;
+    if (err == 0 && a->inputs > SG_MOCK_MAX_ITEMS) {
+        err = SG_EPROTO;
+        a->err = "more than 65536 inputs in one request";
+    } else if (err == 0 && *kind == SG_OAI_EMBEDDINGS &&
+               (uint64_t)a->inputs * s->opts.embedding_dim > SG_MOCK_MAX_FLOATS) {
+        err = SG_EPROTO;
+        a->err = "inputs x --embedding-dim is over 4194304 floats";
+    }
+    if (err < 0) {
+        sg_mock_api_error(j, (sg_oai_kind_t)*kind, 400, a->err, now);
+        return false;
+    }
+    *r = (sg_oai_request_t){.model = a->model,
+                            .max_tokens = a->max_tokens,
+                            /* TGI: /generate_stream always streams, /generate never does */
+                            .stream = *kind == SG_OAI_GENERATE ? ends_with(path, "/generate_stream") : a->stream,
+                            .prompt = a->prompt,
+                            .prompt_words = a->prompt_words};
+    return true;
+}
+
+/*
+ * Make j the answer to a request for API kind (a POST): the body's scan, --record, the --error-rate and
+ * --drop-rate draws, the timing. 0, or SG_ENOMEM.
+ */
+static int build_answer(conn_t *c, sg_mock_job_t *j, int kind, sg_slice_t full_path, sg_slice_t path, sg_slice_t body,
+                        int64_t now)
+{
+    sg_mock_worker_t *w = c->w;
+    const sg_mock_server_t *s = w->srv;
+    sg_oai_request_t r;
+    sg_api_request_t a = {.inputs = 1, .top_n = -1};
+    bool api = kind > SG_OAI_COMPLETIONS;
+    if (!api) {
+        int err = sg_oai_scan_request((sg_oai_kind_t)kind, body.base, body.len, &r);
+        if (err < 0) {
+            build_static(j, err == SG_EJSON ? SG_MOCK_ST_BAD_JSON : SG_MOCK_ST_NO_PROMPT, now);
+            return 0;
+        }
+    } else if (!scan_api(s, j, &kind, path, body, &r, &a, now)) {
+        return 0;
+    }
+    w->st.completions++;
+    if (s->record_fd >= 0)
+        record_request(w, c, now, full_path, &r, api ? &a : NULL);
+    if (s->opts.error_rate > 0 && sg_rng_uniform(&w->rng) <= s->opts.error_rate) {
+        w->st.errors++;
+        if (api)
+            sg_mock_api_error(j, (sg_oai_kind_t)kind, 500, "injected error (--error-rate)", now);
+        else
+            build_static(j, SG_MOCK_ST_INJECTED, now);
+        return 0;
+    }
+    bool drop = s->opts.drop_rate > 0 && sg_rng_uniform(&w->rng) <= s->opts.drop_rate;
+    /* embeddings and rankings generate nothing: answered whole once the prompt is read (the TTFT) */
+    bool generates = kind <= SG_OAI_COMPLETIONS || kind >= SG_OAI_RESPONSES;
+    j->kind = (uint8_t)kind;
+    j->n = generates ? tokens_for(s, r.max_tokens) : 0;
+    if (kind == SG_OAI_CHAT || kind == SG_OAI_RESPONSES || kind == SG_OAI_MESSAGES)
+        j->reasoning = s->opts.reasoning_tokens < j->n ? s->opts.reasoning_tokens : j->n;
+    j->items = j->shown = a.inputs;
+    if (kind == SG_OAI_RANK_COHERE && a.top_n >= 0 && (uint64_t)a.top_n < a.inputs)
+        j->shown = (uint32_t)a.top_n;
+    j->details = a.details;
+    j->prompt_words = r.prompt_words;
+    j->include_usage = r.include_usage && !s->opts.no_usage;
+    j->send_usage = !s->opts.no_usage;
+    int err = usage_counts(w, j, &r);
+    if (err < 0)
+        return err;
+    /* ids are unique across workers: worker w hands out w, w + N, w + 2N, ... */
+    j->serial = w->next_id++ * s->opts.workers + w->idx;
+    j->created = (int64_t)time(NULL);
+    err = api ? sg_mock_api_head(j, r.model) : sg_mock_render_head(j, j->serial, j->created, r.model, r.stream);
+    if (err < 0)
+        return err;
+    sg_mock_job_schedule(s, j, now, w->idx);
+    if (r.stream && generates) {
+        w->st.streamed++;
+        j->type = SG_MOCK_JOB_STREAM;
+        j->due_ns = now; /* the head and the first events (chat's role chunk) go out on arrival */
+        if (drop)
+            j->drop_at = j->n / 2;
+    } else {
+        j->type = SG_MOCK_JOB_FULL;
+        j->due_ns = j->start_ns + j->ttft_ns + (j->n ? s->itl_ns * (int64_t)(j->n - 1) : 0);
+        j->drop_full = drop;
+    }
+    return 0;
+}
+
+/*
+ * The job that answers one request (either protocol): routing, then build_answer for the APIs. NULL (SG_ENOMEM)
+ * when memory ran out.
  */
 static sg_mock_job_t *build_job(conn_t *c, sg_slice_t method, sg_slice_t full_path, sg_slice_t body, bool keep_alive,
                                 int64_t now)
 {
     sg_mock_worker_t *w = c->w;
-    const sg_mock_server_t *s = w->srv;
     w->st.requests++;
 
     sg_mock_job_t *j = job_new(w);
@@ -671,65 +813,22 @@ static sg_mock_job_t *build_job(conn_t *c, sg_slice_t method, sg_slice_t full_pa
     if (!is_get && !is_post)
         j->close_after = true; /* HEAD and friends: our bodies would break their framing, so end there */
 
-    int kind = -1;
-    if (ends_with(path, "/chat/completions"))
-        kind = SG_OAI_CHAT;
-    else if (ends_with(path, "/completions"))
-        kind = SG_OAI_COMPLETIONS;
-    else if (ends_with(path, "/models"))
-        build_static(j, is_get ? SG_MOCK_ST_MODELS : SG_MOCK_ST_METHOD, now);
-    else if (ends_with(path, "/health"))
-        build_static(j, is_get ? SG_MOCK_ST_HEALTH : SG_MOCK_ST_METHOD, now);
-    else if (ends_with(path, "/metrics"))
-        build_static(j, is_get ? SG_MOCK_ST_METRICS : SG_MOCK_ST_METHOD, now);
-    else
-        build_static(j, SG_MOCK_ST_NOT_FOUND, now);
-
-    if (kind >= 0 && !is_post) {
-        build_static(j, SG_MOCK_ST_METHOD, now);
-    } else if (kind >= 0) {
-        sg_oai_request_t r;
-        int err = sg_oai_scan_request((sg_oai_kind_t)kind, body.base, body.len, &r);
-        if (err < 0) {
-            build_static(j, err == SG_EJSON ? SG_MOCK_ST_BAD_JSON : SG_MOCK_ST_NO_PROMPT, now);
-        } else {
-            w->st.completions++;
-            if (s->record_fd >= 0)
-                record_request(w, c, now, full_path, &r);
-            if (s->opts.error_rate > 0 && sg_rng_uniform(&w->rng) <= s->opts.error_rate) {
-                w->st.errors++;
-                build_static(j, SG_MOCK_ST_INJECTED, now);
-            } else {
-                bool drop = s->opts.drop_rate > 0 && sg_rng_uniform(&w->rng) <= s->opts.drop_rate;
-                j->kind = (uint8_t)kind;
-                j->n = tokens_for(s, r.max_tokens);
-                j->prompt_words = r.prompt_words;
-                j->include_usage = r.include_usage && !s->opts.no_usage;
-                j->send_usage = !s->opts.no_usage;
-                if (usage_counts(w, j, &r) < 0) {
-                    job_free(w, j);
-                    return NULL;
-                }
-                /* ids are unique across workers: worker w hands out w, w + N, w + 2N, ... */
-                uint64_t id = w->next_id++ * s->opts.workers + w->idx;
-                if (sg_mock_render_head(j, id, (int64_t)time(NULL), r.model, r.stream) < 0) {
-                    job_free(w, j);
-                    return NULL;
-                }
-                sg_mock_job_schedule(s, j, now, w->idx);
-                if (r.stream) {
-                    w->st.streamed++;
-                    j->type = SG_MOCK_JOB_STREAM;
-                    j->due_ns = now; /* the head and role chunk go out on arrival */
-                    if (drop)
-                        j->drop_at = j->n / 2;
-                } else {
-                    j->type = SG_MOCK_JOB_FULL;
-                    j->due_ns = j->start_ns + j->ttft_ns + s->itl_ns * (int64_t)(j->n - 1);
-                    j->drop_full = drop;
-                }
-            }
+    int kind = route(path);
+    if (kind >= 0) {
+        if (!is_post) {
+            build_static(j, SG_MOCK_ST_METHOD, now);
+        } else if (build_answer(c, j, kind, full_path, path, body, now) < 0) {
+            job_free(w, j);
+            return NULL;
         }
+    } else if (ends_with(path, "/models")) {
+        build_static(j, is_get ? SG_MOCK_ST_MODELS : SG_MOCK_ST_METHOD, now);
+    } else if (ends_with(path, "/health")) {
+        build_static(j, is_get ? SG_MOCK_ST_HEALTH : SG_MOCK_ST_METHOD, now);
+    } else if (ends_with(path, "/metrics")) {
+        build_static(j, is_get ? SG_MOCK_ST_METRICS : SG_MOCK_ST_METHOD, now);
+    } else {
+        build_static(j, SG_MOCK_ST_NOT_FOUND, now);
     }
     return j;
 }
@@ -810,6 +909,11 @@ static bool job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
         else
             sg_mock_render_static(conn_out(c), j);
         return true;
+    case SG_MOCK_JOB_API_ERROR: {
+        int status;
+        sg_mock_api_render_error(conn_out(c), j, &status);
+        return true;
+    }
     case SG_MOCK_JOB_CLOSE:
         if (j->due_ns > now)
             break;
@@ -1034,6 +1138,13 @@ static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
         sg_mock_buf_slice(b, body);
         j->h2_eof = true;
         h2_respond(c, j, status, ctype, (int64_t)body.len, false);
+        break;
+    }
+    case SG_MOCK_JOB_API_ERROR: {
+        int status;
+        sg_mock_api_render_error(b, j, &status);
+        j->h2_eof = true;
+        h2_respond(c, j, status, "application/json", (int64_t)b->len, false);
         break;
     }
     case SG_MOCK_JOB_FULL:
