@@ -438,6 +438,51 @@ def bench_scrape(surge, n, repeat, client_cpu, mock_cpu):
     return {"plain": a, "scraping": b}
 
 
+def bench_embeddings(surge, n, repeat, client_cpu, mock_cpu, dim=1024):
+    """Client CPU per request: embeddings (one 100-word input, a dim-float vector back) against non-streamed
+    completions of the same prompt (one token back), interleaved runs against the same mock, with h2load sending
+    each body beside them as the reference."""
+    words = 100
+    tmp = tempfile.mkdtemp()
+    bodies = {"completions": {"model": "bench", "prompt": prompt_words(words), "max_tokens": 1},
+              "embeddings": {"model": "bench", "input": [prompt_words(words)]}}
+    paths = {}
+    for name, body in bodies.items():
+        paths[name] = os.path.join(tmp, name + ".json")
+        with open(paths[name], "w") as f:
+            f.write(json.dumps(body))
+    common = ["--concurrency", "64", "--request-count", str(n), "--synthetic-input-tokens-mean", str(words)]
+    args = {"completions": ["--endpoint-type", "completions", "--output-tokens-mean", "1"],
+            "embeddings": ["--endpoint-type", "embeddings"]}
+    per = {k: [] for k in ("completions", "embeddings", "h2load completions", "h2load embeddings")}
+    mock_args = ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
+                 "--embedding-dim", str(dim)]
+    with Mock(surge, mock_args, mock_cpu) as m:
+        for _ in range(repeat):
+            for name in ("completions", "embeddings"):  # interleaved: drift hits both alike
+                measured(surge_cmd(surge, m.port, client_cpu, common + args[name]))
+                s = summary()
+                if s["request_count"]["avg"] != n:
+                    raise RuntimeError("%s completed %s of %d requests" % (name, s["request_count"]["avg"], n))
+                per[name].append(s["client_cpu_time"]["avg"] / n * 1e6)
+                url = "http://127.0.0.1:%d/v1/%s" % (m.port, name)
+                _, h_cpu, _, _ = measured(pin_prefix(client_cpu) + [
+                    "h2load", "--h1", "-n", str(n), "-c", "64", "-t", "1", "-d", paths[name],
+                    "-H", "Content-Type: application/json", url])
+                per["h2load " + name].append(h_cpu / n * 1e6)
+    shutil.rmtree(tmp, ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in per.items()}
+    print("embeddings: non-streamed HTTP/1.1, concurrency 64, %d requests, one worker, %d-word input, %d floats "
+          "back, median of %d" % (n, words, dim, repeat))
+    print("  surge completions  %7.3f us CPU/request (load phase)" % med["completions"])
+    print("  surge embeddings   %7.3f us CPU/request (load phase)   ratio %.3fx  (target <= 1.0)"
+          % (med["embeddings"], med["embeddings"] / med["completions"]))
+    print("  h2load completions %7.3f us CPU/request (whole process)" % med["h2load completions"])
+    print("  h2load embeddings  %7.3f us CPU/request (whole process)  ratio %.3fx"
+          % (med["h2load embeddings"], med["h2load embeddings"] / med["h2load completions"]))
+    return med
+
+
 def page_check(dom):
     """The self-check the report page writes when it has drawn (report/assets/report.js)."""
     import html
@@ -597,7 +642,7 @@ def bench_ranks(surge, n, repeat, client_cpu, mock_cpu, rate=300):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "scrape", "report",
-                                     "backends", "ranks", "all"])
+                                     "backends", "ranks", "embeddings", "all"])
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=ap_default_requests)
     ap.add_argument("--repeat", type=int, default=5)
@@ -636,6 +681,8 @@ def run(args):
     if args.what in ("ranks", "all"):
         bench_ranks(args.surge, args.requests if args.requests != ap_default_requests else 3000,
                     min(args.repeat, 3), client_cpu, mock_cpu)
+    if args.what in ("embeddings", "all"):
+        bench_embeddings(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("report", "all"):
         n = args.requests if args.requests != ap_default_requests else 1000000
         bench_report(args.surge, n, min(args.repeat, 3), client_cpu, mock_cpu)

@@ -1,0 +1,147 @@
+"""surge profile against surge mock over every endpoint type (docs/endpoints.md): each API's bodies go out in
+its shape (checked in the mock's --record), its answers are read (OSL from each API's usage, ISL over every
+input, TTFT from the first text event), reasoning models' output is counted (reasoning_token_count, the time to
+first output token after the reasoning), over HTTP/1.1 and h2c; and a server that answers another API at the path
+fails every request with a message that says so."""
+import json
+
+import harness
+from profiling import profile
+
+N = 40
+OSL = 10
+ISL = 24
+TTFT_MS = 20
+ITL_MS = 2
+
+
+def records_ok(h, r, what, n=N):
+    if not h.check(r.summary is not None, "%s: a summary" % what, r.stderr[-2000:]):
+        return False
+    h.check(r.summary["error_request_count"]["avg"] == 0, "%s: no errors" % what, r.summary.get("error_summary"))
+    h.check(r.summary["request_count"]["avg"] == n and len(r.records) == n, "%s: %d requests" % (what, n),
+            r.summary["request_count"])
+    return True
+
+
+def recorded(m):
+    """The mock's --record lines so far."""
+    with open(m.record) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def check_generating(h, m, http2):
+    proto = ("--http2",) if http2 else ()
+    for etype in ("chat", "completions", "responses", "messages", "generate"):
+        for streaming in (True, False):
+            what = "%s, %s%s" % (etype, "streamed" if streaming else "whole", ", h2c" if http2 else "")
+            r = profile(h, m.url, "--endpoint-type", etype, *(("--streaming",) if streaming else ()), *proto,
+                        "--output-tokens-mean", OSL, "--synthetic-input-tokens-mean", ISL, "--request-count", N,
+                        "--concurrency", 8)
+            if not records_ok(h, r, what):
+                continue
+            bad = [x for x in r.records if x["osl_source"] != "usage" or x["output_sequence_length"] != OSL]
+            h.check(not bad, "%s: OSL %d from the API's usage" % (what, OSL), bad[:2])
+            if etype != "generate":  # TGI reports no prompt count
+                h.check(all(x.get("input_sequence_length_server") == ISL for x in r.records),
+                        "%s: the mock's prompt count (its words) kept" % what, r.records[:1])
+            if streaming:
+                ttft = r.summary["time_to_first_token"]
+                h.check(ttft["count"] == N and ttft["min"] >= TTFT_MS * 0.9, "%s: TTFT after the mock's %d ms"
+                        % (what, TTFT_MS), ttft)
+                h.check(all(x["content_events"] == OSL for x in r.records), "%s: one content event per token" % what)
+                h.check("reasoning_token_count" not in r.summary and "time_to_first_output_token" not in r.summary,
+                        "%s: no reasoning rows without reasoning" % what)
+
+
+def check_reasoning(h, m_reason, field):
+    for etype in ("chat", "responses", "messages"):
+        what = "%s with 4 reasoning tokens (%s)" % (etype, field)
+        r = profile(h, m_reason.url, "--endpoint-type", etype, "--streaming", "--output-tokens-mean", OSL,
+                    "--request-count", N, "--concurrency", 8)
+        if not records_ok(h, r, what):
+            continue
+        h.check(all(x["output_sequence_length"] == OSL for x in r.records), "%s: OSL counts the reasoning" % what,
+                r.records[:1])
+        h.check(all(x.get("reasoning_tokens") == 4 for x in r.records), "%s: 4 reasoning tokens per request" % what,
+                r.records[:1])
+        # the fifth content event is the first output (token_times_ms: from the intended start, to the us)
+        late = [x for x in r.records
+                if x["first_output_token_ns"] is None or len(x["token_times_ms"]) != OSL
+                or abs((x["first_output_token_ns"] - x["intended_ns"]) / 1e6 - x["token_times_ms"][4]) > 0.002]
+        h.check(not late, "%s: the first output token is the fifth content event" % what, late[:2])
+        s = r.summary
+        h.check(s.get("reasoning_token_count", {}).get("avg") == 4 and s["reasoning_token_count"]["count"] == N,
+                "%s: reasoning_token_count in the summary" % what, s.get("reasoning_token_count"))
+        ttfo = s.get("time_to_first_output_token", {})
+        h.check(ttfo.get("count") == N and ttfo["avg"] > s["time_to_first_token"]["avg"] + 3 * ITL_MS,
+                "%s: TTFO beyond TTFT by the reasoning" % what, (ttfo, s["time_to_first_token"]))
+        h.check("Time to first output token" in r.stdout and "Reasoning token count" in r.stdout,
+                "%s: both rows in the table" % what, r.stdout[-3000:])
+    # whole chat answers: the count comes from usage's completion_tokens_details
+    r = profile(h, m_reason.url, "--endpoint-type", "chat", "--output-tokens-mean", OSL, "--request-count", 8)
+    if records_ok(h, r, "chat whole with reasoning", 8):
+        h.check(all(x.get("reasoning_tokens") == 4 for x in r.records), "chat whole: reasoning_tokens from usage",
+                r.records[:1])
+
+
+def check_batched(h, m):
+    before = len(recorded(m))
+    cases = (("embeddings", "input", 4), ("nim_rankings", "passages", 3), ("hf_tei_rankings", "texts", 3),
+             ("cohere_rankings", "documents", 3))
+    for etype, member, b in cases:
+        what = "%s, batch %d" % (etype, b)
+        r = profile(h, m.url, "--endpoint-type", etype, "--batch-size", b, "--synthetic-input-tokens-mean", ISL,
+                    "--request-count", N, "--concurrency", 8)
+        if not records_ok(h, r, what):
+            continue
+        texts = b if etype == "embeddings" else b + 1
+        h.check(all(x["input_sequence_length"] == texts * ISL for x in r.records), "%s: ISL counts %d texts"
+                % (what, texts), r.records[:1])
+        h.check(all(x.get("no_output") is True and x["output_sequence_length"] is None for x in r.records),
+                "%s: no output" % what, r.records[:1])
+        h.check(r.summary["request_latency"]["min"] >= TTFT_MS * 0.9, "%s: latency holds the mock's %d ms"
+                % (what, TTFT_MS), r.summary["request_latency"])
+        rec = recorded(m)[before:]
+        before += len(rec)
+        h.check(len(rec) == N and all(x.get("inputs") == b for x in rec),
+                "%s: the mock saw %d %s per request" % (what, b, member), rec[:1])
+
+
+def check_errors(h, m, m_err):
+    # a messages body at the chat path: the mock answers in chat's shape, which is not Anthropic's
+    r = profile(h, m.url, "--endpoint-type", "messages", "--endpoint", "v1/chat/completions", "--streaming",
+                "--request-count", 6, "--output-tokens-mean", 4, check_rc=None)
+    errs = r.summary.get("error_summary", []) if r.summary else []
+    h.check(r.summary is not None and r.summary["error_request_count"]["avg"] == 6 and
+            any("no event of a messages stream" in e.get("message", "") for e in errs),
+            "chat's stream read as a messages stream: every request a protocol error that names the API", errs)
+    r = profile(h, m.url, "--endpoint-type", "embeddings", "--endpoint", "v1/completions", "--request-count", 6,
+                check_rc=None)
+    errs = r.summary.get("error_summary", []) if r.summary else []
+    h.check(r.summary is not None and r.summary["error_request_count"]["avg"] == 6,
+            "an embeddings body at the completions path: counted failures", errs)
+    # the server's own errors in each API's shape: the server's message, counted by class
+    for etype in ("embeddings", "messages", "generate", "responses"):
+        r = profile(h, m_err.url, "--endpoint-type", etype, "--request-count", 6, check_rc=None)
+        errs = r.summary.get("error_summary", []) if r.summary else []
+        h.check(r.summary is not None and r.summary["error_request_count"]["avg"] == 6 and
+                all(e.get("message", "").startswith("HTTP 5") and len(e["message"]) > 10 for e in errs),
+                "%s: injected errors carry the server's message" % etype, errs)
+
+
+def main(h):
+    with h.mock("--ttft-ms", TTFT_MS, "--itl-ms", ITL_MS, record=True) as m:
+        check_generating(h, m, False)
+        check_generating(h, m, True)
+        check_batched(h, m)
+        with h.mock("--ttft-ms", 1, "--itl-ms", 1, "--error-rate", 1) as m_err:
+            check_errors(h, m, m_err)
+    for field in ("reasoning_content", "reasoning"):
+        with h.mock("--ttft-ms", TTFT_MS, "--itl-ms", ITL_MS, "--reasoning-tokens", 4, "--reasoning-field",
+                    field) as mr:
+            check_reasoning(h, mr, field)
+
+
+if __name__ == "__main__":
+    harness.main(main)
