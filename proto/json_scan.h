@@ -144,6 +144,33 @@ static SG_JS_INLINE bool sg_js_is_digit(char c)
     return (unsigned char)(c - '0') <= 9;
 }
 
+/*
+ * Past a run of ASCII digits. Eight bytes at a time where eight remain (an embedding vector is mostly digits):
+ * a byte is a digit when its high nibble is 3 and its low nibble plus 6 stays below 16; neither test carries
+ * into the next byte, so the first non-digit byte is exactly the first non-zero byte of their union.
+ */
+static SG_JS_INLINE const char *sg_js_digits(const char *p, const char *end)
+{
+    const uint64_t ones = 0x0101010101010101ull;
+    while (end - p >= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        uint64_t bad = ((x & (0xF0 * ones)) ^ (0x30 * ones)) | (((x & (0x0F * ones)) + 0x06 * ones) & (0x10 * ones));
+        if (bad) {
+            uint64_t nz = (((bad & (0x7F * ones)) + 0x7F * ones) | bad) & (0x80 * ones);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return p + (__builtin_ctzll(nz) >> 3);
+#else
+            return p + (__builtin_clzll(nz) >> 3);
+#endif
+        }
+        p += 8;
+    }
+    while (p < end && sg_js_is_digit(*p))
+        p++;
+    return p;
+}
+
 /* A number's grammar, one pass; when want, its value too (a non-integral or too big one: *is_int false). */
 static SG_JS_INLINE int sg_js_number_(sg_js_t *js, int64_t *value, bool *is_int, bool want)
 {
@@ -161,6 +188,8 @@ static SG_JS_INLINE int sg_js_number_(sg_js_t *js, int64_t *value, bool *is_int,
         p++;
     } else if (*p >= '1' && *p <= '9') {
         const char *digits = p;
+        if (!want)
+            p = sg_js_digits(p, end);
         while (p < end && sg_js_is_digit(*p)) {
             mag = mag * 10 + (uint64_t)(*p - '0');
             p++;
@@ -187,8 +216,7 @@ static SG_JS_INLINE int sg_js_number_(sg_js_t *js, int64_t *value, bool *is_int,
         p++;
         if (p >= end || !sg_js_is_digit(*p))
             return SG_EJSON;
-        while (p < end && sg_js_is_digit(*p))
-            p++;
+        p = sg_js_digits(p, end);
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
         integral = false;
@@ -197,8 +225,7 @@ static SG_JS_INLINE int sg_js_number_(sg_js_t *js, int64_t *value, bool *is_int,
             p++;
         if (p >= end || !sg_js_is_digit(*p))
             return SG_EJSON;
-        while (p < end && sg_js_is_digit(*p))
-            p++;
+        p = sg_js_digits(p, end);
     }
     js->p = p;
     if (want) {
