@@ -188,6 +188,13 @@ static int scan_line(line_t *l, const char *text, size_t len)
             rc = scan_bool(&js, &r->streaming);
         } else if (SG_JS_KEY(&js, key, "resent")) {
             rc = scan_bool(&js, &r->resent);
+        } else if (SG_JS_KEY(&js, key, "session")) {
+            rc = scan_int(&js, &v, &present);
+            r->session = (uint64_t)v;
+            r->in_session = present;
+        } else if (SG_JS_KEY(&js, key, "turn")) {
+            rc = scan_int(&js, &v, &present);
+            r->turn = present && v > 0 ? (uint32_t)v : 0;
         } else if (SG_JS_KEY(&js, key, "no_output")) {
             rc = scan_bool(&js, &r->no_output);
         } else if (SG_JS_KEY(&js, key, "reasoning_tokens")) {

@@ -109,6 +109,12 @@ enum {
     OPT_SEARCH_RANGE,
     OPT_SEARCH_PRECISION,
     OPT_SEARCH_TRIALS,
+    OPT_CONV_NUM,
+    OPT_TURN_MEAN,
+    OPT_TURN_STDDEV,
+    OPT_TURN_DELAY_MEAN,
+    OPT_TURN_DELAY_STDDEV,
+    OPT_TURN_DELAY_RATIO,
     /* TLS */
     OPT_INSECURE = 'k',
     OPT_CACERT = 0x200,
@@ -164,6 +170,20 @@ static const struct option long_options[] = {
     {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
     {"input-file", required_argument, NULL, OPT_INPUT_FILE},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
+    {"custom-dataset-type", required_argument, NULL, OPT_INPUT_FORMAT}, /* AIPerf's */
+    {"conversation-num", required_argument, NULL, OPT_CONV_NUM},
+    {"num-conversations", required_argument, NULL, OPT_CONV_NUM},
+    {"num-sessions", required_argument, NULL, OPT_CONV_NUM},
+    {"conversation-turn-mean", required_argument, NULL, OPT_TURN_MEAN},
+    {"session-turns-mean", required_argument, NULL, OPT_TURN_MEAN},
+    {"conversation-turn-stddev", required_argument, NULL, OPT_TURN_STDDEV},
+    {"session-turns-stddev", required_argument, NULL, OPT_TURN_STDDEV},
+    {"conversation-turn-delay-mean", required_argument, NULL, OPT_TURN_DELAY_MEAN},
+    {"session-turn-delay-mean", required_argument, NULL, OPT_TURN_DELAY_MEAN},
+    {"conversation-turn-delay-stddev", required_argument, NULL, OPT_TURN_DELAY_STDDEV},
+    {"session-turn-delay-stddev", required_argument, NULL, OPT_TURN_DELAY_STDDEV},
+    {"conversation-turn-delay-ratio", required_argument, NULL, OPT_TURN_DELAY_RATIO},
+    {"session-delay-ratio", required_argument, NULL, OPT_TURN_DELAY_RATIO},
     {"prefix-prompt-length", required_argument, NULL, OPT_PREFIX_LEN},
     {"num-prefix-prompts", required_argument, NULL, OPT_NUM_PREFIX},
     {"prefix-prompt-pool-size", required_argument, NULL, OPT_NUM_PREFIX},
@@ -693,6 +713,7 @@ static bool takes_next_arg(const char *a)
 typedef struct {
     json_t *extra;
     bool rate_given, concurrency_given, max_concurrency_given, distribution_given;
+    bool conv_given;             /* a --conversation-* flag */
     const char *burstiness_flag; /* --burstiness or --arrival-smoothness, as given */
     const char *sweep_flag; /* the flag that made a sweep: "concurrency", "request-rate", "concurrency-range", ... */
     bool cooldown_given, search_range_given, search_precision_given, search_trials_given;
@@ -1156,6 +1177,25 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_FIXED_SCHEDULE:
         cfg->fixed_schedule = true;
         return 0;
+    case OPT_CONV_NUM:
+        st->conv_given = true;
+        return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->conversation_num);
+    case OPT_TURN_MEAN:
+        st->conv_given = true;
+        return parse_num(opt, arg, "a number of turns, at least 1", 1, false, 10000, &cfg->turn_mean);
+    case OPT_TURN_STDDEV:
+        st->conv_given = true;
+        return parse_num(opt, arg, "a number of turns, at least 0", 0, false, 10000, &cfg->turn_stddev);
+    case OPT_TURN_DELAY_MEAN:
+        st->conv_given = true;
+        return parse_num(opt, arg, "milliseconds, at least 0", 0, false, 1e9, &cfg->turn_delay_mean_ms);
+    case OPT_TURN_DELAY_STDDEV:
+        st->conv_given = true;
+        return parse_num(opt, arg, "milliseconds, at least 0", 0, false, 1e9, &cfg->turn_delay_stddev_ms);
+    case OPT_TURN_DELAY_RATIO:
+        st->conv_given = true;
+        return parse_num(opt, arg, "a factor, at least 0 (0.5 halves every delay)", 0, false, 1e6,
+                         &cfg->turn_delay_ratio);
     case OPT_FIXED_SPEEDUP:
         st->speedup_given = true;
         return parse_num(opt, arg, "a positive number (2 replays twice as fast)", 0, true, 1e9,
@@ -1275,6 +1315,9 @@ static int set_defaults(sg_config_t *cfg)
     cfg->prefix_len = DEFAULT_PREFIX_LEN;
     cfg->block_size = DEFAULT_BLOCK_SIZE;
     cfg->fixed_schedule_speedup = 1;
+    cfg->conversation_num = 100; /* AIPerf's default dataset size */
+    cfg->turn_mean = 1;
+    cfg->turn_delay_ratio = 1;
     cfg->progress = -1;
     cfg->cooldown_s = 1;
     cfg->server_metrics_interval_s = 1;
@@ -1297,6 +1340,39 @@ static int set_defaults(sg_config_t *cfg)
         }
         cfg->io_backend = b;
     }
+    return 0;
+}
+
+int sg_config_check_sessions(const sg_config_t *cfg)
+{
+    if (!cfg->sessions)
+        return 0;
+    if (cfg->triton)
+        return fail("service-kind", "triton takes no multi-turn sessions: they need a chat-like OpenAI API (chat, "
+                                    "responses, messages; completions and generate join the history)");
+    if (sg_endpoint(cfg->endpoint_type)->batch)
+        return fail("endpoint-type",
+                    "%s takes no multi-turn sessions (nothing is generated to carry into the next "
+                    "turn)",
+                    sg_endpoint(cfg->endpoint_type)->name);
+    if (cfg->fixed_schedule)
+        return fail("fixed-schedule", "cannot be combined with multi-turn sessions: a turn is sent its delay after the "
+                                      "previous one ended, not at a timestamp");
+    if (cfg->sweep != SG_SWEEP_NONE || cfg->search != SG_SEARCH_NONE)
+        return fail(cfg->search                   ? "search"
+                    : cfg->sweep == SG_SWEEP_RATE ? "request-rate-range"
+                                                  : "concurrency-range",
+                    "with multi-turn sessions is not supported yet: run one load point at a time");
+    if (cfg->http2)
+        return fail("http2", "with multi-turn sessions is not supported yet (each turn's request is rendered when it "
+                             "is due, and only the HTTP/1.1 path sends such requests); leave --http2 out");
+    if (cfg->num_prefix)
+        return fail("num-prefix-prompts", "does not apply to multi-turn sessions: a turn's history is its prefix");
+    if (cfg->input_file && cfg->input_format != SG_INPUT_MULTI_TURN && cfg->input_format != SG_INPUT_AUTO)
+        return fail("conversation-turn-mean", "makes synthetic sessions; with --input-file give a multi_turn file "
+                                              "(--input-format multi_turn)");
+    if (cfg->world_size > 1)
+        return fail("world-size", "with multi-turn sessions is not supported yet: run sessions from one process");
     return 0;
 }
 
@@ -1489,6 +1565,15 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     rc = finish_workload(cfg, st);
     if (rc)
         return rc;
+    /* multi-turn sessions: synthetic with more than one turn, or a multi_turn file (auto-detected ones are checked
+     * again once read) */
+    cfg->sessions = cfg->turn_mean > 1 || (cfg->input_file && cfg->input_format == SG_INPUT_MULTI_TURN);
+    if (st->conv_given && !cfg->sessions)
+        return fail("conversation-turn-mean", "the --conversation-* flags shape multi-turn sessions, which need a "
+                                              "mean above 1 turn (or a multi_turn --input-file)");
+    if (cfg->sessions && cfg->turn_mean > 1 && cfg->input_file)
+        return fail("conversation-turn-mean", "makes synthetic sessions; with --input-file the file's sessions are "
+                                              "played (give a multi_turn file and leave this out)");
     if (!cfg->client_cert != !cfg->client_key)
         return fail(cfg->client_cert ? "cert" : "key", "needs its partner: give both --cert FILE and --key FILE");
     if (!st->rate_given && !st->concurrency_given && !cfg->fixed_schedule)
@@ -1515,6 +1600,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
         if (rc)
             return rc;
     }
+    rc = sg_config_check_sessions(cfg);
+    if (rc)
+        return rc;
 
     if (!cfg->url) {
         rc = parse_url(cfg, cfg->triton ? DEFAULT_TRITON_URL : DEFAULT_URL);

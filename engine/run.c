@@ -322,6 +322,13 @@ static int prepare_inputs(profile_t *p)
                 "surge: --input-file %s: skipped %zu of %zu conversations without a human turn followed "
                 "by a reply\n",
                 cfg->input_file, in->skipped, in->skipped + in->n);
+    if (in->format == SG_INPUT_MULTI_TURN && !cfg->sessions) {
+        /* a multi_turn file found by detection: sessions, with what they cannot run with refused now */
+        cfg->sessions = true;
+        cfg->input_format = SG_INPUT_MULTI_TURN;
+        if (sg_config_check_sessions(cfg) < 0)
+            return EXIT_USAGE;
+    }
     if (!cfg->fixed_schedule)
         return EXIT_OK;
     if (in->format != SG_INPUT_MOONCAKE) {
@@ -336,6 +343,57 @@ static int prepare_inputs(profile_t *p)
     p->run.schedule_ns = p->schedule;
     p->run.schedule_n = in->n;
     cfg->request_count = in->n; /* every entry once */
+    return EXIT_OK;
+}
+
+/*
+ * Multi-turn sessions: the conversations, and a payload table of one entry per user turn (its own message alone:
+ * what inputs.json lists, and where the model names come from). Each turn's request is rendered with its history
+ * when it is sent (engine/session.c).
+ */
+static int prepare_conversations(profile_t *p, sg_workload_spec_t *spec)
+{
+    const sg_config_t *cfg = &p->cfg;
+    char err[512];
+    sg_conv_spec_t cs = {
+        .num = cfg->conversation_num,
+        .turn_mean = cfg->turn_mean,
+        .turn_stddev = cfg->turn_stddev,
+        .delay_mean_ms = cfg->turn_delay_mean_ms,
+        .delay_stddev = cfg->turn_delay_stddev_ms,
+        .delay_ratio = cfg->turn_delay_ratio,
+        .isl_mean = cfg->isl_mean,
+        .isl_stddev = cfg->isl_stddev,
+        .osl_mean = cfg->osl_mean,
+        .osl_stddev = cfg->osl_stddev,
+        .seed = cfg->random_seed,
+        .tok = p->tok,
+        .input = cfg->input_file ? &p->input : NULL,
+    };
+    if (sg_conv_build(&cs, &p->convs, err, sizeof err) < 0) {
+        fprintf(stderr, "surge: building the conversations%s%s: %s\n", cfg->input_file ? " of " : "",
+                cfg->input_file ? cfg->input_file : "", err);
+        return EXIT_USAGE;
+    }
+    sg_input_t turns = {.format = SG_INPUT_GENAI_PERF, .n = p->convs.n_turns};
+    if (!(turns.e = calloc(turns.n, sizeof *turns.e)))
+        return EXIT_FATAL;
+    for (size_t i = 0; i < turns.n; i++) {
+        const sg_turn_t *t = &p->convs.turns[i];
+        turns.e[i] = (sg_input_entry_t){.prompt = t->text,
+                                        .prompt_len = t->len,
+                                        .where = (uint32_t)i + 1,
+                                        .max_tokens = t->max_tokens ? (int64_t)t->max_tokens : -1};
+    }
+    spec->input = &turns;
+    spec->input_name = "the conversations";
+    int rc = sg_workload_build(spec, &p->payloads, err, sizeof(err));
+    free(turns.e); /* the texts belong to the conversations */
+    if (rc < 0) {
+        fprintf(stderr, "surge: building the workload: %s\n", err);
+        return EXIT_USAGE;
+    }
+    p->run.convs = &p->convs;
     return EXIT_OK;
 }
 
@@ -376,7 +434,11 @@ static int prepare_workload(profile_t *p)
         .deterministic = cfg->osl_deterministic,
         .grpc_timeout = grpc_timeout[0] ? grpc_timeout : NULL,
     };
-    if (sg_workload_build(&spec, &p->payloads, err, sizeof(err)) < 0) {
+    if (cfg->sessions) {
+        int rc = prepare_conversations(p, &spec);
+        if (rc != EXIT_OK)
+            return rc;
+    } else if (sg_workload_build(&spec, &p->payloads, err, sizeof(err)) < 0) {
         fprintf(stderr, "surge: building the workload: %s\n", err);
         return EXIT_USAGE;
     }
@@ -1266,6 +1328,7 @@ static void profile_free(profile_t *p)
             sg_h2_req_free(&p->run.h2_reqs[i]);
     free(p->run.h2_reqs);
     sg_workload_free(&p->payloads);
+    sg_conv_free(&p->convs);
     sg_input_free(&p->input);
     free(p->schedule);
     sg_tok_free(p->tok);

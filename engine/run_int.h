@@ -30,6 +30,7 @@ typedef struct {
     sg_config_t cfg;
     sg_run_t run;
     sg_payload_table_t payloads;
+    sg_conv_table_t convs; /* multi-turn sessions: the conversations (run.convs) */
     sg_tokenizer_t *tok;
     sg_input_t input;
     int64_t *schedule;  /* --fixed-schedule: the trace's offsets (run.schedule_ns) */

@@ -92,7 +92,13 @@ typedef struct {
     int input_format;                /* sg_input_format_t; 0 = detect */
     uint32_t block_size;             /* tokens per hash_ids block of a trace */
     bool fixed_schedule;             /* send each trace entry at its timestamp */
-    double fixed_schedule_speedup;   /* timestamps are divided by this */
+    /* multi-turn sessions (docs/sessions.md): on with turn_mean > 1 or a multi_turn input file */
+    bool sessions;
+    uint32_t conversation_num;                       /* --conversation-num: distinct synthetic conversations */
+    double turn_mean, turn_stddev;                   /* --conversation-turn-mean/-stddev: turns per conversation */
+    double turn_delay_mean_ms, turn_delay_stddev_ms; /* --conversation-turn-delay-mean/-stddev */
+    double turn_delay_ratio;                         /* --conversation-turn-delay-ratio: scales every delay */
+    double fixed_schedule_speedup;                   /* timestamps are divided by this */
 
     /* output */
     char *artifact_dir;
@@ -122,6 +128,9 @@ typedef struct {
  * Not thread-safe (getopt's globals); call from the main thread.
  */
 SG_WUR int sg_config_parse(sg_config_t *cfg, int argc, char **argv);
+/* Sessions (cfg->sessions) with what they cannot run with: 0, or SG_EINVAL with one line on stderr. Called by the
+ * parse, and again once an input file turned out to be multi_turn. */
+SG_WUR int sg_config_check_sessions(const sg_config_t *cfg);
 /* Frees every string cfg owns and zeroes it; safe on a zeroed or already freed cfg. */
 void sg_config_free(sg_config_t *cfg);
 /* A JSON object (malloc'd text) describing cfg, for input_config in the summary. */

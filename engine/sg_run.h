@@ -15,6 +15,7 @@
 #include "sg_tls.h"
 #include "sg_tokenizer.h"
 #include "sg_workload.h"
+#include "sg_conv.h"
 
 #include <stdatomic.h>
 
@@ -33,11 +34,12 @@ typedef struct {
 typedef struct sg_run {
     const sg_config_t *cfg;
     const sg_payload_table_t *payloads;
-    sg_h2_req_t *h2_reqs;       /* HTTP/2: payloads->items[i] in HTTP/2 form; NULL without */
-    bool http2;                 /* --http2, or https:// where the preflight's handshake selected h2 */
-    sg_tls_opts_t tls_opts;     /* https://: what each worker's client context is made from (ALPN: run->http2's) */
-    const sg_tokenizer_t *tok;  /* --tokenizer, NULL without one; read-only, shared */
-    const int64_t *schedule_ns; /* --fixed-schedule: entry i's offset from the start (ns), sorted; else NULL */
+    const sg_conv_table_t *convs; /* multi-turn sessions: the conversations (cfg->sessions), else NULL */
+    sg_h2_req_t *h2_reqs;         /* HTTP/2: payloads->items[i] in HTTP/2 form; NULL without */
+    bool http2;                   /* --http2, or https:// where the preflight's handshake selected h2 */
+    sg_tls_opts_t tls_opts;       /* https://: what each worker's client context is made from (ALPN: run->http2's) */
+    const sg_tokenizer_t *tok;    /* --tokenizer, NULL without one; read-only, shared */
+    const int64_t *schedule_ns;   /* --fixed-schedule: entry i's offset from the start (ns), sorted; else NULL */
     size_t schedule_n;
     sg_addr_t addr;
     char addr_text[64];

@@ -189,21 +189,8 @@ static void count_bounds(sg_worker_t *w, const sg_record_t *rec)
     }
 }
 
-void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
+void wk_record_done(sg_worker_t *w, sg_record_t *rec)
 {
-    sg_record_t *rec = &r->rec;
-    wk_fl_remove(w, r);
-    if (rec->end_ns == 0)
-        rec->end_ns = now;
-    rec->event_us = r->events;
-    rec->osl_tokenizer = -1; /* counted after the run, from the log */
-    sg_record_settle_osl(rec);
-    if (rec->reasoning_tokens == 0 && rec->err_class == SG_ERRC_NONE)
-        rec->reasoning_tokens = rec->reasoning_events; /* no usage said: one token per event, as OSL */
-    rec->has_text = w->keep_text && !rec->warmup && !r->text_lost && rec->err_class == SG_ERRC_NONE;
-    rec->text = r->text;
-    rec->text_len = rec->has_text ? r->text_len : 0;
-    rec->resent = r->retried || r->h2_resends;
     if (!rec->warmup && rec->resent)
         w->resent_measured++;
     if (rec->warmup) {
@@ -226,6 +213,31 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
                      sg_strerror(err));
         }
     }
+}
+
+void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
+{
+    sg_record_t *rec = &r->rec;
+    wk_fl_remove(w, r);
+    if (rec->end_ns == 0)
+        rec->end_ns = now;
+    rec->event_us = r->events;
+    rec->osl_tokenizer = -1; /* counted after the run, from the log */
+    sg_record_settle_osl(rec);
+    if (rec->reasoning_tokens == 0 && rec->err_class == SG_ERRC_NONE)
+        rec->reasoning_tokens = rec->reasoning_events; /* no usage said: one token per event, as OSL */
+    rec->has_text = w->keep_text && !rec->warmup && !r->text_lost && rec->err_class == SG_ERRC_NONE;
+    rec->text = r->text;
+    rec->text_len = rec->has_text ? r->text_len : 0;
+    rec->resent = r->retried || r->h2_resends;
+    wk_record_done(w, rec);
+    if (SG_UNLIKELY(r->sess)) {
+        /* the session decides what comes next (its next turn after a delay, or, once it ends, a new session) */
+        wk_sess_turn_done(w, r);
+        req_release(w, r);
+        atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
+        return;
+    }
     req_release(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
 
@@ -235,30 +247,39 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
 }
 /* ---------------- schedule ---------------- */
 
-static void new_request(sg_worker_t *w, int64_t intended)
+sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended)
 {
     sg_req_t *r = req_alloc(w);
     if (!r) {
         w->fatal = SG_ENOMEM;
         snprintf(w->fatal_msg, sizeof(w->fatal_msg), "out of memory for requests");
         w->issuing_done = true;
-        return;
+        return NULL;
     }
-    uint64_t k = w->issued++;
     sg_record_t *rec = &r->rec;
-    rec->id = k * w->n + w->index;
+    rec->id = w->issued++ * w->n + w->index;
     rec->worker = w->index;
+    rec->isl_server = -1;
+    rec->osl_server = -1;
+    rec->no_output = !w->cfg->triton && !sg_endpoint(w->cfg->endpoint_type)->output;
+    rec->intended_ns = intended;
+    return r;
+}
+
+static void new_request(sg_worker_t *w, int64_t intended)
+{
+    uint64_t k = w->issued;
+    sg_req_t *r = wk_req_new(w, intended);
+    if (!r)
+        return;
+    sg_record_t *rec = &r->rec;
     uint32_t pi = 0;
     r->payload = sg_payload_pick(w->run->payloads, rec->id, (int)w->cfg->model_strategy, w->cfg->random_seed, &pi);
     rec->payload = pi;
     rec->model = r->payload->model;
     rec->isl = r->payload->isl;
     rec->max_tokens = r->payload->max_tokens;
-    rec->isl_server = -1;
-    rec->osl_server = -1;
-    rec->no_output = !w->cfg->triton && !sg_endpoint(w->cfg->endpoint_type)->output;
     rec->streaming = r->payload->streaming; /* what was asked; the response's head says what it is */
-    rec->intended_ns = intended;
     rec->warmup = k < w->warmup_quota;
     if (k == w->warmup_quota && w->cfg->benchmark_duration_s > 0)
         w->stop_issue_ns = intended + (int64_t)llround(w->cfg->benchmark_duration_s * 1e9);
@@ -279,7 +300,12 @@ void wk_issue_closed(sg_worker_t *w, int64_t intended)
 {
     if (!may_issue(w, intended))
         return;
-    new_request(w, intended);
+    if (SG_UNLIKELY(w->sess)) {
+        if (!wk_sess_start(w, intended))
+            w->issuing_done = true;
+    } else {
+        new_request(w, intended);
+    }
     wk_conn_dispatch(w);
 }
 
@@ -291,7 +317,14 @@ static void issue_due(sg_worker_t *w, int64_t now)
     while (!w->issuing_done && w->next_arrival_ns <= now) {
         if (!may_issue(w, w->next_arrival_ns))
             break;
-        new_request(w, w->next_arrival_ns);
+        if (SG_UNLIKELY(w->sess)) {
+            if (!wk_sess_start(w, w->next_arrival_ns)) { /* the count is spent: no session starts any more */
+                w->issuing_done = true;
+                break;
+            }
+        } else {
+            new_request(w, w->next_arrival_ns);
+        }
         any = true;
         w->next_arrival_ns = sg_sched_next(&w->sched);
         if (w->next_arrival_ns == INT64_MAX)
@@ -322,6 +355,8 @@ static void check_timeouts(sg_worker_t *w, int64_t now)
 static void cancel_all(sg_worker_t *w, int64_t now)
 {
     w->issuing_done = true;
+    if (w->sess)
+        wk_sess_cancel(w, now);
     while (w->fl_head) {
         sg_req_t *r = w->fl_head;
         if (r->rs) {
@@ -484,15 +519,19 @@ static void *worker_main(void *arg)
         }
         if (w->rate > 0)
             issue_due(w, now);
+        if (SG_UNLIKELY(w->sess))
+            wk_sess_due(w, now);
         if (w->fl_head)
             check_timeouts(w, now);
         if (now >= w->setup_check_ns)
             wk_conns_expire_setup(w, now);
         publish(w, now);
-        if (w->issuing_done && !w->wait_head && !w->fresh_head && !w->fl_head)
-            break;
         int64_t deadline = INT64_MAX;
-        if (w->rate > 0 && !w->issuing_done)
+        if (SG_UNLIKELY(w->sess))
+            deadline = wk_sess_next_due(w); /* a session waiting for its next turn is still work to do */
+        if (w->issuing_done && !w->wait_head && !w->fresh_head && !w->fl_head && deadline == INT64_MAX)
+            break;
+        if (w->rate > 0 && !w->issuing_done && w->next_arrival_ns < deadline)
             deadline = w->next_arrival_ns;
         if (w->fl_head && w->fl_head->rec.sent_ns + w->timeout_ns < deadline)
             deadline = w->fl_head->rec.sent_ns + w->timeout_ns;
@@ -574,6 +613,11 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->metrics = sg_metrics_new(cfg->slos, cfg->n_slos);
     if (!w->metrics) {
         snprintf(err, errlen, "out of memory for metrics");
+        free(w);
+        return NULL;
+    }
+    if (cfg->sessions && wk_sess_init(w, err, errlen) < 0) {
+        sg_metrics_free(w->metrics);
         free(w);
         return NULL;
     }
@@ -683,6 +727,7 @@ void sg_worker_free(sg_worker_t *w)
         (void)e;
     }
     sg_metrics_free(w->metrics);
+    wk_sess_free(w);
     sg_tls_ctx_free(w->tls_ctx); /* after every connection: wk_conns_free_all ran at the thread's end */
     free(w->tls_buf);
     sg_req_t *r = w->free_reqs;

@@ -33,6 +33,8 @@
 
 typedef struct sg_conn sg_conn_t;
 typedef struct sg_req sg_req_t;
+typedef struct wk_sess wk_sess_t;         /* session.c: one multi-turn session */
+typedef struct wk_sessions wk_sessions_t; /* session.c: a worker's sessions */
 
 /*
  * One response being received: HTTP/1.1 connections embed one; HTTP/2 gives each stream its own (from a
@@ -76,6 +78,9 @@ struct sg_req {
     uint8_t h2_resends; /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */
     resp_t *rs;         /* --http2: the stream's response */
     int32_t stream_id;
+    /* a turn of a multi-turn session (session.c): payload points at turn_payload, rendered for this turn */
+    wk_sess_t *sess;
+    sg_payload_t turn_payload;
 };
 
 enum conn_state { C_CONNECTING, C_IDLE, C_BUSY, C_CLOSING };
@@ -197,6 +202,8 @@ struct sg_worker {
     char h2_lost_why[160]; /* nghttp2's reason while a broken session's streams end (wk_h2_conn_lost) */
     uint64_t h2_streams_peak, h2_goaways, h2_refused_resent, h2_resets;
 
+    wk_sessions_t *sess; /* multi-turn sessions (session.c); NULL for every other run */
+
     sg_metrics_t *metrics;
     bool keep_text; /* --tokenizer: keep output text, defer measured records' metrics to the post-run pass */
     sg_reclog_t *log;
@@ -224,6 +231,24 @@ sg_req_t *wk_fresh_pop(sg_worker_t *w);
 sg_req_t *wk_wait_pop_opened_for(sg_worker_t *w);
 void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now);
 void wk_issue_closed(sg_worker_t *w, int64_t intended);
+/* A request slot with the fields every request has (id, worker, intended, the -1s), or NULL (w->fatal set). */
+sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended);
+/* A finished record into the worker's counts, metrics and record log (wk_req_finish's accounting; session.c also
+ * gives it the records of turns that were never sent). */
+void wk_record_done(sg_worker_t *w, sg_record_t *rec);
+
+/* session.c: multi-turn sessions (docs/sessions.md). Only called when w->sess is set. */
+int wk_sess_init(sg_worker_t *w, char *err, size_t errlen);
+void wk_sess_free(sg_worker_t *w);
+/* Start a session whose first turn is intended at `intended`; false when no more may start (the count is spent). */
+bool wk_sess_start(sg_worker_t *w, int64_t intended);
+/* Turn r finished (its record logged): keep the reply and plan the next turn, or end the session. */
+void wk_sess_turn_done(sg_worker_t *w, sg_req_t *r);
+/* Send the turns whose delay is over; the earliest still to come (INT64_MAX: none). */
+void wk_sess_due(sg_worker_t *w, int64_t now);
+int64_t wk_sess_next_due(const sg_worker_t *w);
+/* The run stops: sessions waiting for a turn's delay end, their remaining turns counted as cancelled. */
+void wk_sess_cancel(sg_worker_t *w, int64_t now);
 
 /* worker_resp.c: response meaning */
 int wk_body_append(resp_t *c, const char *data, size_t len, size_t cap_limit);

@@ -130,13 +130,14 @@ static void text_append(sg_req_t *r, sg_slice_t raw)
 
 void wk_capture_bytes(sg_worker_t *w, sg_req_t *r, sg_slice_t text)
 {
-    if (w->keep_text && !r->rec.warmup)
+    if ((w->keep_text && !r->rec.warmup) || SG_UNLIKELY(r->sess))
         text_append_as(r, text, false);
 }
 
 void wk_capture_text(sg_worker_t *w, sg_req_t *r, const sg_oai_result_t *res)
 {
-    if (!w->keep_text || r->rec.warmup)
+    /* a session's turn keeps its reply for the next turn's history, tokenizer or not */
+    if ((!w->keep_text || r->rec.warmup) && !SG_UNLIKELY(r->sess))
         return;
     text_append(r, res->reasoning); /* a server that sends both in one chunk thought before it answered */
     text_append(r, res->content);

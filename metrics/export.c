@@ -511,11 +511,32 @@ static void put_verdicts(FILE *out, const sg_run_info_t *info)
     }
 }
 
+/* Multi-turn sessions: one line per turn index under the table. */
+static void put_turns(FILE *out, const sg_metrics_t *m)
+{
+    if (!sg_metrics_turns(m))
+        return;
+    fprintf(out, "Per turn (ms; ISL/OSL tokens):  turn  requests  errors  TTFT p50  TTFT p99  latency p50  latency p99"
+                 "  ISL avg  OSL avg\n");
+    for (size_t i = 0; i < sg_metrics_turns(m); i++) {
+        const sg_metrics_t *t = sg_metrics_turn(m, i);
+        if (!t)
+            continue;
+        bool ttft = sg_hist_count(sg_metrics_hist(t, SG_M_TTFT)) > 0;
+        fprintf(out, "%31s%4zu%s  %8" PRIu64 "  %6" PRIu64 "  %8.2f  %8.2f  %11.2f  %11.2f  %7.1f  %7.1f\n", "", i,
+                i == SG_METRICS_TURNS_MAX - 1 ? "+" : " ", sg_metrics_ok(t), sg_metrics_errors(t),
+                ttft ? stat_pct(t, SG_M_TTFT, 50) : 0.0, ttft ? stat_pct(t, SG_M_TTFT, 99) : 0.0,
+                stat_pct(t, SG_M_LATENCY, 50), stat_pct(t, SG_M_LATENCY, 99), stat_avg(t, SG_M_ISL),
+                stat_avg(t, SG_M_OSL));
+    }
+}
+
 int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
 {
     row_t rows[MAX_ROWS];
     size_t n_rows = table_rows(rows, m, info);
     put_box(out, rows, n_rows, info && info->title ? info->title : "surge | LLM Metrics");
+    put_turns(out, m);
     put_errors(out, m);
     put_goodput(out, m, info);
     put_verdicts(out, info);
@@ -672,6 +693,34 @@ static json_t *input_config(const char *text)
     return v;
 }
 
+/* Multi-turn sessions: per turn index, the counts and the distributions it has (docs/sessions.md). */
+static json_t *turns_summary(const sg_metrics_t *m)
+{
+    static const sg_metric_id_t ids[] = {SG_M_TTFT, SG_M_ITL, SG_M_LATENCY, SG_M_SCHEDULE_LAG, SG_M_ISL, SG_M_OSL};
+    json_t *a = json_array();
+    int rc = a ? 0 : -ENOMEM;
+    for (size_t i = 0; i < sg_metrics_turns(m) && !rc; i++) {
+        const sg_metrics_t *t = sg_metrics_turn(m, i);
+        if (!t)
+            continue;
+        json_t *o = json_object();
+        rc = o && json_array_append_new(a, o) == 0 ? 0 : -ENOMEM;
+        rc = rc ? rc : set(o, "turn", json_integer((json_int_t)i));
+        if (!rc && i == SG_METRICS_TURNS_MAX - 1)
+            rc = set(o, "and_later", json_true());
+        rc = rc ? rc : set(o, "request_count", json_integer((json_int_t)sg_metrics_ok(t)));
+        rc = rc ? rc : set(o, "error_request_count", json_integer((json_int_t)sg_metrics_errors(t)));
+        for (size_t k = 0; k < SG_ARRAY_LEN(ids) && !rc; k++)
+            if (exported(t, ids[k]))
+                rc = set(o, sg_metric_tag(ids[k]), distribution(t, ids[k]));
+    }
+    if (rc) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
 static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
 {
     json_t *root = json_object();
@@ -705,6 +754,8 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = rc ? rc : set(o, "reused_after_whole", json_boolean(!(info && info->no_reuse_after_whole)));
     }
     rc = rc ? rc : set(root, "benchmark_duration", single("sec", real(duration)));
+    if (sg_metrics_turns(m))
+        rc = rc ? rc : set(root, "turns", turns_summary(m));
     if (info && info->has_slos) {
         rc = rc ? rc : set(root, "goodput", single("requests/sec", real(per_sec(sg_metrics_good(m), duration))));
         rc =

@@ -38,6 +38,9 @@ struct sg_metrics {
     size_t n_slos;
     size_t n_groups;
     sg_error_group_t groups[ALL_GROUPS];
+    /* multi-turn sessions: the same metrics per turn index (made on first use; NULL entries for indices not seen) */
+    sg_metrics_t **turns;
+    size_t n_turns;
 };
 
 static const struct {
@@ -155,7 +158,39 @@ void sg_metrics_free(sg_metrics_t *m)
         return;
     for (int i = 0; i < SG_M__COUNT; i++)
         sg_hist_free(m->hist[i]);
+    for (size_t i = 0; i < m->n_turns; i++)
+        sg_metrics_free(m->turns[i]);
+    free(m->turns);
     free(m);
+}
+
+/* The metrics of turn index i, made (with every index below it) on first use; NULL when out of memory. */
+static sg_metrics_t *turn_metrics(sg_metrics_t *m, uint32_t i)
+{
+    if (i >= SG_METRICS_TURNS_MAX)
+        i = SG_METRICS_TURNS_MAX - 1;
+    if (i >= m->n_turns) {
+        sg_metrics_t **nt = realloc(m->turns, (i + 1) * sizeof *nt);
+        if (!nt)
+            return NULL;
+        for (size_t k = m->n_turns; k <= i; k++)
+            nt[k] = NULL;
+        m->turns = nt;
+        m->n_turns = i + 1;
+    }
+    if (!m->turns[i])
+        m->turns[i] = sg_metrics_new(NULL, 0);
+    return m->turns[i];
+}
+
+size_t sg_metrics_turns(const sg_metrics_t *m)
+{
+    return m->n_turns;
+}
+
+const sg_metrics_t *sg_metrics_turn(const sg_metrics_t *m, size_t i)
+{
+    return i < m->n_turns ? m->turns[i] : NULL;
 }
 
 size_t sg_metrics_bytes(const sg_metrics_t *m)
@@ -374,10 +409,22 @@ bool sg_record_metric(const sg_record_t *r, sg_metric_id_t id, double *value)
     }
 }
 
+static void add_one(sg_metrics_t *m, const sg_record_t *r);
+
 void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
 {
     if (r->warmup)
         return;
+    add_one(m, r);
+    if (SG_UNLIKELY(r->in_session)) {
+        sg_metrics_t *t = turn_metrics(m, r->turn);
+        if (t)
+            add_one(t, r);
+    }
+}
+
+static void add_one(sg_metrics_t *m, const sg_record_t *r)
+{
     if (r->intended_ns && r->intended_ns < m->first_intended_ns)
         m->first_intended_ns = r->intended_ns;
     if (r->end_ns > m->last_end_ns)
@@ -502,6 +549,14 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
     for (size_t i = 0; i < src->n_groups; i++) {
         const sg_error_group_t *g = &src->groups[i];
         count_error(dst, g->cls, g->http_status, g->message, g->count);
+    }
+    for (size_t i = 0; i < src->n_turns; i++) {
+        if (!src->turns[i])
+            continue;
+        sg_metrics_t *t = turn_metrics(dst, (uint32_t)i);
+        int rc = t ? sg_metrics_merge(t, src->turns[i]) : SG_ENOMEM;
+        if (rc < 0)
+            return rc;
     }
     return 0;
 }

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #define RECLOG_MAGIC "SGRECLOG"
-#define RECLOG_VERSION 2u
+#define RECLOG_VERSION 3u
 #define RECLOG_BUF (64u * 1024u)
 #define REC_MARKER 0x31434552u /* "REC1" */
 #define FLAG_STREAMING 1u
@@ -41,7 +41,8 @@
 #define FLAG_TEXT 4u /* output text follows the events */
 #define FLAG_RESENT 8u
 #define FLAG_NO_OUTPUT 16u
-#define FLAG_ALL 31u
+#define FLAG_SESSION 32u /* a turn of a multi-turn session: session and turn hold it */
+#define FLAG_ALL 63u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 
@@ -83,9 +84,12 @@ struct wire_rec {
     int64_t first_output_ns;
     uint32_t reasoning_tokens;
     uint32_t reasoning_events;
+    uint64_t session;
+    uint32_t turn;
+    uint32_t pad;
 };
 _Static_assert(sizeof(struct file_header) == 16, "file header layout");
-_Static_assert(sizeof(struct wire_rec) == 144, "record header layout");
+_Static_assert(sizeof(struct wire_rec) == 160, "record header layout");
 
 struct sg_reclog {
     int fd;
@@ -177,9 +181,9 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         .http_status = r->http_status,
         .err_class = r->err_class,
         .osl_source = r->osl_source,
-        .flags =
-            (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
-                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0)),
+        .flags = (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) |
+                           (has_text ? FLAG_TEXT : 0) | (r->resent ? FLAG_RESENT : 0) |
+                           (r->no_output ? FLAG_NO_OUTPUT : 0) | (r->in_session ? FLAG_SESSION : 0)),
         .isl = r->isl,
         .isl_server = r->isl_server,
         .osl = r->osl,
@@ -194,6 +198,8 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         .first_output_ns = r->first_output_ns,
         .reasoning_tokens = r->reasoning_tokens,
         .reasoning_events = r->reasoning_events,
+        .session = r->session,
+        .turn = r->turn,
     };
     /* Small records are copied whole into the buffer; a long event list streams through it in pieces. */
     if (put(l, &w, sizeof(w)) || put(l, r->err_msg, w.msg_len) ||
@@ -350,6 +356,9 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.streaming = w->flags & FLAG_STREAMING;
     r.resent = w->flags & FLAG_RESENT;
     r.no_output = w->flags & FLAG_NO_OUTPUT;
+    r.in_session = w->flags & FLAG_SESSION;
+    r.session = w->session;
+    r.turn = w->turn;
     r.first_output_ns = w->first_output_ns;
     r.reasoning_tokens = w->reasoning_tokens;
     r.reasoning_events = w->reasoning_events;
@@ -581,6 +590,12 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
         SG_PUT_LIT(p, ",\"resent\":true");
     else
         SG_PUT_LIT(p, ",\"resent\":false");
+    if (w->flags & FLAG_SESSION) {
+        SG_PUT_LIT(p, ",\"session\":");
+        p = sg_put_u64(p, w->session);
+        SG_PUT_LIT(p, ",\"turn\":");
+        p = sg_put_u64(p, w->turn);
+    }
     if (ok) {
         SG_PUT_LIT(p, ",\"status\":\"ok\"");
     } else {

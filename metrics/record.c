@@ -8,7 +8,7 @@ const char *sg_err_class_name(sg_err_class_t c)
         [SG_ERRC_PROTOCOL] = "protocol", [SG_ERRC_DISCONNECT] = "disconnect",
         [SG_ERRC_TIMEOUT] = "timeout",   [SG_ERRC_CANCELLED] = "cancelled",
         [SG_ERRC_SERVER] = "server",     [SG_ERRC_STREAM_RESET] = "stream_reset",
-        [SG_ERRC_GRPC] = "grpc",
+        [SG_ERRC_GRPC] = "grpc",         [SG_ERRC_SESSION] = "session",
     };
     return (unsigned)c < SG_ERRC__COUNT ? names[c] : "unknown";
 }

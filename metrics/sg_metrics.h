@@ -111,6 +111,13 @@ SG_WUR int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src);
 /* Bytes held by m and its histograms (for sizing reports). */
 size_t sg_metrics_bytes(const sg_metrics_t *m);
 
+/* Multi-turn sessions: records with in_session are also counted in metrics of their turn index (the last index,
+ * SG_METRICS_TURNS_MAX - 1, holds that turn and every later one). sg_metrics_turn is NULL for an index no record had;
+ * the per-turn metrics carry no SLOs. */
+#define SG_METRICS_TURNS_MAX 256
+size_t sg_metrics_turns(const sg_metrics_t *m);
+const sg_metrics_t *sg_metrics_turn(const sg_metrics_t *m, size_t i);
+
 /* Read-only views, for the exporters and the progress line. */
 const sg_hist_t *sg_metrics_hist(const sg_metrics_t *m, sg_metric_id_t id);
 uint64_t sg_metrics_ok(const sg_metrics_t *m);            /* successful requests */

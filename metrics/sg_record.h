@@ -20,6 +20,7 @@ typedef enum {
     SG_ERRC_SERVER,       /* a 2xx response that carried an error object (e.g. in the SSE stream) */
     SG_ERRC_STREAM_RESET, /* HTTP/2: the server reset the stream (RST_STREAM), or refused it twice */
     SG_ERRC_GRPC,         /* --service-kind triton: the call ended with a grpc-status other than 0 (OK) */
+    SG_ERRC_SESSION,      /* a session's turn not sent because an earlier turn of its session failed */
     SG_ERRC__COUNT
 } sg_err_class_t;
 
@@ -83,6 +84,11 @@ typedef struct {
     const char *text;
     uint32_t text_len;
     bool has_text;
+
+    /* multi-turn sessions (docs/sessions.md): the session's run-wide id and this turn's index from 0 */
+    bool in_session;
+    uint32_t turn;
+    uint64_t session;
 
     char err_msg[SG_RECORD_MSG]; /* NUL-terminated; empty when ok */
 } sg_record_t;

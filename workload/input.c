@@ -24,6 +24,7 @@ static const char *const format_names[] = {
     [SG_INPUT_PERF_ANALYZER] = "perf_analyzer",
     [SG_INPUT_RAW_PAYLOAD] = "raw_payload",
     [SG_INPUT_MOONCAKE] = "mooncake_trace",
+    [SG_INPUT_MULTI_TURN] = "multi_turn",
 };
 
 const char *sg_input_format_name(sg_input_format_t f)
@@ -33,7 +34,7 @@ const char *sg_input_format_name(sg_input_format_t f)
 
 const char *sg_input_format_list(void)
 {
-    return "genai_perf, llm_perf, sharegpt, perf_analyzer, raw_payload, mooncake_trace";
+    return "genai_perf, llm_perf, sharegpt, perf_analyzer, raw_payload, mooncake_trace, multi_turn";
 }
 
 int sg_input_format_parse(const char *name, sg_input_format_t *out)
@@ -544,7 +545,9 @@ static void list_keys(const json_t *o, char *buf, size_t len)
 
 static int detect_line(const ctx_t *c, const json_t *o, sg_input_format_t *f)
 {
-    if (json_object_get(o, "text_input") || json_object_get(o, "text") || json_object_get(o, "texts"))
+    if (json_object_get(o, "session_id") || json_object_get(o, "turns"))
+        *f = SG_INPUT_MULTI_TURN;
+    else if (json_object_get(o, "text_input") || json_object_get(o, "text") || json_object_get(o, "texts"))
         *f = SG_INPUT_GENAI_PERF;
     else if (json_object_get(o, "input_length") || json_object_get(o, "hash_ids"))
         *f = SG_INPUT_MOONCAKE;
@@ -568,7 +571,8 @@ static int detect_line(const ctx_t *c, const json_t *o, sg_input_format_t *f)
 
 static bool jsonl_format(sg_input_format_t f)
 {
-    return f == SG_INPUT_GENAI_PERF || f == SG_INPUT_LLM_PERF || f == SG_INPUT_RAW_PAYLOAD || f == SG_INPUT_MOONCAKE;
+    return f == SG_INPUT_GENAI_PERF || f == SG_INPUT_LLM_PERF || f == SG_INPUT_RAW_PAYLOAD || f == SG_INPUT_MOONCAKE ||
+           f == SG_INPUT_MULTI_TURN;
 }
 
 static int cmp_ts(const void *a, const void *b)
@@ -579,11 +583,143 @@ static int cmp_ts(const void *a, const void *b)
     return x->where < y->where ? -1 : x->where > y->where; /* stable: file order for equal times */
 }
 
+/* ---------- multi_turn (AIPerf's) ---------- */
+
+/* A turn's text: "text", or "texts" (strings joined by newlines). */
+static int turn_text(const ctx_t *c, uint32_t line, const json_t *t, sg_input_entry_t *e)
+{
+    static const char *const media[] = {"image", "images", "audio", "audios", "video", "videos"};
+    for (size_t i = 0; i < SG_ARRAY_LEN(media); i++)
+        if (json_object_get(t, media[i]))
+            return fail_at(c, line, media[i], "not supported: surge sends text turns only");
+    if (json_object_get(t, "text"))
+        return get_string(c, line, t, "text", true, &e->prompt, &e->prompt_len);
+    const json_t *texts = json_object_get(t, "texts");
+    if (!json_is_array(texts) || json_array_size(texts) == 0)
+        return fail_at(c, line, "text", "missing: each turn needs its message as \"text\" (or a \"texts\" list)");
+    size_t len = 0, i;
+    const json_t *v;
+    json_array_foreach(texts, i, v)
+    {
+        if (!json_is_string(v))
+            return fail_at(c, line, "texts", "must hold strings only");
+        len += json_string_length(v) + 1;
+    }
+    if (!(e->prompt = malloc(len)))
+        return oom(c);
+    json_array_foreach(texts, i, v)
+    {
+        if (i)
+            e->prompt[e->prompt_len++] = '\n';
+        memcpy(e->prompt + e->prompt_len, json_string_value(v), json_string_length(v));
+        e->prompt_len += json_string_length(v);
+    }
+    e->prompt[e->prompt_len] = '\0';
+    return 0;
+}
+
+/* One turn object (or a whole line of one turn): text, optional "delay" (ms), "timestamp" (read, not replayed),
+ * "max_tokens"/"output_length". */
+static int turn_entry(const ctx_t *c, uint32_t line, const json_t *t, uint32_t session, sg_input_entry_t *e)
+{
+    if (!json_is_object(t)) {
+        char got[96];
+        show(t, got, sizeof got);
+        return fail_at(c, line, "turns", "must hold objects {\"text\": ..., \"delay\": ms}, got %s", got);
+    }
+    e->where = line;
+    e->session = session;
+    e->delay_ms = -1;
+    int rc = turn_text(c, line, t, e);
+    const json_t *d = json_object_get(t, "delay");
+    if (rc == 0 && d && !json_is_null(d)) {
+        if (!json_is_number(d) || json_number_value(d) < 0)
+            return fail_at(c, line, "delay", "must be a number of milliseconds, at least 0");
+        e->delay_ms = (int64_t)json_number_value(d);
+    }
+    const json_t *ts = json_object_get(t, "timestamp");
+    if (rc == 0 && ts && !json_is_null(ts) && !json_is_number(ts))
+        return fail_at(c, line, "timestamp", "must be a number of milliseconds");
+    if (rc == 0)
+        rc = get_uint(c, line, t, "max_tokens", false, 1, INT32_MAX, &e->max_tokens);
+    if (rc == 0 && e->max_tokens < 0)
+        rc = get_uint(c, line, t, "output_length", false, 1, INT32_MAX, &e->max_tokens);
+    return rc;
+}
+
+/* A multi_turn line: its session (ids: session_id -> index, in the order they first appear) and its turns. */
+static int multi_turn_line(const ctx_t *c, uint32_t line, const json_t *o, sg_input_t *in, size_t *cap, json_t *ids)
+{
+    if (!json_is_object(o))
+        return fail_at(c, line, NULL, "expected a JSON object");
+    const json_t *sid = json_object_get(o, "session_id");
+    char key[32];
+    const char *k = key;
+    if (json_is_string(sid))
+        k = json_string_value(sid);
+    else if (json_is_integer(sid))
+        snprintf(key, sizeof key, "%lld", (long long)json_integer_value(sid));
+    else if (!sid) /* no id: a session of its own */
+        snprintf(key, sizeof key, "\x01line %u", line);
+    else
+        return fail_at(c, line, "session_id", "must be a string");
+    json_t *idx = json_object_get(ids, k);
+    if (!idx) {
+        if (json_object_set_new(ids, k, json_integer((json_int_t)in->n_sessions)) != 0)
+            return oom(c);
+        idx = json_object_get(ids, k);
+        in->n_sessions++;
+    }
+    uint32_t session = (uint32_t)json_integer_value(idx);
+    const json_t *turns = json_object_get(o, "turns");
+    if (!turns) {
+        sg_input_entry_t *e;
+        return push(in, cap, &e) ? oom(c) : turn_entry(c, line, o, session, e);
+    }
+    if (!json_is_array(turns) || json_array_size(turns) == 0)
+        return fail_at(c, line, "turns", "must be a non-empty list of {\"text\": ..., \"delay\": ms} objects");
+    size_t i;
+    const json_t *t;
+    json_array_foreach(turns, i, t)
+    {
+        sg_input_entry_t *e;
+        if (push(in, cap, &e))
+            return oom(c);
+        int rc = turn_entry(c, line, t, session, e);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Group the turns by session, keeping file order within each (a counting sort: stable). */
+static int group_sessions(const ctx_t *c, sg_input_t *in)
+{
+    size_t *start = calloc(in->n_sessions + 1, sizeof *start);
+    sg_input_entry_t *out = malloc((in->n ? in->n : 1) * sizeof *out);
+    if (!start || !out) {
+        free(start);
+        free(out);
+        return oom(c);
+    }
+    for (size_t i = 0; i < in->n; i++)
+        start[in->e[i].session + 1]++;
+    for (size_t s = 0; s < in->n_sessions; s++)
+        start[s + 1] += start[s];
+    for (size_t i = 0; i < in->n; i++)
+        out[start[in->e[i].session]++] = in->e[i];
+    free(start);
+    free(in->e);
+    in->e = out;
+    return 0;
+}
+
 static int parse_jsonl(const ctx_t *c, const char *data, size_t len, sg_input_format_t f, sg_input_t *in)
 {
     size_t cap = 0;
     uint32_t line = 0;
     size_t pos = 0;
+    json_t *ids = NULL; /* multi_turn: session_id -> session index */
     while (pos < len) {
         const char *nl = memchr(data + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - data) : len;
@@ -605,8 +741,10 @@ static int parse_jsonl(const ctx_t *c, const char *data, size_t len, sg_input_fo
             continue;
         json_error_t je;
         json_t *o = json_loadb(s, n, JSON_DECODE_ANY | JSON_PRESERVE_ORDER | JSON_ALLOW_NUL, &je);
-        if (!o)
+        if (!o) {
+            json_decref(ids);
             return fail_at(c, line, NULL, "not valid JSON: %s (column %d)", one_line(je.text), je.column);
+        }
         if (f == SG_INPUT_AUTO) {
             int rc = json_is_object(o) ? detect_line(c, o, &f) : fail_at(c, line, NULL, "expected a JSON object");
             if (rc) {
@@ -614,6 +752,15 @@ static int parse_jsonl(const ctx_t *c, const char *data, size_t len, sg_input_fo
                 return rc;
             }
             in->format = f;
+        }
+        if (f == SG_INPUT_MULTI_TURN) {
+            int rc = ids || (ids = json_object()) ? multi_turn_line(c, line, o, in, &cap, ids) : oom(c);
+            json_decref(o);
+            if (rc) {
+                json_decref(ids);
+                return rc;
+            }
+            continue;
         }
         sg_input_entry_t *e;
         if (push(in, &cap, &e)) {
@@ -623,6 +770,12 @@ static int parse_jsonl(const ctx_t *c, const char *data, size_t len, sg_input_fo
         e->where = line;
         int rc = jsonl_entry(c, f, line, o, s, n, e);
         json_decref(o);
+        if (rc)
+            return rc;
+    }
+    json_decref(ids);
+    if (in->format == SG_INPUT_MULTI_TURN && in->n) {
+        int rc = group_sessions(c, in);
         if (rc)
             return rc;
     }

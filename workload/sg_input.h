@@ -10,6 +10,8 @@
  *   perf_analyzer   a JSON document {"data": [{"payload": [{request body}, ...]}, ...]}
  *   raw_payload     JSON lines, each a whole request body
  *   mooncake_trace  JSON lines {"timestamp": ms, "input_length": N, "output_length": N, "hash_ids": [...]}
+ *   multi_turn      JSON lines {"session_id": "...", "turns": [{"text": "...", "delay": ms}, ...]} (AIPerf's), or one
+ *                   turn a line {"session_id": ..., "text": ...}; lines with the same session_id are one session
  */
 #ifndef SG_INPUT_H
 #define SG_INPUT_H
@@ -24,6 +26,7 @@ typedef enum {
     SG_INPUT_PERF_ANALYZER,
     SG_INPUT_RAW_PAYLOAD,
     SG_INPUT_MOONCAKE,
+    SG_INPUT_MULTI_TURN,
 } sg_input_format_t;
 
 typedef struct {
@@ -41,14 +44,18 @@ typedef struct {
     uint32_t input_length;
     uint64_t *hash_ids;
     size_t n_hash_ids;
-    uint32_t where; /* 1-based line (JSON lines) or 0-based element index (JSON documents), for messages */
+    /* multi_turn: entries are turns, grouped by session (in the order sessions first appear), turns in file order */
+    uint32_t session; /* 0-based index of its session */
+    int64_t delay_ms; /* wait after the session's previous turn ended; -1 when the file gives none */
+    uint32_t where;   /* 1-based line (JSON lines) or 0-based element index (JSON documents), for messages */
 } sg_input_entry_t;
 
 typedef struct sg_input {
     sg_input_format_t format;
     sg_input_entry_t *e;
     size_t n;
-    size_t skipped; /* sharegpt entries without a human turn followed by a reply */
+    size_t n_sessions; /* multi_turn: distinct session_id values */
+    size_t skipped;    /* sharegpt entries without a human turn followed by a reply */
 } sg_input_t;
 
 /* Read and parse path. fmt SG_INPUT_AUTO detects. 0, or negative with one line in err. */

@@ -871,6 +871,32 @@ static void test_server_metrics_flags(void)
 }
 
 /* --endpoint-type: every API's name and default path, the flags that apply to each, the Messages API's headers. */
+static void test_sessions(void)
+{
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", NULL), 0);
+    CHECK(!c.sessions && c.conversation_num == 100 && c.turn_mean == 1 && c.turn_delay_ratio == 1);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--conversation-turn-mean", "3", "--conversation-turn-stddev", "1",
+                       "--num-sessions", "7", "--session-turn-delay-mean", "250", "--session-turn-delay-stddev", "5",
+                       "--session-delay-ratio", "0.5", NULL),
+                 0);
+    CHECK(c.sessions && c.turn_mean == 3 && c.turn_stddev == 1 && c.conversation_num == 7);
+    CHECK(c.turn_delay_mean_ms == 250 && c.turn_delay_stddev_ms == 5 && c.turn_delay_ratio == 0.5);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--input-file", "f.jsonl", "--custom-dataset-type", "multi_turn", NULL), 0);
+    CHECK(c.sessions && c.input_format == SG_INPUT_MULTI_TURN);
+    sg_config_free(&c);
+    bad(__LINE__, "-m", "x", "--conversation-turn-mean", "0.5", NULL);
+    bad(__LINE__, "-m", "x", "--conversation-turn-delay-mean", "-1", "--conversation-turn-mean", "2", NULL);
+    bad(__LINE__, "-m", "x", "--conversation-turn-delay-mean", "5", NULL); /* no sessions to shape */
+    bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--endpoint-type", "embeddings", NULL);
+    bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--http2", NULL);
+    bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--service-kind", "triton", NULL);
+    bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--concurrency-range", "1:4", NULL);
+    bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--input-file", "f.jsonl", NULL);
+}
+
 static void test_endpoints(void)
 {
     static const struct {
@@ -943,6 +969,7 @@ static void test_endpoints(void)
 int main(void)
 {
     test_endpoints();
+    test_sessions();
     test_server_metrics_flags();
     test_no_abbreviations();
     test_peer_aliases();

@@ -175,6 +175,41 @@ static void test_perf_analyzer_and_raw(void)
     BAD("{\"prompt\": [1, 2]}", SG_INPUT_RAW_PAYLOAD, "line 1: \"prompt\" must be a string", NULL);
 }
 
+static void test_multi_turn(void)
+{
+    sg_input_t in;
+    const char *t =
+        "{\"session_id\": \"a\", \"turns\": [{\"text\": \"a0\"}, {\"text\": \"a1\", \"delay\": 30}]}\n"
+        "{\"session_id\": \"b\", \"text\": \"b0\", \"max_tokens\": 7}\n"
+        "{\"session_id\": \"a\", \"turns\": [{\"texts\": [\"x\", \"y\"], \"delay\": 10, \"timestamp\": 5}]}\n"
+        "{\"text\": \"alone\"}\n";
+    CHECK_EQ_INT(parse(t, SG_INPUT_AUTO, &in), 0);
+    CHECK_EQ_INT(in.format, SG_INPUT_MULTI_TURN);
+    CHECK_EQ_INT(in.n, 5);
+    CHECK_EQ_INT(in.n_sessions, 3);
+    if (in.n == 5) {
+        /* grouped by session in the order sessions first appear, turns in file order */
+        CHECK_EQ_STR(in.e[0].prompt, in.e[0].prompt_len, "a0");
+        CHECK_EQ_INT(in.e[0].delay_ms, -1);
+        CHECK_EQ_STR(in.e[1].prompt, in.e[1].prompt_len, "a1");
+        CHECK_EQ_INT(in.e[1].delay_ms, 30);
+        CHECK_EQ_STR(in.e[2].prompt, in.e[2].prompt_len, "x\ny");
+        CHECK_EQ_INT(in.e[2].session, 0);
+        CHECK_EQ_INT(in.e[3].session, 1);
+        CHECK_EQ_INT(in.e[3].max_tokens, 7);
+        CHECK_EQ_STR(in.e[4].prompt, in.e[4].prompt_len, "alone");
+        CHECK_EQ_INT(in.e[4].session, 2);
+    }
+    sg_input_free(&in);
+    BAD("{\"session_id\": \"a\", \"turns\": []}", SG_INPUT_AUTO, "line 1: \"turns\" must be a non-empty list", NULL);
+    BAD("{\"session_id\": \"a\", \"turns\": [{\"text\": \"a\", \"delay\": -1}]}", SG_INPUT_AUTO,
+        "line 1: \"delay\" must be a number of milliseconds", NULL);
+    BAD("{\"session_id\": \"a\", \"turns\": [{\"image\": \"x.png\"}]}", SG_INPUT_AUTO, "\"image\" not supported", NULL);
+    BAD("{\"session_id\": [1]}", SG_INPUT_AUTO, "\"session_id\" must be a string", NULL);
+    sg_input_format_t f;
+    CHECK(sg_input_format_parse("multi_turn", &f) == 0 && f == SG_INPUT_MULTI_TURN);
+}
+
 static void test_mooncake(void)
 {
     sg_input_t in;
@@ -317,6 +352,7 @@ int main(void)
     test_sharegpt();
     test_perf_analyzer_and_raw();
     test_mooncake();
+    test_multi_turn();
     test_detection();
     test_textgen();
     return test_finish("test_input");

@@ -1,0 +1,40 @@
+"""Multi-turn sessions against llama.cpp's llama-server: chat, 3 turns a session, streamed; no errors, and the
+server's own prompt count grows turn by turn within each session (the history, with its replies, reached it).
+Needs tests/data/fetch-llama-server (a skip without it, a failure under CI)."""
+import harness
+from profiling import profile
+from servers import LlamaServer
+
+
+def main(h):
+    try:
+        server = LlamaServer(h, parallel=4)
+    except RuntimeError:  # under CI, without the test data: testdata_file has failed a check
+        return
+    with server as s:
+        r = profile(h, s.url, "--endpoint-type", "chat", "--streaming", "--concurrency", 2, "--request-count", 12,
+                    "--conversation-turn-mean", 3, "--conversation-turn-delay-mean", 20, "--output-tokens-mean", 8,
+                    "--extra-inputs", "ignore_eos:true", "--synthetic-input-tokens-mean", 16, "--model", "tiny-llama",
+                    timeout=180)
+    if not r.summary:
+        h.check(False, "a summary was written", r.stderr[-2000:])
+        return
+    h.check(r.summary["error_request_count"]["avg"] == 0, "no errors", r.summary.get("error_summary"))
+    h.check(len(r.records) == 12, "12 turns measured", len(r.records))
+    by = {}
+    for x in r.records:
+        by.setdefault(x["session"], []).append(x)
+    for sid, turns in by.items():
+        turns.sort(key=lambda x: x["turn"])
+        h.check([x["turn"] for x in turns] == [0, 1, 2], "session %s: turns 0..2" % sid, [x["turn"] for x in turns])
+        srv = [x.get("input_sequence_length_server") or 0 for x in turns]
+        # each turn adds the previous reply (8 tokens) and a new user turn: the server's count grows past both
+        h.check(all(b > a + 8 for a, b in zip(srv, srv[1:])), "session %s: the server's prompt grows with the history"
+                % sid, srv)
+        cli = [x["input_sequence_length"] for x in turns]
+        h.check(all(b > a for a, b in zip(cli, cli[1:])), "session %s: ISL grows with the history" % sid, cli)
+    h.check([t["request_count"] for t in r.summary["turns"]] == [4, 4, 4], "per-turn counts", r.summary["turns"])
+
+
+if __name__ == "__main__":
+    harness.main(main)
