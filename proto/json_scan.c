@@ -152,8 +152,26 @@ int sg_js_skip_any(sg_js_t *js)
             c = sg_js_peek(js);
             if (c == ',') {
                 js->p++;
-                if (obj && (rc = sg_js_member_key(js, &key)) < 0)
-                    return rc;
+                if (obj) {
+                    if ((rc = sg_js_member_key(js, &key)) < 0)
+                        return rc;
+                    break;
+                }
+                /* A run of numbers with nothing between them but commas (an embedding vector: most of its
+                 * body) in one tight loop; anything else goes the general way. */
+                bool number_ended = false;
+                while (js->p < js->end && (sg_js_is_digit(*js->p) || *js->p == '-')) {
+                    if ((rc = sg_js_number_(js, NULL, NULL, false)) < 0)
+                        return rc;
+                    if (js->p < js->end && *js->p == ',') {
+                        js->p++;
+                        continue;
+                    }
+                    number_ended = true;
+                    break;
+                }
+                if (number_ended)
+                    continue; /* a value ended: close or go on */
                 break;
             }
             if (c != (obj ? '}' : ']'))
