@@ -438,10 +438,10 @@ def bench_scrape(surge, n, repeat, client_cpu, mock_cpu):
     return {"plain": a, "scraping": b}
 
 
-def bench_embeddings(surge, n, repeat, client_cpu, mock_cpu, dim=1024):
-    """Client CPU per request: embeddings (one 100-word input, a dim-float vector back) against non-streamed
-    completions of the same prompt (one token back), interleaved runs against the same mock, with h2load sending
-    each body beside them as the reference."""
+def bench_embeddings(surge, n, repeat, client_cpu, mock_cpu, dims=(16, 256, 1024)):
+    """Client CPU per request: embeddings (one 100-word input, a vector of dim floats back) against non-streamed
+    completions of the same prompt (one token back), interleaved runs against the same mock, h2load sending each
+    body beside them as the reference, for each vector size."""
     words = 100
     tmp = tempfile.mkdtemp()
     bodies = {"completions": {"model": "bench", "prompt": prompt_words(words), "max_tokens": 1},
@@ -454,33 +454,39 @@ def bench_embeddings(surge, n, repeat, client_cpu, mock_cpu, dim=1024):
     common = ["--concurrency", "64", "--request-count", str(n), "--synthetic-input-tokens-mean", str(words)]
     args = {"completions": ["--endpoint-type", "completions", "--output-tokens-mean", "1"],
             "embeddings": ["--endpoint-type", "embeddings"]}
-    per = {k: [] for k in ("completions", "embeddings", "h2load completions", "h2load embeddings")}
-    mock_args = ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
-                 "--embedding-dim", str(dim)]
-    with Mock(surge, mock_args, mock_cpu) as m:
-        for _ in range(repeat):
-            for name in ("completions", "embeddings"):  # interleaved: drift hits both alike
-                measured(surge_cmd(surge, m.port, client_cpu, common + args[name]))
-                s = summary()
-                if s["request_count"]["avg"] != n:
-                    raise RuntimeError("%s completed %s of %d requests" % (name, s["request_count"]["avg"], n))
-                per[name].append(s["client_cpu_time"]["avg"] / n * 1e6)
-                url = "http://127.0.0.1:%d/v1/%s" % (m.port, name)
-                _, h_cpu, _, _ = measured(pin_prefix(client_cpu) + [
-                    "h2load", "--h1", "-n", str(n), "-c", "64", "-t", "1", "-d", paths[name],
-                    "-H", "Content-Type: application/json", url])
-                per["h2load " + name].append(h_cpu / n * 1e6)
+    print("embeddings: non-streamed HTTP/1.1, concurrency 64, %d requests, one worker, %d-word input, median of %d"
+          % (n, words, repeat))
+    print("  %6s %10s %12s %12s %8s %16s %8s" % ("floats", "body bytes", "completions", "embeddings", "ratio",
+                                                  "h2load emb/compl", "ratio"))
+    result = {}
+    for dim in dims:
+        per = {k: [] for k in ("completions", "embeddings", "h2load completions", "h2load embeddings")}
+        mock_args = ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
+                     "--embedding-dim", str(dim)]
+        with Mock(surge, mock_args, mock_cpu) as m:
+            for _ in range(repeat):
+                for name in ("completions", "embeddings"):  # interleaved: drift hits both alike
+                    measured(surge_cmd(surge, m.port, client_cpu, common + args[name]))
+                    s = summary()
+                    if s["request_count"]["avg"] != n:
+                        raise RuntimeError("%s completed %s of %d requests" % (name, s["request_count"]["avg"], n))
+                    per[name].append(s["client_cpu_time"]["avg"] / n * 1e6)
+                    url = "http://127.0.0.1:%d/v1/%s" % (m.port, name)
+                    _, h_cpu, _, _ = measured(pin_prefix(client_cpu) + [
+                        "h2load", "--h1", "-n", str(n), "-c", "64", "-t", "1", "-d", paths[name],
+                        "-H", "Content-Type: application/json", url])
+                    per["h2load " + name].append(h_cpu / n * 1e6)
+            with open(os.path.join(ARTIFACTS, "profile_export_surge.jsonl")) as f:
+                size = json.loads(f.readline())["response_bytes"]
+        med = {k: statistics.median(v) for k, v in per.items()}
+        print("  %6d %10d %9.3f us %9.3f us %7.2fx %8.3f/%.3f us %7.2fx"
+              % (dim, size, med["completions"], med["embeddings"], med["embeddings"] / med["completions"],
+                 med["h2load embeddings"], med["h2load completions"],
+                 med["h2load embeddings"] / med["h2load completions"]))
+        result[dim] = med
+    print("  surge: load-phase CPU (target: embeddings <= completions); h2load: whole process, reads the body unparsed")
     shutil.rmtree(tmp, ignore_errors=True)
-    med = {k: statistics.median(v) for k, v in per.items()}
-    print("embeddings: non-streamed HTTP/1.1, concurrency 64, %d requests, one worker, %d-word input, %d floats "
-          "back, median of %d" % (n, words, dim, repeat))
-    print("  surge completions  %7.3f us CPU/request (load phase)" % med["completions"])
-    print("  surge embeddings   %7.3f us CPU/request (load phase)   ratio %.3fx  (target <= 1.0)"
-          % (med["embeddings"], med["embeddings"] / med["completions"]))
-    print("  h2load completions %7.3f us CPU/request (whole process)" % med["h2load completions"])
-    print("  h2load embeddings  %7.3f us CPU/request (whole process)  ratio %.3fx"
-          % (med["h2load embeddings"], med["h2load embeddings"] / med["h2load completions"]))
-    return med
+    return result
 
 
 def page_check(dom):
