@@ -347,24 +347,60 @@ int sg_tok_set_added(sg_tokenizer_t *tok, const sg_tok_added_t *added, uint32_t 
     return 0;
 }
 
-int sg_tok_set_regex(sg_tokenizer_t *tok, const char *pattern, char *err, size_t errlen)
+int sg_tok_compile(const char *pattern, size_t len, pcre2_code **out, char *err, size_t errlen)
 {
     int ec;
     PCRE2_SIZE eo;
     pcre2_code *re =
-        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-                      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY, &ec, &eo, NULL);
+        pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY,
+                      &ec, &eo, NULL);
     if (!re) {
         char msg[160];
         pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof msg);
-        return sg_tok_fail(err, errlen, SG_EINVAL, "pre-tokenizer regex at offset %zu: %s", (size_t)eo, msg);
+        return sg_tok_fail(err, errlen, SG_EINVAL, "regex at offset %zu: %s", (size_t)eo, msg);
     }
     /* JIT is a speed-up only: without it (a platform PCRE2 lacks it for), matching falls back to the interpreter */
     (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
-    if (tok->re)
-        pcre2_code_free(tok->re);
-    tok->re = re;
+    *out = re;
     return 0;
+}
+
+int sg_tok_set_regex(sg_tokenizer_t *tok, const char *pattern, char *err, size_t errlen)
+{
+    if (tok->n_pres == SG_TOK_MAX_STAGES)
+        return sg_tok_fail(err, errlen, SG_EINVAL, "more than %d pre-tokenizers", SG_TOK_MAX_STAGES);
+    if (!tok->pres && !(tok->pres = calloc(SG_TOK_MAX_STAGES, sizeof *tok->pres)))
+        return SG_ENOMEM;
+    sg_tok_pre_t *pre = &tok->pres[tok->n_pres];
+    memset(pre, 0, sizeof *pre);
+    int rc = sg_tok_compile(pattern, PCRE2_ZERO_TERMINATED, &pre->re, err, errlen);
+    if (rc < 0)
+        return rc;
+    size_t jsz = 0;
+    pre->jit = pcre2_pattern_info(pre->re, PCRE2_INFO_JITSIZE, &jsz) == 0 && jsz > 0;
+    pre->type = SG_PRE_SPLIT;
+    pre->behavior = SG_SPLIT_ISOLATED;
+    tok->n_pres++;
+    return 0;
+}
+
+void sg_tok_norm_free(sg_tok_norm_t *n)
+{
+    free(n->pattern);
+    free(n->content);
+    if (n->re)
+        pcre2_code_free(n->re);
+    free(n->trie);
+    free(n->blob);
+    memset(n, 0, sizeof *n);
+}
+
+void sg_tok_pre_free(sg_tok_pre_t *p)
+{
+    if (p->re)
+        pcre2_code_free(p->re);
+    free(p->str);
+    memset(p, 0, sizeof *p);
 }
 
 void sg_tok_free(sg_tokenizer_t *tok)
@@ -381,8 +417,14 @@ void sg_tok_free(sg_tokenizer_t *tok)
     free(tok->klen);
     free(tok->vmap);
     free(tok->pmap);
-    if (tok->re)
-        pcre2_code_free(tok->re);
+    for (uint32_t i = 0; i < tok->n_norms; i++)
+        sg_tok_norm_free(&tok->norms[i]);
+    free(tok->norms);
+    for (uint32_t i = 0; i < tok->n_pres; i++)
+        sg_tok_pre_free(&tok->pres[i]);
+    free(tok->pres);
+    free(tok->scores);
+    free(tok->wp_prefix);
     free(tok->added);
     free(tok->atext);
     free(tok->abucket);
