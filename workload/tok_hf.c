@@ -798,37 +798,125 @@ static int load_vocab(hf_t *hf)
     return rc;
 }
 
-/* One merge side: its id, through the same key the vocabulary map uses. */
-static uint32_t merge_side(hf_t *hf, const char *s, size_t len)
+/*
+ * Merges load in batches: a 262k vocabulary has half a million, and each needs three vocabulary lookups and a
+ * pair-map insert, all at random places in tables far larger than the caches. Taking MBATCH merges at a time and
+ * touching (prefetching) every table slot they will need before using any lets those memory reads overlap, which
+ * halves Gemma 3's load time. Ranks, order and error messages are those of one merge at a time.
+ */
+#define MBATCH 64
+
+typedef struct {
+    uint32_t rank;
+    uint32_t off, alen, blen; /* the two sides' keys, back to back in the batch text (so also the merged key) */
+    bool bad;                 /* a side is not in the byte alphabet: an unknown token */
+    uint64_t ha, hb, hm;
+} merge_t;
+
+typedef struct {
+    merge_t m[MBATCH];
+    size_t n;
+    char *text;
+    size_t len, cap;
+} mbatch_t;
+
+/* A side's key (byte-level files: the bytes its text stands for) appended to the batch text; false if none. */
+static int batch_key(mbatch_t *mb, const sg_tokenizer_t *tok, const char *s, size_t len, uint32_t *klen, bool *bad)
 {
-    if (hf->tok->kind == SG_TOK_BYTELEVEL) {
-        char tmp[TOKEN_MAX];
-        if (len > sizeof tmp)
-            return SG_TOK_NONE;
-        ssize_t n = bytelevel_decode(s, len, tmp);
-        return n < 0 ? SG_TOK_NONE : sg_tok_lookup(hf->tok, tmp, (size_t)n);
+    if (mb->len + len + 1 > mb->cap) {
+        size_t cap = (mb->len + len + 1) * 2;
+        char *t = realloc(mb->text, cap);
+        if (!t)
+            return SG_ENOMEM;
+        mb->text = t;
+        mb->cap = cap;
     }
-    return sg_tok_lookup(hf->tok, s, len);
+    char *out = mb->text + mb->len;
+    if (tok->kind == SG_TOK_BYTELEVEL) {
+        ssize_t n = bytelevel_decode(s, len, out);
+        if (n < 0) {
+            *bad = true;
+            memcpy(out, s, len);
+            n = (ssize_t)len;
+        }
+        len = (size_t)n;
+    } else {
+        memcpy(out, s, len);
+    }
+    mb->len += len;
+    *klen = (uint32_t)len;
+    return 0;
 }
 
-static int add_merge(hf_t *hf, uint32_t rank, const char *a, size_t al, const char *b, size_t bl)
+static void prefetch_slot(const sg_tokenizer_t *tok, uint64_t h64)
 {
-    uint32_t ia = merge_side(hf, a, al), ib = merge_side(hf, b, bl);
-    if (ia == SG_TOK_NONE || ib == SG_TOK_NONE) {
-        const char *u = ia == SG_TOK_NONE ? a : b;
-        int ul = (int)(ia == SG_TOK_NONE ? al : bl);
-        return fail(hf, SG_EINVAL, "model.merges[%u]: unknown token \"%.*s\"", rank, ul > 80 ? 80 : ul, u);
+    __builtin_prefetch(&tok->vmap[(uint32_t)h64 & tok->vmap_mask]);
+}
+
+/* The home slot's key bytes, when its hash is the one looked for (the usual case). */
+static void prefetch_key(const sg_tokenizer_t *tok, uint64_t h64)
+{
+    const sg_tok_vslot_t *s = &tok->vmap[(uint32_t)h64 & tok->vmap_mask];
+    if (s->hash == ((uint32_t)(h64 >> 32) | 1))
+        __builtin_prefetch((tok->kblob ? tok->kblob : tok->blob) + s->koff);
+}
+
+static int flush_merges(hf_t *hf, mbatch_t *mb)
+{
+    sg_tokenizer_t *tok = hf->tok;
+    uint32_t ids[MBATCH][3];
+    for (size_t i = 0; i < mb->n; i++) {
+        merge_t *m = &mb->m[i];
+        const char *k = mb->text + m->off;
+        m->ha = sg_tok_hash(k, m->alen);
+        m->hb = sg_tok_hash(k + m->alen, m->blen);
+        m->hm = sg_tok_hash(k, m->alen + m->blen);
+        prefetch_slot(tok, m->ha);
+        prefetch_slot(tok, m->hb);
+        prefetch_slot(tok, m->hm);
     }
-    char cat[2 * TOKEN_MAX];
-    if (al + bl > sizeof cat)
-        return fail(hf, SG_EINVAL, "model.merges[%u]: token too long", rank);
-    memcpy(cat, a, al);
-    memcpy(cat + al, b, bl);
-    uint32_t m = merge_side(hf, cat, al + bl);
-    if (m == SG_TOK_NONE)
-        return fail(hf, SG_EINVAL, "model.merges[%u]: the merged token \"%.*s\" is not in model.vocab", rank,
-                    (int)(al + bl > 80 ? 80 : al + bl), cat);
-    return sg_tok_add_pair(hf->tok, ia, ib, rank, m);
+    for (size_t i = 0; i < mb->n; i++) {
+        prefetch_key(tok, mb->m[i].ha);
+        prefetch_key(tok, mb->m[i].hb);
+        prefetch_key(tok, mb->m[i].hm);
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < mb->n; i++) {
+        const merge_t *m = &mb->m[i];
+        const char *k = mb->text + m->off;
+        uint32_t ia = m->bad ? SG_TOK_NONE : sg_tok_lookup_hashed(tok, k, m->alen, m->ha);
+        uint32_t ib = m->bad ? SG_TOK_NONE : sg_tok_lookup_hashed(tok, k + m->alen, m->blen, m->hb);
+        if (ia == SG_TOK_NONE || ib == SG_TOK_NONE) {
+            const char *u = ia == SG_TOK_NONE ? k : k + m->alen;
+            int ul = (int)(ia == SG_TOK_NONE ? m->alen : m->blen);
+            return fail(hf, SG_EINVAL, "model.merges[%u]: unknown token \"%.*s\"", m->rank, ul > 80 ? 80 : ul, u);
+        }
+        uint32_t im = sg_tok_lookup_hashed(tok, k, m->alen + m->blen, m->hm);
+        if (im == SG_TOK_NONE)
+            return fail(hf, SG_EINVAL, "model.merges[%u]: the merged token \"%.*s\" is not in model.vocab", m->rank,
+                        (int)(m->alen + m->blen > 80 ? 80 : m->alen + m->blen), k);
+        ids[i][0] = ia;
+        ids[i][1] = ib;
+        ids[i][2] = im;
+        sg_tok_prefetch_pair(tok, ia, ib);
+    }
+    for (size_t i = 0; rc == 0 && i < mb->n; i++)
+        rc = sg_tok_add_pair(tok, ids[i][0], ids[i][1], mb->m[i].rank, ids[i][2]);
+    mb->n = 0;
+    mb->len = 0;
+    return rc;
+}
+
+static int add_merge(hf_t *hf, mbatch_t *mb, uint32_t rank, const char *a, size_t al, const char *b, size_t bl)
+{
+    merge_t *m = &mb->m[mb->n];
+    *m = (merge_t){.rank = rank, .off = (uint32_t)mb->len};
+    int rc = batch_key(mb, hf->tok, a, al, &m->alen, &m->bad);
+    if (rc == 0)
+        rc = batch_key(mb, hf->tok, b, bl, &m->blen, &m->bad);
+    if (rc == 0 && ++mb->n == MBATCH)
+        rc = flush_merges(hf, mb);
+    return rc;
 }
 
 static int load_merges(hf_t *hf)
@@ -839,6 +927,7 @@ static int load_merges(hf_t *hf)
         return fail(hf, SG_EINVAL, "model.merges: expected an array");
     int count = 0, r, rc = 0;
     char first[TOKEN_MAX];
+    mbatch_t mb = {.n = 0};
     while (rc == 0 && (r = sg_js_arr_next(&js, &count)) == 1) {
         uint32_t rank = (uint32_t)count - 1;
         int c = sg_js_peek(&js);
@@ -846,40 +935,60 @@ static int load_merges(hf_t *hf)
         const char *s;
         size_t n;
         if (c == '"') {
-            if (sg_js_string(&js, &raw) < 0 || unescape(hf, raw, js.escaped, &s, &n) < 0)
+            if (sg_js_string(&js, &raw) < 0 || unescape(hf, raw, js.escaped, &s, &n) < 0) {
+                free(mb.text);
                 return bad_json(hf, &js, "model.merges");
+            }
             const char *sp = memchr(s, ' ', n);
-            if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - s)))
+            if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - s))) {
+                free(mb.text);
                 return fail(hf, SG_EINVAL, "model.merges[%u]: expected \"LEFT RIGHT\"", rank);
-            rc = add_merge(hf, rank, s, (size_t)(sp - s), sp + 1, n - (size_t)(sp + 1 - s));
+            }
+            rc = add_merge(hf, &mb, rank, s, (size_t)(sp - s), sp + 1, n - (size_t)(sp + 1 - s));
         } else if (c == '[') {
             int ac = 0, ar;
             size_t fl = 0;
             sg_js_arr_begin(&js);
             while (rc == 0 && (ar = sg_js_arr_next(&js, &ac)) == 1) {
-                if (ac > 2 || sg_js_peek(&js) != '"')
+                if (ac > 2 || sg_js_peek(&js) != '"') {
+                    free(mb.text);
                     return fail(hf, SG_EINVAL, "model.merges[%u]: expected [LEFT, RIGHT]", rank);
-                if (sg_js_string(&js, &raw) < 0 || unescape(hf, raw, js.escaped, &s, &n) < 0)
+                }
+                if (sg_js_string(&js, &raw) < 0 || unescape(hf, raw, js.escaped, &s, &n) < 0) {
+                    free(mb.text);
                     return bad_json(hf, &js, "model.merges");
+                }
                 if (ac == 1) {
-                    if (n > sizeof first)
+                    if (n > sizeof first) {
+                        free(mb.text);
                         return fail(hf, SG_EINVAL, "model.merges[%u]: token too long", rank);
+                    }
                     memcpy(first, s, n);
                     fl = n;
                 } else {
-                    rc = add_merge(hf, rank, first, fl, s, n);
+                    rc = add_merge(hf, &mb, rank, first, fl, s, n);
                 }
             }
-            if (rc == 0 && ar < 0)
+            if (rc == 0 && ar < 0) {
+                free(mb.text);
                 return bad_json(hf, &js, "model.merges");
-            if (rc == 0 && ac != 2)
+            }
+            if (rc == 0 && ac != 2) {
+                free(mb.text);
                 return fail(hf, SG_EINVAL, "model.merges[%u]: expected [LEFT, RIGHT]", rank);
+            }
         } else {
-            return fail(hf, SG_EINVAL, "model.merges[%u]: expected \"LEFT RIGHT\" or [LEFT, RIGHT]", rank);
+            {
+                free(mb.text);
+                return fail(hf, SG_EINVAL, "model.merges[%u]: expected \"LEFT RIGHT\" or [LEFT, RIGHT]", rank);
+            }
         }
     }
     if (rc == 0 && r < 0)
         rc = bad_json(hf, &js, "model.merges");
+    if (rc == 0)
+        rc = flush_merges(hf, &mb);
+    free(mb.text);
     return rc;
 }
 
@@ -1152,7 +1261,7 @@ int sg_tok_load_hf(const char *path, const char *data, size_t len, sg_tokenizer_
         tok->spm_cut = sg_tok_lookup(tok, META, 3) != SG_TOK_NONE;
     }
     if (rc == 0)
-        rc = sg_tok_pairs_init(tok, 1024);
+        rc = sg_tok_pairs_init(tok, hf.model == SG_TOK_BPE && hf.merges_at ? n_vocab : 1024);
     if (rc == 0 && hf.merges_at && hf.model == SG_TOK_BPE)
         rc = load_merges(&hf);
     if (rc == 0 && hf.added_at)

@@ -28,9 +28,12 @@ enum sg_tok_kind {
     SG_TOK_SPM,       /* HF BPE over characters with "\u2581" for spaces and <0xNN> byte fallback */
 };
 
+/* A token's key is in the slot itself (where its bytes are, how many): a lookup reads the slot and the bytes, and
+ * no per-id array, which matters for loading a 262k vocabulary's half a million merges. */
 typedef struct {
     uint32_t hash;
     uint32_t id;
+    uint32_t koff, klen;
 } sg_tok_vslot_t;
 
 typedef struct {
@@ -203,6 +206,10 @@ int sg_tok_set_key(sg_tokenizer_t *tok, uint32_t id, const char *key, size_t len
  * id and are reported through *dup (the id left out), SG_TOK_NONE when there were none. */
 int sg_tok_build_vmap(sg_tokenizer_t *tok, uint32_t n_keyed, uint32_t *dup);
 uint32_t sg_tok_lookup(const sg_tokenizer_t *tok, const char *key, size_t len);
+/* The same with sg_tok_hash(key, len) already known. */
+uint32_t sg_tok_lookup_hashed(const sg_tokenizer_t *tok, const char *key, size_t len, uint64_t h64);
+/* Touch the pair map's slot for (left, right) ahead of an insert or lookup. */
+void sg_tok_prefetch_pair(const sg_tokenizer_t *tok, uint32_t left, uint32_t right);
 /* Pair map; sg_tok_add_pair keeps the first (lowest) rank of a pair given twice. */
 int sg_tok_pairs_init(sg_tokenizer_t *tok, size_t expected);
 int sg_tok_add_pair(sg_tokenizer_t *tok, uint32_t left, uint32_t right, uint32_t rank, uint32_t merged);

@@ -136,20 +136,26 @@ static inline const char *key_of(const sg_tokenizer_t *tok, uint32_t id, uint32_
 
 uint32_t sg_tok_lookup(const sg_tokenizer_t *tok, const char *key, size_t len)
 {
+    return sg_tok_lookup_hashed(tok, key, len, sg_tok_hash(key, len));
+}
+
+void sg_tok_prefetch_pair(const sg_tokenizer_t *tok, uint32_t left, uint32_t right)
+{
+    __builtin_prefetch(&tok->pmap[sg_tok_pair_hash((uint64_t)left << 32 | right) & tok->pmap_mask]);
+}
+
+uint32_t sg_tok_lookup_hashed(const sg_tokenizer_t *tok, const char *key, size_t len, uint64_t h64)
+{
     if (!tok->vmap)
         return SG_TOK_NONE;
-    uint64_t h64 = sg_tok_hash(key, len);
     uint32_t h = (uint32_t)(h64 >> 32) | 1;
+    const char *keys = tok->kblob ? tok->kblob : tok->blob;
     for (uint32_t i = (uint32_t)h64 & tok->vmap_mask;; i = (i + 1) & tok->vmap_mask) {
         const sg_tok_vslot_t *s = &tok->vmap[i];
         if (s->hash == 0)
             return SG_TOK_NONE;
-        if (s->hash == h) {
-            uint32_t kl;
-            const char *k = key_of(tok, s->id, &kl);
-            if (kl == len && memcmp(k, key, len) == 0)
-                return s->id;
-        }
+        if (s->hash == h && s->klen == len && memcmp(keys + s->koff, key, len) == 0)
+            return s->id;
     }
 }
 
@@ -177,6 +183,8 @@ int sg_tok_build_vmap(sg_tokenizer_t *tok, uint32_t n_keyed, uint32_t *dup)
             if (s->hash == 0) {
                 s->hash = h;
                 s->id = id;
+                s->koff = (uint32_t)(k - (tok->kblob ? tok->kblob : tok->blob));
+                s->klen = kl;
                 break;
             }
             if (s->hash == h) {
