@@ -485,7 +485,7 @@ static bool level_text(level_t *lv, size_t n)
     return true;
 }
 
-static int add_range(level_t *lv, size_t *n, size_t a, size_t b, bool match)
+static inline int add_range(level_t *lv, size_t *n, size_t a, size_t b, bool match)
 {
     if (*n == lv->rcap) {
         size_t cap = grown_cap(lv->rcap, 64, *n + 1);
@@ -498,8 +498,8 @@ static int add_range(level_t *lv, size_t *n, size_t a, size_t b, bool match)
 }
 
 /* The next match of a Split's pattern in s[pos, len): 1 and [*a, *b), or 0. */
-static int next_match(sg_tok_enc_t *enc, const sg_tok_pre_t *op, const char *s, size_t len, size_t pos, size_t *a,
-                      size_t *b)
+static inline int next_match(sg_tok_enc_t *enc, const sg_tok_pre_t *op, const char *s, size_t len, size_t pos,
+                             size_t *a, size_t *b)
 {
     if (!op->re) {
         if (op->str_len == 0 || len - pos < op->str_len)
@@ -534,6 +534,10 @@ static int model(sg_tok_enc_t *enc, const char *s, size_t len)
     int rc;
     size_t start = 0;
     for (size_t i = 1; i + 3 <= len; i++) {
+        const char *e = memchr(s + i, 0xE2, len - 2 - i);
+        if (!e)
+            break;
+        i = (size_t)(e - s);
         if (memcmp(s + i, "\xE2\x96\x81", 3) != 0)
             continue;
         unsigned char prev = (unsigned char)s[i - 1];
@@ -555,6 +559,21 @@ static int split(sg_tok_enc_t *enc, uint32_t k, const char *s, size_t len, bool 
     level_t *lv = &enc->lv[k];
     size_t n = 0, pos = 0, a, b;
     int rc, m;
+    if (op->behavior == SG_SPLIT_ISOLATED || op->behavior == SG_SPLIT_REMOVED) {
+        /* the common case (tiktoken, Llama 3, GPT-4o): each piece goes on as soon as it is found */
+        bool keep_gap = op->behavior == SG_SPLIT_ISOLATED || !op->invert;
+        bool keep_match = op->behavior == SG_SPLIT_ISOLATED || op->invert;
+        while (pos < len && (m = next_match(enc, op, s, len, pos, &a, &b)) != 0) {
+            if (m < 0)
+                return m;
+            if (a > pos && keep_gap && (rc = pretok(enc, k + 1, s + pos, a - pos, at_start && pos == 0)) < 0)
+                return rc;
+            if (keep_match && (rc = pretok(enc, k + 1, s + a, b - a, at_start && a == 0)) < 0)
+                return rc;
+            pos = b;
+        }
+        return pos < len && keep_gap ? pretok(enc, k + 1, s + pos, len - pos, at_start && pos == 0) : 0;
+    }
     while (pos < len && (m = next_match(enc, op, s, len, pos, &a, &b)) != 0) {
         if (m < 0)
             return m;

@@ -205,9 +205,27 @@ int sg_tok_set_key(sg_tokenizer_t *tok, uint32_t id, const char *key, size_t len
 /* After all ids are set: build the bytes -> id map from the ids in [0, n_keyed). Duplicate keys keep the lowest
  * id and are reported through *dup (the id left out), SG_TOK_NONE when there were none. */
 int sg_tok_build_vmap(sg_tokenizer_t *tok, uint32_t n_keyed, uint32_t *dup);
-uint32_t sg_tok_lookup(const sg_tokenizer_t *tok, const char *key, size_t len);
-/* The same with sg_tok_hash(key, len) already known. */
-uint32_t sg_tok_lookup_hashed(const sg_tokenizer_t *tok, const char *key, size_t len, uint64_t h64);
+/* The id of the token whose key is key (SG_TOK_NONE: none); h64 is sg_tok_hash(key, len). Inline: the encoder's
+ * hot path. */
+static inline uint32_t sg_tok_lookup_hashed(const sg_tokenizer_t *tok, const char *key, size_t len, uint64_t h64)
+{
+    if (!tok->vmap)
+        return SG_TOK_NONE;
+    uint32_t h = (uint32_t)(h64 >> 32) | 1;
+    const char *keys = tok->kblob ? tok->kblob : tok->blob;
+    for (uint32_t i = (uint32_t)h64 & tok->vmap_mask;; i = (i + 1) & tok->vmap_mask) {
+        const sg_tok_vslot_t *s = &tok->vmap[i];
+        if (s->hash == 0)
+            return SG_TOK_NONE;
+        if (s->hash == h && s->klen == len && memcmp(keys + s->koff, key, len) == 0)
+            return s->id;
+    }
+}
+
+static inline uint32_t sg_tok_lookup(const sg_tokenizer_t *tok, const char *key, size_t len)
+{
+    return sg_tok_lookup_hashed(tok, key, len, sg_tok_hash(key, len));
+}
 /* Touch the pair map's slot for (left, right) ahead of an insert or lookup. */
 void sg_tok_prefetch_pair(const sg_tokenizer_t *tok, uint32_t left, uint32_t right);
 /* Pair map; sg_tok_add_pair keeps the first (lowest) rank of a pair given twice. */

@@ -134,29 +134,9 @@ static inline const char *key_of(const sg_tokenizer_t *tok, uint32_t id, uint32_
     return tok->blob + tok->off[id];
 }
 
-uint32_t sg_tok_lookup(const sg_tokenizer_t *tok, const char *key, size_t len)
-{
-    return sg_tok_lookup_hashed(tok, key, len, sg_tok_hash(key, len));
-}
-
 void sg_tok_prefetch_pair(const sg_tokenizer_t *tok, uint32_t left, uint32_t right)
 {
     __builtin_prefetch(&tok->pmap[sg_tok_pair_hash((uint64_t)left << 32 | right) & tok->pmap_mask]);
-}
-
-uint32_t sg_tok_lookup_hashed(const sg_tokenizer_t *tok, const char *key, size_t len, uint64_t h64)
-{
-    if (!tok->vmap)
-        return SG_TOK_NONE;
-    uint32_t h = (uint32_t)(h64 >> 32) | 1;
-    const char *keys = tok->kblob ? tok->kblob : tok->blob;
-    for (uint32_t i = (uint32_t)h64 & tok->vmap_mask;; i = (i + 1) & tok->vmap_mask) {
-        const sg_tok_vslot_t *s = &tok->vmap[i];
-        if (s->hash == 0)
-            return SG_TOK_NONE;
-        if (s->hash == h && s->klen == len && memcmp(keys + s->koff, key, len) == 0)
-            return s->id;
-    }
 }
 
 int sg_tok_build_vmap(sg_tokenizer_t *tok, uint32_t n_keyed, uint32_t *dup)

@@ -270,6 +270,23 @@ static int replace_str(sg_tok_nscratch_t *ns, const sg_tok_norm_t *nm, const cha
     if (!out)
         return SG_ENOMEM;
     size_t w = 0, i = 0;
+    if (pl == 1) { /* " " -> "\u2581" (Llama 2, Gemma): one pass, no search per space */
+        char c = nm->pattern[0];
+        size_t from = (size_t)(hit - p);
+        memcpy(out, p, from);
+        w = from;
+        for (i = from; i < n; i++) {
+            if (p[i] == c) {
+                memcpy(out + w, nm->content, cl);
+                w += cl;
+            } else {
+                out[w++] = p[i];
+            }
+        }
+        *s = out;
+        *len = w;
+        return 0;
+    }
     while (hit) {
         size_t at = (size_t)(hit - p);
         memcpy(out + w, p + i, at - i);
