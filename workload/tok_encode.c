@@ -5,6 +5,7 @@
  * a rank scan over a small array for short pre-tokens, a linked list and a binary heap past SCAN_MAX symbols, so a
  * run of 10,000 spaces costs n log n and not n^2.
  */
+#define _GNU_SOURCE /* memmem */
 #include "tok_internal.h"
 
 #include <stdlib.h>
@@ -30,12 +31,24 @@ typedef struct {
     uint32_t left, right, merged;
 } hent_t;
 
+/* One pre-tokenizer's pieces of the text it was given, and the text it rewrote (Metaspace, ByteLevel). */
+typedef struct {
+    uint32_t a, b;
+    bool match;
+} piece_t;
+
+typedef struct {
+    piece_t *r;
+    size_t rcap;
+    char *text;
+    size_t tcap;
+} level_t;
+
 struct sg_tok_enc {
     const sg_tokenizer_t *tok;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
     pcre2_jit_stack *jstack;
-    bool jit;
 
     uint32_t *ids;
     size_t n_ids, ids_cap;
@@ -55,11 +68,9 @@ struct sg_tok_enc {
     uint32_t *cids;
     uint32_t cids_len;
 
-    /* normalization scratch */
-    char *nbuf;
-    size_t ncap;
-    UChar *u1, *u2;
-    size_t ucap;
+    sg_tok_nscratch_t *ns;
+    sg_tok_uscratch_t *us;
+    level_t lv[SG_TOK_MAX_STAGES];
 };
 
 sg_tok_enc_t *sg_tok_enc_new(const sg_tokenizer_t *tok)
@@ -71,27 +82,18 @@ sg_tok_enc_t *sg_tok_enc_new(const sg_tokenizer_t *tok)
     enc->cache = calloc(CACHE_SLOTS, sizeof *enc->cache);
     enc->ckeys = malloc(CACHE_KEYS_CAP);
     enc->cids = malloc(CACHE_IDS_CAP * sizeof *enc->cids);
-    if (!enc->cache || !enc->ckeys || !enc->cids)
-        goto fail;
-    if (tok->re) {
-        enc->md = pcre2_match_data_create(1, NULL);
-        enc->mctx = pcre2_match_context_create(NULL);
-        if (!enc->md || !enc->mctx)
-            goto fail;
-        size_t jsz = 0;
-        enc->jit = pcre2_pattern_info(tok->re, PCRE2_INFO_JITSIZE, &jsz) == 0 && jsz > 0;
-        if (enc->jit) {
-            /* long whitespace runs backtrack through the lookahead: give the JIT room */
-            enc->jstack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
-            if (!enc->jstack)
-                goto fail;
-            pcre2_jit_stack_assign(enc->mctx, NULL, enc->jstack);
-        }
+    enc->ns = sg_tok_nscratch_new();
+    enc->us = sg_tok_uscratch_new();
+    enc->md = pcre2_match_data_create(1, NULL);
+    enc->mctx = pcre2_match_context_create(NULL);
+    /* long whitespace runs backtrack through the lookahead: give the JIT room */
+    enc->jstack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
+    if (!enc->cache || !enc->ckeys || !enc->cids || !enc->ns || !enc->us || !enc->md || !enc->mctx || !enc->jstack) {
+        sg_tok_enc_free(enc);
+        return NULL;
     }
+    pcre2_jit_stack_assign(enc->mctx, NULL, enc->jstack);
     return enc;
-fail:
-    sg_tok_enc_free(enc);
-    return NULL;
 }
 
 void sg_tok_enc_free(sg_tok_enc_t *enc)
@@ -114,9 +116,12 @@ void sg_tok_enc_free(sg_tok_enc_t *enc)
     free(enc->cache);
     free(enc->ckeys);
     free(enc->cids);
-    free(enc->nbuf);
-    free(enc->u1);
-    free(enc->u2);
+    sg_tok_nscratch_free(enc->ns);
+    sg_tok_uscratch_free(enc->us);
+    for (int i = 0; i < SG_TOK_MAX_STAGES; i++) {
+        free(enc->lv[i].r);
+        free(enc->lv[i].text);
+    }
     free(enc);
 }
 
@@ -423,7 +428,11 @@ static int encode_piece(sg_tok_enc_t *enc, const char *p, size_t len)
     size_t first = enc->n_ids;
     int rc;
     uint32_t whole = tok->direct ? sg_tok_lookup(tok, p, len) : SG_TOK_NONE;
-    if (whole != SG_TOK_NONE) {
+    if (tok->model == SG_TOK_UNIGRAM) {
+        rc = sg_tok_unigram(tok, enc->us, p, len, &enc->ids, &enc->n_ids, &enc->ids_cap);
+    } else if (tok->model == SG_TOK_WORDPIECE) {
+        rc = sg_tok_wordpiece(tok, enc->us, p, len, &enc->ids, &enc->n_ids, &enc->ids_cap);
+    } else if (whole != SG_TOK_NONE) {
         rc = emit(enc, whole);
     } else if (tok->kind == SG_TOK_BYTELEVEL) {
         if ((rc = sym_reserve(enc, len)) < 0)
@@ -465,208 +474,250 @@ static int encode_piece(sg_tok_enc_t *enc, const char *p, size_t len)
     return 0;
 }
 
-static int nbuf_reserve(sg_tok_enc_t *enc, size_t n)
+static bool level_text(level_t *lv, size_t n)
 {
-    if (n <= enc->ncap)
-        return 0;
-    size_t cap = grown_cap(enc->ncap, 4096, n);
-    if (!resize(&enc->nbuf, cap, 1))
-        return SG_ENOMEM;
-    enc->ncap = cap;
-    return 0;
+    if (n <= lv->tcap)
+        return true;
+    size_t cap = grown_cap(lv->tcap, 4096, n);
+    if (!resize(&lv->text, cap, 1))
+        return false;
+    lv->tcap = cap;
+    return true;
 }
-static int ubuf_reserve(sg_tok_enc_t *enc, size_t n)
+
+static inline int add_range(level_t *lv, size_t *n, size_t a, size_t b, bool match)
 {
-    if (n <= enc->ucap)
-        return 0;
-    size_t cap = grown_cap(enc->ucap, 4096, n);
-    if (!resize(&enc->u1, cap, sizeof *enc->u1) || !resize(&enc->u2, cap, sizeof *enc->u2))
-        return SG_ENOMEM;
-    enc->ucap = cap;
-    return 0;
-}
-/*
- * NFC of s into enc->nbuf, or s itself when it is already in NFC. Text that is not valid UTF-8 is left as it
- * is (the references only take valid text).
- */
-static int nfc(sg_tok_enc_t *enc, const char **s, size_t *len)
-{
-    const unsigned char *p = (const unsigned char *)*s;
-    size_t n = *len, i = 0;
-    while (i < n && p[i] < 0x80)
-        i++;
-    if (i == n || n > INT32_MAX / 4)
-        return 0;
-    int rc = ubuf_reserve(enc, n + 1);
-    if (rc < 0)
-        return rc;
-    UErrorCode st = U_ZERO_ERROR;
-    int32_t ulen = 0;
-    u_strFromUTF8(enc->u1, (int32_t)enc->ucap, &ulen, *s, (int32_t)n, &st);
-    if (U_FAILURE(st))
-        return 0;
-    const UNormalizer2 *norm = unorm2_getNFCInstance(&st);
-    if (U_FAILURE(st))
-        return 0;
-    int32_t yes = unorm2_spanQuickCheckYes(norm, enc->u1, ulen, &st);
-    if (U_FAILURE(st) || yes == ulen)
-        return 0;
-    int32_t olen;
-    for (;;) {
-        st = U_ZERO_ERROR;
-        olen = unorm2_normalize(norm, enc->u1, ulen, enc->u2, (int32_t)enc->ucap, &st);
-        if (st == U_BUFFER_OVERFLOW_ERROR) {
-            UChar *keep = enc->u1;
-            size_t need = (size_t)olen + 1;
-            /* keep u1's contents across the grow */
-            UChar *copy = malloc((size_t)ulen * sizeof *copy);
-            if (!copy)
-                return SG_ENOMEM;
-            memcpy(copy, keep, (size_t)ulen * sizeof *copy);
-            if ((rc = ubuf_reserve(enc, need)) < 0) {
-                free(copy);
-                return rc;
-            }
-            memcpy(enc->u1, copy, (size_t)ulen * sizeof *copy);
-            free(copy);
-            continue;
-        }
-        if (U_FAILURE(st))
-            return 0;
-        break;
+    if (*n == lv->rcap) {
+        size_t cap = grown_cap(lv->rcap, 64, *n + 1);
+        if (!resize(&lv->r, cap, sizeof *lv->r))
+            return SG_ENOMEM;
+        lv->rcap = cap;
     }
-    if ((rc = nbuf_reserve(enc, (size_t)olen * 3 + 1)) < 0)
-        return rc;
-    int32_t blen = 0;
-    st = U_ZERO_ERROR;
-    u_strToUTF8(enc->nbuf, (int32_t)enc->ncap, &blen, enc->u2, olen, &st);
-    if (U_FAILURE(st))
-        return 0;
-    *s = enc->nbuf;
-    *len = (size_t)blen;
+    lv->r[(*n)++] = (piece_t){(uint32_t)a, (uint32_t)b, match};
     return 0;
 }
 
-/*
- * What the normalizer and pre-tokenizer add around a segment: SentencePiece-style "\u2581" for spaces and in
- * front, or ByteLevel's prefix space. first: the segment starts the text.
- */
-static int decorate(sg_tok_enc_t *enc, const char **s, size_t *len, bool first)
+/* The next match of a Split's pattern in s[pos, len): 1 and [*a, *b), or 0. */
+static inline int next_match(sg_tok_enc_t *enc, const sg_tok_pre_t *op, const char *s, size_t len, size_t pos,
+                             size_t *a, size_t *b)
+{
+    if (!op->re) {
+        if (op->str_len == 0 || len - pos < op->str_len)
+            return 0;
+        const char *hit = memmem(s + pos, len - pos, op->str, op->str_len);
+        if (!hit)
+            return 0;
+        *a = (size_t)(hit - s);
+        *b = *a + op->str_len;
+        return 1;
+    }
+    int m = op->jit ? pcre2_jit_match(op->re, (PCRE2_SPTR)s, len, pos, PCRE2_NOTEMPTY, enc->md, enc->mctx)
+                    : pcre2_match(op->re, (PCRE2_SPTR)s, len, pos, PCRE2_NOTEMPTY, enc->md, enc->mctx);
+    if (m == PCRE2_ERROR_NOMATCH)
+        return 0;
+    if (m < 0)
+        return SG_EINVAL;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(enc->md);
+    *a = ov[0];
+    *b = ov[1];
+    return 1;
+}
+
+static int pretok(sg_tok_enc_t *enc, uint32_t k, const char *s, size_t len, bool at_start);
+
+/* The model on one pre-token. BPE over characters cuts it first where no merge can cross (see tok_hf.c). */
+static int model(sg_tok_enc_t *enc, const char *s, size_t len)
 {
     const sg_tokenizer_t *tok = enc->tok;
-    const char *p = *s;
-    size_t n = *len;
-    bool prepend = false;
-    if (tok->kind == SG_TOK_SPM) {
-        prepend = tok->spm_prepend && (first || !tok->spm_prepend_first);
-        if (prepend && tok->spm_meta && (p[0] == ' ' || (n >= 3 && memcmp(p, "\xE2\x96\x81", 3) == 0)))
-            prepend = false; /* Metaspace adds none where the text already starts with one */
-        if (!prepend && (!tok->spm_replace || !memchr(p, ' ', n)))
-            return 0;
-    } else if (!tok->prefix_space || p[0] == ' ') {
-        return 0;
+    if (!tok->spm_cut)
+        return encode_piece(enc, s, len);
+    int rc;
+    size_t start = 0;
+    for (size_t i = 1; i + 3 <= len; i++) {
+        const char *e = memchr(s + i, 0xE2, len - 2 - i);
+        if (!e)
+            break;
+        i = (size_t)(e - s);
+        if (memcmp(s + i, "\xE2\x96\x81", 3) != 0)
+            continue;
+        unsigned char prev = (unsigned char)s[i - 1];
+        bool after_meta = i >= 3 && memcmp(s + i - 3, "\xE2\x96\x81", 3) == 0;
+        if (!after_meta && !(tok->spm_keep[prev >> 3] & (1u << (prev & 7)))) {
+            if ((rc = encode_piece(enc, s + start, i - start)) < 0)
+                return rc;
+            start = i;
+        }
+        i += 2;
     }
-    /* *s may point into nbuf (after NFC): copy it aside first */
-    char *tmp = NULL;
-    if (enc->nbuf && p >= enc->nbuf && p < enc->nbuf + enc->ncap) {
-        tmp = malloc(n);
-        if (!tmp)
-            return SG_ENOMEM;
-        memcpy(tmp, p, n);
-        p = tmp;
+    return encode_piece(enc, s + start, len - start);
+}
+
+/* Split: pieces and matches of op's pattern, kept as its behaviour says (HF SplitDelimiterBehavior). */
+static int split(sg_tok_enc_t *enc, uint32_t k, const char *s, size_t len, bool at_start)
+{
+    const sg_tok_pre_t *op = &enc->tok->pres[k];
+    level_t *lv = &enc->lv[k];
+    size_t n = 0, pos = 0, a, b;
+    int rc, m;
+    if (op->behavior == SG_SPLIT_ISOLATED || op->behavior == SG_SPLIT_REMOVED) {
+        /* the common case (tiktoken, Llama 3, GPT-4o): each piece goes on as soon as it is found */
+        bool keep_gap = op->behavior == SG_SPLIT_ISOLATED || !op->invert;
+        bool keep_match = op->behavior == SG_SPLIT_ISOLATED || op->invert;
+        while (pos < len && (m = next_match(enc, op, s, len, pos, &a, &b)) != 0) {
+            if (m < 0)
+                return m;
+            if (a > pos && keep_gap && (rc = pretok(enc, k + 1, s + pos, a - pos, at_start && pos == 0)) < 0)
+                return rc;
+            if (keep_match && (rc = pretok(enc, k + 1, s + a, b - a, at_start && a == 0)) < 0)
+                return rc;
+            pos = b;
+        }
+        return pos < len && keep_gap ? pretok(enc, k + 1, s + pos, len - pos, at_start && pos == 0) : 0;
     }
-    int rc = nbuf_reserve(enc, n * 3 + 3);
-    if (rc < 0) {
-        free(tmp);
+    while (pos < len && (m = next_match(enc, op, s, len, pos, &a, &b)) != 0) {
+        if (m < 0)
+            return m;
+        if (a > pos && (rc = add_range(lv, &n, pos, a, op->invert)) < 0)
+            return rc;
+        if ((rc = add_range(lv, &n, a, b, !op->invert)) < 0)
+            return rc;
+        pos = b;
+    }
+    if (pos < len && (rc = add_range(lv, &n, pos, len, op->invert)) < 0)
         return rc;
-    }
-    char *out = enc->nbuf;
+    /* fold in place: w pieces kept so far */
+    piece_t *r = lv->r;
     size_t w = 0;
-    if (tok->kind == SG_TOK_BYTELEVEL) {
-        out[w++] = ' ';
-        memcpy(out + w, p, n);
-        w += n;
-    } else {
-        if (prepend) {
-            memcpy(out, "\xE2\x96\x81", 3);
-            w = 3;
-        }
+    bool prev = false;
+    switch (op->behavior) {
+    case SG_SPLIT_REMOVED:
+        for (size_t i = 0; i < n; i++)
+            if (!r[i].match)
+                r[w++] = r[i];
+        break;
+    case SG_SPLIT_ISOLATED:
+        w = n;
+        break;
+    case SG_SPLIT_MERGED_PREV:
         for (size_t i = 0; i < n; i++) {
-            if (p[i] == ' ' && tok->spm_replace) {
-                memcpy(out + w, "\xE2\x96\x81", 3);
-                w += 3;
+            bool mt = r[i].match;
+            if (mt && !prev && w > 0)
+                r[w - 1].b = r[i].b;
+            else
+                r[w++] = r[i];
+            prev = mt;
+        }
+        break;
+    case SG_SPLIT_CONTIGUOUS:
+        for (size_t i = 0; i < n; i++) {
+            bool mt = r[i].match;
+            if (mt == prev && w > 0)
+                r[w - 1].b = r[i].b;
+            else
+                r[w++] = r[i];
+            prev = mt;
+        }
+        break;
+    case SG_SPLIT_MERGED_NEXT:
+        /* from the end: a match joins the piece after it, unless that piece is a match too */
+        for (size_t i = n; i-- > 0;) {
+            bool mt = r[i].match;
+            if (mt && !prev && w > 0) {
+                r[n - w].a = r[i].a;
             } else {
-                out[w++] = p[i];
+                w++;
+                r[n - w] = r[i];
             }
+            prev = mt;
+        }
+        memmove(r, r + n - w, w * sizeof *r);
+        break;
+    }
+    for (size_t i = 0; i < w; i++) {
+        piece_t p = lv->r[i]; /* a copy: the levels below may not touch lv, but keep it obvious */
+        if (p.b > p.a && (rc = pretok(enc, k + 1, s + p.a, p.b - p.a, at_start && p.a == 0)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Metaspace: spaces become the replacement, which is put in front (per prepend_scheme) and starts each piece. */
+static int metaspace(sg_tok_enc_t *enc, uint32_t k, const char *s, size_t len, bool at_start)
+{
+    const sg_tok_pre_t *op = &enc->tok->pres[k];
+    level_t *lv = &enc->lv[k];
+    const char *rep = op->str;
+    size_t rl = op->str_len;
+    if (!level_text(lv, len * (rl > 0 ? rl : 1) + rl))
+        return SG_ENOMEM;
+    char *out = lv->text;
+    size_t w = 0;
+    bool pre = op->prepend == 1 || (op->prepend == 2 && at_start);
+    if (pre && s[0] != ' ' && !(len >= rl && memcmp(s, rep, rl) == 0)) {
+        memcpy(out, rep, rl);
+        w = rl;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == ' ') {
+            memcpy(out + w, rep, rl);
+            w += rl;
+        } else {
+            out[w++] = s[i];
         }
     }
-    free(tmp);
-    *s = out;
-    *len = w;
+    if (!op->split || rl == 0)
+        return pretok(enc, k + 1, out, w, at_start);
+    size_t start = 0;
+    int rc;
+    for (size_t i = 1; i + rl <= w; i++) {
+        if (memcmp(out + i, rep, rl) == 0) {
+            if ((rc = pretok(enc, k + 1, out + start, i - start, at_start && start == 0)) < 0)
+                return rc;
+            start = i;
+            i += rl - 1;
+        }
+    }
+    return pretok(enc, k + 1, out + start, w - start, at_start && start == 0);
+}
+
+/* Pre-tokenizer k on one piece, then those after it on each piece it makes, then the model. at_start: the piece
+ * begins the text (Metaspace's prepend_scheme "first"). */
+static int pretok(sg_tok_enc_t *enc, uint32_t k, const char *s, size_t len, bool at_start)
+{
+    const sg_tokenizer_t *tok = enc->tok;
+    if (len == 0)
+        return 0;
+    if (k == tok->n_pres)
+        return model(enc, s, len);
+    const sg_tok_pre_t *op = &tok->pres[k];
+    switch (op->type) {
+    case SG_PRE_SPLIT:
+        return split(enc, k, s, len, at_start);
+    case SG_PRE_METASPACE:
+        return metaspace(enc, k, s, len, at_start);
+    case SG_PRE_BYTELEVEL:
+        if (op->prefix_space && s[0] != ' ') {
+            level_t *lv = &enc->lv[k];
+            if (!level_text(lv, len + 1))
+                return SG_ENOMEM;
+            lv->text[0] = ' ';
+            memcpy(lv->text + 1, s, len);
+            return pretok(enc, k + 1, lv->text, len + 1, at_start);
+        }
+        return pretok(enc, k + 1, s, len, at_start);
+    }
     return 0;
 }
 
 /* A piece of text between added tokens. first: it starts the text. */
 static int encode_segment(sg_tok_enc_t *enc, const char *s, size_t len, bool first)
 {
-    const sg_tokenizer_t *tok = enc->tok;
-    int rc;
     if (len == 0)
         return 0;
-    if (tok->nfc && (rc = nfc(enc, &s, &len)) < 0)
+    int rc = sg_tok_normalize(enc->tok, enc->ns, &s, &len);
+    if (rc < 0)
         return rc;
-    if ((rc = decorate(enc, &s, &len, first)) < 0)
-        return rc;
-    if (tok->spm_split) { /* Metaspace split: "\u2581" begins each pre-token */
-        size_t start = 0;
-        for (size_t i = 1; i + 3 <= len; i++) {
-            if (memcmp(s + i, "\xE2\x96\x81", 3) == 0) {
-                if ((rc = encode_piece(enc, s + start, i - start)) < 0)
-                    return rc;
-                start = i;
-                i += 2;
-            }
-        }
-        return encode_piece(enc, s + start, len - start);
-    }
-    if (tok->spm_cut) { /* cut before each "\u2581" that follows another character (see tok_hf.c) */
-        size_t start = 0;
-        for (size_t i = 1; i + 3 <= len; i++) {
-            if (memcmp(s + i, "\xE2\x96\x81", 3) != 0)
-                continue;
-            if (i < 3 || memcmp(s + i - 3, "\xE2\x96\x81", 3) != 0) {
-                if ((rc = encode_piece(enc, s + start, i - start)) < 0)
-                    return rc;
-                start = i;
-            }
-            i += 2;
-        }
-        return encode_piece(enc, s + start, len - start);
-    }
-    if (!tok->re)
-        return encode_piece(enc, s, len);
-    size_t pos = 0;
-    while (pos < len) {
-        int m = enc->jit ? pcre2_jit_match(tok->re, (PCRE2_SPTR)s, len, pos, PCRE2_NOTEMPTY, enc->md, enc->mctx)
-                         : pcre2_match(tok->re, (PCRE2_SPTR)s, len, pos, PCRE2_NOTEMPTY, enc->md, enc->mctx);
-        size_t a, b;
-        if (m < 0) {
-            if (m != PCRE2_ERROR_NOMATCH)
-                return SG_EINVAL;
-            a = b = len;
-        } else {
-            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(enc->md);
-            a = ov[0];
-            b = ov[1];
-        }
-        /* text no alternative matched: a pre-token of its own, or dropped (Split Removed + invert) */
-        if (a > pos && !tok->drop_gaps && (rc = encode_piece(enc, s + pos, a - pos)) < 0)
-            return rc;
-        if (b > a && (rc = encode_piece(enc, s + a, b - a)) < 0)
-            return rc;
-        pos = b > pos ? b : len;
-    }
-    return 0;
+    return pretok(enc, 0, s, len, first);
 }
 
 static inline bool is_ws(unsigned char c)

@@ -28,9 +28,12 @@ enum sg_tok_kind {
     SG_TOK_SPM,       /* HF BPE over characters with "\u2581" for spaces and <0xNN> byte fallback */
 };
 
+/* A token's key is in the slot itself (where its bytes are, how many): a lookup reads the slot and the bytes, and
+ * no per-id array, which matters for loading a 262k vocabulary's half a million merges. */
 typedef struct {
     uint32_t hash;
     uint32_t id;
+    uint32_t koff, klen;
 } sg_tok_vslot_t;
 
 typedef struct {
@@ -45,6 +48,71 @@ typedef struct {
     uint32_t id;
     bool lstrip, rstrip, single_word, normalized;
 } sg_tok_added_t;
+
+enum sg_tok_model {
+    SG_TOK_BPE,
+    SG_TOK_UNIGRAM,   /* SentencePiece unigram: the best-scoring split (Viterbi) */
+    SG_TOK_WORDPIECE, /* BERT: greedy longest match, "##" before a word's later pieces */
+};
+
+/* Normalizers (HF normalizers), each a function of the whole piece of text. */
+enum sg_tok_norm_type {
+    SG_NORM_NFC,
+    SG_NORM_NFD,
+    SG_NORM_NFKC,
+    SG_NORM_NFKD,
+    SG_NORM_LOWERCASE,
+    SG_NORM_STRIP,
+    SG_NORM_STRIP_ACCENTS,
+    SG_NORM_REPLACE,
+    SG_NORM_PREPEND,
+    SG_NORM_PRECOMPILED,
+    SG_NORM_BERT,
+};
+
+typedef struct {
+    enum sg_tok_norm_type type;
+    bool left, right;                                   /* Strip */
+    bool clean_text, chinese, strip_accents, lowercase; /* BertNormalizer */
+    char *pattern, *content;                            /* Replace (String pattern), Prepend (content) */
+    size_t pattern_len, content_len;
+    pcre2_code *re; /* Replace with a Regex pattern */
+    uint32_t *trie; /* Precompiled: darts-clone double array */
+    uint32_t trie_units;
+    char *blob; /* Precompiled: NUL-terminated replacements the trie's values point into */
+    uint32_t blob_len;
+} sg_tok_norm_t;
+
+/* How a split keeps what its pattern matched (HF SplitDelimiterBehavior). */
+enum sg_tok_behavior {
+    SG_SPLIT_REMOVED,
+    SG_SPLIT_ISOLATED,
+    SG_SPLIT_MERGED_PREV,
+    SG_SPLIT_MERGED_NEXT,
+    SG_SPLIT_CONTIGUOUS,
+};
+
+/* Pre-tokenizers. Digits, Punctuation, Whitespace, WhitespaceSplit and BertPreTokenizer load as Splits. */
+enum sg_tok_pre_type {
+    SG_PRE_SPLIT,     /* pattern (re, or the literal str) with a behaviour, invert */
+    SG_PRE_METASPACE, /* spaces -> replacement, prepend it, split before each */
+    SG_PRE_BYTELEVEL, /* prefix space; the byte alphabet itself is the model's */
+};
+
+typedef struct {
+    enum sg_tok_pre_type type;
+    enum sg_tok_behavior behavior;
+    bool invert;
+    pcre2_code *re; /* NULL: str is the pattern */
+    bool jit;
+    char *str; /* String pattern (Split), replacement (Metaspace) */
+    size_t str_len;
+    int prepend;       /* Metaspace: 0 never, 1 always, 2 first (only at the start of the text) */
+    bool split;        /* Metaspace */
+    bool prefix_space; /* ByteLevel */
+} sg_tok_pre_t;
+
+#define SG_TOK_MAX_STAGES 16 /* normalizers or pre-tokenizers, Sequences flattened */
 
 struct sg_tokenizer {
     char *desc;
@@ -69,20 +137,26 @@ struct sg_tokenizer {
     uint32_t pmap_mask, pmap_count;
     uint32_t byte_id[256]; /* byte-level: the id of each single byte; SPM: the id of <0xNN> (or NONE) */
 
-    bool direct;            /* a pre-token found whole in the vocabulary is one id (tiktoken, ignore_merges) */
-    pcre2_code *re;         /* pre-tokenizer split; NULL: the whole segment is one piece */
-    bool nfc;               /* NFC-normalize before splitting */
-    bool spm_prepend;       /* SPM: prepend "\u2581" to each segment */
-    bool spm_replace;       /* SPM: spaces become "\u2581" */
-    bool spm_prepend_first; /* only for the segment at the start of the text (Metaspace "first") */
-    bool spm_meta;          /* Metaspace: no "\u2581" prepended to a segment that starts with one */
-    bool spm_split;         /* Metaspace split: each "\u2581" starts a pre-token */
-    bool spm_cut;           /* no token has "\u2581" after another character: cut pieces there (exact) */
-    bool drop_gaps;         /* text the regex does not match is dropped (Split Removed + invert) */
-    bool prefix_space;      /* ByteLevel add_prefix_space: ' ' before a segment not starting with one */
+    bool direct; /* a pre-token found whole in the vocabulary is one id (tiktoken, ignore_merges) */
+    enum sg_tok_model model;
+    sg_tok_norm_t *norms; /* normalizers, applied in order to each piece of text between added tokens */
+    uint32_t n_norms;
+    sg_tok_pre_t *pres; /* pre-tokenizers, each splitting every piece the one before made */
+    uint32_t n_pres;
+    bool spm_cut;              /* BPE over characters: cut pieces before a "\u2581" (see spm_keep) */
+    uint8_t spm_keep[256 / 8]; /* ...unless the byte before it ends "X" of a token holding "X\u2581" */
     bool byte_fallback;
     bool fuse_unk;
     uint32_t unk_id; /* SG_TOK_NONE when the file has none */
+
+    /* Unigram: the score of each id; unk_score for a character no token covers */
+    double *scores;
+    double unk_score;
+    uint32_t max_key_len; /* Unigram, WordPiece: the longest token, in bytes */
+    /* WordPiece */
+    char *wp_prefix; /* "##" */
+    size_t wp_prefix_len;
+    uint32_t wp_max_chars;
 
     sg_tok_added_t *added;
     uint32_t n_added;
@@ -131,7 +205,29 @@ int sg_tok_set_key(sg_tokenizer_t *tok, uint32_t id, const char *key, size_t len
 /* After all ids are set: build the bytes -> id map from the ids in [0, n_keyed). Duplicate keys keep the lowest
  * id and are reported through *dup (the id left out), SG_TOK_NONE when there were none. */
 int sg_tok_build_vmap(sg_tokenizer_t *tok, uint32_t n_keyed, uint32_t *dup);
-uint32_t sg_tok_lookup(const sg_tokenizer_t *tok, const char *key, size_t len);
+/* The id of the token whose key is key (SG_TOK_NONE: none); h64 is sg_tok_hash(key, len). Inline: the encoder's
+ * hot path. */
+static inline uint32_t sg_tok_lookup_hashed(const sg_tokenizer_t *tok, const char *key, size_t len, uint64_t h64)
+{
+    if (!tok->vmap)
+        return SG_TOK_NONE;
+    uint32_t h = (uint32_t)(h64 >> 32) | 1;
+    const char *keys = tok->kblob ? tok->kblob : tok->blob;
+    for (uint32_t i = (uint32_t)h64 & tok->vmap_mask;; i = (i + 1) & tok->vmap_mask) {
+        const sg_tok_vslot_t *s = &tok->vmap[i];
+        if (s->hash == 0)
+            return SG_TOK_NONE;
+        if (s->hash == h && s->klen == len && memcmp(keys + s->koff, key, len) == 0)
+            return s->id;
+    }
+}
+
+static inline uint32_t sg_tok_lookup(const sg_tokenizer_t *tok, const char *key, size_t len)
+{
+    return sg_tok_lookup_hashed(tok, key, len, sg_tok_hash(key, len));
+}
+/* Touch the pair map's slot for (left, right) ahead of an insert or lookup. */
+void sg_tok_prefetch_pair(const sg_tokenizer_t *tok, uint32_t left, uint32_t right);
 /* Pair map; sg_tok_add_pair keeps the first (lowest) rank of a pair given twice. */
 int sg_tok_pairs_init(sg_tokenizer_t *tok, size_t expected);
 int sg_tok_add_pair(sg_tokenizer_t *tok, uint32_t left, uint32_t right, uint32_t rank, uint32_t merged);
@@ -139,8 +235,34 @@ int sg_tok_add_pair(sg_tokenizer_t *tok, uint32_t left, uint32_t right, uint32_t
 int sg_tok_pairs_from_ranks(sg_tokenizer_t *tok, uint32_t n_keyed);
 /* Added tokens: copy the list in and build the matcher. */
 int sg_tok_set_added(sg_tokenizer_t *tok, const sg_tok_added_t *added, uint32_t n, const char *text);
-/* Compile the pre-tokenizer regex (PCRE2, UTF + UCP, JIT). Writes a message into err on failure. */
+/* Compile a regex (PCRE2, UTF + UCP, JIT). Writes a message into err on failure. */
+int sg_tok_compile(const char *pattern, size_t len, pcre2_code **out, char *err, size_t errlen);
+/* Append a pre-tokenizer: a Split of pattern with behaviour Isolated (tiktoken's regex). */
 int sg_tok_set_regex(sg_tokenizer_t *tok, const char *pattern, char *err, size_t errlen);
+/* A stage's owned memory. */
+void sg_tok_norm_free(sg_tok_norm_t *n);
+void sg_tok_pre_free(sg_tok_pre_t *p);
+
+/* Normalizing (tok_norm.c): scratch one encoder owns. */
+typedef struct sg_tok_nscratch sg_tok_nscratch_t;
+sg_tok_nscratch_t *sg_tok_nscratch_new(void);
+void sg_tok_nscratch_free(sg_tok_nscratch_t *ns);
+/* Run tok's normalizers over *s (len bytes); the result may point into ns, valid until its next call. Text that
+ * is not valid UTF-8 goes through the byte-wise normalizers only (the references take valid text only). */
+int sg_tok_normalize(const sg_tokenizer_t *tok, sg_tok_nscratch_t *ns, const char **s, size_t *len);
+/* Precompiled: the longest key of the charsmap at the start of p; repl and rlen get its replacement. 0: none. */
+size_t sg_tok_charsmap_match(const sg_tok_norm_t *n, const unsigned char *p, size_t len, const char **repl,
+                             size_t *rlen);
+
+/* The Unigram and WordPiece models (tok_unigram.c), on one pre-token; ids are appended to *ids (n used, cap
+ * allocated, grown with realloc). */
+typedef struct sg_tok_uscratch sg_tok_uscratch_t;
+sg_tok_uscratch_t *sg_tok_uscratch_new(void);
+void sg_tok_uscratch_free(sg_tok_uscratch_t *us);
+int sg_tok_unigram(const sg_tokenizer_t *tok, sg_tok_uscratch_t *us, const char *p, size_t len, uint32_t **ids,
+                   size_t *n, size_t *cap);
+int sg_tok_wordpiece(const sg_tokenizer_t *tok, sg_tok_uscratch_t *us, const char *p, size_t len, uint32_t **ids,
+                     size_t *n, size_t *cap);
 
 /* Loaders: path is the file; name is what errors call it. */
 int sg_tok_load_tiktoken(const char *path, const char *data, size_t len, sg_tokenizer_t **out, char *err,
@@ -149,6 +271,9 @@ int sg_tok_load_hf(const char *path, const char *data, size_t len, sg_tokenizer_
 
 /* Write "fmt" into err and return code (one line). */
 __attribute__((format(printf, 4, 5))) int sg_tok_fail(char *err, size_t errlen, int code, const char *fmt, ...);
+
+/* Standard base64 with padding into out (cap bytes); returns the decoded length or -1. */
+ssize_t sg_tok_b64decode(const char *s, size_t n, unsigned char *out, size_t cap);
 
 /* The file name part of path. */
 const char *sg_tok_basename(const char *path);

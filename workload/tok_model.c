@@ -134,23 +134,9 @@ static inline const char *key_of(const sg_tokenizer_t *tok, uint32_t id, uint32_
     return tok->blob + tok->off[id];
 }
 
-uint32_t sg_tok_lookup(const sg_tokenizer_t *tok, const char *key, size_t len)
+void sg_tok_prefetch_pair(const sg_tokenizer_t *tok, uint32_t left, uint32_t right)
 {
-    if (!tok->vmap)
-        return SG_TOK_NONE;
-    uint64_t h64 = sg_tok_hash(key, len);
-    uint32_t h = (uint32_t)(h64 >> 32) | 1;
-    for (uint32_t i = (uint32_t)h64 & tok->vmap_mask;; i = (i + 1) & tok->vmap_mask) {
-        const sg_tok_vslot_t *s = &tok->vmap[i];
-        if (s->hash == 0)
-            return SG_TOK_NONE;
-        if (s->hash == h) {
-            uint32_t kl;
-            const char *k = key_of(tok, s->id, &kl);
-            if (kl == len && memcmp(k, key, len) == 0)
-                return s->id;
-        }
-    }
+    __builtin_prefetch(&tok->pmap[sg_tok_pair_hash((uint64_t)left << 32 | right) & tok->pmap_mask]);
 }
 
 int sg_tok_build_vmap(sg_tokenizer_t *tok, uint32_t n_keyed, uint32_t *dup)
@@ -177,6 +163,8 @@ int sg_tok_build_vmap(sg_tokenizer_t *tok, uint32_t n_keyed, uint32_t *dup)
             if (s->hash == 0) {
                 s->hash = h;
                 s->id = id;
+                s->koff = (uint32_t)(k - (tok->kblob ? tok->kblob : tok->blob));
+                s->klen = kl;
                 break;
             }
             if (s->hash == h) {
@@ -347,24 +335,60 @@ int sg_tok_set_added(sg_tokenizer_t *tok, const sg_tok_added_t *added, uint32_t 
     return 0;
 }
 
-int sg_tok_set_regex(sg_tokenizer_t *tok, const char *pattern, char *err, size_t errlen)
+int sg_tok_compile(const char *pattern, size_t len, pcre2_code **out, char *err, size_t errlen)
 {
     int ec;
     PCRE2_SIZE eo;
     pcre2_code *re =
-        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-                      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY, &ec, &eo, NULL);
+        pcre2_compile((PCRE2_SPTR)pattern, len, PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY,
+                      &ec, &eo, NULL);
     if (!re) {
         char msg[160];
         pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof msg);
-        return sg_tok_fail(err, errlen, SG_EINVAL, "pre-tokenizer regex at offset %zu: %s", (size_t)eo, msg);
+        return sg_tok_fail(err, errlen, SG_EINVAL, "regex at offset %zu: %s", (size_t)eo, msg);
     }
     /* JIT is a speed-up only: without it (a platform PCRE2 lacks it for), matching falls back to the interpreter */
     (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
-    if (tok->re)
-        pcre2_code_free(tok->re);
-    tok->re = re;
+    *out = re;
     return 0;
+}
+
+int sg_tok_set_regex(sg_tokenizer_t *tok, const char *pattern, char *err, size_t errlen)
+{
+    if (tok->n_pres == SG_TOK_MAX_STAGES)
+        return sg_tok_fail(err, errlen, SG_EINVAL, "more than %d pre-tokenizers", SG_TOK_MAX_STAGES);
+    if (!tok->pres && !(tok->pres = calloc(SG_TOK_MAX_STAGES, sizeof *tok->pres)))
+        return SG_ENOMEM;
+    sg_tok_pre_t *pre = &tok->pres[tok->n_pres];
+    memset(pre, 0, sizeof *pre);
+    int rc = sg_tok_compile(pattern, PCRE2_ZERO_TERMINATED, &pre->re, err, errlen);
+    if (rc < 0)
+        return rc;
+    size_t jsz = 0;
+    pre->jit = pcre2_pattern_info(pre->re, PCRE2_INFO_JITSIZE, &jsz) == 0 && jsz > 0;
+    pre->type = SG_PRE_SPLIT;
+    pre->behavior = SG_SPLIT_ISOLATED;
+    tok->n_pres++;
+    return 0;
+}
+
+void sg_tok_norm_free(sg_tok_norm_t *n)
+{
+    free(n->pattern);
+    free(n->content);
+    if (n->re)
+        pcre2_code_free(n->re);
+    free(n->trie);
+    free(n->blob);
+    memset(n, 0, sizeof *n);
+}
+
+void sg_tok_pre_free(sg_tok_pre_t *p)
+{
+    if (p->re)
+        pcre2_code_free(p->re);
+    free(p->str);
+    memset(p, 0, sizeof *p);
 }
 
 void sg_tok_free(sg_tokenizer_t *tok)
@@ -381,8 +405,14 @@ void sg_tok_free(sg_tokenizer_t *tok)
     free(tok->klen);
     free(tok->vmap);
     free(tok->pmap);
-    if (tok->re)
-        pcre2_code_free(tok->re);
+    for (uint32_t i = 0; i < tok->n_norms; i++)
+        sg_tok_norm_free(&tok->norms[i]);
+    free(tok->norms);
+    for (uint32_t i = 0; i < tok->n_pres; i++)
+        sg_tok_pre_free(&tok->pres[i]);
+    free(tok->pres);
+    free(tok->scores);
+    free(tok->wp_prefix);
     free(tok->added);
     free(tok->atext);
     free(tok->abucket);

@@ -65,7 +65,7 @@ static int b64val(unsigned char c)
 }
 
 /* Standard base64 with padding; returns the decoded length or -1. */
-static ssize_t b64decode(const char *s, size_t n, unsigned char *out, size_t cap)
+ssize_t sg_tok_b64decode(const char *s, size_t n, unsigned char *out, size_t cap)
 {
     if (n == 0 || n % 4 != 0)
         return -1;
@@ -132,7 +132,7 @@ int sg_tok_load_tiktoken(const char *path, const char *data, size_t len, sg_toke
             rc = sg_tok_fail(err, errlen, SG_EINVAL, "%s line %zu: expected \"BASE64 RANK\"", file, lineno);
             break;
         }
-        ssize_t bl = b64decode(p, (size_t)(sp - p), buf, sizeof buf);
+        ssize_t bl = sg_tok_b64decode(p, (size_t)(sp - p), buf, sizeof buf);
         if (bl < 0) {
             rc = sg_tok_fail(err, errlen, SG_EINVAL, "%s line %zu: bad base64", file, lineno);
             break;

