@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_INPUT_LENGTH 16000000u /* tokens (or words) one trace entry may ask for */
 #define MAX_FILE_BYTES (4ULL << 30)
@@ -190,6 +192,10 @@ static int push(sg_input_t *in, size_t *cap, sg_input_entry_t **e)
 
 static void entry_free(sg_input_entry_t *e)
 {
+    for (uint32_t i = 0; i < e->n_texts; i++)
+        free(e->texts[i]);
+    free(e->texts);
+    free(e->text_lens);
     free(e->prompt);
     free(e->body);
     free(e->model);
@@ -202,6 +208,10 @@ void sg_input_free(sg_input_t *in)
     for (size_t i = 0; i < in->n; i++)
         entry_free(&in->e[i]);
     free(in->e);
+    for (size_t i = 0; i < in->n_pool; i++)
+        free(in->pool[i]);
+    free(in->pool);
+    free(in->pool_lens);
     memset(in, 0, sizeof *in);
 }
 
@@ -360,6 +370,69 @@ static int mooncake(const ctx_t *c, uint32_t where, const json_t *o, sg_input_en
  * write their prompt files now, or AIPerf's "texts" holding one prompt. The fields those files may carry that
  * surge does not send are refused rather than dropped, so a run never measures something other than the file says.
  */
+/* A list of strings into e->texts (appended). */
+static int take_strings(const ctx_t *c, uint32_t line, const char *field, const json_t *list, sg_input_entry_t *e)
+{
+    size_t n = json_array_size(list);
+    if (n > UINT32_MAX - e->n_texts)
+        return fail_at(c, line, field, "too many texts");
+    char **t = realloc(e->texts, (e->n_texts + n) * sizeof *t);
+    if (!t)
+        return oom(c);
+    e->texts = t;
+    size_t *l = realloc(e->text_lens, (e->n_texts + n) * sizeof *l);
+    if (!l)
+        return oom(c);
+    e->text_lens = l;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(list, i);
+        if (!json_is_string(v)) {
+            char got[96];
+            show(v, got, sizeof got);
+            return fail_at(c, line, field, "element %zu is not a string: %s", i, got);
+        }
+        if (!(e->texts[e->n_texts] = dup_n(json_string_value(v), json_string_length(v))))
+            return oom(c);
+        e->text_lens[e->n_texts++] = json_string_length(v);
+    }
+    return 0;
+}
+
+/* AIPerf's rankings line: "texts": [{"name": "query", "contents": [q]}, {"name": "passages", "contents": [...]}]. */
+static int named_texts(const ctx_t *c, uint32_t line, const json_t *texts, sg_input_entry_t *e)
+{
+    const json_t *query = NULL, *passages = NULL;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(texts, i, t)
+    {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        const json_t *contents = json_object_get(t, "contents");
+        if (!json_is_object(t) || !name || !json_is_array(contents)) {
+            char got[96];
+            show(t, got, sizeof got);
+            return fail_at(c, line, "texts", "element %zu: expected {\"name\": ..., \"contents\": [...]}, got %s", i,
+                           got);
+        }
+        if (strcmp(name, "query") == 0)
+            query = contents;
+        else if (strcmp(name, "passages") == 0)
+            passages = contents;
+        else
+            return fail_at(c, line, "texts", "element %zu is named \"%s\": rankings take \"query\" and \"passages\"", i,
+                           name);
+    }
+    if (!query || json_array_size(query) != 1 || !json_is_string(json_array_get(query, 0)))
+        return fail_at(c, line, "texts", "needs a \"query\" whose contents hold one string");
+    if (!passages || json_array_size(passages) == 0)
+        return fail_at(c, line, "texts", "needs \"passages\" with at least one string in contents");
+    const json_t *q = json_array_get(query, 0);
+    if (!(e->prompt = dup_n(json_string_value(q), json_string_length(q))))
+        return oom(c);
+    e->prompt_len = json_string_length(q);
+    return take_strings(c, line, "passages", passages, e);
+}
+
 static int genai_perf_prompt(const ctx_t *c, uint32_t line, const json_t *o, sg_input_entry_t *e)
 {
     static const char *const media[] = {"image", "images", "audio", "audios", "video", "videos"};
@@ -376,16 +449,27 @@ static int genai_perf_prompt(const ctx_t *c, uint32_t line, const json_t *o, sg_
     const json_t *texts = json_object_get(o, "texts");
     if (!texts)
         return fail_at(c, line, "text", "missing: each line needs the prompt as \"text\" (or \"text_input\")");
-    if (!json_is_array(texts) || json_array_size(texts) != 1 || !json_is_string(json_array_get(texts, 0))) {
-        char got[96];
-        show(texts, got, sizeof got);
-        return fail_at(c, line, "texts",
-                       "must hold exactly one string (surge sends one prompt per request, no batches), got %s", got);
-    }
-    const json_t *t = json_array_get(texts, 0);
-    if (!(e->prompt = dup_n(json_string_value(t), json_string_length(t))))
+    if (json_is_array(texts) && json_array_size(texts) && json_is_object(json_array_get(texts, 0)))
+        return named_texts(c, line, texts, e);
+    char got[96];
+    show(texts, got, sizeof got);
+    if (!json_is_array(texts) || json_array_size(texts) == 0)
+        return fail_at(c, line, "texts", "expected a non-empty list of strings (a batch), got %s", got);
+    int rc = take_strings(c, line, "texts", texts, e);
+    if (rc)
+        return rc;
+    /* the first is the prompt (one text: an ordinary prompt); a batch is for embeddings (sg_workload_build) */
+    if (!(e->prompt = dup_n(e->texts[0], e->text_lens[0])))
         return oom(c);
-    e->prompt_len = json_string_length(t);
+    e->prompt_len = e->text_lens[0];
+    if (e->n_texts == 1) {
+        free(e->texts[0]);
+        free(e->texts);
+        free(e->text_lens);
+        e->texts = NULL;
+        e->text_lens = NULL;
+        e->n_texts = 0;
+    }
     return 0;
 }
 
@@ -862,7 +946,7 @@ int sg_input_parse(const char *name, const char *data, size_t len, sg_input_form
     return rc;
 }
 
-int sg_input_load(const char *path, sg_input_format_t fmt, sg_input_t *out, char *err, size_t errlen)
+static int load_file(const char *path, sg_input_format_t fmt, sg_input_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
@@ -907,4 +991,61 @@ int sg_input_load(const char *path, sg_input_format_t fmt, sg_input_t *out, char
     int rc = sg_input_parse(path, buf ? buf : "", len, fmt, out, err, errlen);
     free(buf);
     return rc;
+}
+
+/* GenAI-Perf's rankings directory: queries.jsonl are the entries, passages.jsonl the pool they draw from. */
+static int load_rankings_dir(const char *dir, sg_input_t *out, char *err, size_t errlen)
+{
+    char qpath[4096], ppath[4096];
+    snprintf(qpath, sizeof qpath, "%s/queries.jsonl", dir);
+    snprintf(ppath, sizeof ppath, "%s/passages.jsonl", dir);
+    if (access(qpath, R_OK) != 0 || access(ppath, R_OK) != 0) {
+        snprintf(err, errlen,
+                 "%s is a directory: as rankings input it holds queries.jsonl and passages.jsonl (GenAI-Perf's "
+                 "layout), one {\"text\": ...} a line; %s is missing",
+                 dir, access(qpath, R_OK) != 0 ? "queries.jsonl" : "passages.jsonl");
+        return SG_EINVAL;
+    }
+    int rc = load_file(qpath, SG_INPUT_GENAI_PERF, out, err, errlen);
+    if (rc)
+        return rc;
+    sg_input_t passages;
+    rc = load_file(ppath, SG_INPUT_GENAI_PERF, &passages, err, errlen);
+    if (rc) {
+        sg_input_free(out);
+        return rc;
+    }
+    out->pool = calloc(passages.n, sizeof *out->pool);
+    out->pool_lens = calloc(passages.n, sizeof *out->pool_lens);
+    if (!out->pool || !out->pool_lens) {
+        sg_input_free(&passages);
+        sg_input_free(out);
+        snprintf(err, errlen, "%s: out of memory", ppath);
+        return SG_ENOMEM;
+    }
+    for (size_t i = 0; i < passages.n; i++) {
+        out->pool[i] = passages.e[i].prompt; /* moved */
+        out->pool_lens[i] = passages.e[i].prompt_len;
+        passages.e[i].prompt = NULL;
+    }
+    out->n_pool = passages.n;
+    sg_input_free(&passages);
+    return 0;
+}
+
+int sg_input_load(const char *path, sg_input_format_t fmt, sg_input_t *out, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        memset(out, 0, sizeof *out);
+        if (fmt != SG_INPUT_AUTO && fmt != SG_INPUT_GENAI_PERF) {
+            snprintf(err, errlen,
+                     "%s is a directory: only GenAI-Perf's rankings layout (queries.jsonl, passages.jsonl) "
+                     "is read from one, not %s",
+                     path, sg_input_format_name(fmt));
+            return SG_EINVAL;
+        }
+        return load_rankings_dir(path, out, err, errlen);
+    }
+    return load_file(path, fmt, out, err, errlen);
 }

@@ -556,6 +556,51 @@ static int file_entry(gen_t *G, names_t *names, const sg_input_entry_t *in, uint
     return 0;
 }
 
+static int batch_text(gen_t *G, entry_t *e, const char *s, size_t len)
+{
+    char *t = malloc(len + 1);
+    if (!t)
+        return SG_ENOMEM;
+    memcpy(t, s, len);
+    t[len] = '\0';
+    e->batch[e->n_batch++] = (text_t){t, len};
+    uint32_t n = count_text(G, s, len);
+    e->isl = e->isl + n < e->isl ? UINT32_MAX : e->isl + n;
+    return 0;
+}
+
+/*
+ * The texts an input file gives entry i itself: a line's "texts" batch (embeddings), its query and passages
+ * (AIPerf's rankings lines), or its query and --batch-size passages from a GenAI-Perf rankings directory's pool,
+ * round robin. 1 when the file gives none of those (then entries are taken in turn, as prompts).
+ */
+static int file_batch(gen_t *G, uint32_t i, entry_t *e)
+{
+    const sg_workload_spec_t *spec = G->spec;
+    const sg_input_t *in = spec->input;
+    const sg_input_entry_t *f = &in->e[i % in->n];
+    bool rankings = spec->kind != SG_OAI_EMBEDDINGS;
+    uint32_t nb = spec->batch_size ? spec->batch_size : 1;
+    size_t from_pool = rankings && in->n_pool ? nb : 0;
+    if (!f->n_texts && !from_pool)
+        return 1;
+    size_t want = (f->n_texts ? f->n_texts : from_pool) + 1;
+    text_t *b = realloc(e->batch, want * sizeof *b);
+    if (!b)
+        return SG_ENOMEM;
+    e->batch = b;
+    int rc = 0;
+    if (rankings) /* the query first */
+        rc = batch_text(G, e, f->prompt ? f->prompt : "", f->prompt ? f->prompt_len : 0);
+    for (uint32_t k = 0; rc == 0 && k < f->n_texts; k++)
+        rc = batch_text(G, e, f->texts[k], f->text_lens[k]);
+    for (size_t k = 0; rc == 0 && !f->n_texts && k < from_pool; k++) {
+        size_t j = ((size_t)i * from_pool + k) % in->n_pool;
+        rc = batch_text(G, e, in->pool[j], in->pool_lens[j]);
+    }
+    return rc;
+}
+
 /*
  * An embeddings or rankings request: --batch-size inputs, or a query and --batch-size passages, each made as a
  * prompt would be (synthetic, or the next entries of the input file, wrapping). ISL counts them all.
@@ -570,6 +615,11 @@ static int batch_entry(gen_t *G, names_t *names, uint32_t i, entry_t *e, char *e
         return SG_ENOMEM;
     e->model = -1;
     e->stream = false;
+    if (spec->input) {
+        int rc = file_batch(G, i, e);
+        if (rc <= 0)
+            return rc; /* the file's own batch, its passages, or the directory's pool; 1: none of those */
+    }
     for (uint32_t k = 0; k < need; k++) {
         entry_t sub = {0};
         uint64_t idx = (uint64_t)i * need + k;
@@ -699,7 +749,12 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
     size_t built = 0;
     for (size_t i = 0; rc == 0 && i < n_entries; i++) {
         entry_t e = {0};
-        if (batched && !raw)
+        if (!batched && input && input->e[i].n_texts > 1)
+            rc = set_err(err, errlen,
+                         "holds %" PRIu32 " texts: a batch, which only embeddings and rankings take (one prompt a "
+                         "request here)",
+                         input->e[i].n_texts);
+        else if (batched && !raw)
             rc = batch_entry(&G, &names, (uint32_t)i, &e, err, errlen);
         else if (input)
             rc = file_entry(&G, &names, &input->e[i], (uint32_t)i, &e, err, errlen);

@@ -39,6 +39,11 @@ typedef struct {
     char *reply; /* sharegpt, llm_perf: the reference reply, whose length is the output length */
     size_t reply_len;
     int64_t max_tokens; /* the output length the file gives; -1 when it gives none (or a reply to measure) */
+    /* genai_perf lines with "texts": a batch of inputs (embeddings) ["a", "b"], or AIPerf's rankings
+     * [{"name": "query", "contents": [q]}, {"name": "passages", "contents": [...]}] (prompt is then the query) */
+    char **texts;
+    size_t *text_lens;
+    uint32_t n_texts;
     /* mooncake_trace */
     int64_t t_ns; /* timestamp */
     uint32_t input_length;
@@ -56,9 +61,16 @@ typedef struct sg_input {
     size_t n;
     size_t n_sessions; /* multi_turn: distinct session_id values */
     size_t skipped;    /* sharegpt entries without a human turn followed by a reply */
+    /* GenAI-Perf's rankings directory (queries.jsonl, passages.jsonl): the passages every query draws from */
+    char **pool;
+    size_t *pool_lens;
+    size_t n_pool;
 } sg_input_t;
 
-/* Read and parse path. fmt SG_INPUT_AUTO detects. 0, or negative with one line in err. */
+/*
+ * Read and parse path. fmt SG_INPUT_AUTO detects. 0, or negative with one line in err. A directory is GenAI-Perf's
+ * rankings input: queries.jsonl (the entries, genai_perf lines) and passages.jsonl (the pool).
+ */
 SG_WUR int sg_input_load(const char *path, sg_input_format_t fmt, sg_input_t *out, char *err, size_t errlen);
 /* The same on bytes in memory; name is used in messages. */
 SG_WUR int sg_input_parse(const char *name, const char *data, size_t len, sg_input_format_t fmt, sg_input_t *out,

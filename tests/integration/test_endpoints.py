@@ -4,6 +4,8 @@ input, TTFT from the first text event), reasoning models' output is counted (rea
 first output token after the reasoning), over HTTP/1.1 and h2c; and a server that answers another API at the path
 fails every request with a message that says so."""
 import json
+import os
+import time
 
 import harness
 from profiling import profile
@@ -28,6 +30,16 @@ def recorded(m):
     """The mock's --record lines so far."""
     with open(m.record) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def recorded_since(m, before, n):
+    """The n record lines after the first `before`: the mock writes them out in batches, so wait for them."""
+    deadline = time.monotonic() + 10
+    while True:
+        rec = recorded(m)
+        if len(rec) >= before + n or time.monotonic() > deadline:
+            return rec[before:before + n]
+        time.sleep(0.05)
 
 
 def check_generating(h, m, http2):
@@ -102,10 +114,51 @@ def check_batched(h, m):
                 "%s: no output" % what, r.records[:1])
         h.check(r.summary["request_latency"]["min"] >= TTFT_MS * 0.9, "%s: latency holds the mock's %d ms"
                 % (what, TTFT_MS), r.summary["request_latency"])
-        rec = recorded(m)[before:]
+        rec = recorded_since(m, before, N)
         before += len(rec)
         h.check(len(rec) == N and all(x.get("inputs") == b for x in rec),
                 "%s: the mock saw %d %s per request" % (what, b, member), rec[:1])
+
+
+def check_input_files(h, m):
+    """Rankings and embeddings inputs from files: GenAI-Perf's queries/passages directory, AIPerf's rankings lines
+    and batched "texts" lines; a batch line refused for chat."""
+    d = h.path("rankings_dir")
+    os.makedirs(d)
+    with open(os.path.join(d, "queries.jsonl"), "w") as f:
+        f.write('{"text": "first query here"}\n{"text": "second query"}\n')
+    with open(os.path.join(d, "passages.jsonl"), "w") as f:
+        f.write('{"text": "passage one"}\n{"text": "passage two two"}\n{"text": "passage three"}\n')
+    before = len(recorded(m))
+    r = profile(h, m.url, "--endpoint-type", "rankings", "--batch-size", 2, "--input-file", d, "--request-count", 4)
+    if records_ok(h, r, "GenAI-Perf rankings directory", 4):
+        rec = recorded_since(m, before, 4)
+        h.check([x.get("inputs") for x in rec] == [2, 2, 2, 2], "rankings directory: 2 passages a query", rec[:1])
+        # words: query 3 + passages 2 and 3, then query 2 + passages 2 and 2, in turn
+        h.check(sorted({x["input_sequence_length"] for x in r.records}) == [6, 8],
+                "rankings directory: ISL counts the query and its passages", [x["input_sequence_length"] for x in r.records])
+    path = h.path("aiperf_rankings.jsonl")
+    with open(path, "w") as f:
+        f.write('{"texts": [{"name": "query", "contents": ["what is it"]}, {"name": "passages", "contents": '
+                '["a", "b c", "d"]}]}\n')
+    before = len(recorded(m))
+    r = profile(h, m.url, "--endpoint-type", "cohere_rankings", "--input-file", path, "--request-count", 3)
+    if records_ok(h, r, "AIPerf rankings lines", 3):
+        rec = recorded_since(m, before, 3)
+        h.check(len(rec) == 3 and all(x.get("inputs") == 3 for x in rec) and all(x["input_sequence_length"] == 7 for x in r.records),
+                "AIPerf rankings lines: the line's 3 passages", rec[:1])
+    path = h.path("batches.jsonl")
+    with open(path, "w") as f:
+        f.write('{"texts": ["one two", "three", "four five six"]}\n')
+    before = len(recorded(m))
+    r = profile(h, m.url, "--endpoint-type", "embeddings", "--input-file", path, "--request-count", 2)
+    if records_ok(h, r, "embeddings batch lines", 2):
+        rec = recorded_since(m, before, 2)
+        h.check(len(rec) == 2 and all(x.get("inputs") == 3 for x in rec) and all(x["input_sequence_length"] == 6 for x in r.records),
+                "embeddings batch lines: one request of 3 inputs a line", rec[:1])
+    r = profile(h, m.url, "--endpoint-type", "chat", "--input-file", path, "--request-count", 2, check_rc=None)
+    h.check(r.rc != 0 and "only embeddings and rankings take" in r.stderr and r.summary is None,
+            "a batch line for chat: refused before anything is sent", r.stderr[-500:])
 
 
 def check_errors(h, m, m_err):
@@ -135,6 +188,7 @@ def main(h):
         check_generating(h, m, False)
         check_generating(h, m, True)
         check_batched(h, m)
+        check_input_files(h, m)
         with h.mock("--ttft-ms", 1, "--itl-ms", 1, "--error-rate", 1) as m_err:
             check_errors(h, m, m_err)
     for field in ("reasoning_content", "reasoning"):
