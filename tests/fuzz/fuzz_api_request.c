@@ -10,43 +10,12 @@
  */
 #include "sg_api_request.h"
 
+#include "jansson_ref.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define FAIL(...)                                                                                                      \
-    do {                                                                                                               \
-        fprintf(stderr, __VA_ARGS__);                                                                                  \
-        fprintf(stderr, "\n");                                                                                         \
-        abort();                                                                                                       \
-    } while (0)
-
-static int depth_of(const json_t *v)
-{
-    int d = 0;
-    if (json_is_object(v)) {
-        const char *k;
-        json_t *c;
-        json_object_foreach((json_t *)v, k, c)
-        {
-            int cd = depth_of(c);
-            d = cd > d ? cd : d;
-        }
-        return d + 1;
-    }
-    if (json_is_array(v)) {
-        size_t i;
-        json_t *c;
-        json_array_foreach(v, i, c)
-        {
-            int cd = depth_of(c);
-            d = cd > d ? cd : d;
-        }
-        return d + 1;
-    }
-    return 0;
-}
 
 static uint64_t words_of(const json_t *s)
 {
@@ -186,17 +155,6 @@ static void check(sg_oai_kind_t kind, const json_t *root, int rc, const sg_api_r
         FAIL("a refusal without its reason");
     if (kind >= SG_OAI_RESPONSES && q->max_tokens != max_tokens)
         FAIL("kind %d: max_tokens %lld want %lld", kind, (long long)q->max_tokens, (long long)max_tokens);
-}
-
-static bool tolerated(const char *why)
-{
-    static const char *const ok[] = {"unable to decode byte",    "Invalid UTF-8",          "invalid Unicode",
-                                     "\\u0000 is not allowed",   "NUL byte in object key", "too big integer",
-                                     "too big negative integer", "real number overflow"};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        if (strstr(why, ok[i]))
-            return true;
-    return false;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

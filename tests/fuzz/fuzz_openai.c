@@ -11,43 +11,12 @@
  */
 #include "sg_openai.h"
 
+#include "jansson_ref.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define FAIL(...)                                                                                                      \
-    do {                                                                                                               \
-        fprintf(stderr, __VA_ARGS__);                                                                                  \
-        fprintf(stderr, "\n");                                                                                         \
-        abort();                                                                                                       \
-    } while (0)
-
-static int depth_of(const json_t *v)
-{
-    int d = 0;
-    if (json_is_object(v)) {
-        const char *k;
-        json_t *c;
-        json_object_foreach((json_t *)v, k, c)
-        {
-            int cd = depth_of(c);
-            d = cd > d ? cd : d;
-        }
-        return d + 1;
-    }
-    if (json_is_array(v)) {
-        size_t i;
-        json_t *c;
-        json_array_foreach(v, i, c)
-        {
-            int cd = depth_of(c);
-            d = cd > d ? cd : d;
-        }
-        return d + 1;
-    }
-    return 0;
-}
 
 /* Our raw slice, decoded, must equal want (NULL: must be empty). */
 static void same_string(const char *what, sg_slice_t raw, const json_t *want)
@@ -238,17 +207,6 @@ static void check_request(sg_oai_kind_t kind, const json_t *root, int rc, const 
 }
 
 /* Refusals by jansson that we knowingly do not make. */
-static bool tolerated(const char *why)
-{
-    static const char *const ok[] = {"unable to decode byte",    "Invalid UTF-8",          "invalid Unicode",
-                                     "\\u0000 is not allowed",   "NUL byte in object key", "too big integer",
-                                     "too big negative integer", "real number overflow"};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        if (strstr(why, ok[i]))
-            return true;
-    return false;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
