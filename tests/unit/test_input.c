@@ -81,8 +81,32 @@ static void test_genai_perf(void)
     CHECK_EQ_INT(in.format, SG_INPUT_GENAI_PERF);
     sg_input_free(&in);
     BAD("{\"text\": 5}", SG_INPUT_AUTO, "line 1: \"text\" must be a string", "got 5");
-    BAD("{\"texts\": [\"a\", \"b\"]}", SG_INPUT_AUTO, "line 1: \"texts\" must hold exactly one string", "no batches");
-    BAD("{\"texts\": []}", SG_INPUT_AUTO, "\"texts\" must hold exactly one string", NULL);
+    /* a batch (embeddings): the texts, the first also the prompt */
+    CHECK_EQ_INT(parse("{\"texts\": [\"a\", \"b c\"]}", SG_INPUT_AUTO, &in), 0);
+    if (in.n == 1) {
+        CHECK_EQ_INT((int)in.e[0].n_texts, 2);
+        CHECK_EQ_STR(in.e[0].texts[1], in.e[0].text_lens[1], "b c");
+        CHECK_EQ_STR(in.e[0].prompt, in.e[0].prompt_len, "a");
+    }
+    sg_input_free(&in);
+    /* AIPerf's rankings line: the query is the prompt, the passages the texts */
+    CHECK_EQ_INT(parse("{\"texts\": [{\"name\": \"passages\", \"contents\": [\"p1\", \"p2\", \"p3\"]}, "
+                       "{\"name\": \"query\", \"contents\": [\"q?\"]}]}",
+                       SG_INPUT_AUTO, &in),
+                 0);
+    if (in.n == 1) {
+        CHECK_EQ_INT((int)in.e[0].n_texts, 3);
+        CHECK_EQ_STR(in.e[0].prompt, in.e[0].prompt_len, "q?");
+        CHECK_EQ_STR(in.e[0].texts[2], in.e[0].text_lens[2], "p3");
+    }
+    sg_input_free(&in);
+    BAD("{\"texts\": []}", SG_INPUT_AUTO, "\"texts\" expected a non-empty list of strings", NULL);
+    BAD("{\"texts\": [\"a\", 5]}", SG_INPUT_AUTO, "\"texts\" element 1 is not a string", "5");
+    BAD("{\"texts\": [{\"name\": \"query\", \"contents\": [\"q\"]}]}", SG_INPUT_AUTO, "needs \"passages\"", NULL);
+    BAD("{\"texts\": [{\"name\": \"docs\", \"contents\": [\"q\"]}]}", SG_INPUT_AUTO, "named \"docs\"", "query");
+    BAD("{\"texts\": [{\"name\": \"query\", \"contents\": [\"a\", \"b\"]}, {\"name\": \"passages\", "
+        "\"contents\": [\"p\"]}]}",
+        SG_INPUT_AUTO, "\"query\" whose contents hold one string", NULL);
     BAD("{\"text\": \"a\", \"image\": \"cat.png\"}", SG_INPUT_AUTO, "line 1: \"image\" not supported", "text");
     BAD("{\"text\": \"a\", \"timestamp\": 5}", SG_INPUT_AUTO, "\"timestamp\" per-line timing", "mooncake_trace");
 }
