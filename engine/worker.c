@@ -261,7 +261,7 @@ sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended)
     rec->worker = w->index;
     rec->isl_server = -1;
     rec->osl_server = -1;
-    rec->no_output = !w->cfg->triton && !sg_endpoint(w->cfg->endpoint_type)->output;
+    rec->no_output = w->no_output;
     rec->intended_ns = intended;
     return r;
 }
@@ -610,6 +610,7 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->grpc = cfg->triton;
     w->h2_per_conn = 100; /* RFC 9113's recommended minimum, until a peer's SETTINGS say otherwise */
     w->keep_text = run->tok != NULL;
+    w->no_output = !w->cfg->triton && !sg_endpoint(w->cfg->endpoint_type)->output;
     w->metrics = sg_metrics_new(cfg->slos, cfg->n_slos);
     if (!w->metrics) {
         snprintf(err, errlen, "out of memory for metrics");

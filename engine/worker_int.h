@@ -206,6 +206,7 @@ struct sg_worker {
 
     sg_metrics_t *metrics;
     bool keep_text; /* --tokenizer: keep output text, defer measured records' metrics to the post-run pass */
+    bool no_output; /* the endpoint generates nothing (embeddings, rankings): every record says so */
     sg_reclog_t *log;
     char log_path[4096];
     uint64_t warmup_done;

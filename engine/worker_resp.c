@@ -264,7 +264,7 @@ int wk_on_complete(void *ud)
         if (c->event_stream) {
             if (sg_sse_pending(&c->sse))
                 wk_set_error(r, SG_ERRC_PROTOCOL, "stream ended inside an SSE event");
-            else if (!r->shape_seen && c->w->cfg->endpoint_type >= SG_OAI_EMBEDDINGS)
+            else if (!r->shape_seen && sg_endpoint(c->w->cfg->endpoint_type)->typed_stream)
                 wk_set_error(r, SG_ERRC_PROTOCOL, "no event of a %s stream came (another API answers at this path?)",
                              sg_endpoint(c->w->cfg->endpoint_type)->name);
         } else {

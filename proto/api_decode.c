@@ -564,15 +564,15 @@ int sg_api_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
 /* ---------- the endpoint types ---------- */
 
 static const sg_endpoint_t endpoints[SG_OAI__KINDS] = {
-    [SG_OAI_CHAT] = {"chat", "v1/chat/completions", NULL, true, true, false},
-    [SG_OAI_COMPLETIONS] = {"completions", "v1/completions", NULL, true, true, false},
-    [SG_OAI_EMBEDDINGS] = {"embeddings", "v1/embeddings", NULL, false, false, true},
-    [SG_OAI_RANK_NIM] = {"nim_rankings", "v1/ranking", NULL, false, false, true},
-    [SG_OAI_RANK_TEI] = {"hf_tei_rankings", "rerank", NULL, false, false, true},
-    [SG_OAI_RANK_COHERE] = {"cohere_rankings", "v1/rerank", NULL, false, false, true},
-    [SG_OAI_RESPONSES] = {"responses", "v1/responses", NULL, true, true, false},
-    [SG_OAI_MESSAGES] = {"messages", "v1/messages", NULL, true, true, false},
-    [SG_OAI_GENERATE] = {"generate", "generate", "generate_stream", true, true, false},
+    [SG_OAI_CHAT] = {"chat", "v1/chat/completions", NULL, true, true, false, false},
+    [SG_OAI_COMPLETIONS] = {"completions", "v1/completions", NULL, true, true, false, false},
+    [SG_OAI_EMBEDDINGS] = {"embeddings", "v1/embeddings", NULL, false, false, true, true},
+    [SG_OAI_RANK_NIM] = {"nim_rankings", "v1/ranking", NULL, false, false, true, true},
+    [SG_OAI_RANK_TEI] = {"hf_tei_rankings", "rerank", NULL, false, false, true, true},
+    [SG_OAI_RANK_COHERE] = {"cohere_rankings", "v1/rerank", NULL, false, false, true, true},
+    [SG_OAI_RESPONSES] = {"responses", "v1/responses", NULL, true, true, false, true},
+    [SG_OAI_MESSAGES] = {"messages", "v1/messages", NULL, true, true, false, true},
+    [SG_OAI_GENERATE] = {"generate", "generate", "generate_stream", true, true, false, true},
 };
 
 const sg_endpoint_t *sg_endpoint(sg_oai_kind_t kind)

@@ -76,6 +76,8 @@ typedef struct {
     bool output;             /* responses carry generated tokens (not embeddings, not rankings) */
     bool streams;            /* --streaming applies */
     bool batch;              /* --batch-size applies: inputs (embeddings) or passages (rankings) per request */
+    bool typed_stream;       /* a stream with no event in the API's shape is another API's (not chat's and
+                                completions', whose streams may hold no chunk but [DONE]) */
 } sg_endpoint_t;
 
 const sg_endpoint_t *sg_endpoint(sg_oai_kind_t kind);
