@@ -112,6 +112,270 @@ int sg_js_double(sg_js_t *js, double *out)
     return 0;
 }
 
+/* ---------- arrays of numbers, 64 bytes at a time ---------- */
+
+/* The classes of a window's bytes that numbers and their separators use, one bit per byte. */
+typedef struct {
+    uint64_t dig, minus, plus, point, expo, comma, ws;
+} num_masks_t;
+
+/* What a block hands the next about its last byte (each 0 or 1). */
+typedef struct {
+    uint64_t after_comma;    /* the next byte's nearest non-whitespace byte before it is a comma (or the start) */
+    uint64_t tok, dig, expo; /* the last byte's class: part of an element, a digit, an exponent mark */
+    uint64_t want_dig, want_dig_sign; /* the next byte must be a digit; a digit or sign */
+    uint64_t int_start, lead_zero;    /* the next byte starts an integer part; must not be a digit */
+    uint64_t after_mark, after_expo;  /* the element goes on past a point or exponent mark; an exponent mark */
+} num_carry_t;
+
+/* x << 1 with bit 0 from the block before. */
+static inline uint64_t shl1(uint64_t x, uint64_t in)
+{
+    return (x << 1) | in;
+}
+
+/* The bits of t's runs of ones at and after a bit of x (x inside t), a run going on from the block before when in
+ * is 1: adding x to t carries from each bit of x to the end of its run, clearing the run as it goes, so the
+ * flipped bits and x itself cover it, and later bits of x in the same run only ride the carry. */
+static inline uint64_t fill_run(uint64_t t, uint64_t x, uint64_t in)
+{
+    return (((t + x + in) ^ t) & t) | x;
+}
+
+/*
+ * RFC 8259's number grammar as conditions on neighbouring bits of a block's classes (bits outside `in` are
+ * ignored), with what the block before left in c: an element starts right after a comma (or the start, through
+ * whitespace) with a digit or a minus; a minus comes first or right after the exponent mark, a plus only there;
+ * signs and points are followed by a digit; points and exponent marks follow a digit; an exponent mark is followed
+ * by a digit or a sign; a leading zero is the whole integer part; an element holds at most one point and one
+ * exponent mark, the point first. Non-zero when anything is amiss; c is then for the next block.
+ */
+__attribute__((always_inline)) static inline uint64_t block_bad(num_masks_t m, const char *p, uint64_t in,
+                                                                num_carry_t *c)
+{
+    uint64_t dig = m.dig & in, minus = m.minus & in, plus = m.plus & in, point = m.point & in, expo = m.expo & in;
+    uint64_t comma = m.comma & in, ws = m.ws & in;
+    uint64_t tok = in & ~(comma | ws);
+    uint64_t seed = shl1(comma, c->after_comma);
+    uint64_t after_comma = seed | ((ws + (seed & ws)) ^ ws);
+    uint64_t starts = tok & ~shl1(tok, c->tok);
+    uint64_t bad = comma & after_comma;             /* an empty element */
+    bad |= starts & ~after_comma;                   /* two values with no comma between */
+    bad |= minus & ~(starts | shl1(expo, c->expo)); /* a minus: first, or after the exponent mark */
+    bad |= plus & ~shl1(expo, c->expo);             /* a plus: only after the exponent mark */
+    bad |= (point | expo) & ~shl1(dig, c->dig);     /* after a digit */
+    uint64_t next_dig = (dig >> 1) | (1ull << 63), next_dig_sign = ((dig | minus | plus) >> 1) | (1ull << 63);
+    bad |= ((c->want_dig & ~dig) | (c->want_dig_sign & ~(dig | minus | plus)) | (c->lead_zero & dig)) & 1;
+    bad |= (minus | plus | point) & ~next_dig; /* then a digit */
+    bad |= expo & ~next_dig_sign;              /* then a digit or sign */
+    /* a leading zero: the integer part's first digit, when a digit follows it, is not 0 */
+    uint64_t int_start = (starts & dig) | shl1(starts & minus, c->int_start);
+    for (uint64_t lead = int_start & (dig >> 1); lead; lead &= lead - 1)
+        bad |= p[__builtin_ctzll(lead)] == '0';
+    uint64_t from_mark = fill_run(tok, point | expo, c->after_mark), from_expo = fill_run(tok, expo, c->after_expo);
+    bad |= point & shl1(from_mark, c->after_mark); /* a point after a point or exponent mark */
+    bad |= expo & shl1(from_expo, c->after_expo);  /* a second exponent mark */
+    c->after_comma = (comma | (after_comma & ws)) >> 63;
+    c->tok = tok >> 63, c->dig = dig >> 63, c->expo = expo >> 63;
+    c->want_dig = (minus | plus | point) >> 63, c->want_dig_sign = expo >> 63;
+    c->int_start = (starts & minus) >> 63, c->lead_zero = (int_start >> 63) & (p[63] == '0');
+    c->after_mark = (from_mark & tok) >> 63, c->after_expo = (from_expo & tok) >> 63;
+    return bad;
+}
+
+/*
+ * One block of 64 bytes at *p, classed in m: false when the run ends here. Blocks go on while they hold nothing
+ * but numbers and separators; the block with any other byte is checked up to its last comma before that byte, so
+ * each number checked is whole. *good: past the last comma of the blocks found right so far.
+ */
+__attribute__((always_inline)) static inline bool numbers_block(num_masks_t m, const char **p, const char **good,
+                                                                num_carry_t *c)
+{
+    uint64_t foreign = ~(m.dig | m.minus | m.plus | m.point | m.expo | m.comma | m.ws);
+    if (foreign) {
+        uint64_t cut = m.comma & ((1ull << __builtin_ctzll(foreign)) - 1);
+        int last = 63 - __builtin_clzll(cut | 1);
+        if (cut && !block_bad(m, *p, (2ull << last) - 1, c)) /* 2 << 63 wraps to 0, and 0 - 1 is all ones */
+            *good = *p + last + 1;
+        return false;
+    }
+    if (block_bad(m, *p, ~0ull, c))
+        return false;
+    if (m.comma)
+        *good = *p + 64 - __builtin_clzll(m.comma);
+    *p += 64;
+    return true;
+}
+
+/* The classing, one per instruction set: SSE2 (every x86-64), AVX2 and AVX-512BW where the CPU has them. Only
+ * whitespace is classed lazily: exactly, only where a byte of 0x20 or below is (compact JSON has none). */
+#if defined(__SSE2__)
+static inline uint64_t bits16(__m128i hit)
+{
+    return (uint64_t)(uint32_t)_mm_movemask_epi8(hit);
+}
+
+static inline void classify16(const char *p, int shift, num_masks_t *m)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i d = _mm_sub_epi8(x, _mm_set1_epi8('0'));
+    m->dig |= bits16(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d)) << shift;
+    m->minus |= bits16(_mm_cmpeq_epi8(x, _mm_set1_epi8('-'))) << shift;
+    m->plus |= bits16(_mm_cmpeq_epi8(x, _mm_set1_epi8('+'))) << shift;
+    m->point |= bits16(_mm_cmpeq_epi8(x, _mm_set1_epi8('.'))) << shift;
+    m->expo |= bits16(_mm_cmpeq_epi8(_mm_or_si128(x, _mm_set1_epi8(0x20)), _mm_set1_epi8('e'))) << shift;
+    m->comma |= bits16(_mm_cmpeq_epi8(x, _mm_set1_epi8(','))) << shift;
+    if (bits16(_mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(' ')), x))) {
+        __m128i w = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\n')));
+        w = _mm_or_si128(w,
+                         _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t'))));
+        m->ws |= bits16(w) << shift;
+    }
+}
+
+static const char *numbers_sse2(const char *p, const char *end)
+{
+    const char *good = p;
+    num_carry_t c = {.after_comma = 1};
+    while (end - p >= 64) {
+        num_masks_t m = {0, 0, 0, 0, 0, 0, 0};
+        classify16(p, 0, &m);
+        classify16(p + 16, 16, &m);
+        classify16(p + 32, 32, &m);
+        classify16(p + 48, 48, &m);
+        if (!numbers_block(m, &p, &good, &c))
+            break;
+    }
+    return good;
+}
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SG_JS_NUMBERS_X86 1
+#include <immintrin.h>
+
+__attribute__((target("avx2"))) static inline uint64_t bits32(__m256i hit)
+{
+    return (uint64_t)(uint32_t)_mm256_movemask_epi8(hit);
+}
+
+__attribute__((target("avx2"))) static inline void classify32(const char *p, int shift, num_masks_t *m)
+{
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    __m256i d = _mm256_sub_epi8(x, _mm256_set1_epi8('0'));
+    m->dig |= bits32(_mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(9)), d)) << shift;
+    m->minus |= bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('-'))) << shift;
+    m->plus |= bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('+'))) << shift;
+    m->point |= bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('.'))) << shift;
+    m->expo |= bits32(_mm256_cmpeq_epi8(_mm256_or_si256(x, _mm256_set1_epi8(0x20)), _mm256_set1_epi8('e'))) << shift;
+    m->comma |= bits32(_mm256_cmpeq_epi8(x, _mm256_set1_epi8(','))) << shift;
+    if (bits32(_mm256_cmpeq_epi8(_mm256_min_epu8(x, _mm256_set1_epi8(' ')), x))) {
+        __m256i w =
+            _mm256_or_si256(_mm256_cmpeq_epi8(x, _mm256_set1_epi8(' ')), _mm256_cmpeq_epi8(x, _mm256_set1_epi8('\n')));
+        w = _mm256_or_si256(w, _mm256_or_si256(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('\r')),
+                                               _mm256_cmpeq_epi8(x, _mm256_set1_epi8('\t'))));
+        m->ws |= bits32(w) << shift;
+    }
+}
+
+__attribute__((target("avx2"))) static const char *numbers_avx2(const char *p, const char *end)
+{
+    const char *good = p;
+    num_carry_t c = {.after_comma = 1};
+    while (end - p >= 64) {
+        num_masks_t m = {0, 0, 0, 0, 0, 0, 0};
+        classify32(p, 0, &m);
+        classify32(p + 32, 32, &m);
+        if (!numbers_block(m, &p, &good, &c))
+            break;
+    }
+    return good;
+}
+
+__attribute__((target("avx512bw"))) static const char *numbers_avx512(const char *p, const char *end)
+{
+    const char *good = p;
+    num_carry_t c = {.after_comma = 1};
+    while (end - p >= 64) {
+        __m512i x = _mm512_loadu_si512((const void *)p);
+        num_masks_t m;
+        m.dig = _mm512_cmple_epu8_mask(_mm512_sub_epi8(x, _mm512_set1_epi8('0')), _mm512_set1_epi8(9));
+        m.minus = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('-'));
+        m.plus = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('+'));
+        m.point = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('.'));
+        m.expo = _mm512_cmpeq_epi8_mask(_mm512_or_si512(x, _mm512_set1_epi8(0x20)), _mm512_set1_epi8('e'));
+        m.comma = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(','));
+        m.ws = 0;
+        if (_mm512_cmple_epu8_mask(x, _mm512_set1_epi8(' ')))
+            m.ws =
+                _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(' ')) | _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\n')) |
+                _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\r')) | _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\t'));
+        if (!numbers_block(m, &p, &good, &c))
+            break;
+    }
+    return good;
+}
+#endif
+
+/* The instruction set in use: SG_JS_NUMBERS_*, or -1 until the first call picks the best the CPU has. */
+static int numbers_isa = -1;
+
+static bool isa_available(int isa)
+{
+    switch (isa) {
+    case SG_JS_NUMBERS_SCALAR:
+        return true;
+#if defined(__SSE2__)
+    case SG_JS_NUMBERS_SSE2:
+        return true;
+#endif
+#if defined(SG_JS_NUMBERS_X86)
+    case SG_JS_NUMBERS_AVX2:
+        return __builtin_cpu_supports("avx2");
+    case SG_JS_NUMBERS_AVX512:
+        return __builtin_cpu_supports("avx512bw");
+#endif
+    default:
+        return false;
+    }
+}
+
+bool sg_js_number_list_use(int isa)
+{
+    if (isa < 0) {
+        isa = SG_JS_NUMBERS_AVX512;
+        while (!isa_available(isa))
+            isa--;
+    } else if (!isa_available(isa)) {
+        return false;
+    }
+    __atomic_store_n(&numbers_isa, isa, __ATOMIC_RELAXED);
+    return true;
+}
+
+const char *sg_js_number_list(const char *p, const char *end)
+{
+    int isa = __atomic_load_n(&numbers_isa, __ATOMIC_RELAXED);
+    if (isa < 0) {
+        sg_js_number_list_use(-1);
+        isa = __atomic_load_n(&numbers_isa, __ATOMIC_RELAXED);
+    }
+    switch (isa) {
+#if defined(SG_JS_NUMBERS_X86)
+    case SG_JS_NUMBERS_AVX512:
+        return numbers_avx512(p, end);
+    case SG_JS_NUMBERS_AVX2:
+        return numbers_avx2(p, end);
+#endif
+#if defined(__SSE2__)
+    case SG_JS_NUMBERS_SSE2:
+        return numbers_sse2(p, end);
+#endif
+    default:
+        return p; /* the caller's one-number-at-a-time path reads it all */
+    }
+}
+
 int sg_js_skip_any(sg_js_t *js)
 {
     /* Iterative, so hostile nesting costs a bit per level instead of a stack frame. Bit i of is_obj tells
@@ -157,10 +421,17 @@ int sg_js_skip_any(sg_js_t *js)
                         return rc;
                     break;
                 }
-                /* A run of numbers with nothing between them but commas (an embedding vector: most of its
-                 * body) in one tight loop; anything else goes the general way. */
+                /* A run of numbers with nothing between them but commas and whitespace (an embedding vector:
+                 * most of its body): whole windows of it at once, then one number at a time in a tight loop;
+                 * anything else goes the general way. */
                 bool number_ended = false;
-                while (js->p < js->end && (sg_js_is_digit(*js->p) || *js->p == '-')) {
+                sg_js_ws(js);
+                if (js->p < js->end && (sg_js_is_digit(*js->p) || *js->p == '-'))
+                    js->p = sg_js_number_list(js->p, js->end);
+                for (;;) {
+                    sg_js_ws(js);
+                    if (js->p >= js->end || !(sg_js_is_digit(*js->p) || *js->p == '-'))
+                        break;
                     if ((rc = sg_js_number_(js, NULL, NULL, false)) < 0)
                         return rc;
                     if (js->p < js->end && *js->p == ',') {

@@ -73,6 +73,16 @@ extern const unsigned char sg_js_str_stop[256];
 const char *sg_js_escape_end(const char *p, const char *end);
 /* Any value, containers included (sg_js_skip's general case). */
 int sg_js_skip_any(sg_js_t *js);
+/*
+ * p is at an element of an array of numbers (an embedding vector): past as many whole numbers as the grammar
+ * allows, each with the comma after it, validated 64 bytes at a time; p itself where the next 64 bytes hold no
+ * such run or anything is amiss in them (the caller's exact path then reads on, and finds any error). It uses the
+ * widest vector instructions the CPU has; sg_js_number_list_use(isa) picks one instead (tests try each), false
+ * when the CPU lacks it, and -1 goes back to the best.
+ */
+enum { SG_JS_NUMBERS_SCALAR, SG_JS_NUMBERS_SSE2, SG_JS_NUMBERS_AVX2, SG_JS_NUMBERS_AVX512 };
+const char *sg_js_number_list(const char *p, const char *end);
+bool sg_js_number_list_use(int isa);
 
 /*
  * The hot functions are inline, so the decoder that walks a body compiles them into its own loops.

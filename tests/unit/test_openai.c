@@ -2,9 +2,11 @@
  * OpenAI payloads: the decoder on every shape servers send, the request scanner the mock uses, the JSON
  * string decoder, and the scanner's refusals (every truncation of a valid body, and classic malformations).
  */
+#include "json_scan.h"
 #include "sg_openai.h"
 #include "test.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 
 #define S(lit) lit, sizeof(lit) - 1
@@ -793,8 +795,201 @@ static void test_endpoint_table(void)
     CHECK(sg_endpoint(SG_OAI_RANK_TEI)->batch && sg_endpoint(SG_OAI_MESSAGES)->streams);
 }
 
+/* ---------- arrays of numbers: the 64-byte window validator against jansson ---------- */
+
+/* 0 when the text is one valid value with nothing after it. */
+static int skip_whole(const char *s, size_t len)
+{
+    sg_js_t js;
+    sg_js_init(&js, s, len);
+    int rc = sg_js_skip(&js);
+    return rc == 0 && !sg_js_at_end(&js) ? SG_EJSON : rc;
+}
+
+/* jansson's verdict: 1 valid, 0 invalid, -1 refused only for a number too big for its types (we take those). */
+static int jansson_verdict(const char *s, size_t len)
+{
+    json_error_t e;
+    json_t *v = json_loadb(s, len, 0, &e);
+    if (v) {
+        json_decref(v);
+        return 1;
+    }
+    return strstr(e.text, "too big") || strstr(e.text, "overflow") ? -1 : 0;
+}
+
+/* One element: a number as servers print them (mostly), or a random string of number bytes (mostly invalid). */
+static size_t random_element(char *out, size_t cap, uint64_t *seed)
+{
+    uint64_t r = *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    double v = (double)((r >> 11) % 2000001) / 1000000.0 - 1.0;
+    int n;
+    switch ((r >> 40) % 10) {
+    case 0:
+        n = snprintf(out, cap, "%.9f", v);
+        break;
+    case 1:
+        n = snprintf(out, cap, "%.17g", v);
+        break;
+    case 2:
+        n = snprintf(out, cap, "%e", v * 1e-3);
+        break;
+    case 3:
+        n = snprintf(out, cap, "%E", v * 1e5);
+        break;
+    case 4:
+        n = snprintf(out, cap, "%d", (int)(v * 1e6));
+        break;
+    case 5:
+    case 6: {
+        static const char alphabet[] = "0123456789-+.eE00-.";
+        n = (int)(1 + (r >> 20) % 6);
+        for (int i = 0; i < n; i++)
+            out[i] = alphabet[(r >> (26 + 3 * i)) % (sizeof alphabet - 1)];
+        out[n] = '\0';
+        break;
+    }
+    default:
+        n = snprintf(out, cap, "%.6f", v);
+        break;
+    }
+    return (size_t)n;
+}
+
+static void test_number_runs_with(int isa)
+{
+    /* The window validator engages on compact and on pretty-printed vectors, and stops short of the end. */
+    static char buf[8192];
+    const char *seps[] = {",", ",\n        ", ", "};
+    for (size_t s = 0; s < 3; s++) {
+        size_t len = 0;
+        buf[len++] = '[';
+        for (int i = 0; i < 200; i++)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? seps[s] : "",
+                                    i % 3 ? "-0.012345678" : "0.98765e-05");
+        buf[len++] = ']';
+        const char *q = sg_js_number_list(buf + 1, buf + len);
+        if (isa != SG_JS_NUMBERS_SCALAR)
+            CHECK(q > buf + 1 && buf + len - q < 64 + 24);
+        else
+            CHECK(q == buf + 1);
+        CHECK(q <= buf + len);
+        CHECK_EQ_INT(skip_whole(buf, len), 0);
+    }
+
+    /* Every malformation, at every element of a vector (so at every offset in a window), compact and pretty;
+     * numbers that are odd but valid, too. jansson agrees with each verdict. */
+    static const char *const bad[] = {"01",   "-01", "00",  "1.",    "-",    ".5",    "1.e5",  "1e",    "1e+",
+                                      "1e-",  "+1",  "--1", "1-",    "1+",   "1.2.3", "1e2e3", "1e2.5", "1.2e3.4",
+                                      "0x1",  "1f",  "e5",  "-e5",   "1..2", "1ee2",  "1e+-2", "- 1",   "1 2",
+                                      "1,,2", "",    "-.5", "1.5.",  "1e5e", "00.5",  "-00",   "1E",    "1,\t,2",
+                                      "1\v2", "1/2", "1:2", "1\x01", "1+2",  "1-2",   "1.5+3", "1.5-3", "1e5+3"};
+    static const char *const good[] = {"0",         "-0",       "0.0",   "0e05",      "1E+5", "-1.5e-3",
+                                       "123456789", "0.000001", "1e0",   "-9.99E-09", "10",   "1 ",
+                                       " 1",        "0 , 1",    "\"1\"", "[1]",       "{}",   "null"};
+    for (int pretty = 0; pretty < 2; pretty++) {
+        for (int set = 0; set < 2; set++) {
+            const char *const *toks = set ? good : bad;
+            size_t ntoks = set ? sizeof good / sizeof good[0] : sizeof bad / sizeof bad[0];
+            for (size_t t = 0; t < ntoks; t++) {
+                /* at: the element it replaces; at the 13th, the second element's length shifts it by 0 to 63
+                 * bytes, so it meets each offset in a 64-byte block and straddles the blocks' boundary */
+                for (int at = 0; at < 24; at++) {
+                    for (int shift = 0; shift < (at == 12 ? 64 : 1); shift++) {
+                        size_t len = 0;
+                        buf[len++] = '[';
+                        for (int i = 0; i < 24; i++) {
+                            if (i)
+                                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s", pretty ? ",\n  " : ",");
+                            if (i == at) {
+                                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s", toks[t]);
+                            } else if (i == 1) {
+                                /* 1 + shift bytes: "5", "55", "0.5", "0.05", ... */
+                                if (shift < 2) {
+                                    for (int z = 0; z <= shift; z++)
+                                        buf[len++] = '5';
+                                } else {
+                                    buf[len++] = '0';
+                                    buf[len++] = '.';
+                                    for (int z = 0; z < shift - 2; z++)
+                                        buf[len++] = '0';
+                                    buf[len++] = '5';
+                                }
+                            } else {
+                                len += (size_t)snprintf(buf + len, sizeof buf - len, "-0.01234567");
+                            }
+                        }
+                        buf[len++] = ']';
+                        int rc = skip_whole(buf, len), ref = jansson_verdict(buf, len);
+                        test_checks++;
+                        if ((rc == 0) != (set == 1) || ref != (set == 1)) {
+                            test_failures++;
+                            fprintf(stderr,
+                                    "test_openai.c: isa %d: '%s' at %d shift %d (pretty %d): rc %d, jansson %d\n", isa,
+                                    toks[t], at, shift, pretty, rc, ref);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /* Random vectors with random separators: our verdict is jansson's. */
+    uint64_t seed = 42;
+    int disagreements = 0, valid = 0, runs = 20000;
+    for (int run = 0; run < runs; run++) {
+        size_t len = 0;
+        buf[len++] = '[';
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int count = 8 + (int)((seed >> 33) % 60);
+        bool noisy = (seed >> 50) % 4 == 0; /* a quarter of the runs carry odd elements and separators */
+        for (int i = 0; i < count && len < sizeof buf - 64; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            if (i) {
+                static const char *const sep[] = {",", ",", ",", ",\n    ", " , ", ",,", " ", ""};
+                buf[len] = '\0';
+                const char *s = sep[noisy ? (seed >> 20) % 8 : (seed >> 20) % 5];
+                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s", s);
+            }
+            char el[64];
+            size_t n = random_element(el, sizeof el, &seed);
+            if (!noisy && (seed >> 40) % 10 >= 5 && (seed >> 40) % 10 <= 6)
+                n = (size_t)snprintf(el, sizeof el, "%.8f", (double)(seed >> 44) / 1e6);
+            memcpy(buf + len, el, n);
+            len += n;
+        }
+        buf[len++] = ']';
+        int ref = jansson_verdict(buf, len);
+        if (ref < 0)
+            continue;
+        int rc = skip_whole(buf, len);
+        valid += ref;
+        if ((rc == 0) != (ref == 1)) {
+            if (disagreements++ < 5)
+                fprintf(stderr, "test_openai.c: isa %d: jansson %d, we %d: %.*s\n", isa, ref, rc, (int)len, buf);
+        }
+    }
+    CHECK_EQ_INT(disagreements, 0);
+    CHECK(valid > runs / 2 && valid < runs); /* both verdicts were exercised */
+}
+
+/* Each implementation this CPU has (scalar and SSE2 everywhere on x86-64; AVX2 and AVX-512BW where present). */
+static void test_number_runs(void)
+{
+    int tried = 0;
+    for (int isa = SG_JS_NUMBERS_SCALAR; isa <= SG_JS_NUMBERS_AVX512; isa++) {
+        if (!sg_js_number_list_use(isa))
+            continue;
+        test_number_runs_with(isa);
+        tried++;
+    }
+    fprintf(stderr, "test_openai: number runs checked with %d implementations\n", tried);
+    CHECK(sg_js_number_list_use(-1));
+}
+
 int main(void)
 {
+    test_number_runs();
     test_embeddings_rankings();
     test_responses();
     test_messages();
