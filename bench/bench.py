@@ -440,51 +440,69 @@ def bench_scrape(surge, n, repeat, client_cpu, mock_cpu):
 
 def bench_embeddings(surge, n, repeat, client_cpu, mock_cpu, dims=(16, 256, 1024)):
     """Client CPU per request: embeddings (one 100-word input, a vector of dim floats back) against non-streamed
-    completions of the same prompt (one token back), interleaved runs against the same mock, h2load sending each
-    body beside them as the reference, for each vector size."""
+    completions of the same prompt, twice: one token back (the same request), and as many tokens as make the same
+    response body size (the same bytes to receive and parse). Interleaved runs against the same mock; h2load sends
+    each body beside them as the reference."""
     words = 100
     tmp = tempfile.mkdtemp()
-    bodies = {"completions": {"model": "bench", "prompt": prompt_words(words), "max_tokens": 1},
-              "embeddings": {"model": "bench", "input": [prompt_words(words)]}}
-    paths = {}
-    for name, body in bodies.items():
-        paths[name] = os.path.join(tmp, name + ".json")
-        with open(paths[name], "w") as f:
+    common = ["--concurrency", "64", "--synthetic-input-tokens-mean", str(words)]
+
+    def completion_args(tokens):
+        return ["--endpoint-type", "completions", "--output-tokens-mean", str(tokens), "--extra-inputs",
+                "ignore_eos:true"]
+
+    def body_file(name, body):
+        path = os.path.join(tmp, name + ".json")
+        with open(path, "w") as f:
             f.write(json.dumps(body))
-    common = ["--concurrency", "64", "--request-count", str(n), "--synthetic-input-tokens-mean", str(words)]
-    args = {"completions": ["--endpoint-type", "completions", "--output-tokens-mean", "1"],
-            "embeddings": ["--endpoint-type", "embeddings"]}
+        return path
+
+    def response_bytes(port, args):
+        measured(surge_cmd(surge, port, client_cpu, common + ["--request-count", "64"] + args))
+        with open(os.path.join(ARTIFACTS, "profile_export_surge.jsonl")) as f:
+            return json.loads(f.readline())["response_bytes"]
+
     print("embeddings: non-streamed HTTP/1.1, concurrency 64, %d requests, one worker, %d-word input, median of %d"
           % (n, words, repeat))
-    print("  %6s %10s %12s %12s %8s %16s %8s" % ("floats", "body bytes", "completions", "embeddings", "ratio",
-                                                  "h2load emb/compl", "ratio"))
+    print("  %6s %10s %12s %12s %12s %9s %9s %16s" % ("floats", "body bytes", "embeddings", "compl. same",
+                                                      "compl. 1 tok", "vs same", "vs 1 tok", "h2load same/1"))
     result = {}
     for dim in dims:
-        per = {k: [] for k in ("completions", "embeddings", "h2load completions", "h2load embeddings")}
-        mock_args = ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--output-tokens", "1",
-                     "--embedding-dim", str(dim)]
+        # the mock answers max_tokens tokens (no --output-tokens): the completions' size is the client's to pick
+        mock_args = ["--workers", "1", "--ttft-ms", "0", "--itl-ms", "0", "--embedding-dim", str(dim)]
         with Mock(surge, mock_args, mock_cpu) as m:
+            size = response_bytes(m.port, ["--endpoint-type", "embeddings"])
+            b1, b2 = response_bytes(m.port, completion_args(1)), response_bytes(m.port, completion_args(1001))
+            tokens = max(1, 1 + round((size - b1) * 1000 / (b2 - b1)))
+            same = response_bytes(m.port, completion_args(tokens))
+            runs = {"embeddings": ["--endpoint-type", "embeddings"], "same": completion_args(tokens),
+                    "one": completion_args(1)}
+            bodies = {"embeddings": {"model": "bench", "input": [prompt_words(words)]},
+                      "same": {"model": "bench", "prompt": prompt_words(words), "max_tokens": tokens,
+                               "ignore_eos": True},
+                      "one": {"model": "bench", "prompt": prompt_words(words), "max_tokens": 1, "ignore_eos": True}}
+            paths = {k: body_file(k, v) for k, v in bodies.items()}
+            per = {k: [] for k in ("embeddings", "same", "one", "h2load embeddings", "h2load same", "h2load one")}
             for _ in range(repeat):
-                for name in ("completions", "embeddings"):  # interleaved: drift hits both alike
-                    measured(surge_cmd(surge, m.port, client_cpu, common + args[name]))
+                for name in ("embeddings", "same", "one"):  # interleaved: drift hits all alike
+                    measured(surge_cmd(surge, m.port, client_cpu, common + ["--request-count", str(n)] + runs[name]))
                     s = summary()
                     if s["request_count"]["avg"] != n:
                         raise RuntimeError("%s completed %s of %d requests" % (name, s["request_count"]["avg"], n))
                     per[name].append(s["client_cpu_time"]["avg"] / n * 1e6)
-                    url = "http://127.0.0.1:%d/v1/%s" % (m.port, name)
+                    path = "embeddings" if name == "embeddings" else "completions"
                     _, h_cpu, _, _ = measured(pin_prefix(client_cpu) + [
                         "h2load", "--h1", "-n", str(n), "-c", "64", "-t", "1", "-d", paths[name],
-                        "-H", "Content-Type: application/json", url])
+                        "-H", "Content-Type: application/json", "http://127.0.0.1:%d/v1/%s" % (m.port, path)])
                     per["h2load " + name].append(h_cpu / n * 1e6)
-            with open(os.path.join(ARTIFACTS, "profile_export_surge.jsonl")) as f:
-                size = json.loads(f.readline())["response_bytes"]
         med = {k: statistics.median(v) for k, v in per.items()}
-        print("  %6d %10d %9.3f us %9.3f us %7.2fx %8.3f/%.3f us %7.2fx"
-              % (dim, size, med["completions"], med["embeddings"], med["embeddings"] / med["completions"],
-                 med["h2load embeddings"], med["h2load completions"],
-                 med["h2load embeddings"] / med["h2load completions"]))
+        print("  %6d %10d %9.3f us %9.3f us %9.3f us %8.2fx %8.2fx %7.2fx/%.2fx   (same: %d tokens, %d bytes)"
+              % (dim, size, med["embeddings"], med["same"], med["one"], med["embeddings"] / med["same"],
+                 med["embeddings"] / med["one"], med["h2load embeddings"] / med["h2load same"],
+                 med["h2load embeddings"] / med["h2load one"], tokens, same))
         result[dim] = med
-    print("  surge: load-phase CPU (target: embeddings <= completions); h2load: whole process, reads the body unparsed")
+    print("  surge: load-phase CPU (target: embeddings <= completions of the same size); h2load: whole process, "
+          "reads the body unparsed")
     shutil.rmtree(tmp, ignore_errors=True)
     return result
 
