@@ -115,6 +115,12 @@ enum {
     OPT_TURN_DELAY_MEAN,
     OPT_TURN_DELAY_STDDEV,
     OPT_TURN_DELAY_RATIO,
+    OPT_RANK_PASSAGES_MEAN,
+    OPT_RANK_PASSAGES_STDDEV,
+    OPT_RANK_PASSAGE_TOKENS_MEAN,
+    OPT_RANK_PASSAGE_TOKENS_STDDEV,
+    OPT_RANK_QUERY_TOKENS_MEAN,
+    OPT_RANK_QUERY_TOKENS_STDDEV,
     /* TLS */
     OPT_INSECURE = 'k',
     OPT_CACERT = 0x200,
@@ -171,6 +177,13 @@ static const struct option long_options[] = {
     {"input-file", required_argument, NULL, OPT_INPUT_FILE},
     {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
     {"custom-dataset-type", required_argument, NULL, OPT_INPUT_FORMAT}, /* AIPerf's */
+    /* AIPerf's synthetic rankings */
+    {"rankings-passages-mean", required_argument, NULL, OPT_RANK_PASSAGES_MEAN},
+    {"rankings-passages-stddev", required_argument, NULL, OPT_RANK_PASSAGES_STDDEV},
+    {"rankings-passages-prompt-token-mean", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_MEAN},
+    {"rankings-passages-prompt-token-stddev", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_STDDEV},
+    {"rankings-query-prompt-token-mean", required_argument, NULL, OPT_RANK_QUERY_TOKENS_MEAN},
+    {"rankings-query-prompt-token-stddev", required_argument, NULL, OPT_RANK_QUERY_TOKENS_STDDEV},
     {"conversation-num", required_argument, NULL, OPT_CONV_NUM},
     {"num-conversations", required_argument, NULL, OPT_CONV_NUM},
     {"num-sessions", required_argument, NULL, OPT_CONV_NUM},
@@ -727,6 +740,8 @@ typedef struct {
     bool rankings_generic; /* --endpoint-type rankings: NIM's shape unless --extra-inputs rankings:tei */
     bool osl_given;
     const char *api_key;
+    const char *rankings_flag; /* the first --rankings-* flag given */
+    bool batch_given;
 } parse_state_t;
 
 /* ---------- load points: sweeps and the capacity search ---------- */
@@ -1015,7 +1030,35 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         st->rankings_generic = strcmp(arg, "rankings") == 0;
         return 0;
     case OPT_BATCH_SIZE:
+        st->batch_given = true;
         return parse_u32(opt, arg, 1, MAX_BATCH, &cfg->batch_size);
+    case OPT_RANK_PASSAGES_MEAN:
+    case OPT_RANK_PASSAGES_STDDEV:
+    case OPT_RANK_PASSAGE_TOKENS_MEAN:
+    case OPT_RANK_PASSAGE_TOKENS_STDDEV:
+    case OPT_RANK_QUERY_TOKENS_MEAN:
+    case OPT_RANK_QUERY_TOKENS_STDDEV: {
+        if (!st->rankings_flag)
+            st->rankings_flag = opt;
+        sg_rankings_synth_t *r = &cfg->rankings;
+        switch (c) {
+        case OPT_RANK_PASSAGES_MEAN:
+            return parse_u32(opt, arg, 1, MAX_BATCH, &r->passages_mean);
+        case OPT_RANK_PASSAGES_STDDEV:
+            r->passages_stddev_given = true;
+            return parse_u32(opt, arg, 0, MAX_BATCH, &r->passages_stddev);
+        case OPT_RANK_PASSAGE_TOKENS_MEAN:
+            return parse_u32(opt, arg, 1, MAX_ISL, &r->passage_mean);
+        case OPT_RANK_PASSAGE_TOKENS_STDDEV:
+            r->passage_stddev_given = true;
+            return parse_u32(opt, arg, 0, MAX_ISL, &r->passage_stddev);
+        case OPT_RANK_QUERY_TOKENS_MEAN:
+            return parse_u32(opt, arg, 1, MAX_ISL, &r->query_mean);
+        default:
+            r->query_stddev_given = true;
+            return parse_u32(opt, arg, 0, MAX_ISL, &r->query_stddev);
+        }
+    }
     case OPT_ENDPOINT: {
         const char *e = arg;
         while (*e == '/')
@@ -1479,6 +1522,40 @@ static int finish_ignore_eos(sg_config_t *cfg, parse_state_t *st)
 }
 
 /*
+ * AIPerf's --rankings-* flags: synthetic rankings only. A part not given takes what the other flags say:
+ * --batch-size passages, the synthetic prompts' ISL mean and stddev for the query and for each passage.
+ */
+static int finish_rankings(sg_config_t *cfg, const parse_state_t *st, const sg_endpoint_t *ep)
+{
+    sg_rankings_synth_t *r = &cfg->rankings;
+    if (!st->rankings_flag)
+        return 0;
+    bool rankings = cfg->endpoint_type == SG_OAI_RANK_NIM || cfg->endpoint_type == SG_OAI_RANK_TEI ||
+                    cfg->endpoint_type == SG_OAI_RANK_COHERE;
+    if (!rankings || cfg->triton)
+        return fail(st->rankings_flag,
+                    "applies to the rankings endpoint types (rankings, nim_rankings, hf_tei_rankings, "
+                    "cohere_rankings), not to %s",
+                    cfg->triton ? "kserve" : ep->name);
+    if (cfg->input_file)
+        return fail(st->rankings_flag, "shapes synthetic rankings; --input-file gives its own query and passages");
+    if (r->passages_mean && st->batch_given)
+        return fail("rankings-passages-mean", "is --batch-size for rankings: give one of them");
+    r->on = true;
+    if (!r->passages_mean)
+        r->passages_mean = cfg->batch_size;
+    if (!r->query_mean)
+        r->query_mean = cfg->isl_mean;
+    if (!r->query_stddev_given)
+        r->query_stddev = cfg->isl_stddev;
+    if (!r->passage_mean)
+        r->passage_mean = cfg->isl_mean;
+    if (!r->passage_stddev_given)
+        r->passage_stddev = cfg->isl_stddev;
+    return 0;
+}
+
+/*
  * What the endpoint type decides: GenAI-Perf's rankings:tei extra input (taken out of the bodies: it says which
  * shape, it is not an input), which flags apply, and the Messages API's headers (its key goes in x-api-key).
  */
@@ -1502,6 +1579,8 @@ static int finish_endpoint(sg_config_t *cfg, parse_state_t *st)
                     ep->name);
     if (st->osl_given && !ep->output)
         return fail("output-tokens-mean", "%s responses generate no tokens: leave it out", ep->name);
+    if (finish_rankings(cfg, st, ep) != 0)
+        return SG_EINVAL;
     if (cfg->endpoint_type == SG_OAI_MESSAGES) {
         if (!has_header(cfg, "anthropic-version")) {
             char *line = strdup("anthropic-version: 2023-06-01");
@@ -1945,6 +2024,15 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "workers", json_integer(cfg->workers));
     json_object_set_new(o, "synthetic_input_tokens_mean", json_integer(cfg->isl_mean));
     json_object_set_new(o, "synthetic_input_tokens_stddev", json_integer(cfg->isl_stddev));
+    if (cfg->rankings.on) {
+        const sg_rankings_synth_t *r = &cfg->rankings;
+        json_object_set_new(o, "rankings_passages_mean", json_integer(r->passages_mean));
+        json_object_set_new(o, "rankings_passages_stddev", json_integer(r->passages_stddev));
+        json_object_set_new(o, "rankings_passages_prompt_token_mean", json_integer(r->passage_mean));
+        json_object_set_new(o, "rankings_passages_prompt_token_stddev", json_integer(r->passage_stddev));
+        json_object_set_new(o, "rankings_query_prompt_token_mean", json_integer(r->query_mean));
+        json_object_set_new(o, "rankings_query_prompt_token_stddev", json_integer(r->query_stddev));
+    }
     json_object_set_new(o, "isl_estimate", json_string(cfg->tokenizer ? "tokens" : "words"));
     json_object_set_new(o, "input_file", cfg->input_file ? json_string(cfg->input_file) : json_null());
     json_object_set_new(o, "cacert", cfg->cacert ? json_string(cfg->cacert) : json_null());
@@ -2020,6 +2108,13 @@ void sg_config_usage(FILE *out)
                  "      --endpoint PATH           path after the URL's base path, leading / optional\n"
                  "                                (default: the type's, e.g. v1/chat/completions)\n"
                  "  -b, --batch-size N            inputs per embeddings request, passages per rankings query (1)\n"
+                 "      --rankings-passages-mean N, --rankings-passages-stddev N\n"
+                 "                                synthetic rankings: passages per query (AIPerf's; default\n"
+                 "                                --batch-size, stddev 0)\n"
+                 "      --rankings-query-prompt-token-mean N, --rankings-query-prompt-token-stddev N,\n"
+                 "      --rankings-passages-prompt-token-mean N, --rankings-passages-prompt-token-stddev N\n"
+                 "                                tokens of the query and of each passage (default: the\n"
+                 "                                synthetic input tokens mean and stddev)\n"
                  "      --streaming               ask for streamed (SSE) responses: needed for time to first\n"
                  "                                token and inter-token latency\n"
                  "      --http2                   HTTP/2: h2c (prior knowledge) on http://, h2 required through\n"

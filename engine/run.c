@@ -412,6 +412,7 @@ static int prepare_workload(profile_t *p)
         .headers = (const char *const *)cfg->headers,
         .kind = cfg->endpoint_type,
         .batch_size = cfg->batch_size,
+        .rankings = cfg->rankings,
         .models = (const char *const *)cfg->models,
         .n_models = cfg->n_models,
         .model_strategy = (int)cfg->model_strategy,

@@ -9,6 +9,7 @@
 #include "sg_metrics.h"
 #include "sg_openai.h"
 #include "sg_slo.h"
+#include "sg_workload.h"
 
 typedef enum { SG_DIST_POISSON = 0, SG_DIST_CONSTANT = 1, SG_DIST_GAMMA = 2 } sg_dist_t;
 typedef enum { SG_MODEL_ROUND_ROBIN = 0, SG_MODEL_RANDOM = 1 } sg_model_strategy_t;
@@ -32,6 +33,9 @@ typedef struct {
     char *host_header; /* "host:port" */
     sg_oai_kind_t endpoint_type;
     uint32_t batch_size; /* --batch-size: inputs per embeddings request, passages per rankings query (1) */
+    /* AIPerf's --rankings-* (synthetic rankings): on when any was given; then every field is set, the ones not
+     * given from --batch-size and the synthetic ISL */
+    sg_rankings_synth_t rankings;
     char *endpoint_path; /* full request path, e.g. "/v1/chat/completions" (base_path + endpoint) */
     bool endpoint_given; /* --endpoint named the endpoint; else the type's default (after a /v1 base: without v1/) */
     bool streaming;

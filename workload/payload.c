@@ -30,8 +30,10 @@
 #define STREAM_MODEL (STREAM_BASE + 3)
 #define STREAM_TEXT (STREAM_BASE + 4)
 #define STREAM_PREFIX (STREAM_BASE + 5)
+#define STREAM_RANKINGS (STREAM_BASE + 6)
 
 #define MAX_ISL_WORDS 16000000.0 /* a sane allocation even when a large stddev draws far out */
+#define MAX_BATCH_TEXTS 65536.0  /* passages in one synthetic rankings request (--batch-size's cap too) */
 
 __attribute__((format(printf, 3, 4))) static int set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -359,6 +361,8 @@ typedef struct {
     char **prefixes;
     size_t *prefix_lens;
     sg_rng_t isl_rng, osl_rng, prefix_rng, text_rng;
+    sg_rng_t rank_rng;   /* synthetic rankings' lengths, part by part */
+    uint64_t rank_texts; /* synthetic rankings' texts made so far: each its own corpus offset */
     /* trace blocks: hash id -> text of block_size tokens, open addressing */
     uint64_t *bkeys;
     char **btext;
@@ -372,11 +376,10 @@ static uint32_t draw_osl(gen_t *G)
     return spec->osl_mean < 0 ? 0 : draw_length(&G->osl_rng, spec->osl_mean, spec->osl_stddev, INT32_MAX);
 }
 
-static int synthetic_entry(gen_t *G, uint32_t i, entry_t *e, char *err, size_t errlen)
+/* Prompt i's text of e->isl tokens (words without a tokenizer), after a shared prefix when there are some. */
+static int synthetic_text(gen_t *G, uint32_t i, entry_t *e, char *err, size_t errlen)
 {
     const sg_workload_spec_t *spec = G->spec;
-    e->isl = draw_length(&G->isl_rng, spec->isl_mean, spec->isl_stddev, MAX_ISL_WORDS);
-    e->max_tokens = draw_osl(G);
     e->model = -1;
     const char *head = "";
     size_t head_len = 0;
@@ -419,6 +422,14 @@ static int synthetic_entry(gen_t *G, uint32_t i, entry_t *e, char *err, size_t e
         return fit_err(rc, err, errlen, "a prompt", target);
     e->isl = target;
     return 0;
+}
+
+static int synthetic_entry(gen_t *G, uint32_t i, entry_t *e, char *err, size_t errlen)
+{
+    const sg_workload_spec_t *spec = G->spec;
+    e->isl = draw_length(&G->isl_rng, spec->isl_mean, spec->isl_stddev, MAX_ISL_WORDS);
+    e->max_tokens = draw_osl(G);
+    return synthetic_text(G, i, e, err, errlen);
 }
 
 static int block_text(gen_t *G, uint64_t h, const char **text, size_t *len, char *err, size_t errlen)
@@ -602,6 +613,34 @@ static int file_batch(gen_t *G, uint32_t i, entry_t *e)
 }
 
 /*
+ * A synthetic rankings request drawn part by part (AIPerf's --rankings-*): a number of passages, then the query's
+ * tokens and each passage's, every text at its own place in the corpus.
+ */
+static int rankings_entry(gen_t *G, entry_t *e, char *err, size_t errlen)
+{
+    const sg_rankings_synth_t *r = &G->spec->rankings;
+    uint32_t passages = draw_length(&G->rank_rng, r->passages_mean, r->passages_stddev, MAX_BATCH_TEXTS);
+    text_t *b = realloc(e->batch, ((size_t)passages + 1) * sizeof *b);
+    if (!b)
+        return SG_ENOMEM;
+    e->batch = b;
+    for (uint32_t k = 0; k <= passages; k++) {
+        entry_t sub = {0};
+        sub.isl = k == 0 ? draw_length(&G->rank_rng, r->query_mean, r->query_stddev, MAX_ISL_WORDS)
+                         : draw_length(&G->rank_rng, r->passage_mean, r->passage_stddev, MAX_ISL_WORDS);
+        uint64_t seq = G->rank_texts++;
+        int rc = synthetic_text(G, (uint32_t)(seq % UINT32_MAX), &sub, err, errlen);
+        if (rc < 0) {
+            entry_free(&sub);
+            return rc;
+        }
+        e->batch[e->n_batch++] = (text_t){sub.text, sub.len};
+        e->isl = e->isl + sub.isl < e->isl ? UINT32_MAX : e->isl + sub.isl;
+    }
+    return 0;
+}
+
+/*
  * An embeddings or rankings request: --batch-size inputs, or a query and --batch-size passages, each made as a
  * prompt would be (synthetic, or the next entries of the input file, wrapping). ISL counts them all.
  */
@@ -620,6 +659,8 @@ static int batch_entry(gen_t *G, names_t *names, uint32_t i, entry_t *e, char *e
         if (rc <= 0)
             return rc; /* the file's own batch, its passages, or the directory's pool; 1: none of those */
     }
+    if (!spec->input && spec->rankings.on)
+        return rankings_entry(G, e, err, errlen);
     for (uint32_t k = 0; k < need; k++) {
         entry_t sub = {0};
         uint64_t idx = (uint64_t)i * need + k;
@@ -666,6 +707,7 @@ static int gen_init(gen_t *G, const sg_workload_spec_t *spec, char *err, size_t 
     sg_rng_seed(&G->osl_rng, spec->seed, STREAM_OSL);
     sg_rng_seed(&G->prefix_rng, spec->seed, STREAM_PREFIX);
     sg_rng_seed(&G->text_rng, spec->seed, STREAM_TEXT);
+    sg_rng_seed(&G->rank_rng, spec->seed, STREAM_RANKINGS);
     int rc = sg_textgen_new(spec->tok, &G->gen, err, errlen);
     if (rc < 0)
         return rc;

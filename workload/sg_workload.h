@@ -54,6 +54,16 @@ const sg_payload_t *sg_payload_pick(const sg_payload_table_t *t, uint64_t id, in
 /* The Messages API requires max_tokens: without --output-tokens-mean surge asks for this many. */
 #define SG_MESSAGES_MAX_TOKENS 4096
 
+/* Synthetic rankings drawn part by part (AIPerf's --rankings-*): passages per query, and the tokens (words
+ * without a tokenizer) of the query and of each passage, each normal around its mean, at least 1. */
+typedef struct {
+    bool on;
+    uint32_t passages_mean, passages_stddev;
+    uint32_t query_mean, query_stddev;
+    uint32_t passage_mean, passage_stddev;
+    bool passages_stddev_given, query_stddev_given, passage_stddev_given; /* (the command line's) */
+} sg_rankings_synth_t;
+
 typedef struct {
     /* request target */
     const char *host_header;
@@ -61,7 +71,8 @@ typedef struct {
     const char *const *headers; /* NULL-terminated, may be NULL */
     /* body */
     sg_oai_kind_t kind;
-    uint32_t batch_size; /* embeddings: inputs per request; rankings: passages per query (0 or 1: one) */
+    uint32_t batch_size;          /* embeddings: inputs per request; rankings: passages per query (0 or 1: one) */
+    sg_rankings_synth_t rankings; /* rankings without an input file: drawn part by part when on */
     const char *const *models;
     size_t n_models;
     int model_strategy; /* 0 round robin, 1 random */

@@ -120,6 +120,30 @@ def check_batched(h, m):
                 "%s: the mock saw %d %s per request" % (what, b, member), rec[:1])
 
 
+def check_rankings_synthetic(h, m):
+    """AIPerf's --rankings-* flags: the passages per query vary as asked, and the query and passages have the
+    lengths asked (ISL is their sum, and the mock saw as many passages as the client counted)."""
+    before = len(recorded(m))
+    n = 40
+    r = profile(h, m.url, "--endpoint-type", "cohere_rankings", "--rankings-passages-mean", 5,
+                "--rankings-passages-stddev", 2, "--rankings-query-prompt-token-mean", 4,
+                "--rankings-query-prompt-token-stddev", 0, "--rankings-passages-prompt-token-mean", 6,
+                "--rankings-passages-prompt-token-stddev", 0, "--request-count", n, "--concurrency", 8)
+    if not records_ok(h, r, "synthetic rankings", n):
+        return
+    rec = recorded_since(m, before, n)
+    seen = sorted(x.get("inputs", 0) for x in rec)
+    h.check(len(rec) == n and len(set(seen)) > 2 and 4 <= sum(seen) / n <= 6 and min(seen) >= 1,
+            "synthetic rankings: passages per query drawn around 5", seen)
+    h.check(sorted(x["input_sequence_length"] for x in r.records) == [4 + 6 * k for k in seen],
+            "synthetic rankings: ISL is the 4-word query and 6 words a passage",
+            sorted(x["input_sequence_length"] for x in r.records))
+    bad = profile(h, m.url, "--endpoint-type", "chat", "--rankings-passages-mean", 5, "--request-count", 1,
+                  check_rc=None)
+    h.check(bad.rc != 0 and "applies to the rankings endpoint types" in bad.stderr and bad.summary is None,
+            "--rankings-* with chat: refused before anything is sent", bad.stderr)
+
+
 def check_input_files(h, m):
     """Rankings and embeddings inputs from files: GenAI-Perf's queries/passages directory, AIPerf's rankings lines
     and batched "texts" lines; a batch line refused for chat."""
@@ -188,6 +212,7 @@ def main(h):
         check_generating(h, m, False)
         check_generating(h, m, True)
         check_batched(h, m)
+        check_rankings_synthetic(h, m)
         check_input_files(h, m)
         with h.mock("--ttft-ms", 1, "--itl-ms", 1, "--error-rate", 1) as m_err:
             check_errors(h, m, m_err)

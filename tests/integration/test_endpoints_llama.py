@@ -69,6 +69,16 @@ def check_rankings(h, s):
                 "--synthetic-input-tokens-mean", ISL, "--request-count", 8, "--model", "tiny-llama", timeout=120)
     if ok_run(h, r, "llama-server rankings, rankings:tei", 8):
         h.check("/rerank" in r.stderr, "rankings:tei goes to /rerank", r.stderr[:400])
+    # AIPerf's synthetic rankings flags: passages per query drawn, the query and each passage their own length
+    r = profile(h, s.url, "--endpoint-type", "cohere_rankings", "--rankings-passages-mean", 4,
+                "--rankings-passages-stddev", 1, "--rankings-query-prompt-token-mean", 3,
+                "--rankings-query-prompt-token-stddev", 0, "--rankings-passages-prompt-token-mean", 5,
+                "--rankings-passages-prompt-token-stddev", 0, "--request-count", N, "--concurrency", 4,
+                "--model", "tiny-llama", timeout=120)
+    if ok_run(h, r, "llama-server cohere_rankings, --rankings-* flags"):
+        isl = sorted(x["input_sequence_length"] for x in r.records)
+        h.check(all((x - 3) % 5 == 0 and x >= 8 for x in isl) and len(set(isl)) > 1,
+                "--rankings-* flags: ISL is a 3-word query and 5 words a passage, passages varying", isl)
 
 
 def check_generation(h, s):

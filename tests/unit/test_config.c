@@ -964,6 +964,31 @@ static void test_endpoints(void)
     BAD("-m", "x", "--endpoint-type", "rankings", "--extra-inputs", "rankings:cohere");
     BAD("-m", "x", "--endpoint-type", "messages", "--api-key", "k", "-H", "x-api-key: j");
     BAD("-m", "x", "--endpoint-type", "embeddings", "--service-kind", "triton");
+
+    /* AIPerf's synthetic rankings flags: the parts not given come from --batch-size and the synthetic ISL */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--endpoint-type", "hf_tei_rankings", "--rankings-passages-mean", "6",
+                       "--rankings-passages-stddev", "2", "--rankings-query-prompt-token-mean", "16",
+                       "--synthetic-input-tokens-mean", "40", "--synthetic-input-tokens-stddev", "5", NULL),
+                 0);
+    CHECK(c.rankings.on && c.rankings.passages_mean == 6 && c.rankings.passages_stddev == 2);
+    CHECK(c.rankings.query_mean == 16 && c.rankings.query_stddev == 5);
+    CHECK(c.rankings.passage_mean == 40 && c.rankings.passage_stddev == 5);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--endpoint-type", "rankings", "-b", "3", "--rankings-passages-prompt-token-mean",
+                       "8", "--rankings-passages-prompt-token-stddev", "0", NULL),
+                 0);
+    CHECK(c.rankings.on && c.rankings.passages_mean == 3 && c.rankings.passage_mean == 8 &&
+          c.rankings.passage_stddev == 0);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--endpoint-type", "rankings", NULL), 0);
+    CHECK(!c.rankings.on);
+    sg_config_free(&c);
+    BAD("-m", "x", "--endpoint-type", "chat", "--rankings-passages-mean", "3");
+    BAD("-m", "x", "--endpoint-type", "embeddings", "--rankings-query-prompt-token-mean", "3");
+    BAD("-m", "x", "--endpoint-type", "rankings", "-b", "2", "--rankings-passages-mean", "3");
+    BAD("-m", "x", "--endpoint-type", "rankings", "--rankings-passages-mean", "0");
+    BAD("-m", "x", "--endpoint-type", "rankings", "--rankings-passages-prompt-token-mean", "-1");
+    BAD("-m", "x", "--endpoint-type", "rankings", "--rankings-passages-mean", "2", "--input-file", "/dev/null");
 }
 
 int main(void)

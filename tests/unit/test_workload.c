@@ -488,8 +488,84 @@ static void test_build_errors(void)
     CHECK(err[0] != '\0');
 }
 
+/* AIPerf's --rankings-*: passages per query and the query's and passages' lengths, each drawn on its own. */
+static void test_build_rankings_synthetic(void)
+{
+    const char *models[] = {"m"};
+    sg_workload_spec_t spec = {
+        .host_header = "h:1",
+        .path = "/v1/rerank",
+        .kind = SG_OAI_RANK_COHERE,
+        .models = models,
+        .n_models = 1,
+        .extra_inputs_json = "{}",
+        .num_prompts = 400,
+        .isl_mean = 100, /* not used by the parts */
+        .osl_mean = -1,
+        .seed = 9,
+        .rankings = {.on = true,
+                     .passages_mean = 6,
+                     .passages_stddev = 2,
+                     .query_mean = 16,
+                     .query_stddev = 4,
+                     .passage_mean = 32,
+                     .passage_stddev = 8},
+    };
+    for (int fixed = 0; fixed < 2; fixed++) {
+        if (fixed)
+            spec.rankings.passages_stddev = 0, spec.rankings.query_stddev = 0, spec.rankings.passage_stddev = 0;
+        sg_payload_table_t t;
+        char err[256];
+        int rc = sg_workload_build(&spec, &t, err, sizeof err);
+        CHECK_EQ_INT(rc, 0);
+        if (rc)
+            return;
+        double n_sum = 0, n_sq = 0, q_sum = 0, d_sum = 0;
+        size_t docs = 0, bad = 0;
+        uint32_t n_min = UINT32_MAX, n_max = 0;
+        for (size_t i = 0; i < t.n; i++) {
+            const sg_payload_t *p = &t.items[i];
+            size_t blen;
+            const char *body = sg_payload_body(p, &blen);
+            json_t *j = body ? json_loadb(body, blen, 0, NULL) : NULL;
+            json_t *q = json_object_get(j, "query"), *d = json_object_get(j, "documents");
+            if (!json_is_string(q) || !json_is_array(d) || json_array_size(d) != p->inputs) {
+                bad++;
+                json_decref(j);
+                continue;
+            }
+            const char *qs = json_string_value(q);
+            uint32_t words = (uint32_t)sg_count_words(qs, strlen(qs));
+            q_sum += words;
+            for (size_t k = 0; k < json_array_size(d); k++) {
+                const char *ds = json_string_value(json_array_get(d, k));
+                uint32_t w = ds ? (uint32_t)sg_count_words(ds, strlen(ds)) : 0;
+                d_sum += w;
+                words += w;
+                docs++;
+            }
+            bad += words != p->isl; /* ISL: the query and every passage */
+            n_sum += p->inputs;
+            n_sq += (double)p->inputs * p->inputs;
+            n_min = p->inputs < n_min ? p->inputs : n_min;
+            n_max = p->inputs > n_max ? p->inputs : n_max;
+            json_decref(j);
+        }
+        CHECK_EQ_INT((long long)bad, 0);
+        double n = (double)t.n, mean = n_sum / n, sd = sqrt(n_sq / n - mean * mean);
+        if (fixed) {
+            CHECK(n_min == 6 && n_max == 6 && q_sum == 16 * n && d_sum == 32.0 * (double)docs);
+        } else {
+            CHECK(fabs(mean - 6) < 0.4 && sd > 1.5 && sd < 2.5 && n_min >= 1);
+            CHECK(fabs(q_sum / n - 16) < 1.0 && fabs(d_sum / (double)docs - 32) < 1.5);
+        }
+        sg_workload_free(&t);
+    }
+}
+
 int main(void)
 {
+    test_build_rankings_synthetic();
     test_vocab();
     test_count_words();
     test_synth_text();
