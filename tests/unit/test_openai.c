@@ -677,6 +677,21 @@ static void test_responses(void)
     CHECK_EQ_INT((int)r.prompt_tokens, 29);
     CHECK_EQ_INT((int)r.completion_tokens, 5);
     CHECK_EQ_INT((int)r.reasoning_tokens, 3);
+    /* incomplete: max_output_tokens reached (what a benchmark asks for), not a failure; its usage counts */
+    r = DECODE(SG_OAI_RESPONSES,
+               "{\"type\":\"response.incomplete\",\"sequence_number\":40,\"response\":{\"object\":\"response\","
+               "\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"error\":null,"
+               "\"usage\":{\"input_tokens\":12,\"output_tokens\":16,\"total_tokens\":28}}}");
+    CHECK(r.recognized && !r.is_error && r.content.len == 0);
+    CHECK(r.prompt_tokens == 12 && r.completion_tokens == 16);
+    r = DECODE(SG_OAI_RESPONSES,
+               "{\"object\":\"response\",\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":"
+               "\"max_output_tokens\"},\"error\":null,\"output\":[{\"type\":\"message\",\"status\":\"incomplete\","
+               "\"content\":[{\"type\":\"output_text\",\"text\":\"cut sh\"}]}],\"usage\":{\"input_tokens\":3,"
+               "\"output_tokens\":2}}");
+    CHECK(r.recognized && !r.is_error);
+    STR_IS(r.content, "cut sh");
+    CHECK(r.prompt_tokens == 3 && r.completion_tokens == 2);
     r = DECODE(SG_OAI_RESPONSES, "{\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":"
                                  "{\"code\":\"server_error\",\"message\":\"boom\"}}}");
     CHECK(r.is_error);
