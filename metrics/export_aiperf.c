@@ -88,10 +88,21 @@ static char *metadata(char *p, const sg_record_t *r, int64_t off)
     bool cancelled = r->err_class == SG_ERRC_CANCELLED;
     SG_PUT_LIT(p, "{\"metadata\":{\"session_num\":");
     p = sg_put_u64(p, r->id);
-    /* surge sends no X-Request-ID or X-Correlation-ID header; the payload index finds the body in inputs.json */
-    SG_PUT_LIT(p, ",\"x_request_id\":null,\"x_correlation_id\":null,\"conversation_id\":\"");
+    /* surge sends no X-Request-ID; a session's turns carry X-Correlation-ID: the session's id. The payload index
+     * finds the body in inputs.json. */
+    SG_PUT_LIT(p, ",\"x_request_id\":null,\"x_correlation_id\":");
+    if (r->in_session) {
+        SG_PUT_LIT(p, "\"");
+        p = sg_put_u64(p, r->session);
+        SG_PUT_LIT(p, "\"");
+    } else {
+        SG_PUT_LIT(p, "null");
+    }
+    SG_PUT_LIT(p, ",\"conversation_id\":\"");
     p = sg_put_u64(p, r->payload);
-    SG_PUT_LIT(p, "\",\"turn_index\":0,\"request_start_ns\":");
+    SG_PUT_LIT(p, "\",\"turn_index\":");
+    p = sg_put_u64(p, r->in_session ? r->turn : 0);
+    SG_PUT_LIT(p, ",\"request_start_ns\":");
     p = sg_put_i64(p, wall(r->intended_ns, off));
     SG_PUT_LIT(p, ",\"request_ack_ns\":");
     if (r->first_byte_ns)

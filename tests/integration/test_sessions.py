@@ -2,6 +2,7 @@
 delays between turns, open-loop session arrivals, per-turn metrics, a failed turn's remaining turns counted, and a
 multi_turn input file."""
 import json
+import os
 import threading
 
 import harness
@@ -85,6 +86,12 @@ def main(h):
             "summary: per-turn counts", turns)
     h.check(all("request_latency" in t and "input_sequence_length" in t for t in turns), "per-turn distributions")
     h.check("Per turn" in r.stdout, "the table has the per-turn lines", r.stdout[-800:])
+    # AIPerf's records: the session's X-Correlation-ID and the turn's index, line for line with surge's JSONL
+    with open(os.path.join(r.dir, "profile_export.jsonl")) as f:
+        meta = [json.loads(line)["metadata"] for line in f]
+    h.check(len(meta) == len(recs) and all(m["x_correlation_id"] == str(x["session"]) and m["turn_index"] == x["turn"]
+                                           for m, x in zip(meta, recs)),
+            "profile_export.jsonl: x_correlation_id is the session, turn_index the turn", meta[:2])
 
     # -- a failing turn: session 1's turn 1 fails, its turns 2 and 3 are counted as class session, not sent
     stub = ChatStub(fail_session="1", fail_turn=1)
