@@ -1406,9 +1406,6 @@ int sg_config_check_sessions(const sg_config_t *cfg)
                     : cfg->sweep == SG_SWEEP_RATE ? "request-rate-range"
                                                   : "concurrency-range",
                     "with multi-turn sessions is not supported yet: run one load point at a time");
-    if (cfg->http2)
-        return fail("http2", "with multi-turn sessions is not supported yet (each turn's request is rendered when it "
-                             "is due, and only the HTTP/1.1 path sends such requests); leave --http2 out");
     if (cfg->num_prefix)
         return fail("num-prefix-prompts", "does not apply to multi-turn sessions: a turn's history is its prefix");
     if (cfg->input_file && cfg->input_format != SG_INPUT_MULTI_TURN && cfg->input_format != SG_INPUT_AUTO)

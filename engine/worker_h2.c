@@ -46,6 +46,11 @@ static resp_t *resp_alloc(sg_worker_t *w)
 
 static void resp_release(sg_worker_t *w, resp_t *rs)
 {
+    if (rs->turn_bytes) {
+        sg_h2_req_free(&rs->turn_req);
+        free(rs->turn_bytes);
+        rs->turn_bytes = NULL;
+    }
     if (rs->body_cap > (64u << 10)) {
         free(rs->body);
         rs->body = NULL;
@@ -385,6 +390,21 @@ void wk_h2_abandon(sg_req_t *r)
     }
 }
 
+/* The HTTP/2 form of a session's turn, from a copy of its HTTP/1.1 bytes that the stream owns. */
+static int turn_request(sg_worker_t *w, resp_t *rs, const sg_payload_t *p)
+{
+    rs->turn_bytes = malloc(p->len ? p->len : 1);
+    if (!rs->turn_bytes)
+        return SG_ENOMEM;
+    memcpy(rs->turn_bytes, p->bytes, p->len);
+    int rc = sg_h2_req_from_h1(rs->turn_bytes, p->len, w->cfg->tls ? "https" : "http", &rs->turn_req);
+    if (rc < 0) {
+        free(rs->turn_bytes);
+        rs->turn_bytes = NULL;
+    }
+    return rc;
+}
+
 /* Submit r on c. false when the session cannot take it now (r is back at the front of the queue). */
 static bool h2_start(sg_conn_t *c, sg_req_t *r)
 {
@@ -396,7 +416,18 @@ static bool h2_start(sg_conn_t *c, sg_req_t *r)
         return true;
     }
     rs->req = r;
-    int32_t id = sg_h2_submit(c->h2, &w->run->h2_reqs[r->rec.payload], rs);
+    const sg_h2_req_t *hreq = &w->run->h2_reqs[r->rec.payload];
+    if (r->sess) {
+        int rc = turn_request(w, rs, r->payload);
+        if (rc < 0) {
+            resp_release(w, rs);
+            wk_set_error(r, SG_ERRC_SESSION, "the turn's HTTP/2 request: %s", sg_strerror(rc));
+            wk_req_finish(w, r, sg_now_ns());
+            return true;
+        }
+        hreq = &rs->turn_req;
+    }
+    int32_t id = sg_h2_submit(c->h2, hreq, rs);
     if (id < 0) {
         resp_release(w, rs);
         if (id == -EAGAIN) {

@@ -57,6 +57,10 @@ struct resp {
     uint32_t grpc_msgs; /* response messages received */
     sg_grpc_dec_t gdec;
     sg_grpc_meta_t gmeta;
+    /* a multi-turn session's turn is rendered when due, not in the run's table: the stream keeps its own copy of
+     * the request (nghttp2 reads the header values and the body from it) until it closes */
+    char *turn_bytes;
+    sg_h2_req_t turn_req;
 };
 
 struct sg_req {

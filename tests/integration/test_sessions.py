@@ -118,6 +118,25 @@ def main(h):
     h.check([t["request_count"] for t in r.summary["turns"]] == [20, 20, 20], "per-turn counts, open loop")
     h.check("time_to_first_token" in r.summary["turns"][2], "per-turn TTFT when streaming")
 
+    # -- HTTP/2 (h2c): each turn, rendered when due, goes out as a stream of its own
+    with h.mock("--ttft-ms", 2, "--itl-ms", 1, "--output-tokens", 3, "--record", h.path("h2.rec")) as m:
+        r = profile(h, m.url, *common, "--http2", "--concurrency", 4, "--request-count", 24, "--streaming")
+    recs = r.records
+    h.check(len(recs) == 24 and all(x["status"] == "ok" for x in recs), "HTTP/2: 24 ok turns",
+            [x.get("error") for x in recs if x["status"] != "ok"][:3])
+    h.check([t["request_count"] for t in r.summary.get("turns", [])] == [8, 8, 8], "HTTP/2: per-turn counts",
+            r.summary.get("turns"))
+    by = {}
+    for x in recs:
+        by.setdefault(x["session"], {})[x["turn"]] = x
+    h.check(all(t[2]["input_sequence_length"] > t[1]["input_sequence_length"] > t[0]["input_sequence_length"]
+                for t in by.values() if len(t) == 3), "HTTP/2: ISL grows with the history")
+    h.check("HTTP/2" in r.stderr, "HTTP/2: the run says it", r.stderr[:600])
+    with open(h.path("h2.rec")) as f:
+        seen = [json.loads(line) for line in f]
+    h.check(len(seen) == 24 and len({x["conn"] for x in seen}) == 1,
+            "HTTP/2: the mock saw every turn, the 4 sessions' streams on one connection", seen[:2])
+
     # -- a multi_turn input file (detected), grouped by session_id, delays from the file
     path = h.path("conv.jsonl")
     with open(path, "w") as f:
@@ -138,7 +157,7 @@ def main(h):
     h.check((ra[1]["intended_ns"] - ra[0]["end_ns"]) / 1e6 == 30, "the file's delay", ra[:2])
 
     # -- refused before anything is sent
-    for args, needle in [(["--endpoint-type", "embeddings"], "--endpoint-type"), (["--http2"], "--http2"),
+    for args, needle in [(["--endpoint-type", "embeddings"], "--endpoint-type"),
                          (["--concurrency-range", "1:4"], "--concurrency-range"),
                          (["--conversation-turn-delay-mean", "5", "--conversation-turn-mean", "1"], "conversation")]:
         p = h.run([h.surge, "profile", "-m", "x", "-u", "127.0.0.1:1", "--conversation-turn-mean", "3",

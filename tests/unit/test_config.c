@@ -891,7 +891,9 @@ static void test_sessions(void)
     bad(__LINE__, "-m", "x", "--conversation-turn-delay-mean", "-1", "--conversation-turn-mean", "2", NULL);
     bad(__LINE__, "-m", "x", "--conversation-turn-delay-mean", "5", NULL); /* no sessions to shape */
     bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--endpoint-type", "embeddings", NULL);
-    bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--http2", NULL);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--conversation-turn-mean", "2", "--http2", NULL), 0); /* turns as streams */
+    CHECK(c.sessions && c.http2);
+    sg_config_free(&c);
     bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--service-kind", "triton", NULL);
     bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--concurrency-range", "1:4", NULL);
     bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--input-file", "f.jsonl", NULL);
