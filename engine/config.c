@@ -1401,11 +1401,6 @@ int sg_config_check_sessions(const sg_config_t *cfg)
     if (cfg->fixed_schedule)
         return fail("fixed-schedule", "cannot be combined with multi-turn sessions: a turn is sent its delay after the "
                                       "previous one ended, not at a timestamp");
-    if (cfg->sweep != SG_SWEEP_NONE || cfg->search != SG_SEARCH_NONE)
-        return fail(cfg->search                   ? "search"
-                    : cfg->sweep == SG_SWEEP_RATE ? "request-rate-range"
-                                                  : "concurrency-range",
-                    "with multi-turn sessions is not supported yet: run one load point at a time");
     if (cfg->num_prefix)
         return fail("num-prefix-prompts", "does not apply to multi-turn sessions: a turn's history is its prefix");
     if (cfg->input_file && cfg->input_format != SG_INPUT_MULTI_TURN && cfg->input_format != SG_INPUT_AUTO)

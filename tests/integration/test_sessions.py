@@ -137,6 +137,16 @@ def main(h):
     h.check(len(seen) == 24 and len({x["conn"] for x in seen}) == 1,
             "HTTP/2: the mock saw every turn, the 4 sessions' streams on one connection", seen[:2])
 
+    # -- a sweep: each load point runs sessions of its own, its --request-count in turns
+    with h.mock("--ttft-ms", 2, "--itl-ms", 1, "--output-tokens", 3) as m:
+        r = profile(h, m.url, *common, "--concurrency", "1,3", "--request-count", 12, "--streaming")
+    for point in ("concurrency_1", "concurrency_3"):
+        path = os.path.join(r.dir, point, "profile_export_surge.json")
+        s = json.load(open(path)) if os.path.exists(path) else {}
+        h.check(s.get("request_count", {}).get("avg") == 12 and
+                [t["request_count"] for t in s.get("turns", [])] == [4, 4, 4],
+                "sweep point %s: 12 turns, 4 of each index" % point, s.get("turns"))
+
     # -- a multi_turn input file (detected), grouped by session_id, delays from the file
     path = h.path("conv.jsonl")
     with open(path, "w") as f:
@@ -158,7 +168,6 @@ def main(h):
 
     # -- refused before anything is sent
     for args, needle in [(["--endpoint-type", "embeddings"], "--endpoint-type"),
-                         (["--concurrency-range", "1:4"], "--concurrency-range"),
                          (["--conversation-turn-delay-mean", "5", "--conversation-turn-mean", "1"], "conversation")]:
         p = h.run([h.surge, "profile", "-m", "x", "-u", "127.0.0.1:1", "--conversation-turn-mean", "3",
                    "--no-progress"] + args, timeout=30)
