@@ -1406,8 +1406,6 @@ int sg_config_check_sessions(const sg_config_t *cfg)
     if (cfg->input_file && cfg->input_format != SG_INPUT_MULTI_TURN && cfg->input_format != SG_INPUT_AUTO)
         return fail("conversation-turn-mean", "makes synthetic sessions; with --input-file give a multi_turn file "
                                               "(--input-format multi_turn)");
-    if (cfg->world_size > 1)
-        return fail("world-size", "with multi-turn sessions is not supported yet: run sessions from one process");
     return 0;
 }
 

@@ -137,6 +137,23 @@ def main(h):
         h.check(sum(x["workers"] for x in s.get("ranks", {}).get("each", [])) == 6,
                 "closed loop: 6 slots, 6 worker streams over 3 ranks", s.get("ranks"))
 
+        # 2b. multi-turn sessions over the ranks: ids unique over the world, the merged per-turn counts
+        art = h.path("sessions")
+        res = finish(start_ranks(h, m.url, art, 2, ["--conversation-turn-mean", 3, "--concurrency", 4,
+                                                    "--request-count", 24, "--workers", 1, "--streaming",
+                                                    "--synthetic-input-tokens-mean", 4]))
+        for r, (rc, out, err) in res.items():
+            h.check(rc == 0, "sessions: rank %d exits 0" % r, (rc, err[-1500:]))
+        merged = Result(subprocess.CompletedProcess([], 0, "", ""), art)
+        s = merged.summary or {}
+        h.check([t["request_count"] for t in s.get("turns", [])] == [8, 8, 8],
+                "sessions: the merged per-turn counts", s.get("turns"))
+        by = {}
+        for x in merged.records or []:
+            by.setdefault(x["session"], []).append(x["turn"])
+        h.check(len(by) == 8 and all(sorted(v) == [0, 1, 2] for v in by.values()),
+                "sessions: 8 sessions over the 2 ranks, each id once with its 3 turns", by)
+
         # 3. the launchers' environment: Open MPI's, then PMI's (all on this host: rank 0 at 127.0.0.1)
         for names in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"),
                       ("PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS")):
