@@ -229,6 +229,7 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     rec->has_text = w->keep_text && !rec->warmup && !r->text_lost && rec->err_class == SG_ERRC_NONE;
     rec->text = r->text;
     rec->text_len = rec->has_text ? r->text_len : 0;
+    rec->reasoning_text_len = rec->has_text && !r->reasoning_mixed ? r->reasoning_len : 0;
     rec->resent = r->retried || r->h2_resends;
     wk_record_done(w, rec);
     if (SG_UNLIKELY(r->sess)) {

@@ -75,8 +75,10 @@ struct sg_req {
     char *text; /* --tokenizer: output text so far, unescaped */
     uint32_t text_len;
     uint32_t text_cap;
-    bool text_lost;  /* over SG_RECORD_TEXT_MAX, a bad escape, or out of memory: no tokenizer count */
-    bool shape_seen; /* a stream event in the endpoint's own shape came (sg_oai_result_t.recognized) */
+    bool text_lost;         /* over SG_RECORD_TEXT_MAX, a bad escape, or out of memory: no tokenizer count */
+    uint32_t reasoning_len; /* text's first bytes that are reasoning (all that came before any answer text) */
+    bool reasoning_mixed;   /* reasoning came after answer text: reasoning_len is not all of it */
+    bool shape_seen;        /* a stream event in the endpoint's own shape came (sg_oai_result_t.recognized) */
     bool in_flight;
     bool retried;       /* re-sent once, on a fresh connection, after a kept-alive one turned out closed */
     uint8_t h2_resends; /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */

@@ -41,8 +41,10 @@ void wk_apply_decoded(sg_req_t *r, const sg_oai_result_t *res)
         r->rec.osl_server = (int32_t)res->completion_tokens;
     if (res->prompt_tokens >= 0)
         r->rec.isl_server = (int32_t)res->prompt_tokens;
-    if (res->reasoning_tokens >= 0)
+    if (res->reasoning_tokens >= 0) {
         r->rec.reasoning_tokens = res->reasoning_tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)res->reasoning_tokens;
+        r->rec.reasoning_from_usage = true;
+    }
 }
 
 /* The start of a body for a message, printable. */
@@ -139,7 +141,14 @@ void wk_capture_text(sg_worker_t *w, sg_req_t *r, const sg_oai_result_t *res)
     /* a session's turn keeps its reply for the next turn's history, tokenizer or not */
     if ((!w->keep_text || r->rec.warmup) && !SG_UNLIKELY(r->sess))
         return;
-    text_append(r, res->reasoning); /* a server that sends both in one chunk thought before it answered */
+    if (res->reasoning.len) {
+        /* a server that sends both in one chunk thought before it answered; reasoning after answer text can no
+         * longer be told apart in the buffer */
+        r->reasoning_mixed |= r->text_len != r->reasoning_len;
+        text_append(r, res->reasoning);
+        if (!r->reasoning_mixed)
+            r->reasoning_len = r->text_len;
+    }
     text_append(r, res->content);
 }
 

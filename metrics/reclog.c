@@ -41,8 +41,9 @@
 #define FLAG_TEXT 4u /* output text follows the events */
 #define FLAG_RESENT 8u
 #define FLAG_NO_OUTPUT 16u
-#define FLAG_SESSION 32u /* a turn of a multi-turn session: session and turn hold it */
-#define FLAG_ALL 63u
+#define FLAG_SESSION 32u         /* a turn of a multi-turn session: session and turn hold it */
+#define FLAG_REASONING_USAGE 64u /* reasoning_tokens is the server's usage */
+#define FLAG_ALL 127u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 
@@ -86,7 +87,7 @@ struct wire_rec {
     uint32_t reasoning_events;
     uint64_t session;
     uint32_t turn;
-    uint32_t pad;
+    uint32_t reasoning_text_len; /* the text's first bytes that are reasoning (FLAG_TEXT) */
 };
 _Static_assert(sizeof(struct file_header) == 16, "file header layout");
 _Static_assert(sizeof(struct wire_rec) == 160, "record header layout");
@@ -181,9 +182,10 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         .http_status = r->http_status,
         .err_class = r->err_class,
         .osl_source = r->osl_source,
-        .flags = (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) |
-                           (has_text ? FLAG_TEXT : 0) | (r->resent ? FLAG_RESENT : 0) |
-                           (r->no_output ? FLAG_NO_OUTPUT : 0) | (r->in_session ? FLAG_SESSION : 0)),
+        .flags =
+            (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
+                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
+                      (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0)),
         .isl = r->isl,
         .isl_server = r->isl_server,
         .osl = r->osl,
@@ -200,6 +202,7 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         .reasoning_events = r->reasoning_events,
         .session = r->session,
         .turn = r->turn,
+        .reasoning_text_len = has_text && r->reasoning_text_len <= text_len ? r->reasoning_text_len : 0,
     };
     /* Small records are copied whole into the buffer; a long event list streams through it in pieces. */
     if (put(l, &w, sizeof(w)) || put(l, r->err_msg, w.msg_len) ||
@@ -305,8 +308,8 @@ static int next_rec(const mapped_t *mp, size_t *off, rec_view_t *v)
     size_t body = (size_t)w->msg_len + (size_t)w->n_events * sizeof(uint32_t) + (size_t)w->text_len;
     if (w->marker != REC_MARKER || w->msg_len >= SG_RECORD_MSG || w->n_events > MAX_EVENTS ||
         w->text_len > SG_RECORD_TEXT_MAX || (w->text_len && !(w->flags & FLAG_TEXT)) ||
-        w->err_class >= SG_ERRC__COUNT || w->osl_source > SG_OSL_EVENTS || (w->flags & ~FLAG_ALL) ||
-        w->osl_tokenizer < -1 || mp->size - o - sizeof(*w) < body)
+        w->reasoning_text_len > w->text_len || w->err_class >= SG_ERRC__COUNT || w->osl_source > SG_OSL_EVENTS ||
+        (w->flags & ~FLAG_ALL) || w->osl_tokenizer < -1 || mp->size - o - sizeof(*w) < body)
         return SG_EPROTO;
     v->off = o;
     v->msg = (const char *)mp->base + o + sizeof(*w);
@@ -362,6 +365,8 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.first_output_ns = w->first_output_ns;
     r.reasoning_tokens = w->reasoning_tokens;
     r.reasoning_events = w->reasoning_events;
+    r.reasoning_from_usage = w->flags & FLAG_REASONING_USAGE;
+    r.reasoning_text_len = w->reasoning_text_len;
     r.warmup = w->flags & FLAG_WARMUP;
     r.intended_ns = w->intended_ns;
     r.sent_ns = w->sent_ns;
@@ -435,6 +440,16 @@ int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_
             w->osl_tokenizer = r.osl_tokenizer;
             w->osl = r.osl;
             w->osl_source = r.osl_source;
+            /* reasoning the server did not count: the tokens of its text, as OSL counts the whole */
+            if (!r.reasoning_from_usage && r.reasoning_text_len) {
+                n = count(ctx, v.text, r.reasoning_text_len);
+                if (n < 0) {
+                    rc = (int)n;
+                    break;
+                }
+                r.reasoning_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+                w->reasoning_tokens = r.reasoning_tokens;
+            }
             memcpy((unsigned char *)mp.base + v.off, w, sizeof(*w));
         }
         if (m)

@@ -70,7 +70,9 @@ typedef struct {
     uint32_t max_tokens;       /* asked of the server, 0 when not asked */
     uint32_t content_events;   /* SSE events that carried content (reasoning included) */
     uint32_t reasoning_events; /* of those, the ones that carried reasoning text only */
-    uint32_t reasoning_tokens; /* usage's reasoning_tokens, else the reasoning events; 0: none (or not said) */
+    uint32_t reasoning_tokens; /* usage's reasoning_tokens, else (--tokenizer) the count of the reasoning text, else
+                                * the reasoning events; 0: none (or not said) */
+    bool reasoning_from_usage; /* the server's usage gave reasoning_tokens */
     bool no_output;            /* the endpoint generates nothing (embeddings, rankings): no OSL, no output metrics */
     uint64_t response_bytes;   /* body bytes received */
 
@@ -84,6 +86,8 @@ typedef struct {
     const char *text;
     uint32_t text_len;
     bool has_text;
+    uint32_t reasoning_text_len; /* the text's first bytes that are reasoning; 0 when none, or when answer text
+                                  * came between reasoning (then the reasoning events count) */
 
     /* multi-turn sessions (docs/sessions.md): the session's run-wide id and this turn's index from 0 */
     bool in_session;

@@ -6,7 +6,7 @@ prompts it recorded, not from the code under test's own pass."""
 import json
 
 import harness
-from profiling import profile
+from profiling import HttpServer, profile
 
 # The mock's output: these words in a cycle, one per token it sends (bench/mock/mock_render.c).
 WORDS = [" the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " with", " was", " on", " be",
@@ -62,6 +62,53 @@ def check_run(h, r, what, n, source, osl, tok_count, disagree, diff):
         mean = sum(itls) / len(itls)
         # the histogram's mean is within its bucket precision (1/2048) of the exact one
         h.near(s["inter_token_latency"]["avg"], mean, 0.002 * mean + 1e-6, what + ": ITL from the final OSL")
+
+
+THOUGHT = [" the of and to", " in is that for"]  # two reasoning events of several tokens each
+ANSWER = [" it", " as", " with"]
+
+
+def reasoning_server(stream, mixed=False):
+    """A chat server that thinks in two multi-token reasoning_content pieces, then answers; no usage. mixed: the
+    answer's first piece comes before the second thought (a server that interleaves them)."""
+    def respond(line, headers, body):
+        if not stream:
+            out = json.dumps({"choices": [{"message": {"role": "assistant", "reasoning_content": "".join(THOUGHT),
+                                                       "content": "".join(ANSWER)}, "finish_reason": "stop"}]})
+            return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(out)
+                    + out.encode())
+        order = [("reasoning_content", THOUGHT[0]), ("reasoning_content", THOUGHT[1])] + [("content", a) for a in ANSWER]
+        if mixed:
+            order = [order[0], order[2], order[1]] + order[3:]
+        chunks = "".join("data: %s\n\n" % json.dumps({"choices": [{"delta": {k: v}, "index": 0}]}) for k, v in order)
+        chunks += "data: [DONE]\n\n"
+        return (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n"
+                % len(chunks) + chunks.encode())
+    return HttpServer(respond)
+
+
+def check_reasoning(h, tok):
+    """Reasoning the server does not count: with --tokenizer, the tokens of its text (as OSL counts the whole);
+    without, one per reasoning event; interleaved with the answer, the events."""
+    thought = count(h, tok, "".join(THOUGHT))
+    whole = count(h, tok, "".join(THOUGHT) + "".join(ANSWER))
+    h.check(thought > len(THOUGHT), "the thought has more tokens than events", thought)
+    cases = ((True, False, True, thought, "stream, --tokenizer"), (True, False, False, 2, "stream, no tokenizer"),
+             (False, False, True, thought, "whole, --tokenizer"), (True, True, True, 2, "interleaved, --tokenizer"))
+    for stream, mixed, with_tok, want, what in cases:
+        srv = reasoning_server(stream, mixed)
+        with srv.server:
+            args = ["--request-count", 4, "--concurrency", 2, "--workers", 1] + (["--streaming"] if stream else [])
+            r = profile(h, srv.url, *(["--tokenizer", tok] if with_tok else []), *args)
+        recs = r.records or []
+        h.check(len(recs) == 4 and all(x.get("reasoning_tokens") == want for x in recs),
+                "reasoning %s: %d reasoning tokens a request" % (what, want), [x.get("reasoning_tokens") for x in recs])
+        if with_tok and not mixed:
+            h.check(all(x["output_sequence_length"] == whole for x in recs), "reasoning %s: OSL counts it all" % what,
+                    [x["output_sequence_length"] for x in recs])
+            s = r.summary or {}
+            h.check(s.get("reasoning_token_count", {}).get("avg") == thought, "reasoning %s: the summary's count"
+                    % what, s.get("reasoning_token_count"))
 
 
 def main(h):
@@ -124,6 +171,9 @@ def main(h):
         check_run(h, r, "chat stream, usage words - 3", n, "usage", OSL - 3, text_tokens, n if diff else 0, diff)
         if r.summary:
             h.near(r.summary["osl_disagreement"]["mean_diff"], diff, 1e-9, "usage words - 3: mean diff")
+
+    # 5. Reasoning without usage
+    check_reasoning(h, tok)
 
 
 harness.main(main)
