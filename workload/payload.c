@@ -612,6 +612,13 @@ static int file_batch(gen_t *G, uint32_t i, entry_t *e)
     return rc;
 }
 
+/* e's batch takes sub's text (the buffer itself) and adds its ISL, saturating. */
+static void batch_take(entry_t *e, const entry_t *sub)
+{
+    e->batch[e->n_batch++] = (text_t){sub->text, sub->len};
+    e->isl = e->isl + sub->isl < e->isl ? UINT32_MAX : e->isl + sub->isl;
+}
+
 /*
  * A synthetic rankings request drawn part by part (AIPerf's --rankings-*): a number of passages, then the query's
  * tokens and each passage's, every text at its own place in the corpus.
@@ -634,8 +641,7 @@ static int rankings_entry(gen_t *G, entry_t *e, char *err, size_t errlen)
             entry_free(&sub);
             return rc;
         }
-        e->batch[e->n_batch++] = (text_t){sub.text, sub.len};
-        e->isl = e->isl + sub.isl < e->isl ? UINT32_MAX : e->isl + sub.isl;
+        batch_take(e, &sub);
     }
     return 0;
 }
@@ -678,8 +684,7 @@ static int batch_entry(gen_t *G, names_t *names, uint32_t i, entry_t *e, char *e
             entry_free(&sub);
             return rc;
         }
-        e->batch[e->n_batch++] = (text_t){sub.text, sub.len};
-        e->isl = e->isl + sub.isl < e->isl ? UINT32_MAX : e->isl + sub.isl;
+        batch_take(e, &sub);
     }
     return 0;
 }
