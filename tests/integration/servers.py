@@ -87,6 +87,31 @@ class Nginx:
 LLAMA_SERVER_DIR = "llama-server-3.22.1"
 
 
+# nginx as an h2c reverse proxy (prior knowledge; proxy_buffering off, so SSE streams through) in front of an
+# HTTP/1.1 server on 127.0.0.1:{upstream_port}.
+NGINX_H2C_PROXY = """  upstream backend {{ server 127.0.0.1:{upstream_port}; keepalive 64; }}
+  server {{
+    listen 127.0.0.1:{port} http2;
+    http2_max_concurrent_streams 128;
+    keepalive_requests {keepalive_requests};
+    location / {{
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }}
+  }}
+}}
+"""
+
+
+def nginx_h2c(h, upstream_port, keepalive_requests=100000):
+    """An Nginx serving h2c in front of upstream_port; .url is its address."""
+    ng = Nginx(h, NGINX_H2C_PROXY, ["port"], upstream_port=upstream_port, keepalive_requests=keepalive_requests)
+    ng.url = "http://127.0.0.1:%d" % ng.port
+    return ng
+
+
 class LlamaServer:
     """llama.cpp's llama-server (a real third-party OpenAI-compatible server: cpp-httplib, HTTP/1.1) with the tiny
     random-weight model, on 127.0.0.1 and a free port: `-c ctx -np parallel -t 1`, `parallel` requests decoding at

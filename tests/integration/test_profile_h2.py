@@ -6,29 +6,7 @@ import shutil
 
 import harness
 from profiling import HttpServer, profile, tol
-from servers import Nginx
-
-NGINX_HTTP = """  upstream mock {{ server 127.0.0.1:{mock_port}; keepalive 64; }}
-  server {{
-    listen 127.0.0.1:{port} http2;
-    http2_max_concurrent_streams 128;
-    keepalive_requests {keepalive_requests};
-    location / {{
-      proxy_pass http://mock;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-    }}
-  }}
-}}
-"""
-
-
-def nginx(h, mock_port, keepalive_requests=100000):
-    ng = Nginx(h, NGINX_HTTP, ["port"], mock_port=mock_port, keepalive_requests=keepalive_requests)
-    ng.url = "http://127.0.0.1:%d" % ng.port
-    return ng
-
+from servers import nginx_h2c
 
 def stat(stderr, word):
     """Sum of '<n> <word>' over the --verbose http2 worker lines."""
@@ -49,7 +27,7 @@ def main(h):
             return
         h.skip("nginx is not installed")
     ttft, itl, osl, n = 40, 8, 24, 200
-    with h.mock("--ttft-ms", ttft, "--itl-ms", itl, record=True) as m, nginx(h, m.port) as ng:
+    with h.mock("--ttft-ms", ttft, "--itl-ms", itl, record=True) as m, nginx_h2c(h, m.port) as ng:
         h.check(ng.proc.poll() is None, "nginx runs", ng.failed())
         # 1. streamed, closed loop: 32 streams over 2 connections of one worker
         r = profile(h, ng.url, "--http2", "--streaming", "--concurrency", 32, "--max-connections", 2, "--workers", 1,
@@ -79,7 +57,7 @@ def main(h):
         h.check("1 connections opened" in r.stderr, "non-streamed: one connection suffices", r.stderr)
 
     # 3. GOAWAY every 25 requests: streams above last-stream-id come back refused and are re-sent, none lost
-    with h.mock("--ttft-ms", 10, "--itl-ms", 2) as m, nginx(h, m.port, keepalive_requests=25) as ng:
+    with h.mock("--ttft-ms", 10, "--itl-ms", 2) as m, nginx_h2c(h, m.port, keepalive_requests=25) as ng:
         r = profile(h, ng.url, "--http2", "--streaming", "--concurrency", 40, "--workers", 1, "--request-count", 300,
                     "--output-tokens-mean", 8, "--verbose")
         if r.summary:

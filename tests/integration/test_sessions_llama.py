@@ -1,9 +1,13 @@
 """Multi-turn sessions against llama.cpp's llama-server: chat, 3 turns a session, streamed; no errors, and the
 server's own prompt count grows turn by turn within each session (the history, with its replies, reached it).
+Then the same over HTTP/2: nginx as an h2c proxy in front of the llama-server, each turn a stream of its own.
 Needs tests/data/fetch-llama-server (a skip without it, a failure under CI)."""
+import os
+import shutil
+
 import harness
 from profiling import profile
-from servers import LlamaServer
+from servers import LlamaServer, nginx_h2c
 
 
 def main(h):
@@ -11,16 +15,27 @@ def main(h):
         server = LlamaServer(h, parallel=4)
     except RuntimeError:  # under CI, without the test data: testdata_file has failed a check
         return
+    args = ("--endpoint-type", "chat", "--streaming", "--concurrency", 2, "--request-count", 12,
+            "--conversation-turn-mean", 3, "--conversation-turn-delay-mean", 20, "--output-tokens-mean", 8,
+            "--extra-inputs", "ignore_eos:true", "--synthetic-input-tokens-mean", 16, "--model", "tiny-llama")
     with server as s:
-        r = profile(h, s.url, "--endpoint-type", "chat", "--streaming", "--concurrency", 2, "--request-count", 12,
-                    "--conversation-turn-mean", 3, "--conversation-turn-delay-mean", 20, "--output-tokens-mean", 8,
-                    "--extra-inputs", "ignore_eos:true", "--synthetic-input-tokens-mean", 16, "--model", "tiny-llama",
-                    timeout=180)
+        r = profile(h, s.url, *args, timeout=180)
+        check_sessions(h, r, "HTTP/1.1")
+        # HTTP/2: nginx (h2c) in front of llama-server, each turn a stream of its own
+        if shutil.which("nginx"):
+            with nginx_h2c(h, s.port) as ng:
+                r = profile(h, ng.url, "--http2", *args, timeout=180)
+            check_sessions(h, r, "HTTP/2 through nginx")
+        else:
+            h.check(not os.environ.get("CI"), "nginx installed (SURGE_TEST_PKGS)")
+
+
+def check_sessions(h, r, what):
     if not r.summary:
-        h.check(False, "a summary was written", r.stderr[-2000:])
+        h.check(False, "%s: a summary was written" % what, r.stderr[-2000:])
         return
-    h.check(r.summary["error_request_count"]["avg"] == 0, "no errors", r.summary.get("error_summary"))
-    h.check(len(r.records) == 12, "12 turns measured", len(r.records))
+    h.check(r.summary["error_request_count"]["avg"] == 0, "%s: no errors" % what, r.summary.get("error_summary"))
+    h.check(len(r.records) == 12, "%s: 12 turns measured" % what, len(r.records))
     by = {}
     for x in r.records:
         by.setdefault(x["session"], []).append(x)
