@@ -177,6 +177,27 @@ static json_t *messages(const sg_conv_msg_t *msgs, size_t n)
     return a;
 }
 
+/*
+ * The Responses API's input items: a user turn as an input message ({"role": "user", "content": text}), a reply
+ * as the output message item the server produced ({"type": "message", "role": "assistant", "content":
+ * [{"type": "output_text", "text": ...}]}): the form every implementation takes back (llama.cpp refuses an untyped
+ * assistant item: "Cannot determine type of 'item'").
+ */
+static json_t *responses_input(const sg_conv_msg_t *msgs, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *m = i % 2 ? json_pack("{s:s, s:s, s:[{s:s, s:s%}]}", "type", "message", "role", "assistant", "content",
+                                      "type", "output_text", "text", msgs[i].text, msgs[i].len)
+                          : json_pack("{s:s, s:s%}", "role", "user", "content", msgs[i].text, msgs[i].len);
+        if (!m || json_array_append_new(a, m) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 /* The history as one prompt (completions, generate: APIs without roles): the messages joined by blank lines. */
 static json_t *joined(const sg_conv_msg_t *msgs, size_t n)
 {
@@ -221,7 +242,7 @@ static json_t *turn_body(const sg_workload_spec_t *spec, const char *model, cons
             goto fail;
         return body;
     case SG_OAI_RESPONSES:
-        body = json_pack("{s:s, s:o*, s:b}", "model", model, "input", messages(msgs, n), "stream", stream);
+        body = json_pack("{s:s, s:o*, s:b}", "model", model, "input", responses_input(msgs, n), "stream", stream);
         if (body && max_tokens && json_object_set_new(body, "max_output_tokens", json_integer(max_tokens)))
             goto fail;
         return body;

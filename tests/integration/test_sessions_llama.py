@@ -1,4 +1,5 @@
-"""Multi-turn sessions against llama.cpp's llama-server: chat, 3 turns a session, streamed; no errors, and the
+"""Multi-turn sessions against llama.cpp's llama-server: chat, Responses and Messages, 3 turns a session, streamed;
+no errors, and the
 server's own prompt count grows turn by turn within each session (the history, with its replies, reached it).
 Then the same over HTTP/2: nginx as an h2c proxy in front of the llama-server, each turn a stream of its own.
 Needs tests/data/fetch-llama-server (a skip without it, a failure under CI)."""
@@ -15,17 +16,19 @@ def main(h):
         server = LlamaServer(h, parallel=4)
     except RuntimeError:  # under CI, without the test data: testdata_file has failed a check
         return
-    args = ("--endpoint-type", "chat", "--streaming", "--concurrency", 2, "--request-count", 12,
-            "--conversation-turn-mean", 3, "--conversation-turn-delay-mean", 20, "--output-tokens-mean", 8,
-            "--extra-inputs", "ignore_eos:true", "--synthetic-input-tokens-mean", 16, "--model", "tiny-llama")
+    args = ("--streaming", "--concurrency", 2, "--request-count", 12, "--conversation-turn-mean", 3,
+            "--conversation-turn-delay-mean", 20, "--output-tokens-mean", 8, "--extra-inputs", "ignore_eos:true",
+            "--synthetic-input-tokens-mean", 16, "--model", "tiny-llama")
     with server as s:
-        r = profile(h, s.url, *args, timeout=180)
-        check_sessions(h, r, "HTTP/1.1")
+        # the history in each API's own form: chat's messages, the Responses API's input, Anthropic's messages
+        for etype in ("chat", "responses", "messages"):
+            r = profile(h, s.url, "--endpoint-type", etype, *args, timeout=180)
+            check_sessions(h, r, etype)
         # HTTP/2: nginx (h2c) in front of llama-server, each turn a stream of its own
         if shutil.which("nginx"):
             with nginx_h2c(h, s.port) as ng:
-                r = profile(h, ng.url, "--http2", *args, timeout=180)
-            check_sessions(h, r, "HTTP/2 through nginx")
+                r = profile(h, ng.url, "--http2", "--endpoint-type", "chat", *args, timeout=180)
+            check_sessions(h, r, "chat, HTTP/2 through nginx")
         else:
             h.check(not os.environ.get("CI"), "nginx installed (SURGE_TEST_PKGS)")
 
@@ -41,14 +44,17 @@ def check_sessions(h, r, what):
         by.setdefault(x["session"], []).append(x)
     for sid, turns in by.items():
         turns.sort(key=lambda x: x["turn"])
-        h.check([x["turn"] for x in turns] == [0, 1, 2], "session %s: turns 0..2" % sid, [x["turn"] for x in turns])
+        h.check([x["turn"] for x in turns] == [0, 1, 2], "%s, session %s: turns 0..2" % (what, sid),
+                [x["turn"] for x in turns])
         srv = [x.get("input_sequence_length_server") or 0 for x in turns]
         # each turn adds the previous reply (8 tokens) and a new user turn: the server's count grows past both
-        h.check(all(b > a + 8 for a, b in zip(srv, srv[1:])), "session %s: the server's prompt grows with the history"
-                % sid, srv)
+        h.check(all(b > a + 8 for a, b in zip(srv, srv[1:])),
+                "%s, session %s: the server's prompt grows with the history" % (what, sid), srv)
         cli = [x["input_sequence_length"] for x in turns]
-        h.check(all(b > a for a, b in zip(cli, cli[1:])), "session %s: ISL grows with the history" % sid, cli)
-    h.check([t["request_count"] for t in r.summary["turns"]] == [4, 4, 4], "per-turn counts", r.summary["turns"])
+        h.check(all(b > a for a, b in zip(cli, cli[1:])), "%s, session %s: ISL grows with the history" % (what, sid),
+                cli)
+    h.check([t["request_count"] for t in r.summary["turns"]] == [4, 4, 4], "%s: per-turn counts" % what,
+            r.summary["turns"])
 
 
 if __name__ == "__main__":
