@@ -89,7 +89,7 @@ LLAMA_SERVER_DIR = "llama-server-3.22.1"
 
 # nginx as an h2c reverse proxy (prior knowledge; proxy_buffering off, so SSE streams through) in front of an
 # HTTP/1.1 server on 127.0.0.1:{upstream_port}.
-NGINX_H2C_PROXY = """  upstream backend {{ server 127.0.0.1:{upstream_port}; keepalive 64; }}
+NGINX_H2C_PROXY = """  upstream backend {{ server 127.0.0.1:{upstream_port}; {keepalive} }}
   server {{
     listen 127.0.0.1:{port} http2;
     http2_max_concurrent_streams 128;
@@ -105,9 +105,12 @@ NGINX_H2C_PROXY = """  upstream backend {{ server 127.0.0.1:{upstream_port}; kee
 """
 
 
-def nginx_h2c(h, upstream_port, keepalive_requests=100000):
-    """An Nginx serving h2c in front of upstream_port; .url is its address."""
-    ng = Nginx(h, NGINX_H2C_PROXY, ["port"], upstream_port=upstream_port, keepalive_requests=keepalive_requests)
+def nginx_h2c(h, upstream_port, keepalive_requests=100000, upstream_keepalive=True):
+    """An Nginx serving h2c in front of upstream_port; .url is its address. upstream_keepalive=False: a fresh
+    upstream connection per request, for a server that closes idle kept-alive connections (llama-server), where
+    nginx would answer a request it cannot re-send (a POST) with 502."""
+    ng = Nginx(h, NGINX_H2C_PROXY, ["port"], upstream_port=upstream_port, keepalive_requests=keepalive_requests,
+               keepalive="keepalive 64;" if upstream_keepalive else "")
     ng.url = "http://127.0.0.1:%d" % ng.port
     return ng
 

@@ -26,7 +26,7 @@ def main(h):
             check_sessions(h, r, etype)
         # HTTP/2: nginx (h2c) in front of llama-server, each turn a stream of its own
         if shutil.which("nginx"):
-            with nginx_h2c(h, s.port) as ng:
+            with nginx_h2c(h, s.port, upstream_keepalive=False) as ng:
                 r = profile(h, ng.url, "--http2", "--endpoint-type", "chat", *args, timeout=180)
             check_sessions(h, r, "chat, HTTP/2 through nginx")
         else:
