@@ -17,6 +17,21 @@ def load(path):
         return json.load(f)
 
 
+def settled_lines(path):
+    """Lines in path once the count has not changed for 200 ms (at most 5 s)."""
+    last, since = -1, time.monotonic()
+    deadline = since + 5
+    while True:
+        with open(path) as f:
+            n = sum(1 for _ in f)
+        now = time.monotonic()
+        if n != last:
+            last, since = n, now
+        elif now - since >= 0.2 or now > deadline:
+            return n
+        time.sleep(0.05)
+
+
 def main(h):
     with h.mock("--ttft-ms", 10, "--itl-ms", 2, record=True) as m:
         # a closed-loop sweep: three points, each its own sub-directory with the whole set of files
@@ -81,9 +96,9 @@ def main(h):
                 "the interrupted point is marked", s["points"])
         h.check("sweep INTERRUPTED during point 2 of 3" in err, "says where it stopped", err[-2000:])
 
-        # bad sweeps: one line naming the flag, exit 2, nothing sent
-        with open(m.record) as f:
-            before = sum(1 for _ in f)
+        # bad sweeps: one line naming the flag, exit 2, nothing sent. The mock writes its record within 50 ms of a
+        # request: the count is taken once it has held still for 200 ms (the interrupted run's last requests)
+        before = settled_lines(m.record)
         for args, flag, words in [
             (["--concurrency", "1,x,4"], "--concurrency", "whole number"),
             (["--concurrency", "4,"], "--concurrency", "empty value"),
