@@ -1,3 +1,4 @@
+# ctest: run-serial (it judges surge's latency against the Python server's own clock, within 3 ms)
 """surge profile --service-kind triton against a KServe v2 server written with Python grpcio (Debian's
 python3-grpcio; the stubs are generated at test time from proto/kserve.proto with grpc_tools.protoc):
   - ModelStreamInfer with known timing (sleeps) and known text: surge's TTFT, ITL and OSL agree with the
