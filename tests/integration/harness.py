@@ -27,6 +27,8 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime e
 
 
 # Tokenizer test data, as tests/data/fetch-tokenizers lays it out under $SURGE_TESTDATA.
+# SURGE_TEST_VERBOSE=1: print passing checks too (their figures show how much room a timing check had)
+VERBOSE = os.environ.get("SURGE_TEST_VERBOSE") == "1"
 TESTDATA = os.environ.get("SURGE_TESTDATA") or os.path.expanduser("~/.cache/surge-testdata")
 GPT_TOKENIZER = "gpt-tokenizer-4.0.0"
 TIKTOKEN_ENCODINGS = ("r50k_base", "p50k_base", "cl100k_base", "o200k_base")
@@ -245,6 +247,8 @@ class Harness:
                 msg += "\n      %s" % str(detail)[:2000]
             print(msg, flush=True)
             self.failures.append(what)
+        elif VERBOSE:
+            print("ok: %s" % what, flush=True)
         return cond
 
     def near(self, value, want, tol, what):

@@ -16,7 +16,7 @@ import subprocess
 import time
 
 import harness
-from profiling import Result, ks_exponential, nearest_rank
+from profiling import SLOW, Result, ks_exponential, nearest_rank
 
 NET = "10.213.77"
 
@@ -87,7 +87,9 @@ def main(h):
         port = int(open(port_file).read().strip())
         url = "http://%s:%d" % (net.addr("srv"), port)
         # the ranks, each from its own address; rank 0 listens on its own
-        n, rate = 1200, 300.0
+        # Under a sanitizer (TSan above all) four slowed processes on two cores jitter by a millisecond or more: a
+        # slower rate keeps that small beside the mean gap, so the KS test still judges the schedule, not the build.
+        n, rate = (600, 100.0) if SLOW else (1200, 300.0)
         art = h.path("art")
         coord = "%s:29517" % net.addr("r0")
         procs = {}
@@ -137,8 +139,8 @@ def main(h):
                         % (tag_, pc, got, want))
         each = s.get("ranks", {}).get("each", [])
         h.check(len(each) == 3 and all(not x["lost"] for x in each), "three ranks, none lost", each)
-        h.check(s.get("ranks", {}).get("start_skew_bound_ms", 9) < 1.0, "start skew bound under 1 ms",
-                s.get("ranks"))
+        skew = s.get("ranks", {}).get("start_skew_bound_ms", 9)
+        h.check(skew < 1.0, "start skew bound under 1 ms (%.3f ms)" % skew, s.get("ranks"))
         for r in range(3):
             with open(os.path.join(art, "rank%d" % r, "profile_export_surge.json")) as f:
                 own = json.load(f)

@@ -229,15 +229,17 @@ def main(h):
 
         # 2. ModelInfer (vllm): one response after TTFT + (n-1) ITL
         impl.calls.clear()
-        r = profile(h, "127.0.0.1:%d" % port, "--service-kind", "triton", "--backend", "vllm", "--concurrency", 4,
+        # one call at a time: four handlers waking from the same sleep queue on the GIL to serialize and send their
+        # answers, time the server's clock (taken before that) does not see; it reached 3 ms on a busy CI machine
+        r = profile(h, "127.0.0.1:%d" % port, "--service-kind", "triton", "--backend", "vllm", "--concurrency", 1,
                     "--workers", 1, "--request-count", 12, "--output-tokens-mean", 5, model="vllm_model")
         s = r.summary
         calls = list(impl.calls)
         if h.check(s is not None and len(calls) == 12, "unary: 12 calls answered", len(calls)):
             lat = statistics.median((c[2][0] - c[3]) / 1e6 for c in calls)
             d = s["request_latency"]["p50"] - lat
-            h.check(-0.2 <= d <= tol(3.0), "ModelInfer latency p50 %.2f vs the server's %.2f ms"
-                    % (s["request_latency"]["p50"], lat), d)
+            h.check(-0.2 <= d <= tol(3.0), "ModelInfer latency p50 %.2f vs the server's %.2f ms (%.2f ms more)"
+                    % (s["request_latency"]["p50"], lat, d), d)
             ins = calls[0][1]
             h.check(sorted(ins) == ["exclude_input_in_output", "sampling_parameters", "text_input"] and
                     ins["text_input"][1] == [1] and ins["exclude_input_in_output"][2] is True and

@@ -1,4 +1,4 @@
-# ctest: run-serial (a re-sent request's schedule lag is judged against a 3 ms close delay)
+# ctest: run-serial (a re-sent request's schedule lag is judged against a 6 ms close delay)
 """Keep-alive as real servers do it: a server that closes kept-alive connections after a response (announced or
 not, at once or just after the client reused the connection) costs no request; a lost request is re-sent once on
 a fresh connection, counted in the summary, and its latency still runs from its intended start. A server that does
@@ -13,7 +13,10 @@ import harness
 from profiling import profile
 from servers import TcpServer
 
-DELAY_MS = 3  # --close-delay-ms: the client reuses the connection before the FIN comes, every time
+# --close-delay-ms: the client reuses the connection before the FIN comes, every time. The checks on a re-sent
+# request's schedule lag leave 40% of it for the client's own delay in seeing the response end (its intended start),
+# which a sanitizer build on a busy machine stretches to a millisecond or more.
+DELAY_MS = 6
 LIMIT = 3  # SG_SILENT_CLOSE_LIMIT (engine/sg_worker.h): silent closes in a row before a worker stops reusing
 LEARNT = "the server closed kept-alive connections right after %s responses without saying so"
 
@@ -75,15 +78,15 @@ def lossy_server_runs(h):
                     # connection it first went out on closed DELAY_MS later, so its send (and its latency from
                     # intended) carries that wait: it was measured from intended, not from the re-send.
                     key = "time_to_first_token_ms" if streaming else "request_latency_ms"
-                    h.check(marked and all(x["schedule_lag_ms"] >= 0.9 * DELAY_MS for x in marked),
+                    h.check(marked and all(x["schedule_lag_ms"] >= 0.6 * DELAY_MS for x in marked),
                             "%s: schedule lag of each re-sent request includes the lost attempt" % what,
                             [x["schedule_lag_ms"] for x in marked])
-                    h.check(marked and all(x[key] >= 2 + 0.9 * DELAY_MS for x in marked),
+                    h.check(marked and all(x[key] >= 2 + 0.6 * DELAY_MS for x in marked),
                             "%s: %s from intended of each re-sent request includes it" % (what, key),
                             [x[key] for x in marked])
                     # once learnt, no request waits for a lost attempt: the rest go out at once
                     rest = [x["schedule_lag_ms"] for x in r.records if not x["resent"]][LIMIT + 1:]
-                    h.check(rest and statistics.median(rest) < 0.5 * DELAY_MS,
+                    h.check(rest and statistics.median(rest) < 0.4 * DELAY_MS,
                             "%s: after that, no lost attempt in the schedule lag (median %.2f ms)"
                             % (what, statistics.median(rest) if rest else -1))
         # open loop: arrivals keep their schedule (constant rate: intended times exactly 1/R apart)
