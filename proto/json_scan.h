@@ -80,7 +80,7 @@ int sg_js_skip_any(sg_js_t *js);
  * widest vector instructions the CPU has; sg_js_number_list_use(isa) picks one instead (tests try each), false
  * when the CPU lacks it, and -1 goes back to the best.
  */
-enum { SG_JS_NUMBERS_SCALAR, SG_JS_NUMBERS_SSE2, SG_JS_NUMBERS_AVX2, SG_JS_NUMBERS_AVX512 };
+enum { SG_JS_NUMBERS_SCALAR, SG_JS_NUMBERS_SSE2, SG_JS_NUMBERS_AVX2, SG_JS_NUMBERS_AVX512, SG_JS_NUMBERS_AVX512VBMI };
 const char *sg_js_number_list(const char *p, const char *end);
 bool sg_js_number_list_use(int isa);
 

@@ -988,11 +988,11 @@ static void test_number_runs_with(int isa)
     CHECK(valid > runs / 2 && valid < runs); /* both verdicts were exercised */
 }
 
-/* Each implementation this CPU has (scalar and SSE2 everywhere on x86-64; AVX2 and AVX-512BW where present). */
+/* Each implementation this CPU has (scalar and SSE2 everywhere on x86-64; AVX2, AVX-512BW and VBMI where present). */
 static void test_number_runs(void)
 {
     int tried = 0;
-    for (int isa = SG_JS_NUMBERS_SCALAR; isa <= SG_JS_NUMBERS_AVX512; isa++) {
+    for (int isa = SG_JS_NUMBERS_SCALAR; isa <= SG_JS_NUMBERS_AVX512VBMI; isa++) {
         if (!sg_js_number_list_use(isa))
             continue;
         test_number_runs_with(isa);
