@@ -1398,9 +1398,9 @@ int sg_config_check_sessions(const sg_config_t *cfg)
                     "%s takes no multi-turn sessions (nothing is generated to carry into the next "
                     "turn)",
                     sg_endpoint(cfg->endpoint_type)->name);
-    if (cfg->fixed_schedule)
-        return fail("fixed-schedule", "cannot be combined with multi-turn sessions: a turn is sent its delay after the "
-                                      "previous one ended, not at a timestamp");
+    if (cfg->fixed_schedule && !cfg->input_file)
+        return fail("fixed-schedule", "replays the sessions of a multi_turn file (--input-file, a \"timestamp\" on "
+                                      "each session's first turn); synthetic sessions have no timestamps");
     if (cfg->num_prefix)
         return fail("num-prefix-prompts", "does not apply to multi-turn sessions: a turn's history is its prefix");
     if (cfg->input_file && cfg->input_format != SG_INPUT_MULTI_TURN && cfg->input_format != SG_INPUT_AUTO)
@@ -1436,10 +1436,10 @@ static int finish_workload(sg_config_t *cfg, parse_state_t *st)
     if (st->speedup_given && !cfg->fixed_schedule)
         return fail("fixed-schedule-speedup", "only applies with --fixed-schedule");
     if (cfg->fixed_schedule) {
-        if (st->format_given && cfg->input_format != SG_INPUT_MOONCAKE)
+        if (st->format_given && cfg->input_format != SG_INPUT_MOONCAKE && cfg->input_format != SG_INPUT_MULTI_TURN)
             return fail("fixed-schedule",
-                        "needs a mooncake_trace file (entries with \"timestamp\"), not --input-format "
-                        "%s",
+                        "needs a mooncake_trace file (entries with \"timestamp\") or multi_turn sessions, not "
+                        "--input-format %s",
                         sg_input_format_name((sg_input_format_t)cfg->input_format));
         const char *clash = st->rate_given           ? "request-rate"
                             : st->concurrency_given  ? "concurrency"
@@ -2240,8 +2240,11 @@ void sg_config_usage(FILE *out)
                  "                                scale every delay (default: 1); --session-delay-ratio\n"
                  "\n"
                  "      --fixed-schedule          replay a mooncake_trace: each entry is sent at its timestamp\n"
-                 "                                (ms, relative to the first), once; not with --request-rate,\n"
-                 "                                --concurrency, --request-count or --benchmark-duration\n"
+                 "                                (ms, relative to the first), once; or a multi_turn file: each\n"
+                 "                                session starts at its first turn's timestamp, a later turn at\n"
+                 "                                its own (or its delay after the turn before); not with\n"
+                 "                                --request-rate, --concurrency, --request-count or\n"
+                 "                                --benchmark-duration\n"
                  "      --fixed-schedule-speedup X\n"
                  "                                divide the trace's timestamps by X (default: 1)\n"
                  "      --isl-block-size N        tokens per hash_ids block of a trace (default: 512, as AIPerf)\n"

@@ -331,9 +331,26 @@ static int prepare_inputs(profile_t *p)
     }
     if (!cfg->fixed_schedule)
         return EXIT_OK;
+    if (in->format == SG_INPUT_MULTI_TURN) {
+        /* sessions replayed: each starts at its first turn's timestamp (prepare_conversations builds the schedule) */
+        for (size_t i = 0; i < in->n; i++) {
+            if ((i == 0 || in->e[i - 1].session != in->e[i].session) && in->e[i].t_ns < 0) {
+                fprintf(stderr,
+                        "surge: --fixed-schedule: %s line %u: a session's first turn needs a \"timestamp\" (ms): "
+                        "it is when the session starts\n",
+                        cfg->input_file, in->e[i].where);
+                return EXIT_USAGE;
+            }
+        }
+        cfg->request_count = in->n; /* every turn once */
+        return EXIT_OK;
+    }
     if (in->format != SG_INPUT_MOONCAKE) {
-        fprintf(stderr, "surge: --fixed-schedule: %s is %s, not a trace (mooncake_trace lines with \"timestamp\")\n",
-                cfg->input_file, sg_input_format_name(in->format));
+        fprintf(
+            stderr,
+            "surge: --fixed-schedule: %s is %s, not a trace (mooncake_trace lines with \"timestamp\") or multi_turn "
+            "sessions\n",
+            cfg->input_file, sg_input_format_name(in->format));
         return EXIT_USAGE;
     }
     if (!(p->schedule = malloc(in->n * sizeof(*p->schedule))))
@@ -394,6 +411,12 @@ static int prepare_conversations(profile_t *p, sg_workload_spec_t *spec)
         return EXIT_USAGE;
     }
     p->run.convs = &p->convs;
+    if (cfg->fixed_schedule) {
+        if (sg_conv_fixed_schedule(&p->convs, &p->schedule) < 0)
+            return EXIT_FATAL;
+        p->run.schedule_ns = p->schedule;
+        p->run.schedule_n = p->convs.n_convs;
+    }
     return EXIT_OK;
 }
 

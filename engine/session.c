@@ -132,7 +132,9 @@ int wk_sess_init(sg_worker_t *w, char *err, size_t errlen)
     uint64_t n = w->n, i = w->index;
     S->warmup_left = cfg->warmup_request_count / n + (i < cfg->warmup_request_count % n ? 1 : 0);
     S->turn_quota = cfg->request_count ? cfg->request_count / n + (i < cfg->request_count % n ? 1 : 0) : UINT64_MAX;
-    w->quota = UINT64_MAX; /* sessions bound themselves (wk_sess_start) */
+    if (cfg->fixed_schedule)
+        S->turn_quota = UINT64_MAX; /* every session of the schedule whole: the schedule bounds them */
+    w->quota = UINT64_MAX;          /* sessions bound themselves (wk_sess_start) */
     w->warmup_quota = 0;
     w->sess = S;
     return 0;
@@ -350,7 +352,13 @@ void wk_sess_turn_done(sg_worker_t *w, sg_req_t *r)
         session_end(w, s, ended);
         return;
     }
-    s->due_ns = ended + turn_of(S, s, s->turn)->delay_ns;
+    const sg_turn_t *next = turn_of(S, s, s->turn);
+    s->due_ns = ended + next->delay_ns;
+    if (w->cfg->fixed_schedule && next->at_ns >= 0) {
+        /* replayed at its timestamp, as the schedule maps the first turns; not before the turn it follows ended */
+        int64_t at = w->run->start_ns + (int64_t)llround((double)next->at_ns / w->cfg->fixed_schedule_speedup);
+        s->due_ns = at > ended ? at : ended;
+    }
     if (heap_push(S, s) < 0) {
         fail_rest(w, s, s->turn, SG_ERRC_SESSION, "out of memory", ended);
         session_end(w, s, ended);

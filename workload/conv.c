@@ -94,6 +94,7 @@ static int build_synthetic(const sg_conv_spec_t *spec, sg_textgen_t *gen, sg_con
                 tu->max_tokens = (uint32_t)draw(&osl_rng, spec->osl_mean, spec->osl_stddev, 1, INT32_MAX);
             double ms = draw(&delay_rng, spec->delay_mean_ms, spec->delay_stddev, 0, 1e12);
             tu->delay_ns = k == 0 ? 0 : delay_ns(ms, spec->delay_ratio);
+            tu->at_ns = -1;
             /* windows spread over the corpus by a large odd stride: distinct for every turn of the run */
             uint64_t off = (spec->seed * 0x9e3779b97f4a7c15ULL + t->n_turns * 7919ULL) % (L ? L : 1);
             int rc = sg_textgen_fit(gen, "", 0, off, tu->isl, &tu->text, &tu->len);
@@ -137,7 +138,46 @@ static int build_from_file(const sg_conv_spec_t *spec, sg_textgen_t *gen, sg_con
         else if (spec->osl_mean > 0)
             tu->max_tokens = (uint32_t)draw(&osl_rng, spec->osl_mean, spec->osl_stddev, 1, INT32_MAX);
         tu->delay_ns = first || e->delay_ms < 0 ? 0 : delay_ns((double)e->delay_ms, spec->delay_ratio);
+        tu->at_ns = e->t_ns;
     }
+    return 0;
+}
+
+typedef struct {
+    int64_t at;  /* the conversation's first timestamp */
+    sg_conv_t c; /* c.first: file order among equal timestamps */
+} conv_start_t;
+
+static int by_start(const void *a, const void *b)
+{
+    const conv_start_t *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    return x->c.first < y->c.first ? -1 : x->c.first > y->c.first;
+}
+
+int sg_conv_fixed_schedule(sg_conv_table_t *t, int64_t **times)
+{
+    *times = NULL;
+    if (t->n_convs == 0)
+        return 0;
+    conv_start_t *order = malloc(t->n_convs * sizeof *order);
+    if (!order)
+        return SG_ENOMEM;
+    for (size_t c = 0; c < t->n_convs; c++)
+        order[c] = (conv_start_t){.at = t->turns[t->convs[c].first].at_ns, .c = t->convs[c]};
+    qsort(order, t->n_convs, sizeof *order, by_start);
+    for (size_t c = 0; c < t->n_convs; c++)
+        t->convs[c] = order[c].c;
+    free(order);
+    int64_t t0 = t->turns[t->convs[0].first].at_ns;
+    for (size_t i = 0; i < t->n_turns; i++)
+        if (t->turns[i].at_ns >= 0)
+            t->turns[i].at_ns -= t0; /* a later turn stamped before the first session began: due at once */
+    if (!(*times = malloc(t->n_convs * sizeof **times)))
+        return SG_ENOMEM;
+    for (size_t c = 0; c < t->n_convs; c++)
+        (*times)[c] = t->turns[t->convs[c].first].at_ns;
     return 0;
 }
 

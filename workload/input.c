@@ -702,8 +702,8 @@ static int turn_text(const ctx_t *c, uint32_t line, const json_t *t, sg_input_en
     return 0;
 }
 
-/* One turn object (or a whole line of one turn): text, optional "delay" (ms), "timestamp" (read, not replayed),
- * "max_tokens"/"output_length". */
+/* One turn object (or a whole line of one turn): text, optional "delay" (ms), "timestamp" (ms; replayed with
+ * --fixed-schedule), "max_tokens"/"output_length". */
 static int turn_entry(const ctx_t *c, uint32_t line, const json_t *t, uint32_t session, sg_input_entry_t *e)
 {
     if (!json_is_object(t)) {
@@ -714,6 +714,7 @@ static int turn_entry(const ctx_t *c, uint32_t line, const json_t *t, uint32_t s
     e->where = line;
     e->session = session;
     e->delay_ms = -1;
+    e->t_ns = -1;
     int rc = turn_text(c, line, t, e);
     const json_t *d = json_object_get(t, "delay");
     if (rc == 0 && d && !json_is_null(d)) {
@@ -722,8 +723,12 @@ static int turn_entry(const ctx_t *c, uint32_t line, const json_t *t, uint32_t s
         e->delay_ms = (int64_t)json_number_value(d);
     }
     const json_t *ts = json_object_get(t, "timestamp");
-    if (rc == 0 && ts && !json_is_null(ts) && !json_is_number(ts))
-        return fail_at(c, line, "timestamp", "must be a number of milliseconds");
+    if (rc == 0 && ts && !json_is_null(ts)) {
+        double ms = json_is_number(ts) ? json_number_value(ts) : NAN;
+        if (!(ms >= 0 && ms < 1e15))
+            return fail_at(c, line, "timestamp", "must be a number of milliseconds >= 0");
+        e->t_ns = (int64_t)llround(ms * 1e6);
+    }
     if (rc == 0)
         rc = get_uint(c, line, t, "max_tokens", false, 1, INT32_MAX, &e->max_tokens);
     if (rc == 0 && e->max_tokens < 0)

@@ -22,6 +22,7 @@ typedef struct {
     uint32_t isl;        /* its length as the client counts (tokens with a tokenizer, else words) */
     uint32_t max_tokens; /* asked of the server; 0 when not asked */
     int64_t delay_ns;    /* wait after the previous turn ended (turn 0: none) */
+    int64_t at_ns;       /* its timestamp in a multi_turn file, or -1; sg_conv_fixed_schedule offsets them */
 } sg_turn_t;
 
 typedef struct {
@@ -51,6 +52,13 @@ typedef struct {
 
 /* Build the table (deterministic for a seed). 0, or negative with one line in err. Free with sg_conv_free. */
 SG_WUR int sg_conv_build(const sg_conv_spec_t *spec, sg_conv_table_t *out, char *err, size_t errlen);
+
+/*
+ * --fixed-schedule: the conversations in the order of their first turns' timestamps (stable), each turn's at_ns
+ * made relative to the earliest, and *times (malloc'd, one per conversation) the schedule of their first turns.
+ * Every first turn must have a timestamp (sg_input checks, naming the line). 0 or SG_ENOMEM.
+ */
+SG_WUR int sg_conv_fixed_schedule(sg_conv_table_t *t, int64_t **times);
 void sg_conv_free(sg_conv_table_t *t);
 
 /* One message of a turn's history: user and assistant alternate, starting with the user. */

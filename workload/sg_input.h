@@ -45,7 +45,7 @@ typedef struct {
     size_t *text_lens;
     uint32_t n_texts;
     /* mooncake_trace */
-    int64_t t_ns; /* timestamp */
+    int64_t t_ns; /* timestamp (mooncake_trace); a multi_turn turn's, or -1 when it has none */
     uint32_t input_length;
     uint64_t *hash_ids;
     size_t n_hash_ids;

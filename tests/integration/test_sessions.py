@@ -1,9 +1,10 @@
 """Multi-turn sessions (docs/sessions.md): the history carries the server's real replies, the session headers, the
 delays between turns, open-loop session arrivals, per-turn metrics, a failed turn's remaining turns counted, and a
-multi_turn input file."""
+multi_turn input file, also replayed at its timestamps (--fixed-schedule)."""
 import json
 import os
 import threading
+import time
 
 import harness
 from profiling import HttpServer, profile
@@ -12,13 +13,16 @@ from profiling import HttpServer, profile
 class ChatStub:
     """A chat server whose every reply is distinct ("reply-N"), failing turn fail_turn of session fail_session."""
 
-    def __init__(self, fail_session=None, fail_turn=None):
+    def __init__(self, fail_session=None, fail_turn=None, delay_s=0):
         self.n = 0
+        self.delay_s = delay_s
         self.lock = threading.Lock()
         self.fail = (fail_session, fail_turn)
         self.server = HttpServer(self.respond)
 
     def respond(self, line, headers, body):
+        if self.delay_s:
+            time.sleep(self.delay_s)
         req = json.loads(body)
         turn = len(req["messages"]) // 2
         if (headers.get("x-session-id"), turn) == self.fail:
@@ -166,9 +170,52 @@ def main(h):
     ra = sorted((x for x in r.records if x["session"] == 0), key=lambda x: x["turn"])
     h.check((ra[1]["intended_ns"] - ra[0]["end_ns"]) / 1e6 == 30, "the file's delay", ra[:2])
 
+    # -- --fixed-schedule with a multi_turn file: a session starts at its first turn's timestamp; a later turn goes
+    # at its own timestamp, or when the turn before it ended if that is later, or its delay after that turn ended.
+    # Timestamps in ms, halved by the speedup; every reply takes 30 ms.
+    path = h.path("timed.jsonl")
+    with open(path, "w") as f:
+        for line in [{"session_id": "a", "turns": [{"text": "a0", "timestamp": 2000}, {"text": "a1", "timestamp": 2200},
+                                                   {"text": "a2", "delay": 20}]},
+                     {"session_id": "b", "turns": [{"text": "b0", "timestamp": 2100}, {"text": "b1", "timestamp": 2120}]},
+                     {"session_id": "c", "turns": [{"text": "c0", "timestamp": 2000}]}]:
+            f.write(json.dumps(line) + "\n")
+    stub = ChatStub(delay_s=0.03)
+    with stub.server:
+        r = profile(h, stub.server.url, "--input-file", path, "--fixed-schedule", "--fixed-schedule-speedup", 2,
+                    "--workers", 1)
+    recs = {(x["session"], x["turn"]): x for x in r.records}
+    h.check(len(r.records) == 6 and all(x["status"] == "ok" for x in r.records), "fixed schedule: the 6 turns, ok",
+            [x.get("error") for x in r.records])
+    if len(recs) == 6 and all(k in recs for k in [(0, 0), (0, 1), (0, 2), (1, 0), (2, 0), (2, 1)]):
+        t0 = recs[(0, 0)]["intended_ns"]
+        rel = {k: (x["intended_ns"] - t0) / 1e6 for k, x in recs.items()}
+        # sessions in the order of their first timestamps (a and c tie: file order), ids 0, 1, 2
+        h.check(rel[(1, 0)] == 0 and rel[(2, 0)] == 50, "sessions start at their first timestamps / 2 (c at 0, b at "
+                "50 ms)", rel)
+        h.check(rel[(0, 1)] == 100, "a later turn at its own timestamp (a1 at 100 ms)", rel)
+        h.check(recs[(2, 1)]["intended_ns"] == recs[(2, 0)]["end_ns"] and rel[(2, 1)] > 60,
+                "a turn stamped before the turn it follows ended goes when that turn ends (b1)", rel)
+        h.check(recs[(0, 2)]["intended_ns"] - recs[(0, 1)]["end_ns"] == 20e6, "a turn with a delay: 20 ms after the "
+                "turn before ended (a2; delays are not sped up)", rel)
+        h.check(all(0 <= x["sent_ns"] - x["intended_ns"] < 20e6 for x in r.records), "each sent on time",
+                [x["sent_ns"] - x["intended_ns"] for x in r.records])
+        sent = [json.loads(b)["messages"][-1]["content"] for _, _, b in stub.server.requests]
+        h.check(sorted(sent) == ["a0", "a1", "a2", "b0", "b1", "c0"] and len(json.loads(
+            [b for _, _, b in stub.server.requests if json.loads(b)["messages"][-1]["content"] == "a2"][0])
+            ["messages"]) == 5, "the server saw each turn once, a2 with its history", sent)
+    # refused: a session whose first turn has no timestamp (naming its line); synthetic sessions
+    with open(path, "a") as f:
+        f.write(json.dumps({"session_id": "d", "turns": [{"text": "d0"}, {"text": "d1", "timestamp": 5}]}) + "\n")
+    p = h.run([h.surge, "profile", "-m", "x", "-u", "127.0.0.1:1", "--input-file", path, "--fixed-schedule",
+               "--no-progress"], timeout=30)
+    h.check(p.returncode == 2 and "line 4" in p.stderr and "timestamp" in p.stderr,
+            "fixed schedule: a session without a first timestamp refused, its line named", p.stderr)
+
     # -- refused before anything is sent
     for args, needle in [(["--endpoint-type", "embeddings"], "--endpoint-type"),
-                         (["--conversation-turn-delay-mean", "5", "--conversation-turn-mean", "1"], "conversation")]:
+                         (["--conversation-turn-delay-mean", "5", "--conversation-turn-mean", "1"], "conversation"),
+                         (["--fixed-schedule"], "--fixed-schedule")]:
         p = h.run([h.surge, "profile", "-m", "x", "-u", "127.0.0.1:1", "--conversation-turn-mean", "3",
                    "--no-progress"] + args, timeout=30)
         h.check(p.returncode == 2 and needle in p.stderr, "sessions with %s refused" % args, p.stderr)

@@ -898,6 +898,15 @@ static void test_sessions(void)
     CHECK_EQ_INT(parse(&c, "-m", "x", "--conversation-turn-mean", "2", "--concurrency-range", "1:4", NULL), 0);
     sg_config_free(&c); /* each load point runs sessions of its own */
     bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--input-file", "f.jsonl", NULL);
+    /* a multi_turn file replayed at its timestamps; synthetic sessions have none */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--input-file", "f.jsonl", "--custom-dataset-type", "multi_turn",
+                       "--fixed-schedule", NULL),
+                 0);
+    CHECK(c.sessions && c.fixed_schedule);
+    sg_config_free(&c);
+    bad(__LINE__, "-m", "x", "--conversation-turn-mean", "2", "--fixed-schedule", NULL);
+    bad(__LINE__, "-m", "x", "--input-file", "f.jsonl", "--custom-dataset-type", "multi_turn", "--fixed-schedule",
+        "--concurrency", "2", NULL);
 }
 
 static void test_endpoints(void)
