@@ -1,8 +1,10 @@
 """Multi-turn sessions against llama.cpp's llama-server: chat, Responses and Messages, 3 turns a session, streamed;
 no errors, and the
 server's own prompt count grows turn by turn within each session (the history, with its replies, reached it).
-Then the same over HTTP/2: nginx as an h2c proxy in front of the llama-server, each turn a stream of its own.
+Then a multi_turn file replayed at its timestamps (--fixed-schedule), and the same over HTTP/2: nginx as an h2c
+proxy in front of the llama-server, each turn a stream of its own.
 Needs tests/data/fetch-llama-server (a skip without it, a failure under CI)."""
+import json
 import os
 import shutil
 
@@ -24,6 +26,25 @@ def main(h):
         for etype in ("chat", "responses", "messages"):
             r = profile(h, s.url, "--endpoint-type", etype, *args, timeout=180)
             check_sessions(h, r, etype)
+        # a multi_turn file replayed at its timestamps (--fixed-schedule): sessions 100 ms apart, a second turn
+        # stamped 150 ms after its session began (or when the first ended), a third 20 ms after the second ended
+        path = h.path("timed.jsonl")
+        words = "the quick brown fox jumps over the lazy dog and then some more words to say here"
+        with open(path, "w") as f:
+            for i in range(4):
+                f.write(json.dumps({"session_id": "s%d" % i, "turns": [
+                    {"text": "%d %s" % (i, words), "timestamp": 100 * i, "max_tokens": 8},
+                    {"text": "then %s" % words, "timestamp": 100 * i + 150, "max_tokens": 8},
+                    {"text": "last %s" % words, "delay": 20, "max_tokens": 8}]}) + "\n")
+        r = profile(h, s.url, "--endpoint-type", "chat", "--streaming", "--input-file", path, "--fixed-schedule",
+                    "--extra-inputs", "ignore_eos:true", "--model", "tiny-llama", timeout=180)
+        check_sessions(h, r, "chat, a multi_turn file at its timestamps")
+        firsts = sorted(x["intended_ns"] for x in r.records if x["turn"] == 0)
+        h.check([(t - firsts[0]) / 1e6 for t in firsts] == [0, 100, 200, 300],
+                "fixed schedule: sessions start at their timestamps", firsts)
+        seconds = {x["session"]: x for x in r.records if x["turn"] == 1}
+        ok = all(x["intended_ns"] >= (firsts[0] + 150e6 + 100e6 * x["session"]) for x in seconds.values())
+        h.check(len(seconds) == 4 and ok, "fixed schedule: second turns not before their timestamps", seconds)
         # HTTP/2: nginx (h2c) in front of llama-server, each turn a stream of its own
         if shutil.which("nginx"):
             with nginx_h2c(h, s.port, upstream_keepalive=False) as ng:
