@@ -310,12 +310,14 @@ static int decode_responses(const char *json, size_t len, sg_oai_result_t *out)
         } else if (SG_JS_EQ(type, "response.reasoning_text.delta") ||
                    SG_JS_EQ(type, "response.reasoning_summary_text.delta")) {
             out->reasoning = delta;
-        } else if (SG_JS_EQ(type, "error")) {
+        } else if (SG_JS_EQ(type, "error") || SG_JS_EQ(type, "response.failed")) {
+            /* The server's own words, most specific first: the response's error, an "error" member of the event,
+             * the event's "message" and "code"; a response.failed that gives none reads as its type. Every
+             * message is a slice of the event, as the decoders promise. */
             sg_oai_err_t e = {true, te.message, te.code};
+            if (!e.message.len && SG_JS_EQ(type, "response.failed"))
+                e.message = type;
             set_error(out, te.err.is_error ? &te.err : &e);
-        } else if (SG_JS_EQ(type, "response.failed") && !inner_err.is_error) {
-            sg_oai_err_t e = {true, {"response.failed", 15}, -1};
-            set_error(out, &e);
         }
         if (inner_err.is_error)
             set_error(out, &inner_err);

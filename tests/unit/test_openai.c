@@ -696,6 +696,23 @@ static void test_responses(void)
                                  "{\"code\":\"server_error\",\"message\":\"boom\"}}}");
     CHECK(r.is_error);
     STR_IS(r.error_message, "boom");
+    /* a failed response whose "response" gives no error: the event's own "error" member is the server's word (the
+     * fuzzer's find, tests/fuzz/corpus/fuzz_openai/response-failed-top-error), else its message, else its type;
+     * each a slice of the event */
+    r = DECODE(SG_OAI_RESPONSES, "{\"object\":\"error\",\"message\":\"bad \\\"req\\\"\",\"type\":\"response.failed\","
+                                 "\"code\":400,\"error\":{\"message\":\"bo\x7fm\",\"code\":500}}");
+    CHECK(r.is_error && r.recognized);
+    STR_IS(r.error_message, "bo\x7fm");
+    CHECK_EQ_INT((int)r.error_code, 500);
+    r = DECODE(SG_OAI_RESPONSES, "{\"type\":\"response.failed\",\"message\":\"overloaded\",\"code\":503}");
+    CHECK(r.is_error);
+    STR_IS(r.error_message, "overloaded");
+    CHECK_EQ_INT((int)r.error_code, 503);
+    static const char bare[] = "{\"type\":\"response.failed\",\"response\":{\"status\":\"failed\"}}";
+    r = decode_ok(SG_OAI_RESPONSES, bare, sizeof bare - 1, __LINE__);
+    CHECK(r.is_error);
+    STR_IS(r.error_message, "response.failed");
+    CHECK(r.error_message.base > bare && r.error_message.base < bare + sizeof bare);
     r = DECODE(SG_OAI_RESPONSES, "{\"type\":\"error\",\"code\":\"ERR\",\"message\":\"bad\",\"param\":null}");
     CHECK(r.is_error && r.recognized);
     STR_IS(r.error_message, "bad");
