@@ -349,7 +349,9 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     }
     double duration = sg_metrics_duration_s(sink.m);
     sg_slo_verdict_t verdicts[SG_SLO_MAX];
-    sg_slo_eval(checks, n_checks, sink.m, duration, verdicts);
+    /* the level the runs were given (a run's input_config from before the flag existed: the default) */
+    double level = num_at(cfg, "confidence_level", NULL);
+    sg_slo_eval(checks, n_checks, sink.m, duration, level > 0.5 && level < 1 ? level : 0.95, verdicts);
     bool streaming =
         json_is_true(json_object_get(cfg, "streaming")) || json_object_get(parts[0].summary, "time_to_first_token");
     const char *isl_source = json_string_value(json_object_get(parts[0].summary, "isl_source"));
@@ -429,8 +431,10 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         code = SG_MERGE_INTERRUPTED;
     else if (ok + failed == 0 || (failed > 0 && (double)failed > max_error_rate * (double)(ok + failed)))
         code = SG_MERGE_REQUEST_ERRORS;
-    else if (n_checks && !sg_slo_all_pass(verdicts, n_checks))
+    else if (n_checks && sg_slo_overall(verdicts, n_checks) == SG_SLO_FAIL)
         code = SG_MERGE_SLO_FAILED;
+    else if (n_checks && sg_slo_overall(verdicts, n_checks) == SG_SLO_INCONCLUSIVE)
+        code = SG_MERGE_SLO_INCONCLUSIVE;
     else
         code = 0;
     goto out;

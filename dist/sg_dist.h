@@ -91,6 +91,7 @@ void sg_dist_free(sg_coord_t *d);
 /* Exit statuses a merge shares with a run (engine/run_int.h). */
 #define SG_MERGE_REQUEST_ERRORS 1
 #define SG_MERGE_SLO_FAILED 4
+#define SG_MERGE_SLO_INCONCLUSIVE 5
 #define SG_MERGE_INTERRUPTED 130
 
 typedef struct {

@@ -109,6 +109,8 @@ enum {
     OPT_SEARCH_RANGE,
     OPT_SEARCH_PRECISION,
     OPT_SEARCH_TRIALS,
+    OPT_SEARCH_MAX_TRIALS,
+    OPT_CONFIDENCE_LEVEL,
     OPT_CONV_NUM,
     OPT_TURN_MEAN,
     OPT_TURN_STDDEV,
@@ -230,6 +232,8 @@ static const struct option long_options[] = {
     {"search-range", required_argument, NULL, OPT_SEARCH_RANGE},
     {"search-precision", required_argument, NULL, OPT_SEARCH_PRECISION},
     {"search-trials", required_argument, NULL, OPT_SEARCH_TRIALS},
+    {"search-max-trials", required_argument, NULL, OPT_SEARCH_MAX_TRIALS},
+    {"confidence-level", required_argument, NULL, OPT_CONFIDENCE_LEVEL},
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
     {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
@@ -729,7 +733,7 @@ typedef struct {
     bool conv_given;             /* a --conversation-* flag */
     const char *burstiness_flag; /* --burstiness or --arrival-smoothness, as given */
     const char *sweep_flag; /* the flag that made a sweep: "concurrency", "request-rate", "concurrency-range", ... */
-    bool cooldown_given, search_range_given, search_precision_given, search_trials_given;
+    bool cooldown_given, search_range_given, search_precision_given, search_trials_given, search_max_trials_given;
     bool scrape_interval_given;
     bool count_given, duration_given, artifact_dir_given;
     bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
@@ -915,6 +919,14 @@ static int finish_points(sg_config_t *cfg, parse_state_t *st)
         if (cfg->n_slo_checks == 0)
             return fail("search", "needs at least one --slo to decide what passes, e.g. --slo "
                                   "'time_to_first_token:p99<500'");
+        if (cfg->search_max_trials < cfg->search_trials) {
+            if (st->search_max_trials_given)
+                return fail("search-max-trials",
+                            "%u is fewer than --search-trials %u: it bounds how many probes a "
+                            "value may pool while its verdict is inconclusive",
+                            cfg->search_max_trials, cfg->search_trials);
+            cfg->search_max_trials = cfg->search_trials;
+        }
         /* a probe long enough for a backlog to show (search.c): 10 s unless the user bounds it */
         if (!st->count_given && !st->duration_given) {
             cfg->benchmark_duration_s = DEFAULT_PROBE_S;
@@ -931,10 +943,11 @@ static int finish_points(sg_config_t *cfg, parse_state_t *st)
             st->rate_given = true;
         }
     } else {
-        const char *flag = st->search_range_given       ? "search-range"
-                           : st->search_precision_given ? "search-precision"
-                           : st->search_trials_given    ? "search-trials"
-                                                        : NULL;
+        const char *flag = st->search_range_given        ? "search-range"
+                           : st->search_precision_given  ? "search-precision"
+                           : st->search_trials_given     ? "search-trials"
+                           : st->search_max_trials_given ? "search-max-trials"
+                                                         : NULL;
         if (flag)
             return fail(flag, "only applies with --search max-request-rate or --search max-concurrency");
     }
@@ -1166,6 +1179,12 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_SEARCH_TRIALS:
         st->search_trials_given = true;
         return parse_u32(opt, arg, 1, 100, &cfg->search_trials);
+    case OPT_SEARCH_MAX_TRIALS:
+        st->search_max_trials_given = true;
+        return parse_u32(opt, arg, 1, 100, &cfg->search_max_trials);
+    case OPT_CONFIDENCE_LEVEL:
+        return parse_num(opt, arg, "a fraction above 0.5 and below 1 (0.95 = 95%)", 0.5, true, 0.999999,
+                         &cfg->confidence_level);
     case OPT_HTTP2:
         cfg->http2 = true;
         return 0;
@@ -1369,6 +1388,8 @@ static int set_defaults(sg_config_t *cfg)
     cfg->search_lo = 1;
     cfg->search_precision = 0.05;
     cfg->search_trials = 1;
+    cfg->search_max_trials = 4;
+    cfg->confidence_level = 0.95;
     cfg->headers = calloc(1, sizeof *cfg->headers);
     cfg->profile_export_file = strdup(DEFAULT_EXPORT_FILE);
     if (!cfg->headers || !cfg->profile_export_file)
@@ -1988,6 +2009,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     for (size_t i = 0; slo_list && i < cfg->n_slo_checks; i++)
         json_array_append_new(slo_list, json_string(cfg->slo_checks[i].text));
     json_object_set_new(o, "slo", slo_list ? slo_list : json_null());
+    json_object_set_new(o, "confidence_level", json_real(cfg->confidence_level));
     json_object_set_new(o, "sweep", sweep ? sweep : json_null());
     json_t *search = json_null();
     if (cfg->search && (search = json_object())) {
@@ -1997,6 +2019,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
         json_object_set_new(search, "range_hi", cfg->search_hi > 0 ? json_real(cfg->search_hi) : json_null());
         json_object_set_new(search, "precision", json_real(cfg->search_precision));
         json_object_set_new(search, "trials", json_integer(cfg->search_trials));
+        json_object_set_new(search, "max_trials", json_integer(cfg->search_max_trials));
         json_object_set_new(search, "cooldown_seconds", json_real(cfg->cooldown_s));
     }
     json_object_set_new(o, "search", search ? search : json_null());
@@ -2158,7 +2181,11 @@ void sg_config_usage(FILE *out)
                  "                                ...), in ms or tokens/s. Or a run-level QUANTITY<VALUE:\n"
                  "                                error_rate (a fraction), request_throughput (req/s),\n"
                  "                                output_token_throughput (tokens/s). Verdicts follow the table\n"
-                 "                                and go to the summary (\"slo\"); exit status 4 when one fails\n"
+                 "                                and go to the summary (\"slo\"); each states n and an exact\n"
+                 "                                interval: pass when all of it meets the target, fail when\n"
+                 "                                none does, else inconclusive. Exit status 4 when one fails,\n"
+                 "                                5 when one is inconclusive\n"
+                 "      --confidence-level C      of every verdict's interval (default 0.95)\n"
                  "\n"
                  "Sweeps and the capacity search (docs/capacity.md):\n"
                  "      --concurrency N1,N2,...   a sweep (AIPerf's lists): each value is a load point of its\n"
@@ -2174,15 +2201,19 @@ void sg_config_usage(FILE *out)
                  "                                find the highest request rate (open loop) or concurrency\n"
                  "                                (closed loop) at which every --slo passes: double from LO\n"
                  "                                until a probe fails, then bisect; probes stop early once an\n"
-                 "                                --slo cannot hold, and an open-loop probe whose outstanding\n"
-                 "                                requests keep growing fails (the server fell behind). Each\n"
+                 "                                --slo fails significantly, and an open-loop probe whose\n"
+                 "                                outstanding requests keep growing fails (the server fell\n"
+                 "                                behind). Each\n"
                  "                                probe is one load point (default per probe: 10 s,\n"
                  "                                --benchmark-duration or --request-count change it); every\n"
                  "                                probe in search.json and .csv\n"
                  "      --search-range LO:HI      where to search (default 1, no upper bound; LO: alone too)\n"
                  "      --search-precision F      stop when lowest failing - highest passing <= F x passing\n"
                  "                                (default 0.05)\n"
-                 "      --search-trials N         a value passes only if each of N probes passes (default 1)\n"
+                 "      --search-trials N         probes pooled at each value before its verdict (default 1)\n"
+                 "      --search-max-trials M     more probes, pooled, while a value is inconclusive, up to M\n"
+                 "                                (default 4); the answer is an interval at\n"
+                 "                                --confidence-level, each end shown to pass or to fail\n"
                  "\n"
                  "Input options:\n"
                  "      --synthetic-input-tokens-mean N, --isl N\n"

@@ -500,6 +500,36 @@ static void note_streaming(profile_t *p)
  * request: a time to first token (or a gap between tokens) needs streamed responses, and a gap between tokens
  * needs answers of two tokens or more.
  */
+/*
+ * Before a run or sweep: a percentile --slo that its planned requests cannot show to pass at --confidence-level
+ * (sg_slo_min_n) is said at once, so a run is not spent on a verdict that can only fail or stay inconclusive. The
+ * plan is --request-count, or the expected count of a duration-bound open loop; a closed loop bounded by time has
+ * no plan to judge. The search sizes its own probes (search.c).
+ */
+static void note_slo_evidence(const sg_config_t *cfg)
+{
+    if (cfg->search)
+        return;
+    double planned = (double)cfg->request_count;
+    if (!planned && cfg->request_rate > 0 && !isinf(cfg->request_rate))
+        planned = cfg->request_rate * cfg->benchmark_duration_s;
+    if (!(planned > 0))
+        return;
+    for (size_t i = 0; i < cfg->n_slo_checks; i++) {
+        const sg_slo_check_t *c = &cfg->slo_checks[i];
+        uint64_t need = sg_slo_min_n(c, cfg->confidence_level);
+        if (!need || planned >= (double)need)
+            continue;
+        bool ceiling = c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_LE;
+        fprintf(stderr,
+                "surge: --slo %s: %s%.0f requests cannot show %s %s its target at %g%% confidence (that "
+                "takes %llu): the verdict can fail or be inconclusive, not pass\n",
+                c->text, cfg->request_count ? "" : "about ", planned,
+                c->kind == SG_SLO_ERROR_RATE ? "the error rate" : "this percentile", ceiling ? "below" : "above",
+                100 * cfg->confidence_level, (unsigned long long)need);
+    }
+}
+
 static int prepare_slos(profile_t *p)
 {
     note_streaming(p);
@@ -545,6 +575,7 @@ static int prepare_slos(profile_t *p)
             return EXIT_USAGE;
         }
     }
+    note_slo_evidence(cfg);
     return EXIT_OK;
 }
 
@@ -766,6 +797,8 @@ static int point_setup(profile_t *p, const point_spec_t *spec, point_t *pt)
         pt->cfg.concurrency = spec->closed ? (uint32_t)spec->value : 0;
         pt->cfg.request_rate = spec->closed ? 0 : spec->value;
     }
+    if (spec->duration_s > 0)
+        pt->cfg.benchmark_duration_s = spec->duration_s;
     const char *subdir = spec->subdir;
     char rank_dir[32];
     if (p->dist) { /* each rank's own files; rank 0 merges them into the artifact directory itself */
@@ -1218,8 +1251,9 @@ static void point_verdicts(point_t *pt)
 {
     pt->duration_s = sg_metrics_duration_s(pt->merged);
     size_t n = pt->cfg.n_slo_checks;
-    sg_slo_eval(pt->cfg.slo_checks, n, pt->merged, pt->duration_s, pt->verdicts);
-    pt->slo_pass = n == 0 || sg_slo_all_pass(pt->verdicts, n);
+    sg_slo_eval(pt->cfg.slo_checks, n, pt->merged, pt->duration_s, pt->cfg.confidence_level, pt->verdicts);
+    pt->slo_outcome = n == 0 ? SG_SLO_PASS : sg_slo_overall(pt->verdicts, n);
+    pt->slo_pass = pt->slo_outcome == SG_SLO_PASS;
 }
 
 /* A point of a sweep or search in one line, its table being in its files. */
@@ -1241,7 +1275,11 @@ static void point_line(const point_t *pt)
     fprintf(stderr, "surge: %s: %llu ok, %llu failed, %.1f req/s%s, latency p99 %.1f ms%s (%s/)\n", load,
             (unsigned long long)ok, (unsigned long long)failed, d > 0 ? (double)ok / d : 0, ttft_txt,
             sg_hist_count(lat) ? sg_hist_percentile(lat, 99) * 1e-6 : 0,
-            cfg->n_slo_checks ? (pt->slo_pass ? ", SLOs pass" : ", SLOs FAIL") : "", pt->artifact_dir);
+            !cfg->n_slo_checks                       ? ""
+            : pt->slo_outcome == SG_SLO_PASS         ? ", SLOs pass"
+            : pt->slo_outcome == SG_SLO_INCONCLUSIVE ? ", SLOs inconclusive"
+                                                     : ", SLOs FAIL",
+            pt->artifact_dir);
 }
 
 /* The table, the files and the exit status of a point that ran. */
@@ -1309,10 +1347,18 @@ static int point_report(profile_t *p, point_t *pt)
         fprintf(stderr, "surge: no request was measured\n");
         return EXIT_REQUEST_ERRORS;
     }
-    if (!pt->slo_pass) {
+    if (pt->slo_outcome == SG_SLO_FAIL) {
         if (!pt->spec.quiet)
             fprintf(stderr, "surge: an --slo failed (see SLO verdicts above): exit status %d\n", EXIT_SLO_FAILED);
         return EXIT_SLO_FAILED;
+    }
+    if (pt->slo_outcome == SG_SLO_INCONCLUSIVE) {
+        if (!pt->spec.quiet)
+            fprintf(stderr,
+                    "surge: an --slo is inconclusive at %g%% confidence: its interval straddles the target (see SLO "
+                    "verdicts above; more requests narrow it): exit status %d\n",
+                    100 * cfg->confidence_level, EXIT_SLO_INCONCLUSIVE);
+        return EXIT_SLO_INCONCLUSIVE;
     }
     return EXIT_OK;
 }
@@ -1368,7 +1414,8 @@ static void profile_free(profile_t *p)
 static int write_plots(profile_t *p, int code)
 {
     if (!p->cfg.generate_plots || !p->artifact_dir ||
-        (code != EXIT_OK && code != EXIT_REQUEST_ERRORS && code != EXIT_SLO_FAILED && code != EXIT_INTERRUPTED))
+        (code != EXIT_OK && code != EXIT_REQUEST_ERRORS && code != EXIT_SLO_FAILED && code != EXIT_SLO_INCONCLUSIVE &&
+         code != EXIT_INTERRUPTED))
         return code;
     int rc = sg_report_dirs(&p->artifact_dir, 1, NULL, false);
     return rc != 0 && code == EXIT_OK ? EXIT_FATAL : code;

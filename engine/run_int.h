@@ -15,10 +15,11 @@
 #include <jansson.h>
 
 #define EXIT_OK 0
-#define EXIT_REQUEST_ERRORS 1 /* the run completed, but more requests failed than --max-error-rate allows */
-#define EXIT_USAGE 2          /* bad input or a target we cannot use: nothing was measured */
-#define EXIT_FATAL 3          /* the run could not go on (I/O set-up, out of memory) */
-#define EXIT_SLO_FAILED 4     /* the run completed, and an --slo failed */
+#define EXIT_REQUEST_ERRORS 1   /* the run completed, but more requests failed than --max-error-rate allows */
+#define EXIT_USAGE 2            /* bad input or a target we cannot use: nothing was measured */
+#define EXIT_FATAL 3            /* the run could not go on (I/O set-up, out of memory) */
+#define EXIT_SLO_FAILED 4       /* the run completed, and an --slo failed */
+#define EXIT_SLO_INCONCLUSIVE 5 /* the run completed, no --slo failed, and one could not be decided */
 #define EXIT_INTERRUPTED 130
 
 /*
@@ -53,6 +54,7 @@ typedef struct {
     const char *subdir; /* the point's files go to <artifact dir>/<subdir>; NULL: the artifact dir itself */
     bool quiet;         /* no metrics table on stdout: a line on stderr (a sweep prints its own table) */
     bool probe;         /* a search probe: stop early once an --slo cannot be met, and watch for overload */
+    double duration_s;  /* > 0: this --benchmark-duration instead of the run's (a probe sized for its verdicts) */
 } point_spec_t;
 
 /* How many load samples a probe keeps for its overload test (one per look, 20 ms apart: 10 min). */
@@ -68,9 +70,10 @@ typedef struct {
     char why[256];   /* what failed the probe beyond its verdicts, for the table and search.json */
     size_t n_bounds; /* the --slo checks counted live (run->bounds[k] is check bound_check[k]) */
     size_t bound_check[SG_SLO_MAX];
-    double bound_share[SG_SLO_MAX]; /* share of the requests allowed on the wrong side */
-    uint32_t n_samples;             /* (t, outstanding) while the workers were still issuing */
-    float *sample_t;                /* s from the start instant */
+    uint64_t bound_room[SG_SLO_MAX]; /* requests that may be on the wrong side before the failure is significant */
+    uint64_t errors_seen;            /* the failures the error-rate test last looked at */
+    uint32_t n_samples;              /* (t, outstanding) while the workers were still issuing */
+    float *sample_t;                 /* s from the start instant */
     uint32_t *sample_n;
 } probe_t;
 
@@ -94,6 +97,7 @@ typedef struct {
     double duration_s;
     sg_slo_verdict_t verdicts[SG_SLO_MAX]; /* one per --slo, in the order given */
     bool slo_pass;                         /* every --slo passed (true when there is none) */
+    sg_slo_outcome_t slo_outcome;          /* sg_slo_overall of the verdicts (pass when there is none) */
     probe_t probe;
 } point_t;
 

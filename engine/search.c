@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "run_int.h"
 #include "sg_points.h"
+#include "sg_stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,13 +48,15 @@ void probe_begin(profile_t *p, point_t *pt)
         double share;
         if (!sg_slo_per_request_bound(c, &share))
             continue;
+        if (pr->planned <= 0)
+            continue;
         sg_run_bound_t *b = &run->bounds[run->n_bounds];
         b->metric = c->metric;
         b->bound = sg_metric_is_time(c->metric) ? c->target * 1e6 : c->target;
         b->floor = c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
         b->strict = c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_GT;
         pr->bound_check[run->n_bounds] = i;
-        pr->bound_share[run->n_bounds] = share;
+        pr->bound_room[run->n_bounds] = sg_slo_significant_room(c, (uint64_t)pr->planned, cfg->confidence_level);
         run->n_bounds++;
     }
     pr->n_bounds = run->n_bounds;
@@ -95,28 +98,35 @@ void probe_look(profile_t *p, point_t *pt, int64_t now)
     }
     if (pr->stopped_early || pr->planned <= 0 || run_interrupted())
         return;
-    double planned = (double)pr->planned;
     for (size_t k = 0; k < pr->n_bounds; k++) {
         const sg_slo_check_t *c = &cfg->slo_checks[pr->bound_check[k]];
-        /* the nearest-rank percentile of n values fails once more than n - ceil(pct/100 n) are past the bound,
-         * and that room only shrinks if fewer than the planned requests end up measured */
-        double room = planned - ceil((1 - pr->bound_share[k]) * planned - 1e-9);
-        if ((double)over[k] > room) {
+        /* past its room, the check's interval lies beyond the target however the remaining requests end, and with
+         * fewer of them measured too (sg_slo_significant_room) */
+        if (over[k] > pr->bound_room[k]) {
             snprintf(pr->why, sizeof pr->why,
-                     "stopped early: %s can no longer hold (%llu requests past %g %s, room for %.0f in %lld)", c->text,
-                     (unsigned long long)over[k], c->target, sg_metric_unit(c->metric), room, (long long)pr->planned);
+                     "stopped early: %s fails at %g%% confidence whatever the rest do (%llu of %lld planned requests "
+                     "past %g %s; significant past %llu)",
+                     c->text, 100 * cfg->confidence_level, (unsigned long long)over[k], (long long)pr->planned,
+                     c->target, sg_metric_unit(c->metric), (unsigned long long)pr->bound_room[k]);
             probe_stop(p, pt);
             return;
         }
     }
+    if (errors == pr->errors_seen)
+        return;
+    pr->errors_seen = errors;
     for (size_t i = 0; i < cfg->n_slo_checks; i++) {
         const sg_slo_check_t *c = &cfg->slo_checks[i];
-        if (c->kind != SG_SLO_ERROR_RATE || c->op > SG_SLO_OP_LE)
+        if (c->kind != SG_SLO_ERROR_RATE || c->op > SG_SLO_OP_LE || errors <= c->target * (double)pr->planned)
             continue;
-        double floor_rate = (double)errors / planned; /* the rate can only be higher over fewer requests */
-        if (floor_rate > c->target || (c->op == SG_SLO_OP_LT && floor_rate == c->target && errors > 0)) {
-            snprintf(pr->why, sizeof pr->why, "stopped early: %s can no longer hold (%llu of %lld requests failed)",
-                     c->text, (unsigned long long)errors, (long long)pr->planned);
+        /* the rate's lower bound only rises over fewer requests, so judging it over all planned is safe */
+        double lo, hi;
+        sg_proportion_interval(errors, (uint64_t)pr->planned, cfg->confidence_level, &lo, &hi);
+        if (lo > c->target || (c->op == SG_SLO_OP_LT && lo == c->target)) {
+            snprintf(pr->why, sizeof pr->why,
+                     "stopped early: %s fails at %g%% confidence whatever the rest do (%llu of %lld planned requests "
+                     "failed)",
+                     c->text, 100 * cfg->confidence_level, (unsigned long long)errors, (long long)pr->planned);
             probe_stop(p, pt);
             return;
         }
@@ -168,69 +178,106 @@ void probe_end(profile_t *p, point_t *pt)
 
 /* ---------- the search ---------- */
 
+#define MAX_VALUES 64
+
+/* One load value and the evidence pooled over its probes. */
+typedef struct {
+    double v;
+    sg_metrics_t *pool;   /* every probe of this value merged; NULL once the value is settled for good */
+    double pool_duration; /* their durations added (the throughputs are over the time measured, not the gaps) */
+    unsigned probes;
+    sg_slo_outcome_t outcome;
+    bool point_pass; /* inconclusive: what the point estimates say (a provisional pass while bracketing) */
+    uint64_t n;      /* requests measured over the pooled probes */
+    char why[256];
+} value_t;
+
 typedef struct {
     profile_t *p;
     bool closed;
     sg_point_row_t rows[MAX_PROBES];
     size_t n;
+    value_t vals[MAX_VALUES];
+    size_t n_vals;
     int code; /* the worst status of a probe that could not give a verdict (interrupt, broken run) */
     bool interrupted;
-    double pass_v, fail_v; /* NAN until known */
-    char fail_why[512];    /* why the lowest failing value failed */
+    value_t *pass, *fail; /* the highest passing (perhaps provisionally) and the lowest failing value; NULL: none */
+    uint64_t need;        /* requests a probe should plan for its percentile verdicts to be able to pass */
     int64_t t0;
 } search_t;
 
-/* Why a probe failed, in words: its failed SLOs with what they measured, then the probe's own reason. */
-static void probe_why(const point_t *pt, int code, sg_point_row_t *row)
+/* Why a probe or a value did not pass, in words: its failed or undecided SLOs with what they measured and on what
+ * evidence, then the probe's own reason. */
+static void verdicts_why(const sg_config_t *cfg, const sg_slo_verdict_t *vs, const char *extra, char *w, size_t cap)
 {
-    const sg_config_t *cfg = &pt->cfg;
     size_t o = 0;
-    char *w = row->why;
-    size_t cap = sizeof row->why;
-    /* a probe stopped early says which SLO stopped it; its other verdicts saw its cancelled requests */
-    if (pt->probe.stopped_early) {
-        snprintf(w, cap, "%s", pt->probe.why);
-        return;
-    }
+    w[0] = '\0';
     for (size_t i = 0; i < cfg->n_slo_checks && o < cap; i++) {
-        const sg_slo_verdict_t *v = &pt->verdicts[i];
-        if (v->pass)
+        const sg_slo_verdict_t *v = &vs[i];
+        if (v->outcome == SG_SLO_PASS)
             continue;
-        if (v->measurable)
-            o += (size_t)snprintf(w + o, cap - o, "%s%s measured %.4g", o ? "; " : "", cfg->slo_checks[i].text,
-                                  v->measured);
-        else
-            o += (size_t)snprintf(w + o, cap - o, "%s%s not measurable", o ? "; " : "", cfg->slo_checks[i].text);
+        const char *sep = o ? "; " : "";
+        if (!v->measurable) {
+            o += (size_t)snprintf(w + o, cap - o, "%s%s not measurable", sep, cfg->slo_checks[i].text);
+            continue;
+        }
+        o += (size_t)snprintf(w + o, cap - o, "%s%s %s: measured %.4g", sep, cfg->slo_checks[i].text,
+                              v->outcome == SG_SLO_FAIL ? "fails" : "undecided", v->measured);
+        if (v->has_interval && o < cap)
+            o += (size_t)snprintf(w + o, cap - o, ", %g%% interval %.4g..%.4g over %llu", 100 * v->level, v->lo, v->hi,
+                                  (unsigned long long)v->n);
     }
-    if (pt->probe.why[0] && o < cap)
-        o += (size_t)snprintf(w + o, cap - o, "%s%s", o ? "; " : "", pt->probe.why);
-    if (code == EXIT_REQUEST_ERRORS && o < cap)
-        o += (size_t)snprintf(w + o, cap - o, "%s%llu of %llu requests failed (--max-error-rate %g)", o ? "; " : "",
-                              (unsigned long long)row->errors, (unsigned long long)(row->ok + row->errors),
-                              cfg->max_error_rate);
+    if (extra && extra[0] && o + 2 < cap) {
+        if (o) {
+            memcpy(w + o, "; ", 3);
+            o += 2;
+        }
+        size_t len = strnlen(extra, cap - o - 1);
+        memcpy(w + o, extra, len);
+        w[o + len] = '\0';
+    }
+}
+
+static json_t *value_json(const value_t *v)
+{
+    return v ? json_real(v->v) : json_null();
 }
 
 static json_t *search_header(const search_t *s, bool complete)
 {
     const sg_config_t *cfg = &s->p->cfg;
     json_t *h = json_object();
-    json_t *slos = json_array();
-    if (!h || !slos) {
+    json_t *slos = json_array(), *undecided = json_array();
+    if (!h || !slos || !undecided) {
         json_decref(h);
         json_decref(slos);
+        json_decref(undecided);
         return NULL;
     }
     for (size_t i = 0; i < cfg->n_slo_checks; i++)
         json_array_append_new(slos, json_string(cfg->slo_checks[i].text));
+    for (size_t i = 0; i < s->n_vals; i++)
+        if (s->vals[i].outcome == SG_SLO_INCONCLUSIVE && !s->vals[i].point_pass)
+            json_array_append_new(undecided, json_real(s->vals[i].v));
+    bool lo_sure = s->pass && s->pass->outcome == SG_SLO_PASS, hi_sure = s->fail && s->fail->outcome == SG_SLO_FAIL;
     json_object_set_new(h, "kind", json_string(s->closed ? "max-concurrency" : "max-request-rate"));
     json_object_set_new(h, "slo", slos);
     json_object_set_new(h, "range_lo", json_real(cfg->search_lo));
     json_object_set_new(h, "range_hi", cfg->search_hi > 0 ? json_real(cfg->search_hi) : json_null());
     json_object_set_new(h, "precision", json_real(cfg->search_precision));
     json_object_set_new(h, "trials", json_integer(cfg->search_trials));
-    json_object_set_new(h, "highest_passing", isnan(s->pass_v) ? json_null() : json_real(s->pass_v));
-    json_object_set_new(h, "lowest_failing", isnan(s->fail_v) ? json_null() : json_real(s->fail_v));
-    json_object_set_new(h, "lowest_failing_why", isnan(s->fail_v) ? json_null() : json_string(s->fail_why));
+    json_object_set_new(h, "max_trials", json_integer(cfg->search_max_trials));
+    json_object_set_new(h, "confidence_level", json_real(cfg->confidence_level));
+    json_object_set_new(h, "requests_per_probe_for_a_pass", json_integer((json_int_t)s->need));
+    /* the answer: capacity lies between the highest value shown to pass and the lowest shown to fail */
+    json_object_set_new(h, "capacity_low", lo_sure ? value_json(s->pass) : json_null());
+    json_object_set_new(h, "capacity_high", value_json(s->fail));
+    json_object_set_new(h, "capacity_high_conclusive", json_boolean(hi_sure));
+    json_object_set_new(h, "undecided_values", undecided);
+    json_object_set_new(h, "highest_passing", value_json(s->pass));
+    json_object_set_new(h, "highest_passing_conclusive", json_boolean(lo_sure));
+    json_object_set_new(h, "lowest_failing", value_json(s->fail));
+    json_object_set_new(h, "lowest_failing_why", s->fail ? json_string(s->fail->why) : json_null());
     json_object_set_new(h, "probes", json_integer((json_int_t)s->n));
     json_object_set_new(h, "complete", json_boolean(complete));
     json_object_set_new(h, "was_interrupted", json_boolean(s->interrupted));
@@ -246,69 +293,225 @@ static void search_save(search_t *s, bool complete)
     json_decref(h);
 }
 
-/* Every trial of one value: 1 when all pass, 0 when one fails, -1 when the search cannot go on. */
-static int probe_value(search_t *s, double v)
+static value_t *value_at(search_t *s, double v)
+{
+    for (size_t i = 0; i < s->n_vals; i++)
+        if (s->vals[i].v == v)
+            return &s->vals[i];
+    if (s->n_vals == MAX_VALUES)
+        return NULL;
+    value_t *x = &s->vals[s->n_vals++];
+    memset(x, 0, sizeof *x);
+    x->v = v;
+    x->outcome = SG_SLO_INCONCLUSIVE;
+    return x;
+}
+
+/*
+ * How long a probe at v lasts: the configured duration, or longer where that would plan fewer requests than a
+ * percentile verdict needs to be able to pass (s->need), when `sized`. A count-bound probe, or a closed loop (whose
+ * rate is not known ahead), keeps the configured length; an inconclusive one is pooled with more instead.
+ */
+static double probe_duration(const search_t *s, double v, bool sized)
 {
     const sg_config_t *cfg = &s->p->cfg;
-    for (uint32_t t = 1; t <= cfg->search_trials; t++) {
-        if (s->n == MAX_PROBES) {
-            fprintf(stderr, "surge: --search: stopping after %d probes\n", MAX_PROBES);
-            return -1;
-        }
-        if (s->n > 0 && cfg->cooldown_s > 0)
-            run_cooldown(cfg->cooldown_s);
-        if (run_interrupted()) {
-            s->interrupted = true;
-            return -1;
-        }
-        sg_point_row_t *row = &s->rows[s->n];
-        memset(row, 0, sizeof *row);
-        row->closed = s->closed;
-        row->value = v;
-        row->trial = t;
-        char prefix[32];
-        snprintf(prefix, sizeof prefix, "probe_%02zu_", s->n + 1);
-        points_subdir(row->dir, sizeof row->dir, s->closed, v, prefix);
-        if (cfg->search_trials > 1)
-            fprintf(stderr, "surge: probe %zu: %s %g, trial %u of %u\n", s->n + 1,
-                    s->closed ? "concurrency" : "request rate", v, t, cfg->search_trials);
-        else
-            fprintf(stderr, "surge: probe %zu: %s %g\n", s->n + 1, s->closed ? "concurrency" : "request rate", v);
-        point_spec_t spec = {
-            .set_load = true, .closed = s->closed, .value = v, .subdir = row->dir, .quiet = true, .probe = true};
-        point_t pt = {0};
-        int pc = point_exec(s->p, &spec, &pt);
-        if (!pt.merged) {
-            point_free(&pt);
-            s->code = points_worse(s->code, pc);
-            return -1;
-        }
-        points_row(row, &pt, pc);
-        row->stopped_early = pt.probe.stopped_early;
-        row->overloaded = pt.probe.overloaded;
-        s->n++;
-        if (pt.interrupted || pc == EXIT_FATAL) {
-            s->interrupted = pt.interrupted;
-            s->code = points_worse(s->code, pc);
-            row->pass = false;
-            snprintf(row->why, sizeof row->why, "%s", pt.interrupted ? "interrupted" : "the run broke");
-            point_free(&pt);
-            search_save(s, false);
-            return -1;
-        }
-        row->pass = pt.slo_pass && !pt.probe.stopped_early && !pt.probe.overloaded && pc != EXIT_REQUEST_ERRORS;
-        if (!row->pass)
-            probe_why(&pt, pc, row);
-        fprintf(stderr, "surge: probe %zu: %s %g: %s%s%s%s\n", s->n, s->closed ? "concurrency" : "request rate", v,
-                row->pass ? "pass" : "FAIL", row->pass ? "" : " (", row->pass ? "" : row->why, row->pass ? "" : ")");
+    if (!sized || s->closed || cfg->request_count || cfg->benchmark_duration_s <= 0)
+        return 0;
+    double want = (double)s->need / v;
+    return want > cfg->benchmark_duration_s ? ceil(want) : 0;
+}
+
+/* One probe at x's value, pooled into x: its row, and x's verdict on all of its probes. 0, or -1 when the search
+ * cannot go on. */
+static int probe_once(search_t *s, value_t *x, bool sized)
+{
+    profile_t *p = s->p;
+    const sg_config_t *cfg = &p->cfg;
+    if (s->n == MAX_PROBES) {
+        fprintf(stderr, "surge: --search: stopping after %d probes\n", MAX_PROBES);
+        return -1;
+    }
+    if (s->n > 0 && cfg->cooldown_s > 0)
+        run_cooldown(cfg->cooldown_s);
+    if (run_interrupted()) {
+        s->interrupted = true;
+        return -1;
+    }
+    const char *what = s->closed ? "concurrency" : "request rate";
+    sg_point_row_t *row = &s->rows[s->n];
+    memset(row, 0, sizeof *row);
+    row->closed = s->closed;
+    row->value = x->v;
+    row->trial = x->probes + 1;
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "probe_%02zu_", s->n + 1);
+    points_subdir(row->dir, sizeof row->dir, s->closed, x->v, prefix);
+    double dur = probe_duration(s, x->v, sized);
+    char len[64] = "";
+    if (dur > 0)
+        snprintf(len, sizeof len, ", %.0f s for %llu requests", dur, (unsigned long long)s->need);
+    if (x->probes)
+        fprintf(stderr, "surge: probe %zu: %s %g, pooled with its %u earlier probe%s%s\n", s->n + 1, what, x->v,
+                x->probes, x->probes > 1 ? "s" : "", len);
+    else
+        fprintf(stderr, "surge: probe %zu: %s %g%s\n", s->n + 1, what, x->v, len);
+    point_spec_t spec = {.set_load = true,
+                         .closed = s->closed,
+                         .value = x->v,
+                         .subdir = row->dir,
+                         .quiet = true,
+                         .probe = true,
+                         .duration_s = dur};
+    point_t pt = {0};
+    int pc = point_exec(p, &spec, &pt);
+    if (!pt.merged) {
+        point_free(&pt);
+        s->code = points_worse(s->code, pc);
+        return -1;
+    }
+    points_row(row, &pt, pc);
+    row->stopped_early = pt.probe.stopped_early;
+    row->overloaded = pt.probe.overloaded;
+    s->n++;
+    if (pt.interrupted || pc == EXIT_FATAL) {
+        s->interrupted = pt.interrupted;
+        s->code = points_worse(s->code, pc);
+        row->verdict = SG_SLO_INCONCLUSIVE;
+        snprintf(row->why, sizeof row->why, "%s", pt.interrupted ? "interrupted" : "the run broke");
         point_free(&pt);
         search_save(s, false);
-        if (!row->pass) {
-            snprintf(s->fail_why, sizeof s->fail_why, "%s", row->why);
-            return 0;
-        }
+        return -1;
     }
-    return 1;
+    /* pool: the value's verdicts rest on every probe it had */
+    if (!x->pool && !(x->pool = sg_metrics_new(cfg->slos, cfg->n_slos))) {
+        point_free(&pt);
+        s->code = points_worse(s->code, EXIT_FATAL);
+        return -1;
+    }
+    if (sg_metrics_merge(x->pool, pt.merged) != 0) {
+        point_free(&pt);
+        s->code = points_worse(s->code, EXIT_FATAL);
+        return -1;
+    }
+    x->probes++;
+    x->pool_duration += pt.duration_s;
+    x->n = sg_metrics_ok(x->pool) + sg_metrics_errors(x->pool);
+    sg_slo_eval(cfg->slo_checks, cfg->n_slo_checks, x->pool, x->pool_duration, cfg->confidence_level, row->verdicts);
+    row->slo_outcome = sg_slo_overall(row->verdicts, cfg->n_slo_checks);
+    row->slo_pass = row->slo_outcome == SG_SLO_PASS;
+    row->pooled = x->probes;
+    /* what decides beyond the SLO intervals: a probe stopped once its failure was significant, an overloaded server,
+     * failures past --max-error-rate */
+    const char *extra = pt.probe.why[0] ? pt.probe.why : NULL;
+    char errs[128];
+    if (pc == EXIT_REQUEST_ERRORS) {
+        snprintf(errs, sizeof errs, "%llu of %llu requests failed (--max-error-rate %g)",
+                 (unsigned long long)row->errors, (unsigned long long)(row->ok + row->errors), cfg->max_error_rate);
+        extra = errs;
+    }
+    if (pt.probe.stopped_early || pt.probe.overloaded || pc == EXIT_REQUEST_ERRORS) {
+        x->outcome = SG_SLO_FAIL;
+    } else {
+        x->outcome = row->slo_outcome;
+        x->point_pass = true;
+        for (size_t i = 0; i < cfg->n_slo_checks; i++)
+            x->point_pass = x->point_pass && row->verdicts[i].point_pass;
+    }
+    if (pt.probe.stopped_early)
+        snprintf(x->why, sizeof x->why, "%s", pt.probe.why);
+    else
+        verdicts_why(cfg, row->verdicts, extra, x->why, sizeof x->why);
+    row->verdict = x->outcome;
+    row->pass = x->outcome == SG_SLO_PASS;
+    snprintf(row->why, sizeof row->why, "%s", x->outcome == SG_SLO_PASS ? "" : x->why);
+    fprintf(stderr, "surge: probe %zu: %s %g: %s%s%s%s%s\n", s->n, what, x->v,
+            x->outcome == SG_SLO_PASS   ? "pass"
+            : x->outcome == SG_SLO_FAIL ? "FAIL"
+                                        : "inconclusive",
+            x->outcome == SG_SLO_INCONCLUSIVE
+                ? (x->point_pass ? " (passes on its point estimate)" : " (fails on its point estimate)")
+                : "",
+            row->why[0] ? " (" : "", row->why, row->why[0] ? ")" : "");
+    point_free(&pt);
+    search_save(s, false);
+    return 0;
+}
+
+/*
+ * Probe x until its verdict is conclusive: at least --search-trials probes, then more, pooled, while it is
+ * inconclusive, up to --search-max-trials. While bracketing (!sized), a value that passes on its point estimate
+ * is taken provisionally without more probes: a higher one will be shown to pass, or the search confirms it
+ * at the end. 0, or -1 when the search cannot go on.
+ */
+static int settle(search_t *s, value_t *x, bool sized)
+{
+    const sg_config_t *cfg = &s->p->cfg;
+    while (x->probes < cfg->search_max_trials) {
+        if (x->probes >= cfg->search_trials && (x->outcome != SG_SLO_INCONCLUSIVE || (!sized && x->point_pass)))
+            break;
+        if (probe_once(s, x, sized) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A value the search can build on: shown to pass, or passing on its point estimate (provisional). */
+static bool passes(const value_t *x)
+{
+    return x->outcome == SG_SLO_PASS || (x->outcome == SG_SLO_INCONCLUSIVE && x->point_pass);
+}
+
+/* Where x stands now: raise s->pass or lower s->fail. An inconclusive value that fails on its point estimate bounds
+ * the search from above only when nothing conclusive does (while bracketing). */
+static void place(search_t *s, value_t *x)
+{
+    if (passes(x)) {
+        if (!s->pass || x->v > s->pass->v || (x->v == s->pass->v))
+            s->pass = x;
+    } else if (x->outcome == SG_SLO_FAIL) {
+        if (!s->fail || x->v < s->fail->v || s->fail->outcome != SG_SLO_FAIL)
+            s->fail = x;
+    } else if (!s->fail) {
+        s->fail = x;
+    }
+}
+
+/*
+ * The next value to probe between the highest passing and the lowest failing one: the middle of the widest gap
+ * between the values tried there (those left undecided split it), once that gap is wider than --search-precision
+ * of the passing value; concurrency in whole numbers. -1: nothing left to narrow.
+ */
+static double next_value(const search_t *s)
+{
+    const sg_config_t *cfg = &s->p->cfg;
+    if (!s->pass || !s->fail || s->fail->v <= s->pass->v)
+        return -1;
+    double lo = s->pass->v, hi = s->fail->v;
+    double edges[MAX_VALUES + 2];
+    size_t ne = 0;
+    edges[ne++] = lo;
+    for (size_t i = 0; i < s->n_vals; i++)
+        if (s->vals[i].v > lo && s->vals[i].v < hi)
+            edges[ne++] = s->vals[i].v;
+    edges[ne++] = hi;
+    for (size_t i = 1; i < ne; i++) /* few values: insertion sort */
+        for (size_t j = i; j > 0 && edges[j] < edges[j - 1]; j--) {
+            double t = edges[j];
+            edges[j] = edges[j - 1];
+            edges[j - 1] = t;
+        }
+    double best = -1, width = cfg->search_precision * lo;
+    for (size_t i = 1; i < ne; i++) {
+        double a = edges[i - 1], b = edges[i];
+        if (b - a <= width)
+            continue;
+        double mid = s->closed ? floor((a + b) / 2) : (a + b) / 2;
+        if (mid <= a || mid >= b)
+            continue;
+        width = b - a;
+        best = mid;
+    }
+    return best;
 }
 
 /* The next value to bracket with: twice this one, held to HI, a whole number for concurrency. */
@@ -320,15 +523,109 @@ static double bracket_next(const sg_config_t *cfg, bool closed, double v)
     return closed ? floor(next) : next;
 }
 
-/* Halfway between, or -1 when the interval is as narrow as asked (or, for concurrency, no whole number is left). */
-static double bisect_next(const sg_config_t *cfg, bool closed, double pass, double fail)
+/* The highest value below x that passes (perhaps provisionally), or NULL. */
+static value_t *pass_below(search_t *s, double v)
 {
-    if (fail - pass <= cfg->search_precision * pass)
-        return -1;
-    if (!closed)
-        return (pass + fail) / 2;
-    double mid = floor((pass + fail) / 2);
-    return mid > pass && mid < fail ? mid : -1;
+    value_t *best = NULL;
+    for (size_t i = 0; i < s->n_vals; i++)
+        if (s->vals[i].v < v && passes(&s->vals[i]) && (!best || s->vals[i].v > best->v))
+            best = &s->vals[i];
+    return best;
+}
+
+/* Bisect, then confirm the passing end; a provisional pass that turns out to fail sends the search back below it
+ * (the evidence was not monotonic). -1 when the search cannot go on. */
+static int narrow(search_t *s)
+{
+    for (;;) {
+        double mid;
+        while ((mid = next_value(s)) >= 0) {
+            value_t *x = value_at(s, mid);
+            if (!x || settle(s, x, true) < 0)
+                return -1;
+            place(s, x);
+        }
+        if (!s->pass || s->pass->outcome == SG_SLO_PASS)
+            return 0;
+        /* the passing end rests on a point estimate: pool more probes there, sized for a verdict */
+        value_t *x = s->pass;
+        fprintf(stderr, "surge: confirming %s %g: it passed on its point estimate only\n",
+                s->closed ? "concurrency" : "request rate", x->v);
+        if (settle(s, x, true) < 0)
+            return -1;
+        if (x->outcome == SG_SLO_PASS)
+            return 0;
+        if (x->outcome == SG_SLO_FAIL) {
+            fprintf(stderr, "surge: %g fails after all: searching below it\n", x->v);
+            s->fail = x;
+        } else if (x->point_pass) {
+            return 0; /* still only a point estimate after --search-max-trials: the answer says so */
+        } else if (!s->fail || s->fail->outcome != SG_SLO_FAIL || x->v < s->fail->v) {
+            s->fail = x;
+        }
+        s->pass = pass_below(s, x->v);
+        if (!s->pass)
+            return 0;
+    }
+}
+
+static void answer(const search_t *s, bool complete, double took)
+{
+    const sg_config_t *cfg = &s->p->cfg;
+    const char *what = s->closed ? "concurrency" : "request rate", *unit = s->closed ? "" : " req/s";
+    double pct = 100 * cfg->confidence_level;
+    if (!complete) {
+        fprintf(stderr, "surge: search %s after %zu probes (%.0f s): so far ",
+                s->interrupted ? "INTERRUPTED" : "stopped", s->n, took);
+        if (s->pass)
+            fprintf(stderr, "%g%s passes%s", s->pass->v, unit,
+                    s->pass->outcome == SG_SLO_PASS ? "" : " (provisionally)");
+        else
+            fprintf(stderr, "no value passed");
+        if (s->fail)
+            fprintf(stderr, ", %g%s %s", s->fail->v, unit, s->fail->outcome == SG_SLO_FAIL ? "fails" : "is undecided");
+        fprintf(stderr, "\n");
+        return;
+    }
+    bool lo_sure = s->pass && s->pass->outcome == SG_SLO_PASS;
+    bool hi_sure = s->fail && s->fail->outcome == SG_SLO_FAIL;
+    if (!s->pass) {
+        printf("Capacity: none found: the lowest value tried, %s %g%s, %s (%s); lower --search-range\n", what,
+               s->fail->v, unit, hi_sure ? "fails" : "could not be shown to pass", s->fail->why);
+        return;
+    }
+    if (!s->fail) {
+        printf("Capacity: at least %s %g%s%s: every value up to --search-range's HI passes; raise HI to go further "
+               "(%zu probes, %.0f s)\n",
+               what, s->pass->v, unit, lo_sure ? "" : " (on its point estimate)", s->n, took);
+        return;
+    }
+    char lo_txt[64];
+    if (lo_sure)
+        snprintf(lo_txt, sizeof lo_txt, "%g", s->pass->v);
+    else
+        snprintf(lo_txt, sizeof lo_txt, "below %g", s->fail->v);
+    if (lo_sure)
+        printf("Capacity: %s %g-%g%s at %g%% confidence: %g passes every SLO (%llu requests over %u probe%s); %g %s "
+               "(%s). ",
+               what, s->pass->v, s->fail->v, unit, pct, s->pass->v, (unsigned long long)s->pass->n, s->pass->probes,
+               s->pass->probes > 1 ? "s" : "", s->fail->v, hi_sure ? "fails" : "is undecided", s->fail->why);
+    else
+        printf("Capacity: %s %s%s at %g%% confidence, not shown at any value tried: %g passes on its point estimate "
+               "only (%llu requests over %u probes); %g %s (%s). ",
+               what, lo_txt, unit, pct, s->pass->v, (unsigned long long)s->pass->n, s->pass->probes, s->fail->v,
+               hi_sure ? "fails" : "is undecided", s->fail->why);
+    size_t undecided = 0;
+    for (size_t i = 0; i < s->n_vals; i++)
+        undecided += s->vals[i].v > s->pass->v && s->vals[i].v < s->fail->v;
+    if (undecided)
+        printf("%zu value%s between stayed undecided after %u probes each: the SLO is borderline there. ", undecided,
+               undecided > 1 ? "s" : "", cfg->search_max_trials);
+    if (s->closed && s->fail->v - s->pass->v <= 1)
+        printf("No whole number between");
+    else
+        printf("Interval within %.1f%%", 100 * (s->fail->v - s->pass->v) / s->pass->v);
+    printf(", %zu probes, %.0f s\n", s->n, took);
 }
 
 int search_main(profile_t *p)
@@ -339,24 +636,46 @@ int search_main(profile_t *p)
         return EXIT_FATAL;
     s->p = p;
     s->closed = cfg->search == SG_SEARCH_MAX_CONCURRENCY;
-    s->pass_v = s->fail_v = NAN;
     s->t0 = sg_now_ns();
     const char *what = s->closed ? "concurrency" : "request rate";
-    fprintf(stderr, "surge: searching for the highest %s that meets every --slo, from %g%s, within %g%%\n", what,
-            cfg->search_lo, cfg->search_hi > 0 ? "" : " up", cfg->search_precision * 100);
+    /* a percentile verdict can pass only over enough requests; a probe plans half as many again, so that a tail
+     * short of the bound passes without being right at the edge */
+    for (size_t i = 0; i < cfg->n_slo_checks; i++) {
+        uint64_t m = sg_slo_min_n(&cfg->slo_checks[i], cfg->confidence_level);
+        if (m && m + m / 2 > s->need)
+            s->need = m + m / 2;
+    }
+    fprintf(stderr,
+            "surge: searching for the highest %s that meets every --slo at %g%% confidence, from %g%s, within %g%%\n",
+            what, 100 * cfg->confidence_level, cfg->search_lo, cfg->search_hi > 0 ? "" : " up",
+            cfg->search_precision * 100);
+    if (s->need && !s->closed && !cfg->request_count)
+        fprintf(stderr,
+                "surge: probes: %s arrivals, %g s each, or as long as it takes to send %llu requests once the "
+                "search narrows (%llu are the fewest with which the --slo percentiles can pass); an undecided value "
+                "gets up to %u probes, pooled\n",
+                cfg->distribution == SG_DIST_CONSTANT ? "evenly spaced"
+                : cfg->distribution == SG_DIST_GAMMA  ? "gamma"
+                                                      : "Poisson",
+                cfg->benchmark_duration_s, (unsigned long long)s->need, (unsigned long long)(s->need * 2 / 3),
+                cfg->search_max_trials);
+    else if (cfg->request_count && s->need > cfg->request_count)
+        fprintf(stderr,
+                "surge: probes of --request-count %llu cannot pass a --slo percentile at %g%% confidence (it needs "
+                "%llu): undecided values are pooled, up to %u probes\n",
+                (unsigned long long)cfg->request_count, 100 * cfg->confidence_level,
+                (unsigned long long)(s->need * 2 / 3), cfg->search_max_trials);
 
     /* bracket: double from LO until a value fails or HI passes */
     double v = s->closed ? floor(cfg->search_lo) : cfg->search_lo;
-    int r;
+    int r = 0;
     for (;;) {
-        r = probe_value(s, v);
-        if (r < 0)
+        value_t *x = value_at(s, v);
+        if (!x || (r = settle(s, x, false)) < 0)
             break;
-        if (r == 0) {
-            s->fail_v = v;
+        place(s, x);
+        if (!passes(x))
             break;
-        }
-        s->pass_v = v;
         if (cfg->search_hi > 0 && v >= cfg->search_hi)
             break;
         double next = bracket_next(cfg, s->closed, v);
@@ -364,17 +683,12 @@ int search_main(profile_t *p)
             break;
         v = next;
     }
-    /* bisect between the highest passing and the lowest failing value */
-    while (r >= 0 && !isnan(s->pass_v) && !isnan(s->fail_v)) {
-        double mid = bisect_next(cfg, s->closed, s->pass_v, s->fail_v);
-        if (mid < 0)
-            break;
-        r = probe_value(s, mid);
-        if (r > 0)
-            s->pass_v = mid;
-        else if (r == 0)
-            s->fail_v = mid;
-    }
+    /* bisect between the highest passing and the lowest failing value, then confirm the passing end; with no value
+     * failing (HI passed), confirm HI */
+    if (r >= 0 && s->pass && !s->fail && s->pass->outcome != SG_SLO_PASS)
+        r = settle(s, s->pass, true);
+    else if (r >= 0)
+        r = narrow(s);
     bool complete = r >= 0;
     search_save(s, complete);
 
@@ -383,42 +697,23 @@ int search_main(profile_t *p)
     if (s->n)
         sg_points_table(stdout, title, s->rows, s->n, cfg->slo_checks, cfg->n_slo_checks, true);
     double took = (double)(sg_now_ns() - s->t0) / 1e9;
-    const char *unit = s->closed ? "" : " req/s";
+    answer(s, complete, took);
     int code = s->code;
     if (!complete) {
-        fprintf(stderr, "surge: search %s after %zu probes (%.0f s): so far ",
-                s->interrupted ? "INTERRUPTED" : "stopped", s->n, took);
-        if (!isnan(s->pass_v))
-            fprintf(stderr, "%g%s passes", s->pass_v, unit);
-        else
-            fprintf(stderr, "no value passed");
-        if (!isnan(s->fail_v))
-            fprintf(stderr, ", %g%s fails", s->fail_v, unit);
-        fprintf(stderr, "\n");
         if (s->interrupted)
             code = EXIT_INTERRUPTED;
         else if (code == EXIT_OK)
             code = EXIT_FATAL;
-    } else if (isnan(s->pass_v)) {
-        printf("Capacity: none found: the lowest value tried, %s %g%s, fails (%s); lower --search-range\n", what,
-               s->fail_v, unit, s->fail_why);
-        code = points_worse(code, EXIT_SLO_FAILED);
-    } else if (isnan(s->fail_v)) {
-        printf("Capacity: at least %s %g%s: every value up to --search-range's HI passes; raise HI to go further "
-               "(%zu probes, %.0f s)\n",
-               what, s->pass_v, unit, s->n, took);
-    } else {
-        char within[64];
-        if (s->closed && s->fail_v - s->pass_v <= 1)
-            snprintf(within, sizeof within, "No whole number between");
-        else
-            snprintf(within, sizeof within, "Interval within %.1f%%", 100 * (s->fail_v - s->pass_v) / s->pass_v);
-        printf("Capacity: %s %g%s meets every SLO; %g%s fails (%s). %s, %zu probes, %.0f s\n", what, s->pass_v, unit,
-               s->fail_v, unit, s->fail_why, within, s->n, took);
+    } else if (!s->pass) {
+        code = points_worse(code, s->fail && s->fail->outcome == SG_SLO_FAIL ? EXIT_SLO_FAILED : EXIT_SLO_INCONCLUSIVE);
+    } else if (s->pass->outcome != SG_SLO_PASS) {
+        code = points_worse(code, EXIT_SLO_INCONCLUSIVE);
     }
     fflush(stdout);
     fprintf(stderr, "surge: search record in %s/search.json and .csv; each probe's files in its sub-directory\n",
             p->artifact_dir);
+    for (size_t i = 0; i < s->n_vals; i++)
+        sg_metrics_free(s->vals[i].pool);
     free(s);
     return code;
 }

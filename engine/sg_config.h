@@ -82,7 +82,9 @@ typedef struct {
     sg_search_kind_t search;
     double search_lo, search_hi; /* --search-range; search_hi 0 = no upper bound */
     double search_precision;     /* relative: stop when (lowest failing - highest passing) <= this x passing */
-    uint32_t search_trials;      /* a value passes only when every one of these trials passes */
+    uint32_t search_trials;      /* probes pooled at each value before its verdict is read */
+    uint32_t search_max_trials;  /* at most this many, while the pooled verdict is inconclusive */
+    double confidence_level;     /* --confidence-level: of every interval surge states (0.95) */
 
     /* workload */
     char *tokenizer; /* --tokenizer as given (file, directory or Hugging Face id), NULL when absent */

@@ -17,11 +17,11 @@
 #include <string.h>
 
 /* Which of two exit statuses a run of several points reports: an interrupt, then a broken run, then bad input,
- * then failed requests, then a failed --slo. */
+ * then failed requests, then a failed --slo, then an inconclusive one. */
 int points_worse(int a, int b)
 {
-    static const int order[] = {EXIT_OK,    EXIT_SLO_FAILED, EXIT_REQUEST_ERRORS,
-                                EXIT_USAGE, EXIT_FATAL,      EXIT_INTERRUPTED};
+    static const int order[] = {EXIT_OK,    EXIT_SLO_INCONCLUSIVE, EXIT_SLO_FAILED, EXIT_REQUEST_ERRORS, EXIT_USAGE,
+                                EXIT_FATAL, EXIT_INTERRUPTED};
     int ra = 0, rb = 0;
     for (int i = 0; i < (int)SG_ARRAY_LEN(order); i++) {
         if (order[i] == a)
@@ -47,6 +47,7 @@ void points_row(sg_point_row_t *row, const point_t *pt, int code)
     row->n_slo = pt->cfg.n_slo_checks;
     memcpy(row->verdicts, pt->verdicts, sizeof row->verdicts);
     row->slo_pass = pt->slo_pass;
+    row->slo_outcome = pt->cfg.n_slo_checks ? pt->slo_outcome : SG_SLO_PASS;
 }
 
 /* <stem>.json (a header object and the rows) and <stem>.csv in the artifact directory. */

@@ -471,43 +471,78 @@ static void fmt_sig(char *out, size_t cap, double v, int sig)
     }
 }
 
-/* The --slo verdicts after the metrics: one line per SLO, its target, what the run measured, PASS or FAIL. */
+/* A verdict's interval as "lo..hi" (an end the evidence cannot bound: "-inf" / "inf"), or "-" when it has none. */
+static void interval_text(char *buf, size_t cap, const sg_slo_verdict_t *v)
+{
+    if (!v->measurable || !v->has_interval) {
+        snprintf(buf, cap, "-");
+        return;
+    }
+    char lo[CELL], hi[CELL];
+    if (isinf(v->lo))
+        snprintf(lo, sizeof lo, "-inf");
+    else
+        fmt_sig(lo, sizeof lo, v->lo, 4);
+    if (isinf(v->hi))
+        snprintf(hi, sizeof hi, "inf");
+    else
+        fmt_sig(hi, sizeof hi, v->hi, 4);
+    snprintf(buf, cap, "%s..%s", lo, hi);
+}
+
+/*
+ * The --slo verdicts after the metrics: one line per SLO, its target, what the run measured, how many values that
+ * rests on, the interval at the confidence level, and PASS, FAIL or INCONCLUSIVE.
+ */
 static void put_verdicts(FILE *out, const sg_run_info_t *info)
 {
     if (!info || !info->n_slo_checks)
         return;
-    size_t passed = 0, n = info->n_slo_checks < SG_SLO_MAX ? info->n_slo_checks : SG_SLO_MAX;
-    char target[SG_SLO_MAX][CELL], measured[SG_SLO_MAX][CELL];
-    const char *heads[] = {"SLO", "target", "measured", "unit"};
-    size_t w[4];
-    for (int c = 0; c < 4; c++)
+    size_t passed = 0, failed = 0, n = info->n_slo_checks < SG_SLO_MAX ? info->n_slo_checks : SG_SLO_MAX;
+    char target[SG_SLO_MAX][CELL], measured[SG_SLO_MAX][CELL], count[SG_SLO_MAX][CELL], ival[SG_SLO_MAX][2 * CELL + 8];
+    double level = info->slo_verdicts[0].level;
+    char ihead[32];
+    snprintf(ihead, sizeof ihead, "%g%% interval", 100 * level);
+    const char *heads[] = {"SLO", "target", "measured", "n", ihead, "unit"};
+    enum { NCOL = 6 };
+    size_t w[NCOL];
+    for (int c = 0; c < NCOL; c++)
         w[c] = strlen(heads[c]);
     for (size_t i = 0; i < n; i++) {
         const sg_slo_check_t *c = &info->slo_checks[i];
         const sg_slo_verdict_t *v = &info->slo_verdicts[i];
-        passed += v->pass;
+        passed += v->outcome == SG_SLO_PASS;
+        failed += v->outcome == SG_SLO_FAIL;
         /* the target as given; the measured value to 4 significant digits, never in exponent form */
         snprintf(target[i], CELL, "%.15g", c->target);
         if (v->measurable)
             fmt_sig(measured[i], CELL, v->measured, 4);
         else
             snprintf(measured[i], CELL, "-");
-        const size_t lens[4] = {strlen(c->text), strlen(target[i]), strlen(measured[i]), strlen(sg_slo_unit(c))};
-        for (int k = 0; k < 4; k++)
+        if (v->n)
+            snprintf(count[i], CELL, "%" PRIu64, v->n);
+        else
+            snprintf(count[i], CELL, "-");
+        interval_text(ival[i], sizeof ival[i], v);
+        const size_t lens[NCOL] = {strlen(c->text),  strlen(target[i]), strlen(measured[i]),
+                                   strlen(count[i]), strlen(ival[i]),   strlen(sg_slo_unit(c))};
+        for (int k = 0; k < NCOL; k++)
             w[k] = lens[k] > w[k] ? lens[k] : w[k];
     }
-    fprintf(out, "SLO verdicts: %zu of %zu passed\n", passed, n);
-    fprintf(out, "  %-*s  %*s  %*s  %-*s  %s\n", (int)w[0], heads[0], (int)w[1], heads[1], (int)w[2], heads[2],
-            (int)w[3], heads[3], "verdict");
+    fprintf(out, "SLO verdicts at %g%% confidence: %zu of %zu passed, %zu failed, %zu inconclusive\n", 100 * level,
+            passed, n, failed, n - passed - failed);
+    fprintf(out, "  %-*s  %*s  %*s  %*s  %*s  %-*s  %s\n", (int)w[0], heads[0], (int)w[1], heads[1], (int)w[2],
+            heads[2], (int)w[3], heads[3], (int)w[4], heads[4], (int)w[5], heads[5], "verdict");
     for (size_t i = 0; i < n; i++) {
         const sg_slo_check_t *c = &info->slo_checks[i];
         const sg_slo_verdict_t *v = &info->slo_verdicts[i];
-        const char *verdict = v->pass                  ? "PASS"
-                              : v->measurable          ? "FAIL"
-                              : c->kind == SG_SLO_DIST ? "FAIL (not measurable: no request had this metric)"
-                                                       : "FAIL (not measurable: no request was measured)";
-        fprintf(out, "  %-*s  %*s  %*s  %-*s  %s\n", (int)w[0], c->text, (int)w[1], target[i], (int)w[2], measured[i],
-                (int)w[3], sg_slo_unit(c), verdict);
+        const char *verdict = v->outcome == SG_SLO_PASS           ? "PASS"
+                              : v->outcome == SG_SLO_INCONCLUSIVE ? "INCONCLUSIVE (the interval holds the target)"
+                              : v->measurable                     ? "FAIL"
+                              : c->kind == SG_SLO_DIST            ? "FAIL (not measurable: no request had this metric)"
+                                                                  : "FAIL (not measurable: no request was measured)";
+        fprintf(out, "  %-*s  %*s  %*s  %*s  %*s  %-*s  %s\n", (int)w[0], c->text, (int)w[1], target[i], (int)w[2],
+                measured[i], (int)w[3], count[i], (int)w[4], ival[i], (int)w[5], sg_slo_unit(c), verdict);
     }
 }
 
@@ -791,9 +826,16 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
             rc = rc ? rc : set(e, "measured", v->measurable ? real(v->measured) : json_null());
             rc = rc ? rc : set(e, "measurable", json_boolean(v->measurable));
             rc = rc ? rc : set(e, "pass", json_boolean(v->pass));
+            rc = rc ? rc : set(e, "verdict", json_string(sg_slo_outcome_name(v->outcome)));
+            rc = rc ? rc : set(e, "n", json_integer((json_int_t)v->n));
+            rc = rc ? rc : set(e, "confidence_level", real(v->level));
+            rc = rc ? rc : set(e, "interval", sg_slo_interval_json(v));
             all = all && v->pass;
         }
         rc = rc ? rc : set(root, "slo_pass", json_boolean(all));
+        rc = rc ? rc
+                : set(root, "slo_verdict",
+                      json_string(sg_slo_outcome_name(sg_slo_overall(info->slo_verdicts, info->n_slo_checks))));
     }
     rc = rc ? rc
             : set(root, "warmup_request_count",
@@ -931,13 +973,20 @@ static void csv_values(FILE *f, const sg_metrics_t *m, const sg_run_info_t *info
     if (!info || !info->n_slo_checks)
         return;
     /* a third part, after a blank line: the verdicts (SLO texts hold no comma) */
-    fputs("\nSLO,Target,Measured,Pass\n", f);
+    fputs("\nSLO,Target,Measured,Pass,Verdict,N,Confidence Level,Interval Low,Interval High\n", f);
     for (size_t i = 0; i < info->n_slo_checks; i++) {
         const sg_slo_verdict_t *v = &info->slo_verdicts[i];
         fprintf(f, "%s,%.15g,", info->slo_checks[i].text, info->slo_checks[i].target);
         if (v->measurable)
             fprintf(f, "%.6g", v->measured);
-        fprintf(f, ",%s\n", v->pass ? "true" : "false");
+        fprintf(f, ",%s,%s,%" PRIu64 ",%g,", v->pass ? "true" : "false", sg_slo_outcome_name(v->outcome), v->n,
+                v->level);
+        /* an open end is written as -inf / inf; no interval: empty cells */
+        if (v->measurable && v->has_interval)
+            fprintf(f, "%.6g,%.6g", v->lo, v->hi);
+        else
+            fputs(",", f);
+        fputc('\n', f);
     }
 }
 

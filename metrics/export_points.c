@@ -110,10 +110,17 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
             snprintf(v, sizeof v, "%zu/%zu", passed, r->n_slo);
             fprintf(out, " %6s", v);
         }
-        if (probes)
-            fprintf(out, "  %s%s%s", r->pass ? "pass" : "FAIL", r->why[0] ? ": " : "", r->why);
-        else if (r->interrupted)
+        if (probes) {
+            const char *word = r->verdict == SG_SLO_PASS ? "pass" : r->verdict == SG_SLO_FAIL ? "FAIL" : "inconclusive";
+            fprintf(out, "  %s", word);
+            if (r->pooled > 1)
+                fprintf(out, " (%u probes pooled)", r->pooled);
+            fprintf(out, "%s%s", r->why[0] ? ": " : "", r->why);
+        } else if (r->interrupted) {
             fprintf(out, "  (interrupted)");
+        } else if (n_slo && r->slo_outcome != SG_SLO_PASS) {
+            fprintf(out, "  SLOs %s", sg_slo_outcome_name(r->slo_outcome));
+        }
         fputc('\n', out);
     }
     if (n_slo) {
@@ -171,10 +178,22 @@ json_t *sg_points_json(const sg_point_row_t *rows, size_t n, const sg_slo_check_
             json_object_set_new(e, "measured",
                                 r->verdicts[k].measurable ? json_real(r->verdicts[k].measured) : json_null());
             json_object_set_new(e, "pass", json_boolean(r->verdicts[k].pass));
+            json_object_set_new(e, "verdict", json_string(sg_slo_outcome_name(r->verdicts[k].outcome)));
+            json_object_set_new(e, "n", json_integer((json_int_t)r->verdicts[k].n));
+            json_object_set_new(e, "confidence_level", json_real(r->verdicts[k].level));
+            json_object_set_new(e, "interval", sg_slo_interval_json(&r->verdicts[k]));
             json_array_append_new(slo, e);
         }
         json_object_set_new(o, "slo", slo ? slo : json_null());
         json_object_set_new(o, "slo_pass", json_boolean(r->slo_pass));
+        json_object_set_new(o, "slo_verdict", n_slo ? json_string(sg_slo_outcome_name(r->slo_outcome)) : json_null());
+        if (r->pooled) { /* a search probe: the value's verdict after it, on how many probes, and why */
+            json_object_set_new(o, "verdict", json_string(sg_slo_outcome_name(r->verdict)));
+            json_object_set_new(o, "pooled_probes", json_integer(r->pooled));
+            json_object_set_new(o, "why", json_string(r->why));
+            json_object_set_new(o, "stopped_early", json_boolean(r->stopped_early));
+            json_object_set_new(o, "overloaded", json_boolean(r->overloaded));
+        }
         json_array_append_new(a, o);
     }
     return a;
@@ -223,8 +242,8 @@ int sg_points_csv(const char *path, const sg_point_row_t *rows, size_t n, const 
         csv_num(f, r->latency_p99);
         csv_num(f, r->lag_p99);
         for (size_t k = 0; k < n_slo; k++)
-            fprintf(f, ",%s", k < r->n_slo ? (r->verdicts[k].pass ? "pass" : "fail") : "");
-        fprintf(f, ",%s\n", r->slo_pass ? "pass" : "fail");
+            fprintf(f, ",%s", k < r->n_slo ? sg_slo_outcome_name(r->verdicts[k].outcome) : "");
+        fprintf(f, ",%s\n", n_slo ? sg_slo_outcome_name(r->slo_outcome) : (r->slo_pass ? "pass" : "fail"));
     }
     if (ferror(f)) {
         sg_outfile_abort(&of);

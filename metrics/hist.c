@@ -211,7 +211,13 @@ double sg_hist_percentile(const sg_hist_t *h, double p)
      */
     double x = p * (double)h->count / 100.0;
     double c = ceil(x - x * 1e-12);
-    uint64_t rank = c < 1.0 ? 1 : c >= (double)h->count ? h->count : (uint64_t)c;
+    return sg_hist_at_rank(h, c < 1.0 ? 1 : c >= (double)h->count ? h->count : (uint64_t)c);
+}
+
+double sg_hist_at_rank(const sg_hist_t *h, uint64_t rank)
+{
+    if (h->count == 0)
+        return 0.0;
     /* The first and last ranks are the exact min and max: small samples then read p99 == max, as users expect. */
     if (rank <= 1)
         return (double)h->min;

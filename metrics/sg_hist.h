@@ -43,5 +43,7 @@ uint64_t sg_hist_max_value(const sg_hist_t *h);
  * reported within 0.1% of the true recorded value at that rank and clamped to [min, max]. 0 when empty.
  */
 double sg_hist_percentile(const sg_hist_t *h, double p);
+/* The rank-th smallest recorded value (1-based, clamped to [1, count]), to the same precision. 0 when empty. */
+double sg_hist_at_rank(const sg_hist_t *h, uint64_t rank);
 
 #endif

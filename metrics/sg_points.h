@@ -20,10 +20,12 @@ typedef struct sg_point_row {
     int exit_code;  /* the point's own exit status (docs/cli.md) */
     bool interrupted;
     /* a search probe */
-    bool stopped_early; /* stopped before its end once an --slo could no longer be met */
-    bool overloaded;    /* the requests outstanding grew through the sending: the server fell behind */
-    bool pass;          /* the probe's verdict: every --slo passed, not overloaded, not interrupted */
-    char why[256];      /* why it failed, in words ("" when it passed) */
+    bool stopped_early;       /* stopped before its end once an --slo could no longer be met */
+    bool overloaded;          /* the requests outstanding grew through the sending: the server fell behind */
+    bool pass;                /* the probe's verdict: every --slo passed, not overloaded, not interrupted */
+    sg_slo_outcome_t verdict; /* pass, fail or inconclusive: the value's verdict on the probes pooled so far */
+    unsigned pooled;          /* how many probes of this value the verdicts rest on (1: this one alone) */
+    char why[256];            /* why it failed or is inconclusive, in words ("" when it passed) */
     /* figures (times in ms; NAN when the point has none) */
     uint64_t ok, errors;
     double duration_s;
@@ -31,8 +33,9 @@ typedef struct sg_point_row {
     double request_throughput, output_token_throughput;
     double ttft_p50, ttft_p99, itl_p50, itl_p99, latency_p50, latency_p99, lag_p99;
     size_t n_slo;
-    sg_slo_verdict_t verdicts[SG_SLO_MAX];
+    sg_slo_verdict_t verdicts[SG_SLO_MAX]; /* a probe: on its value's pooled probes */
     bool slo_pass;
+    sg_slo_outcome_t slo_outcome; /* sg_slo_overall of the verdicts */
 } sg_point_row_t;
 
 /* Fill the figures of row from a point's merged metrics (load, dir and verdicts are the caller's). */

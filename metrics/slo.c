@@ -1,6 +1,7 @@
 /* --slo verdicts: parse, evaluate on a point's merged metrics (sg_slo.h). */
 #define _GNU_SOURCE
 #include "sg_slo.h"
+#include "sg_stats.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -209,7 +210,60 @@ static bool compare(sg_slo_op_t op, double v, double t)
     }
 }
 
-void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, double duration_s,
+/* The interval's verdict: pass when all of it meets the target, fail when none of it does. */
+static sg_slo_outcome_t judge(sg_slo_op_t op, double lo, double hi, double target)
+{
+    bool lo_ok = compare(op, lo, target), hi_ok = compare(op, hi, target);
+    return lo_ok && hi_ok ? SG_SLO_PASS : !lo_ok && !hi_ok ? SG_SLO_FAIL : SG_SLO_INCONCLUSIVE;
+}
+
+/* A statistic of a distribution: the point estimate, and the interval of a percentile or the average. */
+static void eval_dist(const sg_slo_check_t *c, const sg_hist_t *h, double level, sg_slo_verdict_t *v)
+{
+    double scale = sg_metric_scale(c->metric);
+    uint64_t n = sg_hist_count(h);
+    double raw;
+    switch (c->stat) {
+    case SG_SLO_STAT_AVG:
+        raw = sg_hist_mean(h);
+        break;
+    case SG_SLO_STAT_MIN:
+        raw = (double)sg_hist_min(h);
+        break;
+    case SG_SLO_STAT_MAX:
+        raw = (double)sg_hist_max(h);
+        break;
+    case SG_SLO_STAT_STD:
+        raw = sg_hist_stddev(h);
+        break;
+    default:
+        raw = sg_hist_percentile(h, c->pct);
+        break;
+    }
+    v->measured = raw * scale;
+    v->n = n;
+    if (c->stat == SG_SLO_STAT_PCT) {
+        uint64_t l, u;
+        sg_quantile_ranks(n, c->pct / 100, level, &l, &u);
+        v->has_interval = true;
+        v->lo = l >= 1 ? sg_hist_at_rank(h, l) * scale : -INFINITY;
+        v->hi = u <= n ? sg_hist_at_rank(h, u) * scale : INFINITY;
+    } else if (c->stat == SG_SLO_STAT_AVG) {
+        v->has_interval = true;
+        if (n >= 2) {
+            /* the sample's standard deviation from the population one the histogram keeps */
+            double sd = sg_hist_stddev(h) * sqrt((double)n / (double)(n - 1)) * scale;
+            double half = sg_t_quantile((1 + level) / 2, (double)(n - 1)) * sd / sqrt((double)n);
+            v->lo = v->measured - half;
+            v->hi = v->measured + half;
+        } else {
+            v->lo = -INFINITY;
+            v->hi = INFINITY;
+        }
+    }
+}
+
+void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, double duration_s, double level,
                  sg_slo_verdict_t *out)
 {
     uint64_t ok = sg_metrics_ok(m), failed = sg_metrics_errors(m);
@@ -217,10 +271,18 @@ void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, 
         const sg_slo_check_t *c = &checks[i];
         sg_slo_verdict_t *v = &out[i];
         memset(v, 0, sizeof *v);
+        v->level = level;
         switch (c->kind) {
         case SG_SLO_ERROR_RATE:
             v->measurable = ok + failed > 0;
             v->measured = v->measurable ? (double)failed / (double)(ok + failed) : 0;
+            v->n = ok + failed;
+            /* "no request failed" (<= 0) is an observation of the run, decided exactly: an interval on a rate never
+             * reaches 0 */
+            if (v->measurable && !(c->op == SG_SLO_OP_LE && c->target == 0)) {
+                v->has_interval = true;
+                sg_proportion_interval(failed, ok + failed, level, &v->lo, &v->hi);
+            }
             break;
         case SG_SLO_REQUEST_THROUGHPUT:
             v->measurable = duration_s > 0;
@@ -233,42 +295,61 @@ void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, 
         default: {
             const sg_hist_t *h = sg_metrics_hist(m, c->metric);
             v->measurable = h && sg_hist_count(h) > 0;
-            if (!v->measurable)
-                break;
-            double raw;
-            switch (c->stat) {
-            case SG_SLO_STAT_AVG:
-                raw = sg_hist_mean(h);
-                break;
-            case SG_SLO_STAT_MIN:
-                raw = (double)sg_hist_min(h);
-                break;
-            case SG_SLO_STAT_MAX:
-                raw = (double)sg_hist_max(h);
-                break;
-            case SG_SLO_STAT_STD:
-                raw = sg_hist_stddev(h);
-                break;
-            default:
-                raw = sg_hist_percentile(h, c->pct);
-                break;
-            }
-            v->measured = raw * sg_metric_scale(c->metric);
+            if (v->measurable)
+                eval_dist(c, h, level, v);
             break;
         }
         }
-        v->pass = v->measurable && compare(c->op, v->measured, c->target);
+        v->point_pass = v->measurable && compare(c->op, v->measured, c->target);
+        if (!v->measurable)
+            v->outcome = SG_SLO_FAIL;
+        else if (v->has_interval)
+            v->outcome = judge(c->op, v->lo, v->hi, c->target);
+        else
+            v->outcome = v->point_pass ? SG_SLO_PASS : SG_SLO_FAIL;
+        v->pass = v->outcome == SG_SLO_PASS;
     }
+}
+
+sg_slo_outcome_t sg_slo_overall(const sg_slo_verdict_t *v, size_t n)
+{
+    if (n == 0)
+        return SG_SLO_FAIL;
+    sg_slo_outcome_t o = SG_SLO_PASS;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].outcome == SG_SLO_FAIL)
+            return SG_SLO_FAIL;
+        if (v[i].outcome == SG_SLO_INCONCLUSIVE)
+            o = SG_SLO_INCONCLUSIVE;
+    }
+    return o;
 }
 
 bool sg_slo_all_pass(const sg_slo_verdict_t *v, size_t n)
 {
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!v[i].pass)
-            return false;
-    return true;
+    return sg_slo_overall(v, n) == SG_SLO_PASS;
+}
+
+const char *sg_slo_outcome_name(sg_slo_outcome_t o)
+{
+    return o == SG_SLO_PASS ? "pass" : o == SG_SLO_FAIL ? "fail" : "inconclusive";
+}
+
+uint64_t sg_slo_min_n(const sg_slo_check_t *c, double level)
+{
+    /* an error-rate ceiling passes once the rate's upper bound with no failure at all, 1 - ((1-level)/2)^(1/n), is
+     * under it */
+    if (c->kind == SG_SLO_ERROR_RATE)
+        return (c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_LE) && c->target > 0 && c->target < 1
+                   ? sg_quantile_min_n(1 - c->target, level)
+                   : 0;
+    if (c->kind != SG_SLO_DIST || c->stat != SG_SLO_STAT_PCT)
+        return 0;
+    /* a ceiling needs its upper bound (a high rank) to exist, a floor its lower bound (a low rank): the tail of the
+     * quantile that is further from the median needs the most values */
+    double p = c->pct / 100;
+    bool ceiling = c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_LE;
+    return sg_quantile_min_n(ceiling ? p : 1 - p, level);
 }
 
 bool sg_slo_per_request_bound(const sg_slo_check_t *c, double *share_allowed)
@@ -281,4 +362,26 @@ bool sg_slo_per_request_bound(const sg_slo_check_t *c, double *share_allowed)
         return false;
     *share_allowed = ceiling ? 1 - c->pct / 100 : c->pct / 100;
     return true;
+}
+
+uint64_t sg_slo_significant_room(const sg_slo_check_t *c, uint64_t planned, double level)
+{
+    uint64_t l, u;
+    sg_quantile_ranks(planned, c->pct / 100, level, &l, &u);
+    /* a ceiling fails significantly once its lower bound, the l-th smallest value, is past the target: once more
+     * than planned - l values are; a floor once its upper bound, the u-th smallest, is below it: u values */
+    bool ceiling = c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_LE;
+    if (ceiling)
+        return l == 0 ? planned : planned - l;
+    return u > planned ? planned : u - 1;
+}
+
+json_t *sg_slo_interval_json(const sg_slo_verdict_t *v)
+{
+    if (!v->measurable || !v->has_interval)
+        return json_null();
+    json_t *a = json_array();
+    json_array_append_new(a, isinf(v->lo) ? json_null() : json_real(v->lo));
+    json_array_append_new(a, isinf(v->hi) ? json_null() : json_real(v->hi));
+    return a;
 }

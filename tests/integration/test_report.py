@@ -58,7 +58,7 @@ def single_run(h, m):
                             "--request-count", "300", "--synthetic-input-tokens-mean", "50",
                             "--synthetic-input-tokens-stddev", "10", "--output-tokens-mean", "12",
                             "--output-tokens-stddev", "3", "--max-error-rate", "1",
-                            "--slo", "time_to_first_token:p99<500", "--slo", "error_rate<0.5", "--generate-plots",
+                            "--slo", "time_to_first_token:p90<500", "--slo", "error_rate<0.5", "--generate-plots",
                             check_rc=0)
     page = os.path.join(res.dir, "report.html")
     h.check(os.path.exists(page), "--generate-plots wrote report.html", res.stderr[-1500:])
@@ -90,7 +90,7 @@ def single_run(h, m):
 def sweep(h, m):
     res = profiling.profile(h, m.url, "--endpoint-type", "chat", "--streaming", "--concurrency", "1,4",
                             "--request-count", "40", "--output-tokens-mean", "8",
-                            "--parameter-sweep-cooldown-seconds", "0", "--slo", "request_latency:p99<1000",
+                            "--parameter-sweep-cooldown-seconds", "0", "--slo", "request_latency:p90<1000",
                             check_rc=0)
     rc = h.run([h.surge, "report", res.dir], timeout=60)
     page = os.path.join(res.dir, "report.html")
@@ -118,7 +118,7 @@ def search(h):
     with h.mock("--ttft-ms", "20", "--itl-ms", "2", "--max-batch", "4", "--output-tokens", "10") as m:
         res = profiling.profile(h, m.url, "--endpoint-type", "chat", "--streaming", "--search", "max-request-rate",
                                 "--search-range", "20:400", "--search-precision", "0.2", "--benchmark-duration",
-                                "1.5", "--slo", "time_to_first_token:p99<200", "--generate-plots", timeout=200,
+                                "1.5", "--slo", "time_to_first_token:p90<200", "--generate-plots", timeout=200,
                                 check_rc=0)
     page = os.path.join(res.dir, "report.html")
     r = browser.render(h, page) if os.path.exists(page) else None

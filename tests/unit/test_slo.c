@@ -226,11 +226,11 @@ static void expect(const sg_metrics_t *m, const want_t *w, size_t n)
     for (size_t i = 0; i < n; i++) {
         sg_slo_check_t c = parsed(w[i].text);
         sg_slo_verdict_t v;
-        sg_slo_eval(&c, 1, m, d, &v);
-        if (v.pass != w[i].pass)
-            fprintf(stderr, "%s: measured %.9g (measurable %d), pass %d, want %d\n", w[i].text, v.measured,
-                    v.measurable, v.pass, w[i].pass);
-        CHECK(v.pass == w[i].pass);
+        sg_slo_eval(&c, 1, m, d, 0.95, &v);
+        if (v.point_pass != w[i].pass)
+            fprintf(stderr, "%s: measured %.9g (measurable %d), point_pass %d, want %d\n", w[i].text, v.measured,
+                    v.measurable, v.point_pass, w[i].pass);
+        CHECK(v.point_pass == w[i].pass);
         CHECK(v.measurable);
     }
 }
@@ -239,7 +239,7 @@ static double measured(const sg_metrics_t *m, const char *text)
 {
     sg_slo_check_t c = parsed(text);
     sg_slo_verdict_t v;
-    sg_slo_eval(&c, 1, m, sg_metrics_duration_s(m), &v);
+    sg_slo_eval(&c, 1, m, sg_metrics_duration_s(m), 0.95, &v);
     CHECK(v.measurable);
     return v.measured;
 }
@@ -309,15 +309,117 @@ static void test_eval(void)
     /* several at once, in order; all_pass only when every one does */
     sg_slo_check_t cs[3] = {parsed("ttft:p99<=250"), parsed("error_rate<0.5"), parsed("itl:avg<=4")};
     sg_slo_verdict_t vs[3];
-    sg_slo_eval(cs, 3, same, sg_metrics_duration_s(same), vs);
-    CHECK(vs[0].pass && vs[1].pass && vs[2].pass && sg_slo_all_pass(vs, 3));
+    sg_slo_eval(cs, 3, same, sg_metrics_duration_s(same), 0.95, vs);
+    CHECK(vs[0].point_pass && vs[1].point_pass && vs[2].point_pass);
+    /* seven values cannot bound a p99 from above: undecided; no failure in seven bounds the error rate below 0.5
+     * (Clopper-Pearson 0..0.41), and the average of equal values is exact (no spread) */
+    CHECK(vs[0].outcome == SG_SLO_INCONCLUSIVE && vs[1].outcome == SG_SLO_PASS && vs[2].outcome == SG_SLO_PASS);
+    CHECK(sg_slo_overall(vs, 3) == SG_SLO_INCONCLUSIVE && !sg_slo_all_pass(vs, 3));
     CHECK_NEAR(vs[2].measured, 4.0, 1e-9);
     cs[1] = parsed("request_throughput>1000000");
-    sg_slo_eval(cs, 3, same, sg_metrics_duration_s(same), vs);
-    CHECK(vs[0].pass && !vs[1].pass && vs[1].measurable && vs[2].pass && !sg_slo_all_pass(vs, 3));
+    sg_slo_eval(cs, 3, same, sg_metrics_duration_s(same), 0.95, vs);
+    CHECK(vs[0].point_pass && !vs[1].point_pass && vs[1].measurable && vs[2].point_pass);
+    CHECK(vs[1].outcome == SG_SLO_FAIL && sg_slo_overall(vs, 3) == SG_SLO_FAIL && !sg_slo_all_pass(vs, 3));
     CHECK(!sg_slo_all_pass(vs, 0));
     sg_metrics_free(same);
     sg_metrics_free(m);
+}
+
+/*
+ * Outcomes against exact values: 1,000 requests with TTFT 1, 2, ..., 1000 ms. Their p99's 95% interval runs from
+ * the 983rd to the 997th value (exact binomial sums), so 983..997 ms; the average's is 500.5 -+ t(0.975, 999) x
+ * 288.8194 / sqrt(1000) = 500.5 -+ 17.92; three failures in 100 bound the error rate to 0.00623..0.0852.
+ */
+static void test_outcomes(void)
+{
+    sg_metrics_t *m = sg_metrics_new(NULL, 0);
+    for (int i = 1; i <= 1000; i++) {
+        sg_record_t r = streamed((uint64_t)i, T0 + i * MS, i, 2, 1);
+        sg_metrics_add(m, &r);
+    }
+    double d = sg_metrics_duration_s(m);
+    sg_slo_check_t c = parsed("ttft:p99<997.5");
+    sg_slo_verdict_t v;
+    sg_slo_eval(&c, 1, m, d, 0.95, &v);
+    CHECK(v.has_interval && v.n == 1000);
+    CHECK_NEAR(v.lo, 983, 983.0 / 1024);
+    CHECK_NEAR(v.hi, 997, 997.0 / 1024);
+    CHECK_NEAR(v.level, 0.95, 0);
+    CHECK(v.outcome == SG_SLO_PASS);
+    static const struct {
+        const char *text;
+        sg_slo_outcome_t want;
+    } cases[] = {
+        {"ttft:p99<997.5", SG_SLO_PASS},         {"ttft:p99<996.5", SG_SLO_INCONCLUSIVE},
+        {"ttft:p99<990", SG_SLO_INCONCLUSIVE},   {"ttft:p99<983.5", SG_SLO_INCONCLUSIVE},
+        {"ttft:p99<982.5", SG_SLO_FAIL},         {"ttft:p99>982.5", SG_SLO_PASS},
+        {"ttft:p99>997.5", SG_SLO_FAIL},         {"ttft:avg<518.6", SG_SLO_PASS},
+        {"ttft:avg<518.2", SG_SLO_INCONCLUSIVE}, {"ttft:avg<482.4", SG_SLO_FAIL},
+        {"ttft:avg<482.8", SG_SLO_INCONCLUSIVE}, {"ttft:max<1001", SG_SLO_PASS},
+        {"ttft:max<999", SG_SLO_FAIL},
+    };
+    for (size_t i = 0; i < SG_ARRAY_LEN(cases); i++) {
+        c = parsed(cases[i].text);
+        sg_slo_eval(&c, 1, m, d, 0.95, &v);
+        if (v.outcome != cases[i].want)
+            fprintf(stderr, "%s: measured %.6g, interval %.6g..%.6g over %llu: %s, want %s\n", cases[i].text,
+                    v.measured, v.lo, v.hi, (unsigned long long)v.n, sg_slo_outcome_name(v.outcome),
+                    sg_slo_outcome_name(cases[i].want));
+        CHECK(v.outcome == cases[i].want);
+        CHECK(v.pass == (v.outcome == SG_SLO_PASS));
+    }
+    c = parsed("ttft:avg<1000");
+    sg_slo_eval(&c, 1, m, d, 0.95, &v);
+    CHECK_NEAR(v.lo, 500.5 - 1.9623415 * 288.8194361 / sqrt(1000), 1e-4);
+    CHECK_NEAR(v.hi, 500.5 + 1.9623415 * 288.8194361 / sqrt(1000), 1e-4);
+    /* a higher level widens the interval: at 99.9% the upper bound is past the largest value */
+    c = parsed("ttft:p99<997.5");
+    sg_slo_eval(&c, 1, m, d, 0.999, &v);
+    CHECK(v.outcome == SG_SLO_INCONCLUSIVE);
+    /* no interval for min, max, std and the throughputs */
+    c = parsed("ttft:max<1001");
+    sg_slo_eval(&c, 1, m, d, 0.95, &v);
+    CHECK(!v.has_interval && v.n == 1000);
+    sg_metrics_free(m);
+
+    /* error rate: 3 failures in 100 */
+    m = sg_metrics_new(NULL, 0);
+    for (int i = 0; i < 100; i++) {
+        sg_record_t r = i < 3 ? failure((uint64_t)i, T0 + i * MS) : whole((uint64_t)i, T0 + i * MS, 10, 3);
+        sg_metrics_add(m, &r);
+    }
+    d = sg_metrics_duration_s(m);
+    static const struct {
+        const char *text;
+        sg_slo_outcome_t want;
+    } rates[] = {
+        {"error_rate<0.09", SG_SLO_PASS}, {"error_rate<0.05", SG_SLO_INCONCLUSIVE}, {"error_rate<0.006", SG_SLO_FAIL}};
+    for (size_t i = 0; i < SG_ARRAY_LEN(rates); i++) {
+        c = parsed(rates[i].text);
+        sg_slo_eval(&c, 1, m, d, 0.95, &v);
+        CHECK(v.outcome == rates[i].want && v.n == 100);
+    }
+    CHECK_NEAR(v.lo, 0.006229971538306392, 1e-9);
+    CHECK_NEAR(v.hi, 0.08517605297428002, 1e-9);
+    sg_metrics_free(m);
+
+    /* how many values a percentile needs to be able to pass, and a probe's room before its failure is significant:
+     * among 1,000 planned, p99 < T fails significantly once the 983rd value is past T (more than 17 past it), p10 > T
+     * once the 120th is below it (120 below) */
+    c = parsed("ttft:p99<500");
+    CHECK_EQ_INT(sg_slo_min_n(&c, 0.95), 368);
+    CHECK_EQ_INT(sg_slo_significant_room(&c, 1000, 0.95), 17);
+    c = parsed("output_token_throughput_per_user:p10>20");
+    CHECK_EQ_INT(sg_slo_min_n(&c, 0.95), 36);
+    CHECK_EQ_INT(sg_slo_significant_room(&c, 1000, 0.95), 119);
+    c = parsed("ttft:avg<500");
+    CHECK_EQ_INT(sg_slo_min_n(&c, 0.95), 0);
+    c = parsed("error_rate<0.01");
+    CHECK_EQ_INT(sg_slo_min_n(&c, 0.95), 368);
+    c = parsed("error_rate<0.1");
+    CHECK_EQ_INT(sg_slo_min_n(&c, 0.95), 36);
+    c = parsed("error_rate<=0");
+    CHECK_EQ_INT(sg_slo_min_n(&c, 0.95), 0);
 }
 
 static void test_not_measurable(void)
@@ -333,14 +435,14 @@ static void test_not_measurable(void)
     for (size_t i = 0; i < SG_ARRAY_LEN(none); i++) {
         sg_slo_check_t c = parsed(none[i]);
         sg_slo_verdict_t v = {.measurable = true, .measured = 7, .pass = true};
-        sg_slo_eval(&c, 1, m, sg_metrics_duration_s(m), &v);
+        sg_slo_eval(&c, 1, m, sg_metrics_duration_s(m), 0.95, &v);
         CHECK(!v.measurable && !v.pass && v.measured == 0);
     }
     /* what they did have is measured */
     sg_slo_check_t c = parsed("e2el:p99<=30");
     sg_slo_verdict_t v;
-    sg_slo_eval(&c, 1, m, sg_metrics_duration_s(m), &v);
-    CHECK(v.measurable && v.pass);
+    sg_slo_eval(&c, 1, m, sg_metrics_duration_s(m), 0.95, &v);
+    CHECK(v.measurable && v.point_pass && v.outcome == SG_SLO_INCONCLUSIVE); /* four values */
     sg_metrics_free(m);
 
     /* nothing ran: no error rate (0 of 0), no duration, no distribution */
@@ -348,7 +450,7 @@ static void test_not_measurable(void)
     const char *all[] = {"error_rate<=1", "request_throughput>=0", "output_token_throughput>=0", "e2el:max>=0"};
     for (size_t i = 0; i < SG_ARRAY_LEN(all); i++) {
         c = parsed(all[i]);
-        sg_slo_eval(&c, 1, empty, sg_metrics_duration_s(empty), &v);
+        sg_slo_eval(&c, 1, empty, sg_metrics_duration_s(empty), 0.95, &v);
         CHECK(!v.measurable && !v.pass);
     }
     /* every request failed: the error rate is 1, the latencies have nothing */
@@ -357,10 +459,10 @@ static void test_not_measurable(void)
         sg_metrics_add(empty, &f);
     }
     c = parsed("error_rate<=1");
-    sg_slo_eval(&c, 1, empty, sg_metrics_duration_s(empty), &v);
+    sg_slo_eval(&c, 1, empty, sg_metrics_duration_s(empty), 0.95, &v);
     CHECK(v.measurable && v.pass && v.measured == 1.0);
     c = parsed("e2el:max>=0");
-    sg_slo_eval(&c, 1, empty, sg_metrics_duration_s(empty), &v);
+    sg_slo_eval(&c, 1, empty, sg_metrics_duration_s(empty), 0.95, &v);
     CHECK(!v.measurable && !v.pass);
     sg_metrics_free(empty);
 }
@@ -397,6 +499,7 @@ int main(void)
     test_parse();
     test_parse_refused();
     test_eval();
+    test_outcomes();
     test_not_measurable();
     test_per_request_bound();
     return test_finish("test_slo");
