@@ -36,6 +36,12 @@ runs, and the comparisons are ratios taken in the same run).
                           3 workers at the same total load (streamed, Poisson at 300/s, same seed): the merged
                           summary's percentiles and throughput as ratios to the one-process run's (target: 1.0
                           within noise), and the start skew bound the ranks reported (target < 1 ms on one host)
+  bench/bench.py search   the capacity search's repeatability: --repeat identical searches (constant arrivals,
+                          SLO p99 TTFT < 60 ms) against a mock of known capacity (4 slots x 50 ms: 80 req/s),
+                          with a CPU hog on the client's core (--no-hog: without); each answer, its interval and
+                          time, whether every interval holds 80 and the answers agree within the precision. With
+                          --baseline SURGE (another build, e.g. the previous release) the same searches are run
+                          interleaved with it, for the time ratio
   bench/bench.py all
 
 The client is pinned to CPU 0 and the mock to CPU 1 when the machine has two or more.
@@ -663,10 +669,64 @@ def bench_ranks(surge, n, repeat, client_cpu, mock_cpu, rate=300):
     return out
 
 
+def bench_search(surge, repeat, client_cpu, mock_cpu, baseline=None, hog=True, probe_s=5, capacity=80.0):
+    """Identical capacity searches, interleaved with a baseline build's when given, a busy loop sharing the client's
+    core: the answers, their spread, whether each interval holds the known capacity, and the time each took."""
+    args = ["--streaming", "--search", "max-request-rate", "--request-distribution", "constant", "--slo",
+            "ttft:p99<60", "--search-range", "10:", "--benchmark-duration", str(probe_s),
+            "--parameter-sweep-cooldown-seconds", "0.3", "--search-precision", "0.05"]
+    builds = [("surge", surge)] + ([("baseline", baseline)] if baseline else [])
+    res = {name: [] for name, _ in builds}
+    hog_proc = None
+    if hog:
+        hog_proc = subprocess.Popen(pin_prefix(client_cpu) + [sys.executable, "-c", "while True: pass"])
+    try:
+        with Mock(surge, ["--ttft-ms", "20", "--itl-ms", "2", "--output-tokens", "16", "--max-batch", "4"],
+                  mock_cpu) as m:
+            for i in range(repeat):
+                for name, binary in builds:
+                    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+                    cmd = surge_cmd(binary, m.port, client_cpu, args)
+                    t0 = time.monotonic()
+                    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=1800)
+                    took = time.monotonic() - t0
+                    with open(os.path.join(ARTIFACTS, "search.json")) as f:
+                        sr = json.load(f)["search"]
+                    lo = sr.get("capacity_low", sr.get("highest_passing"))
+                    hi = sr.get("capacity_high", sr.get("lowest_failing"))
+                    line = next((x for x in p.stdout.splitlines() if x.startswith("Capacity")), "")
+                    res[name].append((lo, hi, sr["probes"], took, p.returncode))
+                    print("  %-8s search %d: %s-%s req/s, %d probes, %.0f s, exit %d" % (name, i + 1, lo, hi,
+                                                                                        sr["probes"], took,
+                                                                                        p.returncode))
+                    print("           " + line[:300])
+    finally:
+        if hog_proc:
+            hog_proc.kill()
+            hog_proc.wait()
+    print("search: constant arrivals at a mock of capacity %g req/s, SLO p99 TTFT < 60 ms, %g s probes, %s"
+          % (capacity, probe_s, "a CPU hog on the client's core" if hog else "no hog"))
+    out = {}
+    for name, _ in builds:
+        rows = res[name]
+        lows = [r[0] for r in rows if r[0] is not None]
+        holds = sum(1 for r in rows if r[0] is not None and r[1] is not None and r[0] <= capacity <= r[1])
+        spread = (max(lows) - min(lows)) / min(lows) if lows else float("nan")
+        t = statistics.median(r[3] for r in rows)
+        print("  %-8s answers (low end) %s; spread %.1f%% (precision 5%%); interval holds %g in %d of %d; median "
+              "time %.0f s" % (name, lows, 100 * spread, capacity, holds, len(rows), t))
+        out[name] = {"lows": lows, "spread": spread, "holds": holds, "time_s": t}
+    if baseline:
+        print("  time ratio surge / baseline: %.2fx (target <= 2x)" % (out["surge"]["time_s"] / out["baseline"]["time_s"]))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "scrape", "report",
-                                     "backends", "ranks", "embeddings", "all"])
+                                     "backends", "ranks", "embeddings", "search", "all"])
+    ap.add_argument("--baseline", help="search: another surge build to run the same searches beside")
+    ap.add_argument("--no-hog", action="store_true", help="search: no busy loop on the client's core")
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=ap_default_requests)
     ap.add_argument("--repeat", type=int, default=5)
@@ -707,6 +767,8 @@ def run(args):
                     min(args.repeat, 3), client_cpu, mock_cpu)
     if args.what in ("embeddings", "all"):
         bench_embeddings(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("search", "all"):
+        bench_search(args.surge, args.repeat, client_cpu, mock_cpu, args.baseline, not args.no_hog)
     if args.what in ("report", "all"):
         n = args.requests if args.requests != ap_default_requests else 1000000
         bench_report(args.surge, n, min(args.repeat, 3), client_cpu, mock_cpu)

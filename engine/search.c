@@ -183,11 +183,12 @@ void probe_end(profile_t *p, point_t *pt)
 /* One load value and the evidence pooled over its probes. */
 typedef struct {
     double v;
-    sg_metrics_t *pool;   /* every probe of this value merged; NULL once the value is settled for good */
+    sg_metrics_t *pool;   /* every probe of this value merged */
     double pool_duration; /* their durations added (the throughputs are over the time measured, not the gaps) */
     unsigned probes;
     sg_slo_outcome_t outcome;
     bool point_pass; /* inconclusive: what the point estimates say (a provisional pass while bracketing) */
+    bool undecided;  /* still inconclusive once its budget of probes was spent: neither end of the answer */
     uint64_t n;      /* requests measured over the pooled probes */
     char why[256];
 } value_t;
@@ -257,7 +258,7 @@ static json_t *search_header(const search_t *s, bool complete)
     for (size_t i = 0; i < cfg->n_slo_checks; i++)
         json_array_append_new(slos, json_string(cfg->slo_checks[i].text));
     for (size_t i = 0; i < s->n_vals; i++)
-        if (s->vals[i].outcome == SG_SLO_INCONCLUSIVE && !s->vals[i].point_pass)
+        if (s->vals[i].undecided)
             json_array_append_new(undecided, json_real(s->vals[i].v));
     bool lo_sure = s->pass && s->pass->outcome == SG_SLO_PASS, hi_sure = s->fail && s->fail->outcome == SG_SLO_FAIL;
     json_object_set_new(h, "kind", json_string(s->closed ? "max-concurrency" : "max-request-rate"));
@@ -452,13 +453,15 @@ static int settle(search_t *s, value_t *x, bool sized)
         if (probe_once(s, x, sized) < 0)
             return -1;
     }
+    /* spent: a provisional pass while bracketing stays one; anything else still open is undecided */
+    x->undecided = x->outcome == SG_SLO_INCONCLUSIVE && (sized || !x->point_pass);
     return 0;
 }
 
 /* A value the search can build on: shown to pass, or passing on its point estimate (provisional). */
 static bool passes(const value_t *x)
 {
-    return x->outcome == SG_SLO_PASS || (x->outcome == SG_SLO_INCONCLUSIVE && x->point_pass);
+    return x->outcome == SG_SLO_PASS || (x->outcome == SG_SLO_INCONCLUSIVE && x->point_pass && !x->undecided);
 }
 
 /* Where x stands now: raise s->pass or lower s->fail. An inconclusive value that fails on its point estimate bounds
@@ -533,8 +536,11 @@ static value_t *pass_below(search_t *s, double v)
     return best;
 }
 
-/* Bisect, then confirm the passing end; a provisional pass that turns out to fail sends the search back below it
- * (the evidence was not monotonic). -1 when the search cannot go on. */
+/*
+ * Bisect, then confirm the passing end. A provisional pass that fails after all sends the search back below it (the
+ * evidence was not monotonic); one still undecided after its budget is left as such, and the next passing value
+ * below is confirmed instead. -1 when the search cannot go on.
+ */
 static int narrow(search_t *s)
 {
     for (;;) {
@@ -549,19 +555,21 @@ static int narrow(search_t *s)
             return 0;
         /* the passing end rests on a point estimate: pool more probes there, sized for a verdict */
         value_t *x = s->pass;
-        fprintf(stderr, "surge: confirming %s %g: it passed on its point estimate only\n",
-                s->closed ? "concurrency" : "request rate", x->v);
+        const char *what = s->closed ? "concurrency" : "request rate";
+        fprintf(stderr, "surge: confirming %s %g: it passed on its point estimate only\n", what, x->v);
         if (settle(s, x, true) < 0)
             return -1;
         if (x->outcome == SG_SLO_PASS)
             return 0;
         if (x->outcome == SG_SLO_FAIL) {
-            fprintf(stderr, "surge: %g fails after all: searching below it\n", x->v);
-            s->fail = x;
-        } else if (x->point_pass) {
-            return 0; /* still only a point estimate after --search-max-trials: the answer says so */
-        } else if (!s->fail || s->fail->outcome != SG_SLO_FAIL || x->v < s->fail->v) {
-            s->fail = x;
+            fprintf(stderr, "surge: %s %g fails after all: searching below it\n", what, x->v);
+            if (!s->fail || s->fail->outcome != SG_SLO_FAIL || x->v < s->fail->v)
+                s->fail = x;
+        } else {
+            fprintf(stderr, "surge: %s %g is still undecided after %u probes: confirming below it\n", what, x->v,
+                    x->probes);
+            if (!s->fail)
+                s->fail = x;
         }
         s->pass = pass_below(s, x->v);
         if (!s->pass)
@@ -587,40 +595,43 @@ static void answer(const search_t *s, bool complete, double took)
         fprintf(stderr, "\n");
         return;
     }
-    bool lo_sure = s->pass && s->pass->outcome == SG_SLO_PASS;
+    /* after narrow(), the passing end is either shown to pass or absent */
     bool hi_sure = s->fail && s->fail->outcome == SG_SLO_FAIL;
+    size_t undecided = 0;
+    char list[160] = "";
+    for (size_t i = 0; i < s->n_vals; i++) {
+        const value_t *x = &s->vals[i];
+        if (!x->undecided || (s->pass && x->v < s->pass->v) || (s->fail && hi_sure && x->v > s->fail->v))
+            continue;
+        size_t o = strlen(list);
+        snprintf(list + o, sizeof list - o, "%s%g", undecided++ ? ", " : "", x->v);
+    }
+    if (!s->pass && !undecided) {
+        printf("Capacity: none found: the lowest value tried, %s %g%s, fails (%s); lower --search-range\n", what,
+               s->fail->v, unit, s->fail->why);
+        return;
+    }
     if (!s->pass) {
-        printf("Capacity: none found: the lowest value tried, %s %g%s, %s (%s); lower --search-range\n", what,
-               s->fail->v, unit, hi_sure ? "fails" : "could not be shown to pass", s->fail->why);
+        printf("Capacity: not shown at %g%% confidence: %s %s%s stayed undecided after up to %u probes each%s%s%s; "
+               "longer probes (--benchmark-duration, --request-count) or --search-max-trials decide it (%zu probes, "
+               "%.0f s)\n",
+               pct, what, list, unit, cfg->search_max_trials, hi_sure ? ", " : "", hi_sure ? "and fails at " : "",
+               hi_sure ? s->fail->why : "", s->n, took);
         return;
     }
     if (!s->fail) {
-        printf("Capacity: at least %s %g%s%s: every value up to --search-range's HI passes; raise HI to go further "
-               "(%zu probes, %.0f s)\n",
-               what, s->pass->v, unit, lo_sure ? "" : " (on its point estimate)", s->n, took);
+        printf("Capacity: at least %s %g%s at %g%% confidence (%llu requests over %u probe%s): every value up to "
+               "--search-range's HI passes; raise HI to go further (%zu probes, %.0f s)\n",
+               what, s->pass->v, unit, pct, (unsigned long long)s->pass->n, s->pass->probes,
+               s->pass->probes > 1 ? "s" : "", s->n, took);
         return;
     }
-    char lo_txt[64];
-    if (lo_sure)
-        snprintf(lo_txt, sizeof lo_txt, "%g", s->pass->v);
-    else
-        snprintf(lo_txt, sizeof lo_txt, "below %g", s->fail->v);
-    if (lo_sure)
-        printf("Capacity: %s %g-%g%s at %g%% confidence: %g passes every SLO (%llu requests over %u probe%s); %g %s "
-               "(%s). ",
-               what, s->pass->v, s->fail->v, unit, pct, s->pass->v, (unsigned long long)s->pass->n, s->pass->probes,
-               s->pass->probes > 1 ? "s" : "", s->fail->v, hi_sure ? "fails" : "is undecided", s->fail->why);
-    else
-        printf("Capacity: %s %s%s at %g%% confidence, not shown at any value tried: %g passes on its point estimate "
-               "only (%llu requests over %u probes); %g %s (%s). ",
-               what, lo_txt, unit, pct, s->pass->v, (unsigned long long)s->pass->n, s->pass->probes, s->fail->v,
-               hi_sure ? "fails" : "is undecided", s->fail->why);
-    size_t undecided = 0;
-    for (size_t i = 0; i < s->n_vals; i++)
-        undecided += s->vals[i].v > s->pass->v && s->vals[i].v < s->fail->v;
+    printf("Capacity: %s %g-%g%s at %g%% confidence: %g passes every SLO (%llu requests over %u probe%s); %g %s (%s). ",
+           what, s->pass->v, s->fail->v, unit, pct, s->pass->v, (unsigned long long)s->pass->n, s->pass->probes,
+           s->pass->probes > 1 ? "s" : "", s->fail->v, hi_sure ? "fails" : "is undecided", s->fail->why);
     if (undecided)
-        printf("%zu value%s between stayed undecided after %u probes each: the SLO is borderline there. ", undecided,
-               undecided > 1 ? "s" : "", cfg->search_max_trials);
+        printf("Undecided between them after up to %u probes each: %s%s, where the SLO is borderline. ",
+               cfg->search_max_trials, list, unit);
     if (s->closed && s->fail->v - s->pass->v <= 1)
         printf("No whole number between");
     else
@@ -685,9 +696,7 @@ int search_main(profile_t *p)
     }
     /* bisect between the highest passing and the lowest failing value, then confirm the passing end; with no value
      * failing (HI passed), confirm HI */
-    if (r >= 0 && s->pass && !s->fail && s->pass->outcome != SG_SLO_PASS)
-        r = settle(s, s->pass, true);
-    else if (r >= 0)
+    if (r >= 0)
         r = narrow(s);
     bool complete = r >= 0;
     search_save(s, complete);
@@ -705,9 +714,11 @@ int search_main(profile_t *p)
         else if (code == EXIT_OK)
             code = EXIT_FATAL;
     } else if (!s->pass) {
-        code = points_worse(code, s->fail && s->fail->outcome == SG_SLO_FAIL ? EXIT_SLO_FAILED : EXIT_SLO_INCONCLUSIVE);
-    } else if (s->pass->outcome != SG_SLO_PASS) {
-        code = points_worse(code, EXIT_SLO_INCONCLUSIVE);
+        /* nothing was shown to pass: every value failed, or some stayed undecided */
+        bool any_undecided = false;
+        for (size_t i = 0; i < s->n_vals; i++)
+            any_undecided = any_undecided || s->vals[i].undecided;
+        code = points_worse(code, any_undecided ? EXIT_SLO_INCONCLUSIVE : EXIT_SLO_FAILED);
     }
     fflush(stdout);
     fprintf(stderr, "surge: search record in %s/search.json and .csv; each probe's files in its sub-directory\n",
