@@ -49,6 +49,26 @@ void points_row(sg_point_row_t *row, const point_t *pt, int code)
     row->slo_pass = pt->slo_pass;
 }
 
+/* Where the figures came from, beside the header: surge's version, the command line, the client host, when the
+ * sweep or search began and when this file was last written (ISO 8601 UTC), and the configuration of the run. */
+static void points_provenance(const profile_t *p, json_t *root)
+{
+    char t0[48], t1[48];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    bool have0 = sg_iso_utc(t0, sizeof t0, p->started_wall_ns) != NULL;
+    bool have1 = sg_iso_utc(t1, sizeof t1, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec) != NULL;
+    json_object_set_new(root, "surge_version", json_string(sg_version()));
+    json_object_set_new(root, "command", p->command ? json_string(p->command) : json_null());
+    json_object_set_new(root, "host", p->host[0] ? json_string(p->host) : json_null());
+    json_object_set_new(root, "start_time", have0 ? json_string(t0) : json_null());
+    json_object_set_new(root, "end_time", have1 ? json_string(t1) : json_null());
+    char *cfg = sg_config_to_json(&p->cfg);
+    json_t *c = cfg ? json_loads(cfg, 0, NULL) : NULL;
+    json_object_set_new(root, "input_config", c ? c : json_null());
+    free(cfg);
+}
+
 /* <stem>.json (a header object and the rows) and <stem>.csv in the artifact directory. */
 int points_write(const profile_t *p, const char *stem, const char *key, json_t *header, const char *rows_key,
                  const sg_point_row_t *rows, size_t n)
@@ -62,9 +82,18 @@ int points_write(const profile_t *p, const char *stem, const char *key, json_t *
     int rc = json_path && csv_path ? 0 : -ENOMEM;
     json_t *root = json_object();
     json_t *arr = sg_points_json(rows, n, cfg->slo_checks, cfg->n_slo_checks);
+    /* a search's probes: each one's verdict and, when it failed, why (what the console table prints) */
+    for (size_t i = 0; arr && strcmp(rows_key, "probes") == 0 && i < n; i++) {
+        json_t *o = json_array_get(arr, i);
+        json_object_set_new(o, "pass", json_boolean(rows[i].pass));
+        json_object_set_new(o, "why", rows[i].why[0] ? json_string(rows[i].why) : json_null());
+        json_object_set_new(o, "stopped_early", json_boolean(rows[i].stopped_early));
+        json_object_set_new(o, "overloaded", json_boolean(rows[i].overloaded));
+    }
     if (rc == 0 && root && arr && header) {
         json_object_set(root, key, header);
         json_object_set_new(root, rows_key, arr);
+        points_provenance(p, root);
         arr = NULL;
         rc = sg_json_write(json_path, root);
         root = NULL;

@@ -33,8 +33,8 @@ static void usage(FILE *out)
  * data: the page writes them at full precision, and shows exactly what the files hold. */
 static json_t *files_of(json_t *list, rp_kind_t kind)
 {
-    static const char *const run_keys[] = {"summary", "slo", "config", "error_summary"};
-    static const char *const points_keys[] = {"header", "rows", "slo"};
+    static const char *const run_keys[] = {"summary", "slo", "config", "error_summary", "meta"};
+    static const char *const points_keys[] = {"header", "rows", "slo", "meta", "config"};
     const char *const *keys = kind == RP_RUN ? run_keys : points_keys;
     size_t nk = kind == RP_RUN ? SG_ARRAY_LEN(run_keys) : SG_ARRAY_LEN(points_keys);
     json_t *files = json_array();
