@@ -342,8 +342,22 @@ int search_main(profile_t *p)
     s->pass_v = s->fail_v = NAN;
     s->t0 = sg_now_ns();
     const char *what = s->closed ? "concurrency" : "request rate";
-    fprintf(stderr, "surge: searching for the highest %s that meets every --slo, from %g%s, within %g%%\n", what,
-            cfg->search_lo, cfg->search_hi > 0 ? "" : " up", cfg->search_precision * 100);
+    /* what each probe is: its arrivals and its length, which the answer depends on (docs/capacity.md) */
+    char probe[160], length[64];
+    if (cfg->benchmark_duration_s > 0)
+        snprintf(length, sizeof length, "%g s", cfg->benchmark_duration_s);
+    else
+        snprintf(length, sizeof length, "%llu requests", (unsigned long long)cfg->request_count);
+    if (s->closed)
+        snprintf(probe, sizeof probe, "closed loop, each probe %s", length);
+    else
+        snprintf(probe, sizeof probe, "%s arrivals, each probe %s",
+                 cfg->distribution == SG_DIST_CONSTANT ? "constant (evenly spaced)"
+                 : cfg->distribution == SG_DIST_GAMMA  ? "gamma"
+                                                       : "Poisson",
+                 length);
+    fprintf(stderr, "surge: searching for the highest %s that meets every --slo, from %g%s, within %g%% (%s)\n", what,
+            cfg->search_lo, cfg->search_hi > 0 ? "" : " up", cfg->search_precision * 100, probe);
 
     /* bracket: double from LO until a value fails or HI passes */
     double v = s->closed ? floor(cfg->search_lo) : cfg->search_lo;
