@@ -59,8 +59,10 @@ static void points_provenance(const profile_t *p, json_t *root)
     bool have0 = sg_iso_utc(t0, sizeof t0, p->started_wall_ns) != NULL;
     bool have1 = sg_iso_utc(t1, sizeof t1, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec) != NULL;
     json_object_set_new(root, "surge_version", json_string(sg_version()));
-    json_object_set_new(root, "command", p->command ? json_string(p->command) : json_null());
-    json_object_set_new(root, "host", p->host[0] ? json_string(p->host) : json_null());
+    json_t *cmd = p->command ? json_string(p->command) : NULL; /* NULL too for bytes that are not UTF-8 */
+    json_t *host = p->host[0] ? json_string(p->host) : NULL;
+    json_object_set_new(root, "command", cmd ? cmd : json_null());
+    json_object_set_new(root, "host", host ? host : json_null());
     json_object_set_new(root, "start_time", have0 ? json_string(t0) : json_null());
     json_object_set_new(root, "end_time", have1 ? json_string(t1) : json_null());
     char *cfg = sg_config_to_json(&p->cfg);

@@ -708,7 +708,7 @@
                   ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['errors', 'error_count'],
                   ['n', rowN]];
     const rows = [el('tr', null, cols.map(function (c) { return el('th', { text: c[0] }); })
-      .concat([el('th', { text: p.search ? 'verdict' : 'SLOs' }), el('th', { cls: 'why', text: 'why' })]))];
+      .concat([el('th', { text: 'verdict' })]))];
     p.rows.forEach(function (row, k) {
       const state = rowState(row), why = rowWhy(row);
       const tr = el('tr', { cls: 'row-' + state });
@@ -720,8 +720,11 @@
       }
       tr.append(el('td', { cls: state, 'data-points': pi, 'data-row': k, 'data-key': 'verdict',
                            text: state === 'pass' ? 'pass' : state.toUpperCase() }));
-      tr.append(el('td', { cls: 'why', 'data-points': pi, 'data-row': k, 'data-key': 'why', text: why }));
       rows.push(tr);
+      // the reason on a line of its own under the row, across the table
+      if (why)
+        rows.push(el('tr', { cls: 'why row-' + state }, [
+          el('td', { colspan: cols.length + 1, 'data-points': pi, 'data-row': k, 'data-key': 'why', text: 'why: ' + why })]));
     });
     return el('div', { cls: 'scroll' }, [el('table', { cls: 'points', 'data-points': pi }, rows)]);
   }
@@ -735,6 +738,8 @@
         best = row;
     return best;
   }
+
+  const POINT_STYLE = { pass: 'circle', fail: 'crossRot', inconclusive: 'triangle' };
 
   function pagePoints(app, list) {
     const multi = list.length > 1;
@@ -762,8 +767,8 @@
 
     app.append(el('h2', { text: 'Capacity curves' }));
     app.append(el('p', { cls: 'note', text: 'Each point is one load level, joined in the order of the load offered: ' +
-      'its achieved request throughput against its latency percentiles (from the intended start). Dashed: the SLOs ' +
-      'and the capacity found.' }));
+      'its achieved request throughput against its latency percentiles (from the intended start). A dot passed, ' +
+      'a cross failed, a triangle was inconclusive (the table says why). Dashed: the SLOs and the capacity found.' }));
     const grid = el('div', { cls: 'grid' });
     app.append(grid);
     const metrics = [['time_to_first_token', 'TTFT'], ['inter_token_latency', 'ITL'], ['request_latency', 'Request latency']];
@@ -776,8 +781,12 @@
         const xs = rows.map(function (r) { return r.request_throughput; });
         for (const [st, dash] of [['p50', []], ['p99', [5, 4]]]) {
           const ys = rows.map(function (r) { return r[tag + '_' + st]; });
+          // each point marked by its row's state: a dot passed, a cross failed, a triangle was inconclusive
+          const states = rows.filter(function (r, k) { return ys[k] !== null && ys[k] !== undefined; }).map(rowState);
           const d = line((multi ? p.label + ': ' : '') + short + ' ' + st, xs, ys, multi ? pi : (st === 'p50' ? 0 : 1),
-                         { pointRadius: 3, borderDash: dash });
+                         { borderDash: dash,
+                           pointStyle: states.map(function (x) { return POINT_STYLE[x]; }),
+                           pointRadius: states.map(function (x) { return x === 'pass' ? 3 : 5; }) });
           if (d.data.length) sets.push(d);
           ys.forEach(function (y) { if (typeof y === 'number') ymax = Math.max(ymax, y); });
         }

@@ -215,8 +215,10 @@ def search(h):
         h.check(verdict == ["pass" if row["pass"] else "FAIL"], "search page: probe %d's verdict" % k, (verdict, row))
         if not row["pass"]:
             failed += 1
-            h.check(row.get("why") and why == [row["why"]], "search page: failed probe %d shows why" % k,
+            h.check(row.get("why") and why == ["why: " + row["why"]], "search page: failed probe %d shows why" % k,
                     (why, row.get("why")))
+        else:
+            h.check(why == [], "search page: passed probe %d has no reason line" % k, why)
     h.check(failed >= 1, "search: a probe failed (the range's top is past the mock's capacity)", s["probes"])
     check_provenance(h, s, res.proc.args, "search.json")
     meta = check_meta(h, r, s, "search page", points=0)
@@ -273,7 +275,7 @@ def curve_fixture(h, search_dir):
         w = [t for a, t in r.cells(points=0, row=k, key="why")]
         h.check(len(v) == 1 and v[0][1] == text and cls in v[0][0].get("class", "").split(),
                 "curve page: probe %d shows %s in its own colour" % (k, text), v)
-        h.check(w == [why], "curve page: probe %d's reason" % k, (w, why))
+        h.check(w == (["why: " + why] if why else []), "curve page: probe %d's reason" % k, (w, why))
     m = r.meta(points=0)
     h.check(m.get("date") == "2020-01-02 03:04:05 UTC to 03:09:00 UTC",
             "curve page: the date is the file's start and end, not today's", m.get("date"))
