@@ -531,7 +531,7 @@
     const inp = ((c.input || {}).prompt || {}).input_tokens || {};
     const isl = tokens(typeof c.synthetic_input_tokens_mean === 'number' ? c.synthetic_input_tokens_mean : inp.mean,
                        typeof c.synthetic_input_tokens_stddev === 'number' ? c.synthetic_input_tokens_stddev : inp.stddev);
-    if (!c.input_file && isl) bits.push('ISL ' + isl + ' ' + (c.isl_estimate === 'tokens' ? 'tokens' : 'tokens (counted as words)'));
+    if (!c.input_file && isl) bits.push('ISL ' + isl + ' tokens' + (c.isl_estimate === 'words' ? ' (counted as words)' : ''));
     if (typeof c.output_tokens_mean === 'number')
       bits.push(c.output_tokens_mean > 0 ? 'OSL ' + tokens(c.output_tokens_mean, c.output_tokens_stddev) + ' tokens'
                                          : 'OSL not set (the server decides)');
@@ -583,16 +583,8 @@
 
   function runHeader(r, i, multi) {
     const parts = [];
-    const c = r.config || {};
-    const model = Array.isArray(c.model) ? c.model.join(', ') : (c.model || (c.endpoint && c.endpoint.model_names) || '');
-    const load = c.concurrency ? 'concurrency ' + c.concurrency
-               : c.request_rate ? c.request_rate + ' requests/s (' + (c.request_distribution || 'poisson') + ')'
-               : '';
     parts.push(el('p', { cls: 'meta' }, [(multi ? r.label + ': ' : '') + 'files of ' + r.source + ' in ',
-                                          el('code', { text: r.dir })]));
-    const bits = [model && 'model ' + model, c.url && 'at ' + c.url, c.endpoint && typeof c.endpoint === 'string' && c.endpoint,
-                  load, r.requests + ' requests'].filter(Boolean);
-    parts.push(el('p', { cls: 'meta', text: bits.join(' \u00b7 ') }));
+                                          el('code', { text: r.dir }), ': ' + fmt(r.requests) + ' requests read']));
     parts.push(metaBlock(r.meta, r.config, null, { 'data-run': i }));
     if (r.interrupted)
       parts.push(el('div', { cls: 'banner', text: 'This run was interrupted: the figures cover what it measured until then.' }));
@@ -684,9 +676,12 @@
       if (typeof w === 'string' && w) return w;
     if (rowState(row) === 'pass') return '';
     const parts = [];
-    for (const e of row.slo || [])
-      if (e && e.pass === false)
-        parts.push(e.slo + (typeof e.measured === 'number' ? ' measured ' + fmt(e.measured) : ' not measurable'));
+    for (const e of row.slo || []) {
+      if (!e || !(e.pass === false || e.verdict === 'fail' || e.verdict === 'inconclusive')) continue;
+      const said = typeof e.why === 'string' && e.why ? ': ' + e.why : '';
+      parts.push(e.slo + (typeof e.measured === 'number' ? ' measured ' + fmt(e.measured) : ' not measurable') +
+                 (e.verdict === 'inconclusive' ? ' (inconclusive)' : '') + said);
+    }
     if (row.was_interrupted) parts.push('interrupted');
     if (row.exit_code === 1) parts.push(fmt(row.error_count) + ' of ' + fmt(rowN(row)) + ' requests failed (above --max-error-rate)');
     else if (row.exit_code && row.exit_code !== 4 && !row.was_interrupted) parts.push('exit status ' + row.exit_code);
