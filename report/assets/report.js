@@ -487,20 +487,24 @@
    * for a sweep or search, its header) says. */
   function arrivals(c, p) {
     const dist = c.request_distribution || 'poisson';
-    const process = dist + (dist === 'gamma' && typeof c.burstiness === 'number' ? ' (burstiness ' + fmt(c.burstiness) + ')' : '') +
-                    ' arrivals';
-    if (c.fixed_schedule)
+    const burst = dist === 'gamma' && typeof c.burstiness === 'number' ? ' (burstiness ' + fmt(c.burstiness) + ')' : '';
+    const process = dist + burst + ' arrivals';
+    if (c.fixed_schedule) {
+      const sp = c.fixed_schedule_speedup;
       return 'trace replay: each request at its timestamp in the input file (--fixed-schedule' +
-             (typeof c.fixed_schedule_speedup === 'number' && c.fixed_schedule_speedup !== 1 ? ', speed-up ' + fmt(c.fixed_schedule_speedup) : '') + ')';
+             (typeof sp === 'number' && sp !== 1 ? ', speed-up ' + fmt(sp) : '') + ')';
+    }
     if (p) {
       const h = p.header || {};
       if (p.search) {
-        const range = fmt(h.range_lo) + ' to ' + (h.range_hi === null || h.range_hi === undefined ? 'no upper bound' : fmt(h.range_hi));
+        const hi = h.range_hi === null || h.range_hi === undefined ? 'no upper bound' : fmt(h.range_hi);
+        const range = fmt(h.range_lo) + ' to ' + hi;
         return h.kind === 'max-concurrency' ? 'closed loop: concurrency searched from ' + range
                                             : process + ': request rate searched from ' + range + ' requests/s';
       }
       const values = (h.values || []).map(fmt).join(', ');
-      return h.kind === 'concurrency' ? 'closed loop: concurrency ' + values : process + ' at ' + values + ' requests/s';
+      return h.kind === 'concurrency' ? 'closed loop: concurrency ' + values
+                                      : process + ' at ' + values + ' requests/s';
     }
     if (c.request_rate === 'inf') return 'every request at once (--request-rate inf)';
     if (typeof c.request_rate === 'number')
@@ -509,7 +513,8 @@
     const lg = c.loadgen || {};
     const conc = typeof c.concurrency === 'number' ? c.concurrency : lg.concurrency;
     if (typeof conc === 'number') return 'closed loop: concurrency ' + fmt(conc);
-    if (typeof lg.request_rate === 'number') return (lg.request_rate_mode || 'poisson') + ' arrivals at ' + fmt(lg.request_rate) + ' requests/s';
+    if (typeof lg.request_rate === 'number')
+      return (lg.request_rate_mode || 'poisson') + ' arrivals at ' + fmt(lg.request_rate) + ' requests/s';
     return null;
   }
 
@@ -529,9 +534,10 @@
     const bits = [];
     if (c.input_file) bits.push('prompts from ' + c.input_file + (c.input_format ? ' (' + c.input_format + ')' : ''));
     const inp = ((c.input || {}).prompt || {}).input_tokens || {};
-    const isl = tokens(typeof c.synthetic_input_tokens_mean === 'number' ? c.synthetic_input_tokens_mean : inp.mean,
-                       typeof c.synthetic_input_tokens_stddev === 'number' ? c.synthetic_input_tokens_stddev : inp.stddev);
-    if (!c.input_file && isl) bits.push('ISL ' + isl + ' tokens' + (c.isl_estimate === 'words' ? ' (counted as words)' : ''));
+    const mean = c.synthetic_input_tokens_mean, sd = c.synthetic_input_tokens_stddev;
+    const isl = tokens(typeof mean === 'number' ? mean : inp.mean, typeof sd === 'number' ? sd : inp.stddev);
+    if (!c.input_file && isl)
+      bits.push('ISL ' + isl + ' tokens' + (c.isl_estimate === 'words' ? ' (counted as words)' : ''));
     if (typeof c.output_tokens_mean === 'number')
       bits.push(c.output_tokens_mean > 0 ? 'OSL ' + tokens(c.output_tokens_mean, c.output_tokens_stddev) + ' tokens'
                                          : 'OSL not set (the server decides)');
@@ -683,7 +689,8 @@
                  (e.verdict === 'inconclusive' ? ' (inconclusive)' : '') + said);
     }
     if (row.was_interrupted) parts.push('interrupted');
-    if (row.exit_code === 1) parts.push(fmt(row.error_count) + ' of ' + fmt(rowN(row)) + ' requests failed (above --max-error-rate)');
+    if (row.exit_code === 1)
+      parts.push(fmt(row.error_count) + ' of ' + fmt(rowN(row)) + ' requests failed (above --max-error-rate)');
     else if (row.exit_code && row.exit_code !== 4 && !row.was_interrupted) parts.push('exit status ' + row.exit_code);
     return parts.join('; ');
   }
@@ -718,8 +725,8 @@
       rows.push(tr);
       // the reason on a line of its own under the row, across the table
       if (why)
-        rows.push(el('tr', { cls: 'why row-' + state }, [
-          el('td', { colspan: cols.length + 1, 'data-points': pi, 'data-row': k, 'data-key': 'why', text: 'why: ' + why })]));
+        rows.push(el('tr', { cls: 'why row-' + state }, [el('td', {
+          colspan: cols.length + 1, 'data-points': pi, 'data-row': k, 'data-key': 'why', text: 'why: ' + why })]));
     });
     return el('div', { cls: 'scroll' }, [el('table', { cls: 'points', 'data-points': pi }, rows)]);
   }
