@@ -4,6 +4,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef SURGE_VERSION
+#define SURGE_VERSION "dev"
+#endif
+
+const char *sg_version(void)
+{
+    return SURGE_VERSION;
+}
+
+char *sg_iso_utc(char *buf, size_t cap, int64_t wall_ns)
+{
+    if (cap)
+        buf[0] = '\0';
+    time_t s = (time_t)(wall_ns / 1000000000);
+    struct tm tm;
+    if (cap < 32 || wall_ns <= 0 || !gmtime_r(&s, &tm))
+        return NULL;
+    size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (n == 0)
+        return NULL;
+    snprintf(buf + n, cap - n, ".%06dZ", (int)(wall_ns % 1000000000 / 1000));
+    return buf;
+}
+
 const char *sg_strerror(int err)
 {
     switch (err) {

@@ -46,6 +46,13 @@ static inline int64_t sg_now_ns(void)
 /* "dir/name", malloc'd; NULL on OOM. */
 char *sg_path_join(const char *dir, const char *name);
 
+/* surge's version ("0.1.0"), as `surge --version` prints it and the files record it. */
+const char *sg_version(void);
+
+/* A wall-clock time (ns since the epoch) as ISO 8601 UTC with microseconds, "2026-11-28T03:14:11.123456Z", into
+ * buf (cap >= 32). Returns buf, or NULL (buf empty) when the time cannot be written. */
+char *sg_iso_utc(char *buf, size_t cap, int64_t wall_ns);
+
 /* Human-readable text for an SG_E* code or a -errno. Static storage; never NULL. */
 const char *sg_strerror(int err);
 

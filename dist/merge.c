@@ -375,6 +375,9 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .n_slo_checks = n_checks,
         .resent_count = resent,
         .wall_offset_ns = parts[0].start_realtime_ns ? parts[0].start_realtime_ns - MERGE_T0 : 0,
+        /* rank 0's: the ranks ran one command line, on their own hosts (merged_from lists each) */
+        .command = json_string_value(json_object_get(parts[0].summary, "command")),
+        .host = json_string_value(json_object_get(parts[0].summary, "host")),
     };
 
     /* the files, the summary last (its presence says the others are complete) */

@@ -2088,6 +2088,87 @@ char *sg_config_to_json(const sg_config_t *cfg)
     return text;
 }
 
+/* One word for a POSIX shell: as it is when it holds only characters no shell treats specially, else in single
+ * quotes (a quote inside as '\''). Appended to *buf at *len (grown as needed); false when out of memory. */
+static bool shell_word(char **buf, size_t *len, size_t *cap, const char *w)
+{
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-";
+    bool plain = *w && strspn(w, safe) == strlen(w);
+    size_t need = *len + 4 * strlen(w) + 4;
+    if (need > *cap) {
+        size_t ncap = need * 2;
+        char *n = realloc(*buf, ncap);
+        if (!n)
+            return false;
+        *buf = n;
+        *cap = ncap;
+    }
+    char *o = *buf + *len;
+    if (*len)
+        *o++ = ' ';
+    if (!plain)
+        *o++ = '\'';
+    for (; *w; w++) {
+        if (*w == '\'' && !plain) {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *w;
+        }
+    }
+    if (!plain)
+        *o++ = '\'';
+    *o = '\0';
+    *len = (size_t)(o - *buf);
+    return true;
+}
+
+/* A header argument as the summary shows it: a credential's value replaced (malloc'd, or NULL). */
+static char *redacted_header(const char *prefix, const char *line)
+{
+    size_t nl = strcspn(line, ":");
+    size_t len = strlen(prefix) + strlen(line) + sizeof ": <redacted>";
+    char *out = malloc(len);
+    if (!out)
+        return NULL;
+    if (secret_header(line))
+        snprintf(out, len, "%s%.*s: <redacted>", prefix, (int)nl, line);
+    else
+        snprintf(out, len, "%s%s", prefix, line);
+    return out;
+}
+
+char *sg_config_command(int argc, char *const *argv)
+{
+    size_t len = 0, cap = 256;
+    char *buf = malloc(cap);
+    if (!buf)
+        return NULL;
+    buf[0] = '\0';
+    bool ok = shell_word(&buf, &len, &cap, "surge");
+    for (int i = 0; ok && i < argc; i++) {
+        const char *a = argv[i];
+        char *own = NULL;
+        if (i > 0 && strcmp(argv[i - 1], "--api-key") == 0)
+            a = "<redacted>";
+        else if (strncmp(a, "--api-key=", 10) == 0)
+            a = "--api-key=<redacted>";
+        else if (i > 0 && (strcmp(argv[i - 1], "-H") == 0 || strcmp(argv[i - 1], "--header") == 0))
+            a = own = redacted_header("", a);
+        else if (strncmp(a, "--header=", 9) == 0)
+            a = own = redacted_header("--header=", a + 9);
+        else if (strncmp(a, "-H", 2) == 0 && a[2])
+            a = own = redacted_header("-H", a + 2);
+        ok = a && shell_word(&buf, &len, &cap, a);
+        free(own);
+    }
+    if (!ok) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 void sg_config_usage(FILE *out)
 {
     fprintf(out, "Usage: surge profile -m MODEL [options]\n"

@@ -1312,6 +1312,8 @@ static int point_report(profile_t *p, point_t *pt)
         .no_reuse_after_whole = pt->no_reuse_after[0],
         .no_reuse_after_stream = pt->no_reuse_after[1],
         .wall_offset_ns = wall_offset_ns(),
+        .command = p->command,
+        .host = p->host[0] ? p->host : NULL,
     };
     if (!pt->spec.quiet) {
         sg_export_table(stdout, pt->merged, &info);
@@ -1407,6 +1409,7 @@ static void profile_free(profile_t *p)
     if (p->cfg.tls)
         sg_tls_thread_done(); /* the preflight's handshake ran here */
     sg_config_free(&p->cfg);
+    free(p->command);
 }
 
 /* --generate-plots: the report of what the run (or sweep, or search) wrote, interrupted ones included. A report
@@ -1425,13 +1428,21 @@ int sg_profile_main(int argc, char **argv)
 {
     profile_t p;
     memset(&p, 0, sizeof(p));
+    /* before the parse, which permutes argv */
+    p.command = sg_config_command(argc, argv);
+    p.started_wall_ns = sg_now_ns() + wall_offset_ns();
+    if (gethostname(p.host, sizeof p.host - 1) != 0)
+        p.host[0] = '\0';
     int rc = sg_config_parse(&p.cfg, argc, argv);
     if (rc == 1) {
         sg_config_free(&p.cfg);
+        free(p.command);
         return EXIT_OK;
     }
-    if (rc < 0)
+    if (rc < 0) {
+        free(p.command);
         return EXIT_USAGE;
+    }
     p.run.cfg = &p.cfg;
     p.run.payloads = &p.payloads;
 

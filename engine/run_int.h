@@ -44,6 +44,11 @@ typedef struct {
     unsigned dist_workers;
     bool dist_stopped;  /* another rank stopped the run, or was lost */
     char dist_why[512]; /* and why */
+    /* where the files say the figures came from (docs/files.md): the command line, the client host, and when the
+     * invocation began (wall clock, ns since the epoch) */
+    char *command;
+    char host[256];
+    int64_t started_wall_ns;
 } profile_t;
 
 /* What a driver asks of one load point. */

@@ -344,6 +344,7 @@ static int probe_once(search_t *s, value_t *x, bool sized)
     row->closed = s->closed;
     row->value = x->v;
     row->trial = x->probes + 1;
+    row->pooled = x->probes + 1; /* a probe row, whatever becomes of it */
     char prefix[32];
     snprintf(prefix, sizeof prefix, "probe_%02zu_", s->n + 1);
     points_subdir(row->dir, sizeof row->dir, s->closed, x->v, prefix);
@@ -652,28 +653,39 @@ int search_main(profile_t *p)
     /* a percentile verdict can pass only over enough requests; a probe plans half as many again, so that a tail
      * short of the bound passes without being right at the edge */
     for (size_t i = 0; i < cfg->n_slo_checks; i++) {
-        uint64_t m = sg_slo_min_n(&cfg->slo_checks[i], cfg->confidence_level);
-        if (m && m + m / 2 > s->need)
-            s->need = m + m / 2;
+        uint64_t need = sg_slo_min_n(&cfg->slo_checks[i], cfg->confidence_level);
+        if (need && need + need / 2 > s->need)
+            s->need = need + need / 2;
     }
+    /* what each probe is: its arrivals and its length, which the answer depends on (docs/capacity.md) */
+    char probe[160], length[64];
+    if (cfg->benchmark_duration_s > 0)
+        snprintf(length, sizeof length, "%g s", cfg->benchmark_duration_s);
+    else
+        snprintf(length, sizeof length, "%llu requests", (unsigned long long)cfg->request_count);
+    if (s->closed)
+        snprintf(probe, sizeof probe, "closed loop, each probe %s", length);
+    else
+        snprintf(probe, sizeof probe, "%s arrivals, each probe %s",
+                 cfg->distribution == SG_DIST_CONSTANT ? "constant (evenly spaced)"
+                 : cfg->distribution == SG_DIST_GAMMA  ? "gamma"
+                                                       : "Poisson",
+                 length);
     fprintf(stderr,
-            "surge: searching for the highest %s that meets every --slo at %g%% confidence, from %g%s, within %g%%\n",
+            "surge: searching for the highest %s that meets every --slo at %g%% confidence, from %g%s, within %g%% "
+            "(%s)\n",
             what, 100 * cfg->confidence_level, cfg->search_lo, cfg->search_hi > 0 ? "" : " up",
-            cfg->search_precision * 100);
+            cfg->search_precision * 100, probe);
     if (s->need && !s->closed && !cfg->request_count)
         fprintf(stderr,
-                "surge: probes: %s arrivals, %g s each, or as long as it takes to send %llu requests once the "
-                "search narrows (%llu are the fewest with which the --slo percentiles can pass); an undecided value "
-                "gets up to %u probes, pooled\n",
-                cfg->distribution == SG_DIST_CONSTANT ? "evenly spaced"
-                : cfg->distribution == SG_DIST_GAMMA  ? "gamma"
-                                                      : "Poisson",
-                cfg->benchmark_duration_s, (unsigned long long)s->need, (unsigned long long)(s->need * 2 / 3),
-                cfg->search_max_trials);
-    else if (cfg->request_count && s->need > cfg->request_count)
+                "surge: once the search narrows, a probe lasts as long as it takes to send %llu requests if that is "
+                "longer (%llu are the fewest with which the --slo checks can pass); an undecided value gets up to "
+                "%u probes, pooled\n",
+                (unsigned long long)s->need, (unsigned long long)(s->need * 2 / 3), cfg->search_max_trials);
+    else if (s->need > cfg->request_count && cfg->request_count)
         fprintf(stderr,
-                "surge: probes of --request-count %llu cannot pass a --slo percentile at %g%% confidence (it needs "
-                "%llu): undecided values are pooled, up to %u probes\n",
+                "surge: probes of --request-count %llu cannot pass every --slo at %g%% confidence (that takes %llu): "
+                "undecided values are pooled, up to %u probes\n",
                 (unsigned long long)cfg->request_count, 100 * cfg->confidence_level,
                 (unsigned long long)(s->need * 2 / 3), cfg->search_max_trials);
 

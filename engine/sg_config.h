@@ -141,6 +141,10 @@ SG_WUR int sg_config_check_sessions(const sg_config_t *cfg);
 void sg_config_free(sg_config_t *cfg);
 /* A JSON object (malloc'd text) describing cfg, for input_config in the summary. */
 char *sg_config_to_json(const sg_config_t *cfg);
+/* The command line (argc words of argv, argv[0] being "profile"), as one line a POSIX shell reads back the same:
+ * "surge profile -m m ...", each word quoted where needed, the values of --api-key and of credential headers
+ * (-H 'Authorization: ...') replaced by <redacted>. Call before sg_config_parse (it permutes argv). malloc'd. */
+char *sg_config_command(int argc, char *const *argv);
 /* GenAI-Perf style run name: "<model>-openai-<endpoint-type>-concurrency<N>" or "-request_rate<R>". malloc'd. */
 char *sg_config_run_name(const sg_config_t *cfg);
 void sg_config_usage(FILE *out);

@@ -50,6 +50,28 @@ void points_row(sg_point_row_t *row, const point_t *pt, int code)
     row->slo_outcome = pt->cfg.n_slo_checks ? pt->slo_outcome : SG_SLO_PASS;
 }
 
+/* Where the figures came from, beside the header: surge's version, the command line, the client host, when the
+ * sweep or search began and when this file was last written (ISO 8601 UTC), and the configuration of the run. */
+static void points_provenance(const profile_t *p, json_t *root)
+{
+    char t0[48], t1[48];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    bool have0 = sg_iso_utc(t0, sizeof t0, p->started_wall_ns) != NULL;
+    bool have1 = sg_iso_utc(t1, sizeof t1, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec) != NULL;
+    json_object_set_new(root, "surge_version", json_string(sg_version()));
+    json_t *cmd = p->command ? json_string(p->command) : NULL; /* NULL too for bytes that are not UTF-8 */
+    json_t *host = p->host[0] ? json_string(p->host) : NULL;
+    json_object_set_new(root, "command", cmd ? cmd : json_null());
+    json_object_set_new(root, "host", host ? host : json_null());
+    json_object_set_new(root, "start_time", have0 ? json_string(t0) : json_null());
+    json_object_set_new(root, "end_time", have1 ? json_string(t1) : json_null());
+    char *cfg = sg_config_to_json(&p->cfg);
+    json_t *c = cfg ? json_loads(cfg, 0, NULL) : NULL;
+    json_object_set_new(root, "input_config", c ? c : json_null());
+    free(cfg);
+}
+
 /* <stem>.json (a header object and the rows) and <stem>.csv in the artifact directory. */
 int points_write(const profile_t *p, const char *stem, const char *key, json_t *header, const char *rows_key,
                  const sg_point_row_t *rows, size_t n)
@@ -66,6 +88,7 @@ int points_write(const profile_t *p, const char *stem, const char *key, json_t *
     if (rc == 0 && root && arr && header) {
         json_object_set(root, key, header);
         json_object_set_new(root, rows_key, arr);
+        points_provenance(p, root);
         arr = NULL;
         rc = sg_json_write(json_path, root);
         root = NULL;

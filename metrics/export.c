@@ -728,6 +728,38 @@ static json_t *input_config(const char *text)
     return v;
 }
 
+/* A string the summary must keep valid JSON whatever its bytes (a path, an argument): null for NULL. */
+static json_t *text_or_null(const char *text)
+{
+    if (!text)
+        return json_null();
+    size_t cap = strlen(text) + 1; /* an invalid byte becomes "?" */
+    char *clean = malloc(cap);
+    if (!clean)
+        return NULL;
+    sg_utf8_sanitize(clean, cap, text);
+    json_t *v = json_string(clean);
+    free(clean);
+    return v;
+}
+
+/* Where the figures came from: surge's version, the command line, the client host and the wall-clock times of the
+ * first intended send and the last end (ISO 8601 UTC, as AIPerf's start_time and end_time). The report shows them,
+ * so a page made later still says when and how the run happened. */
+static int set_provenance(json_t *root, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    char t0[48], t1[48];
+    int64_t off = info ? info->wall_offset_ns : 0;
+    int64_t first = sg_metrics_first_intended_ns(m), last = sg_metrics_last_end_ns(m);
+    bool have0 = off && first && sg_iso_utc(t0, sizeof t0, first + off);
+    bool have1 = off && last && sg_iso_utc(t1, sizeof t1, last + off);
+    int rc = set(root, "surge_version", json_string(sg_version()));
+    rc = rc ? rc : set(root, "command", text_or_null(info ? info->command : NULL));
+    rc = rc ? rc : set(root, "host", text_or_null(info ? info->host : NULL));
+    rc = rc ? rc : set(root, "start_time", have0 ? json_string(t0) : json_null());
+    return rc ? rc : set(root, "end_time", have1 ? json_string(t1) : json_null());
+}
+
 /* Multi-turn sessions: per turn index, the counts and the distributions it has (docs/sessions.md). */
 static json_t *turns_summary(const sg_metrics_t *m)
 {
@@ -886,6 +918,7 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = set(root, "server_metrics", input_config(info->server_metrics_json));
     rc = rc ? rc : set(root, "was_interrupted", json_boolean(info && info->interrupted));
     rc = rc ? rc : set(root, "input_config", input_config(info ? info->input_config_json : NULL));
+    rc = rc ? rc : set_provenance(root, m, info);
     if (!rc && info && info->extra_json) {
         json_t *extra = json_loads(info->extra_json, 0, NULL);
         rc = json_is_object(extra) ? json_object_update(root, extra) : -1;

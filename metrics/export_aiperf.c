@@ -321,16 +321,9 @@ static int add_totals(json_t *ours, const sg_metrics_t *m, const sg_run_info_t *
 /* "2025-10-08T12:34:56.789012Z" (UTC, as AIPerf's start_time and end_time); JSON null without a clock. */
 static json_t *iso_time(int64_t mono_ns, int64_t wall_offset_ns)
 {
-    if (!mono_ns || !wall_offset_ns)
-        return json_null();
-    int64_t ns = wall(mono_ns, wall_offset_ns);
-    time_t s = (time_t)(ns / 1000000000);
-    struct tm tm;
     char buf[48];
-    if (!gmtime_r(&s, &tm))
+    if (!mono_ns || !wall_offset_ns || !sg_iso_utc(buf, sizeof buf, wall(mono_ns, wall_offset_ns)))
         return json_null();
-    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, sizeof(buf) - n, ".%06dZ", (int)(ns % 1000000000 / 1000));
     return json_string(buf);
 }
 

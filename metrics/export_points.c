@@ -190,7 +190,8 @@ json_t *sg_points_json(const sg_point_row_t *rows, size_t n, const sg_slo_check_
         if (r->pooled) { /* a search probe: the value's verdict after it, on how many probes, and why */
             json_object_set_new(o, "verdict", json_string(sg_slo_outcome_name(r->verdict)));
             json_object_set_new(o, "pooled_probes", json_integer(r->pooled));
-            json_object_set_new(o, "why", json_string(r->why));
+            json_object_set_new(o, "pass", json_boolean(r->pass));
+            json_object_set_new(o, "why", r->why[0] ? json_string(r->why) : json_null());
             json_object_set_new(o, "stopped_early", json_boolean(r->stopped_early));
             json_object_set_new(o, "overloaded", json_boolean(r->overloaded));
         }

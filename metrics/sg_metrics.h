@@ -195,6 +195,8 @@ typedef struct {
                                times; 0 = unknown (they are then left out) */
     const char *extra_json; /* a JSON object (text) whose members join the summary's (a run's clock, a merge's
                                ranks); NULL: none */
+    const char *command;    /* the command line that ran it, shell-quoted (sg_config_command); NULL: unknown */
+    const char *host;       /* the client host's name (gethostname); NULL: unknown */
 } sg_run_info_t;
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */

@@ -63,6 +63,28 @@ static json_t *metrics_of(json_t *summary)
     return out;
 }
 
+json_t *rp_meta_of(json_t *file, const char *tool)
+{
+    static const char *const keys[] = {"command", "host", "start_time", "end_time"};
+    json_t *meta = json_object();
+    char vkey[64];
+    snprintf(vkey, sizeof vkey, "%s_version", strcmp(tool, "genai-perf") == 0 ? "genai_perf" : tool);
+    json_object_set_new(meta, "tool", json_string(tool));
+    json_t *v = json_object_get(file, vkey);
+    if (json_is_string(v))
+        json_object_set(meta, "version", v);
+    for (size_t i = 0; i < SG_ARRAY_LEN(keys); i++) {
+        v = json_object_get(file, keys[i]);
+        if (json_is_string(v))
+            json_object_set(meta, keys[i], v);
+    }
+    /* AIPerf keeps its command line in its configuration */
+    v = json_object_get(json_object_get(file, "input_config"), "cli_command");
+    if (!json_object_get(meta, "command") && json_is_string(v))
+        json_object_set(meta, "command", v);
+    return meta;
+}
+
 /* GenAI-Perf's summary keeps the metrics the same way; its configuration sits under "input_config" too. */
 static int load_summary(rp_run_t *run, const char *path, char *err, size_t errlen)
 {
@@ -86,6 +108,7 @@ static int load_summary(rp_run_t *run, const char *path, char *err, size_t errle
     run->config = json_is_object(cfg) ? json_incref(cfg) : NULL;
     json_t *errs = json_object_get(j, "error_summary");
     run->errors = json_is_array(errs) ? json_incref(errs) : NULL;
+    run->meta = rp_meta_of(j, run->source);
     run->interrupted =
         json_is_true(json_object_get(j, "was_interrupted")) || json_is_true(json_object_get(j, "was_cancelled"));
     json_decref(j);
@@ -171,6 +194,7 @@ void rp_run_free(rp_run_t *run)
     json_decref(run->config);
     json_decref(run->errors);
     json_decref(run->server);
+    json_decref(run->meta);
     free(run->req);
     for (size_t i = 0; i < run->n_err_class; i++)
         free(run->err_class[i]);
@@ -203,6 +227,31 @@ static json_t *points_slo(const char *dir, json_t *rows)
     return NULL;
 }
 
+/* The input configuration of the first point whose summary has one (files of a surge older than the top-level
+ * input_config of sweep_summary.json and search.json). */
+static json_t *points_config(const char *dir, json_t *rows)
+{
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        const char *sub = json_string_value(json_object_get(row, "artifact_subdir"));
+        char *pdir = sub ? sg_path_join(dir, sub) : NULL;
+        char *path = pdir ? sg_path_join(pdir, F_SURGE) : NULL;
+        free(pdir);
+        json_t *j = path ? json_load_file(path, 0, NULL) : NULL;
+        free(path);
+        json_t *cfg = json_object_get(j, "input_config");
+        if (json_is_object(cfg)) {
+            json_incref(cfg);
+            json_decref(j);
+            return cfg;
+        }
+        json_decref(j);
+    }
+    return NULL;
+}
+
 int rp_points_load(rp_points_t *pts, const char *dir, char *err, size_t errlen)
 {
     memset(pts, 0, sizeof *pts);
@@ -226,6 +275,9 @@ int rp_points_load(rp_points_t *pts, const char *dir, char *err, size_t errlen)
     free(path);
     pts->header = json_incref(header);
     pts->rows = json_incref(rows);
+    pts->meta = rp_meta_of(j, "surge");
+    json_t *cfg = json_object_get(j, "input_config");
+    pts->config = json_is_object(cfg) ? json_incref(cfg) : points_config(dir, pts->rows);
     json_decref(j);
     pts->slo = points_slo(dir, pts->rows);
     return 0;
@@ -238,5 +290,7 @@ void rp_points_free(rp_points_t *pts)
     json_decref(pts->header);
     json_decref(pts->rows);
     json_decref(pts->slo);
+    json_decref(pts->meta);
+    json_decref(pts->config);
     memset(pts, 0, sizeof *pts);
 }

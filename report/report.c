@@ -19,7 +19,9 @@ static void usage(FILE *out)
           "\n"
           "One HTML file (self-contained: it opens offline) of the runs in the DIRs: for a run, its summary, SLO\n"
           "verdicts, latency CDFs, timeline, sequence lengths, errors and server metrics; for a sweep or capacity\n"
-          "search, its capacity curve. Several DIRs are overlaid, with a table of their differences (that is\n"
+          "search, its capacity curve and each point's verdict with its reason. Every page says where its figures\n"
+          "came from, as the files recorded it: the command line, the workload, the version, the host and the\n"
+          "date of the run. Several DIRs are overlaid, with a table of their differences (that is\n"
           "`surge compare`). A DIR is surge's artifact directory, or one of AIPerf's (profile_export_aiperf.json)\n"
           "or GenAI-Perf's (profile_export_genai_perf.json).\n"
           "\n"
@@ -33,8 +35,8 @@ static void usage(FILE *out)
  * data: the page writes them at full precision, and shows exactly what the files hold. */
 static json_t *files_of(json_t *list, rp_kind_t kind)
 {
-    static const char *const run_keys[] = {"summary", "slo", "config", "error_summary"};
-    static const char *const points_keys[] = {"header", "rows", "slo"};
+    static const char *const run_keys[] = {"summary", "slo", "config", "error_summary", "meta"};
+    static const char *const points_keys[] = {"header", "rows", "slo", "meta", "config"};
     const char *const *keys = kind == RP_RUN ? run_keys : points_keys;
     size_t nk = kind == RP_RUN ? SG_ARRAY_LEN(run_keys) : SG_ARRAY_LEN(points_keys);
     json_t *files = json_array();

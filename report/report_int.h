@@ -40,6 +40,8 @@ typedef struct {
     json_t *config;     /* the file's input configuration, or NULL */
     json_t *errors;     /* the error summary (array), or NULL */
     json_t *server;     /* server_metrics.json, or NULL */
+    json_t *meta;       /* where the figures came from: {tool, version, command, host, start_time, end_time}, the
+                           members the files record (rp_meta_of) */
     bool interrupted;
     rp_req_t *req;
     size_t n;
@@ -55,6 +57,8 @@ typedef struct {
     json_t *header; /* "sweep" or "search" object */
     json_t *rows;   /* "points" or "probes" */
     json_t *slo;    /* the SLO checks of the first point that has them ({metric, stat, target, unit}), or NULL */
+    json_t *meta;   /* as rp_run_t's, from the sweep's or search's file */
+    json_t *config; /* the run's input_config: the file's, else the first point's */
 } rp_points_t;
 
 /* Reading. Each returns 0, or -1 with a one-line reason in err (naming the file). */
@@ -72,6 +76,9 @@ int rp_read_genai_perf(rp_run_t *run, const char *path, char *err, size_t errlen
 /* The index (1-based, as rp_req_t.err) of an error class, added when new; 0 when the table is full. */
 uint8_t rp_err_class(rp_run_t *run, const char *name, size_t len);
 json_t *rp_json_load(const char *path, char *err, size_t errlen);
+/* What a summary file records of where its figures came from: the tool and its version (surge_version,
+ * aiperf_version), the command line, the host, start_time and end_time; a new object with those it has. */
+json_t *rp_meta_of(json_t *file, const char *tool);
 
 /* series.c: the page's data for one run (cdfs, timeline, histograms, errors, server metrics). */
 json_t *rp_run_data(const rp_run_t *run);

@@ -365,6 +365,7 @@ json_t *rp_run_data(const rp_run_t *run)
     set_or_null(o, "slo", run->slo);
     set_or_null(o, "config", run->config);
     set_or_null(o, "error_summary", run->errors);
+    set_or_null(o, "meta", run->meta);
     json_t *c = json_object();
     json_object_set_new(c, "time_to_first_token", cdf(run, offsetof(rp_req_t, ttft)));
     json_object_set_new(c, "time_to_first_token_from_send", cdf(run, offsetof(rp_req_t, ttft_send)));
@@ -392,5 +393,7 @@ json_t *rp_points_data(const rp_points_t *pts)
     json_object_set(o, "header", pts->header);
     json_object_set(o, "rows", pts->rows);
     set_or_null(o, "slo", pts->slo);
+    set_or_null(o, "meta", pts->meta);
+    set_or_null(o, "config", pts->config);
     return o;
 }

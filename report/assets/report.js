@@ -104,6 +104,7 @@
       },
       scales: spec.scales
     };
+    if (spec.kind !== 'bar') fitAxes(spec.datasets, options.scales || {});
     const config = { type: spec.kind === 'bar' ? 'bar' : 'scatter', data: { datasets: spec.datasets }, options: options };
     if (spec.labels) config.data.labels = spec.labels;
     let points = 0;
@@ -111,8 +112,63 @@
       return p !== null && (typeof p === 'number' ? isFinite(p) : p && isFinite(p.y));
     }).length;
     const c = new Chart(canvas, config);
-    charts.push({ id: id, title: title, chart: c, canvas: canvas, points: points, datasets: spec.datasets.length });
+    charts.push({ id: id, title: title, chart: c, canvas: canvas, points: points, datasets: spec.datasets.length,
+                  bar: spec.kind === 'bar' });
     return c;
+  }
+
+  /* Axes from the data: every point inside them. Chart.js takes data given unparsed (parsing: false) as sorted by
+   * x: it reads the x range from the first and last points only, and draws only the points it finds by bisecting.
+   * A capacity curve is in the order of the load offered, and an overloaded server achieves less at a higher
+   * load, so its x values go back: such a set is parsed. Each axis without a fixed end gets the data's own
+   * extremes (the guides' included) as its suggested ones. */
+  function fitAxes(datasets, scales) {
+    const ext = {};
+    for (const d of datasets) {
+      let sorted = true, prev = -Infinity;
+      for (const p of d.data) {
+        if (!p || typeof p.x !== 'number' || !isFinite(p.x)) continue;
+        if (p.x < prev) sorted = false;
+        prev = p.x;
+        for (const [id, v] of [[d.xAxisID || 'x', p.x], [d.yAxisID || 'y', p.y]]) {
+          if (typeof v !== 'number' || !isFinite(v)) continue;
+          const e = ext[id] || (ext[id] = { min: v, max: v });
+          e.min = Math.min(e.min, v);
+          e.max = Math.max(e.max, v);
+        }
+      }
+      if (!sorted) d.parsing = { xAxisKey: 'x', yAxisKey: 'y' };
+    }
+    for (const id of Object.keys(ext)) {
+      const sc = scales[id];
+      if (!sc) continue;
+      if (sc.max === undefined) sc.suggestedMax = ext[id].max;
+      if (sc.min === undefined) sc.suggestedMin = ext[id].min;
+    }
+  }
+
+  /* For the self-check: each axis' range as drawn, the data's extremes on it (guides left out), and how many data
+   * points were placed inside the plot area. */
+  function shownOf(entry) {
+    const c = entry.chart, a = c.chartArea, out = { scales: {}, data: {}, shown: 0 };
+    for (const id of Object.keys(c.scales)) out.scales[id] = { min: c.scales[id].min, max: c.scales[id].max };
+    if (entry.bar) return out;
+    c.data.datasets.forEach(function (d, i) {
+      if (d.guide) return;
+      for (const p of d.data) {
+        for (const [id, v] of [[d.xAxisID || 'x', p.x], [d.yAxisID || 'y', p.y]]) {
+          if (typeof v !== 'number' || !isFinite(v)) continue;
+          const e = out.data[id] || (out.data[id] = { min: v, max: v });
+          e.min = Math.min(e.min, v);
+          e.max = Math.max(e.max, v);
+        }
+      }
+      for (const el of c.getDatasetMeta(i).data) {
+        if (el && isFinite(el.x) && isFinite(el.y) && !el.skip && el.x >= a.left - 1 && el.x <= a.right + 1 &&
+            el.y >= a.top - 1 && el.y <= a.bottom + 1) out.shown++;
+      }
+    });
+    return out;
   }
 
   function line(label, xs, ys, i, opts) {
@@ -415,18 +471,127 @@
     }
   }
 
+  /* ---------- where the figures came from ---------- */
+
+  /* "2026-11-28T03:20:41.580071Z" as "2026-11-28 03:20:41 UTC". */
+  function when(iso) {
+    const m = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)/.exec(iso || '');
+    return m ? m[1] + ' ' + m[2] + (/Z$|[+-]00:?00$/.test(iso) ? ' UTC' : '') : (iso || '');
+  }
+
+  function tokens(mean, sd) {
+    return typeof mean === 'number' && mean >= 0 ? 'mean ' + fmt(mean) + ', stddev ' + fmt(sd || 0) : null;
+  }
+
+  /* The arrival process: open loop (Poisson, constant, gamma, a trace) or a closed loop, as the configuration (and,
+   * for a sweep or search, its header) says. */
+  function arrivals(c, p) {
+    const dist = c.request_distribution || 'poisson';
+    const burst = dist === 'gamma' && typeof c.burstiness === 'number' ? ' (burstiness ' + fmt(c.burstiness) + ')' : '';
+    const process = dist + burst + ' arrivals';
+    if (c.fixed_schedule) {
+      const sp = c.fixed_schedule_speedup;
+      return 'trace replay: each request at its timestamp in the input file (--fixed-schedule' +
+             (typeof sp === 'number' && sp !== 1 ? ', speed-up ' + fmt(sp) : '') + ')';
+    }
+    if (p) {
+      const h = p.header || {};
+      if (p.search) {
+        const hi = h.range_hi === null || h.range_hi === undefined ? 'no upper bound' : fmt(h.range_hi);
+        const range = fmt(h.range_lo) + ' to ' + hi;
+        return h.kind === 'max-concurrency' ? 'closed loop: concurrency searched from ' + range
+                                            : process + ': request rate searched from ' + range + ' requests/s';
+      }
+      const values = (h.values || []).map(fmt).join(', ');
+      return h.kind === 'concurrency' ? 'closed loop: concurrency ' + values
+                                      : process + ' at ' + values + ' requests/s';
+    }
+    if (c.request_rate === 'inf') return 'every request at once (--request-rate inf)';
+    if (typeof c.request_rate === 'number')
+      return process + ' at ' + fmt(c.request_rate) + ' requests/s' +
+             (c.max_concurrency ? ', at most ' + fmt(c.max_concurrency) + ' in flight' : '');
+    const lg = c.loadgen || {};
+    const conc = typeof c.concurrency === 'number' ? c.concurrency : lg.concurrency;
+    if (typeof conc === 'number') return 'closed loop: concurrency ' + fmt(conc);
+    if (typeof lg.request_rate === 'number')
+      return (lg.request_rate_mode || 'poisson') + ' arrivals at ' + fmt(lg.request_rate) + ' requests/s';
+    return null;
+  }
+
+  /* How long each run (each point, each probe) lasted. */
+  function length(c, p) {
+    const lg = c.loadgen || {};
+    const count = typeof c.request_count === 'number' ? c.request_count : lg.request_count;
+    const each = p ? (p.search ? ' per probe' : ' per point') : '';
+    const bits = [];
+    if (typeof c.benchmark_duration === 'number') bits.push(fmt(c.benchmark_duration) + ' s' + each);
+    if (typeof count === 'number') bits.push(fmt(count) + ' requests' + each);
+    if (c.warmup_request_count) bits.push(fmt(c.warmup_request_count) + ' warmup requests');
+    return bits.length ? bits.join(', ') : null;
+  }
+
+  function prompts(c) {
+    const bits = [];
+    if (c.input_file) bits.push('prompts from ' + c.input_file + (c.input_format ? ' (' + c.input_format + ')' : ''));
+    const inp = ((c.input || {}).prompt || {}).input_tokens || {};
+    const mean = c.synthetic_input_tokens_mean, sd = c.synthetic_input_tokens_stddev;
+    const isl = tokens(typeof mean === 'number' ? mean : inp.mean, typeof sd === 'number' ? sd : inp.stddev);
+    if (!c.input_file && isl)
+      bits.push('ISL ' + isl + ' tokens' + (c.isl_estimate === 'words' ? ' (counted as words)' : ''));
+    if (typeof c.output_tokens_mean === 'number')
+      bits.push(c.output_tokens_mean > 0 ? 'OSL ' + tokens(c.output_tokens_mean, c.output_tokens_stddev) + ' tokens'
+                                         : 'OSL not set (the server decides)');
+    if (!c.input_file && typeof c.num_prompts === 'number') bits.push(fmt(c.num_prompts) + ' distinct prompts');
+    return bits.length ? bits.join('; ') : null;
+  }
+
+  function endpoint(c) {
+    const e = typeof c.endpoint === 'object' && c.endpoint ? c.endpoint : {};
+    const type = c.endpoint_type || e.type;
+    const url = c.url || e.url || c.u;
+    const path = typeof c.endpoint === 'string' ? c.endpoint : '';
+    const streaming = typeof c.streaming === 'boolean' ? c.streaming : e.streaming;
+    const model = Array.isArray(c.model) ? c.model.join(', ') : (c.model || (e.model_names || []).join(', '));
+    const bits = [];
+    if (type || url) bits.push((type || '') + (url ? ' at ' + url + path : ''));
+    if (typeof streaming === 'boolean') bits.push(streaming ? 'streaming' : 'not streaming');
+    if (model) bits.push('model ' + model);
+    return bits.length ? bits.join(', ') : null;
+  }
+
+  /* The block every page opens with: the command line, the workload, the tool's version, the host and the date,
+   * each as the run's files recorded it ("not recorded" where they do not). */
+  function metaBlock(meta, config, p, attrs) {
+    meta = meta || {};
+    const c = config || {};
+    const tool = meta.tool || 'surge';
+    const t0 = when(meta.start_time), t1 = when(meta.end_time);
+    // the end without its day when it is the start's
+    const date = t0 ? t0 + (t1 ? ' to ' + (t1.slice(0, 11) === t0.slice(0, 11) ? t1.slice(11) : t1) : '') : null;
+    const rows = [
+      ['command', 'Command', meta.command],
+      ['arrivals', 'Arrivals', arrivals(c, p)],
+      ['length', p && p.search ? 'Probe length' : 'Length', length(c, p)],
+      ['prompts', 'Prompts', prompts(c)],
+      ['endpoint', 'Endpoint', endpoint(c)],
+      ['version', 'Version', meta.version ? tool + ' ' + meta.version : null],
+      ['host', 'Host', meta.host],
+      ['date', 'Date', date]
+    ];
+    const trs = rows.map(function (r) {
+      const td = el('td', Object.assign({ 'data-meta': r[0], 'data-key': 'meta-' + r[0] }, attrs),
+                    [r[2] ? (r[0] === 'command' ? el('code', { text: r[2] }) : r[2]) : 'not recorded']);
+      if (!r[2]) td.className = 'unknown';
+      return el('tr', null, [el('th', { text: r[1] }), td]);
+    });
+    return el('table', { cls: 'meta-info' }, trs);
+  }
+
   function runHeader(r, i, multi) {
     const parts = [];
-    const c = r.config || {};
-    const model = Array.isArray(c.model) ? c.model.join(', ') : (c.model || (c.endpoint && c.endpoint.model_names) || '');
-    const load = c.concurrency ? 'concurrency ' + c.concurrency
-               : c.request_rate ? c.request_rate + ' requests/s (' + (c.request_distribution || 'poisson') + ')'
-               : '';
     parts.push(el('p', { cls: 'meta' }, [(multi ? r.label + ': ' : '') + 'files of ' + r.source + ' in ',
-                                          el('code', { text: r.dir })]));
-    const bits = [model && 'model ' + model, c.url && 'at ' + c.url, c.endpoint && typeof c.endpoint === 'string' && c.endpoint,
-                  load, r.requests + ' requests'].filter(Boolean);
-    parts.push(el('p', { cls: 'meta', text: bits.join(' \u00b7 ') }));
+                                          el('code', { text: r.dir }), ': ' + fmt(r.requests) + ' requests read']));
+    parts.push(metaBlock(r.meta, r.config, null, { 'data-run': i }));
     if (r.interrupted)
       parts.push(el('div', { cls: 'banner', text: 'This run was interrupted: the figures cover what it measured until then.' }));
     return parts;
@@ -499,24 +664,69 @@
 
   function rowValue(row) { return row.concurrency !== undefined ? row.concurrency : row.request_rate; }
 
+  /* A probe's or point's state: the file's verdict ("pass", "fail", "inconclusive") where it has one, else its
+   * pass flag (a search's probes), else its SLOs and exit status (a sweep's points). */
+  function rowState(row) {
+    const v = row.verdict;
+    const named = typeof v === 'string' ? v : (v && typeof v === 'object' ? (v.verdict || v.state || v.result) : null);
+    if (named === 'pass' || named === 'fail' || named === 'inconclusive') return named;
+    if (typeof row.pass === 'boolean') return row.pass ? 'pass' : 'fail';
+    return row.slo_pass && (row.exit_code === 0 || row.exit_code === undefined) ? 'pass' : 'fail';
+  }
+
+  /* Why a row did not pass, in words: the file's reason, else its failed SLOs with what they measured, else its
+   * exit status (docs/cli.md). */
+  function rowWhy(row) {
+    const v = row.verdict;
+    for (const w of [row.why, v && typeof v === 'object' ? (v.why || v.reason) : null, row.verdict_why, row.reason])
+      if (typeof w === 'string' && w) return w;
+    if (rowState(row) === 'pass') return '';
+    const parts = [];
+    for (const e of row.slo || []) {
+      if (!e || !(e.pass === false || e.verdict === 'fail' || e.verdict === 'inconclusive')) continue;
+      const said = typeof e.why === 'string' && e.why ? ': ' + e.why : '';
+      parts.push(e.slo + (typeof e.measured === 'number' ? ' measured ' + fmt(e.measured) : ' not measurable') +
+                 (e.verdict === 'inconclusive' ? ' (inconclusive)' : '') + said);
+    }
+    if (row.was_interrupted) parts.push('interrupted');
+    if (row.exit_code === 1)
+      parts.push(fmt(row.error_count) + ' of ' + fmt(rowN(row)) + ' requests failed (above --max-error-rate)');
+    else if (row.exit_code && row.exit_code !== 4 && !row.was_interrupted) parts.push('exit status ' + row.exit_code);
+    return parts.join('; ');
+  }
+
+  /* The requests a row measured: ok and failed. */
+  function rowN(row) {
+    return (typeof row.request_count === 'number' ? row.request_count : 0) +
+           (typeof row.error_count === 'number' ? row.error_count : 0);
+  }
+
   function pointsTable(p, pi) {
     const closed = p.rows.length && p.rows[0].concurrency !== undefined;
     const cols = [[closed ? 'concurrency' : 'request rate', rowValue], ['req/s', 'request_throughput'],
                   ['TTFT p50', 'time_to_first_token_p50'], ['TTFT p99', 'time_to_first_token_p99'],
                   ['ITL p50', 'inter_token_latency_p50'], ['ITL p99', 'inter_token_latency_p99'],
                   ['latency p50', 'request_latency_p50'], ['latency p99', 'request_latency_p99'],
-                  ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['errors', 'error_count']];
+                  ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['errors', 'error_count'],
+                  ['n', rowN]];
     const rows = [el('tr', null, cols.map(function (c) { return el('th', { text: c[0] }); })
-      .concat([el('th', { text: 'SLOs' })]))];
+      .concat([el('th', { text: 'verdict' })]))];
     p.rows.forEach(function (row, k) {
-      const tr = el('tr');
+      const state = rowState(row), why = rowWhy(row);
+      const tr = el('tr', { cls: 'row-' + state });
       for (const [, key] of cols) {
         const v = typeof key === 'function' ? key(row) : row[key];
-        tr.append(el('td', { 'data-points': pi, 'data-row': k, 'data-key': typeof key === 'string' ? key : 'value',
+        tr.append(el('td', { 'data-points': pi, 'data-row': k,
+                             'data-key': typeof key === 'string' ? key : (key === rowN ? 'n' : 'value'),
                              'data-value': typeof v === 'number' ? String(v) : null, text: fmt(v) }));
       }
-      tr.append(el('td', { cls: row.slo_pass ? 'pass' : 'fail', text: row.slo_pass ? 'pass' : 'fail' }));
+      tr.append(el('td', { cls: state, 'data-points': pi, 'data-row': k, 'data-key': 'verdict',
+                           text: state === 'pass' ? 'pass' : state.toUpperCase() }));
       rows.push(tr);
+      // the reason on a line of its own under the row, across the table
+      if (why)
+        rows.push(el('tr', { cls: 'why row-' + state }, [el('td', {
+          colspan: cols.length + 1, 'data-points': pi, 'data-row': k, 'data-key': 'why', text: 'why: ' + why })]));
     });
     return el('div', { cls: 'scroll' }, [el('table', { cls: 'points', 'data-points': pi }, rows)]);
   }
@@ -526,10 +736,12 @@
     if (!p.search || p.header.highest_passing === null || p.header.highest_passing === undefined) return null;
     let best = null;
     for (const row of p.rows)
-      if (row.slo_pass && row.exit_code === 0 && Math.abs(rowValue(row) - p.header.highest_passing) < 1e-9)
+      if (rowState(row) === 'pass' && Math.abs(rowValue(row) - p.header.highest_passing) < 1e-9)
         best = row;
     return best;
   }
+
+  const POINT_STYLE = { pass: 'circle', fail: 'crossRot', inconclusive: 'triangle' };
 
   function pagePoints(app, list) {
     const multi = list.length > 1;
@@ -539,6 +751,7 @@
       const h = p.header;
       app.append(el('p', { cls: 'meta' }, [(multi ? p.label + ': ' : '') + (p.search ? 'capacity search (' + h.kind + ')' :
         'sweep over ' + h.kind) + ' in ', el('code', { text: p.dir })]));
+      app.append(metaBlock(p.meta, p.config, p, { 'data-points': pi }));
       if (p.search) {
         const closed = h.kind === 'max-concurrency';
         const unit = closed ? '' : ' requests/s';
@@ -556,8 +769,8 @@
 
     app.append(el('h2', { text: 'Capacity curves' }));
     app.append(el('p', { cls: 'note', text: 'Each point is one load level, joined in the order of the load offered: ' +
-      'its achieved request throughput against its latency percentiles (from the intended start). Dashed: the SLOs ' +
-      'and the capacity found.' }));
+      'its achieved request throughput against its latency percentiles (from the intended start). A dot passed, ' +
+      'a cross failed, a triangle was inconclusive (the table says why). Dashed: the SLOs and the capacity found.' }));
     const grid = el('div', { cls: 'grid' });
     app.append(grid);
     const metrics = [['time_to_first_token', 'TTFT'], ['inter_token_latency', 'ITL'], ['request_latency', 'Request latency']];
@@ -570,8 +783,12 @@
         const xs = rows.map(function (r) { return r.request_throughput; });
         for (const [st, dash] of [['p50', []], ['p99', [5, 4]]]) {
           const ys = rows.map(function (r) { return r[tag + '_' + st]; });
+          // each point marked by its row's state: a dot passed, a cross failed, a triangle was inconclusive
+          const states = rows.filter(function (r, k) { return ys[k] !== null && ys[k] !== undefined; }).map(rowState);
           const d = line((multi ? p.label + ': ' : '') + short + ' ' + st, xs, ys, multi ? pi : (st === 'p50' ? 0 : 1),
-                         { pointRadius: 3, borderDash: dash });
+                         { borderDash: dash,
+                           pointStyle: states.map(function (x) { return POINT_STYLE[x]; }),
+                           pointRadius: states.map(function (x) { return x === 'pass' ? 3 : 5; }) });
           if (d.data.length) sets.push(d);
           ys.forEach(function (y) { if (typeof y === 'number') ymax = Math.max(ymax, y); });
         }
@@ -622,7 +839,8 @@
 
   function finish() {
     for (const e of charts)
-      check.charts.push({ id: e.id, title: e.title, datasets: e.datasets, points: e.points, painted: painted(e) });
+      check.charts.push(Object.assign({ id: e.id, title: e.title, datasets: e.datasets, points: e.points,
+                                        painted: painted(e) }, shownOf(e)));
     check.render_ms = Math.round(performance.now());
     check.draw_ms = Math.round(performance.now() - started);
     check.ok = check.errors.length === 0 && check.charts.every(function (c) { return c.points > 0 && c.painted > 0; });

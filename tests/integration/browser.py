@@ -5,7 +5,8 @@ render() opens a page from a file:// URL with the network off, lets its scripts 
     an uncaught error included, is a failure),
   - the page's self-check (report.js writes it into #selfcheck when it has drawn: every chart with its data
     points and the data-coloured pixels it painted),
-  - every element carrying a data-value (the numbers the page shows, with the value they were made from).
+  - every element carrying a data-value (the numbers the page shows, with the value they were made from), and the
+    cells of the block that says where the figures came from (data-meta: command, version, host, date, ...).
 """
 
 import html.parser
@@ -44,7 +45,7 @@ class _Page(html.parser.HTMLParser):
             self.rendered = a.get("data-rendered")
         if tag == "pre" and a.get("id") == "selfcheck":
             self._in_check = True
-        if tag in ("td", "th", "div") and ("data-value" in a or "data-stat" in a or "data-key" in a):
+        if tag in ("td", "th", "div") and ("data-value" in a or "data-stat" in a or "data-key" in a or "data-meta" in a):
             self._open.append([tag, a, []])
         elif self._open:
             self._open.append([tag, None, None])
@@ -81,6 +82,11 @@ class Rendered:
 
     def charts(self):
         return {c["id"]: c for c in (self.check or {}).get("charts", [])}
+
+    def meta(self, **match):
+        """The text of each cell of the page's provenance block (data-meta -> text), for one run or points entry:
+        meta(run=0) or meta(points=0)."""
+        return {a["data-meta"]: text for a, text in self.cells(**match) if "data-meta" in a}
 
     def cells(self, **match):
         """The (attrs, text) of the elements whose data-* attributes equal match (keys without "data-")."""
@@ -139,8 +145,28 @@ def page_ok(h, r, what, expect_charts=()):
     for cid, c in charts.items():
         h.check(c["points"] > 0, "%s: chart %s has data points" % (what, cid), c)
         h.check(c["painted"] > 0, "%s: chart %s painted its data" % (what, cid), c)
+        axes_hold_data(h, c, "%s: chart %s" % (what, cid))
     h.check(r.rendered == "ok", "%s: the page says it rendered" % what, r.rendered)
     return True
+
+
+def axes_hold_data(h, c, what):
+    """Every data point of an xy chart lies within its axes as drawn (the page's self-check reads each scale's min
+    and max from Chart.js, the data's extremes from the datasets, and counts the points placed inside the plot
+    area)."""
+    if "data" not in c or not c["data"]:  # a bar chart: its x is a category axis
+        return
+    for axis, d in c["data"].items():
+        sc = c["scales"].get(axis)
+        if not h.check(sc is not None, "%s: axis %s drawn" % (what, axis), c):
+            continue
+        slack = 1e-9 * max(1.0, abs(d["max"]), abs(d["min"]))
+        h.check(sc["max"] >= d["max"] - slack, "%s: axis %s reaches the highest point (axis max %r, data max %r)"
+                % (what, axis, sc["max"], d["max"]))
+        h.check(sc["min"] <= d["min"] + slack, "%s: axis %s reaches the lowest point (axis min %r, data min %r)"
+                % (what, axis, sc["min"], d["min"]))
+    h.check(c["shown"] == c["points"], "%s: every point placed inside the plot (%d of %d)"
+            % (what, c["shown"], c["points"]))
 
 
 def same_number(shown, value):
@@ -158,4 +184,4 @@ def same_number(shown, value):
     return abs(x - value) <= 0.5 + 1e-9
 
 
-__all__ = ["chromium", "render", "screenshot", "page_ok", "same_number", "harness"]
+__all__ = ["chromium", "render", "screenshot", "page_ok", "axes_hold_data", "same_number", "harness"]

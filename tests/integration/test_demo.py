@@ -68,6 +68,11 @@ def main(h):
     m = re.search(r"Capacity: request rate ([0-9.]+) req/s meets every SLO", rc.stdout)
     h.check(m is not None and 60 <= float(m.group(1)) <= 82, "the demo's search finds about 80 req/s",
             rc.stdout[-2500:])
+    # the answer depends on how the probes arrive and how long they last: the demo and surge both say it
+    h.check("arrivals evenly spaced (--request-distribution constant), each probe 2 s" in rc.stdout,
+            "the demo says its search's arrivals and probe length", rc.stdout[-2500:])
+    h.check("(constant (evenly spaced) arrivals, each probe 2 s)" in rc.stderr,
+            "surge's search says its arrivals and probe length when it starts", rc.stderr[-2500:])
 
 
 harness.main(main)

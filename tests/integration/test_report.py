@@ -9,9 +9,14 @@ the data-coloured pixels it painted), and every number the page shows equals the
 leaves no page behind.
 """
 
+import datetime
 import json
 import os
+import re
+import shlex
 import shutil
+import socket
+import time
 
 import browser
 import harness
@@ -53,6 +58,58 @@ def check_summary_numbers(h, r, summary, run_index, what, least=40):
     h.check(seen >= least, "%s: the summary table shows the metrics (%d numbers)" % (what, seen))
 
 
+T0 = time.time()
+
+
+def surge_version(h):
+    out = h.run([h.surge, "--version"], timeout=30).stdout.split()
+    return out[1] if len(out) == 2 else None
+
+
+def check_provenance(h, f, argv, what):
+    """A file the run wrote says where its figures came from: surge's version, the command line (a shell reads it
+    back as the words that ran), the host and when it ran (ISO 8601 UTC, within this test's time)."""
+    h.check(f.get("surge_version") == surge_version(h) is not None, "%s: surge_version is surge --version's" % what,
+            (f.get("surge_version"), surge_version(h)))
+    words = [str(a) for a in argv]
+    words = ["surge"] + words[words.index("profile"):]
+    h.check(shlex.split(f.get("command") or "") == words, "%s: command is the command line that ran" % what,
+            (f.get("command"), words))
+    h.check(f.get("host") == socket.gethostname(), "%s: host is this host's name" % what, f.get("host"))
+    times = []
+    for key in ("start_time", "end_time"):
+        v = f.get(key) or ""
+        ok = re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", v) is not None
+        h.check(ok, "%s: %s in ISO 8601 UTC" % (what, key), v)
+        if ok:
+            t = datetime.datetime.strptime(v, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+            times.append(t.timestamp())
+    if len(times) == 2:
+        h.check(T0 - 5 <= times[0] <= times[1] <= time.time() + 5, "%s: start_time <= end_time, both during this "
+                "test (%r, %r; test from %r)" % (what, times[0], times[1], T0))
+
+
+def shown_date(iso):
+    """How the page writes a file's time: "2026-11-28 03:20:41 UTC"."""
+    return iso[:10] + " " + iso[11:19] + (" UTC" if iso.endswith("Z") else "")
+
+
+def check_meta(h, r, f, what, **entry):
+    """The page's provenance block for one run (run=i) or sweep/search (points=i) shows the file's command line,
+    version, host and start time, and a workload line of each kind; returns the block's cells."""
+    m = r.meta(**entry)
+    for key in ("command", "arrivals", "length", "prompts", "endpoint", "version", "host", "date"):
+        h.check(m.get(key, "not recorded") != "not recorded", "%s: the page shows the %s" % (what, key), m)
+    h.check(m.get("command") == f.get("command"), "%s: the page's command line is the file's" % what,
+            (m.get("command"), f.get("command")))
+    h.check(m.get("version") == "surge " + str(f.get("surge_version")), "%s: the page's version is the file's" % what,
+            (m.get("version"), f.get("surge_version")))
+    h.check(m.get("host") == f.get("host"), "%s: the page's host is the file's" % what, (m.get("host"), f.get("host")))
+    h.check(m.get("date", "").startswith(shown_date(f.get("start_time") or "?")),
+            "%s: the page's date is the run's start_time" % what, (m.get("date"), f.get("start_time")))
+    return m
+
+
 def single_run(h, m):
     res = profiling.profile(h, m.url, "--endpoint-type", "chat", "--streaming", "--request-rate", "100",
                             "--request-count", "300", "--synthetic-input-tokens-mean", "50",
@@ -84,6 +141,15 @@ def single_run(h, m):
             (c["cdf-ttft"]["points"], ok))
     h.check(c["errors"]["datasets"] >= 1, "errors chart: a dataset per error class", c["errors"])
     h.check(r.seconds < 30, "the page loads in reasonable time", r.seconds)
+    check_provenance(h, res.summary, res.proc.args, "profile_export_surge.json")
+    meta = check_meta(h, r, res.summary, "run page", run=0)
+    h.check(meta.get("arrivals") == "poisson arrivals at 100 requests/s", "run page: the arrival process",
+            meta.get("arrivals"))
+    h.check("ISL mean 50, stddev 10" in meta.get("prompts", "") and "OSL mean 12, stddev 3" in meta.get("prompts", ""),
+            "run page: ISL and OSL, mean and stddev", meta.get("prompts"))
+    h.check(meta.get("endpoint", "").startswith("chat at " + m.url) and "streaming" in meta.get("endpoint", ""),
+            "run page: the endpoint type, URL and streaming", meta.get("endpoint"))
+    h.check(meta.get("length") == "300 requests", "run page: how long it ran", meta.get("length"))
     return res
 
 
@@ -111,6 +177,13 @@ def sweep(h, m):
     # each curve holds both points; the SLO line is drawn as a guide, not counted as data
     cap = r.charts()["capacity-request_latency"]
     h.check(cap["points"] == 4, "sweep page: p50 and p99 latency for both points", cap)
+    with open(os.path.join(res.dir, "sweep_summary.json")) as f:
+        summary = json.load(f)
+    check_provenance(h, summary, res.proc.args, "sweep_summary.json")
+    meta = check_meta(h, r, summary, "sweep page", points=0)
+    h.check(meta.get("arrivals") == "closed loop: concurrency 1, 4", "sweep page: the load of each point",
+            meta.get("arrivals"))
+    h.check(meta.get("length") == "40 requests per point", "sweep page: each point's length", meta.get("length"))
     return res
 
 
@@ -131,6 +204,82 @@ def search(h):
     h.check(len(answer) == 1 and browser.same_number(answer[0].split("Capacity: ")[1], s["search"]["highest_passing"]),
             "search page: the answer line gives search.json's highest passing rate", (answer, s["search"]))
     h.check(len(r.cells(points=0, key="request_throughput")) == len(s["probes"]), "search page: a row per probe")
+    # each probe's verdict, its request count, and for a failed one the reason search.json gives
+    failed = 0
+    for k, row in enumerate(s["probes"]):
+        verdict = [t for a, t in r.cells(points=0, row=k, key="verdict")]
+        why = [t for a, t in r.cells(points=0, row=k, key="why")]
+        n = r.cells(points=0, row=k, key="n")
+        h.check(len(n) == 1 and float(n[0][0]["data-value"]) == row["request_count"] + row["error_count"],
+                "search page: probe %d shows its request count n" % k, (n, row))
+        want = {"pass": "pass", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}[row["verdict"]]
+        h.check(verdict == [want], "search page: probe %d's verdict" % k, (verdict, row))
+        if not row["pass"]:
+            failed += 1
+            h.check(row.get("why") and why == ["why: " + row["why"]], "search page: failed probe %d shows why" % k,
+                    (why, row.get("why")))
+        else:
+            h.check(why == [], "search page: passed probe %d has no reason line" % k, why)
+    h.check(failed >= 1, "search: a probe failed (the range's top is past the mock's capacity)", s["probes"])
+    check_provenance(h, s, res.proc.args, "search.json")
+    meta = check_meta(h, r, s, "search page", points=0)
+    h.check(meta.get("arrivals") == "poisson arrivals: request rate searched from 20 to 400 requests/s",
+            "search page: the arrival process and the range", meta.get("arrivals"))
+    h.check(meta.get("length") == "1.50 s per probe", "search page: the probe length", meta.get("length"))
+    curve_fixture(h, res.dir)
+
+
+def curve_fixture(h, search_dir):
+    """A search whose probes are as an overloaded server leaves them: the most throughput achieved at a middle
+    load, less at the highest; a failed probe and an inconclusive one with their reasons; a start time long past.
+    Every point lies within the charts' axes (Chart.js reads the x range of data it takes as sorted from its first
+    and last points only, which cut off the middle one), each state shows with its reason, and the date shown is
+    the file's, not the day the page was made."""
+    d = h.path("curve")
+    shutil.copytree(search_dir, d)
+    path = os.path.join(d, "search.json")
+    with open(path) as f:
+        s = json.load(f)
+    base = s["probes"][0]
+    rows = []
+    for k, (rate, tput, state, why) in enumerate(((10, 10.0, "pass", None), (20, 30.0, "fail", "p99 over target"),
+                                                 (40, 15.0, "inconclusive", "too few requests for p99 (n=12)"))):
+        row = dict(base)
+        row.update(request_rate=rate, request_throughput=tput)
+        row["pass"] = state == "pass"
+        row["why"] = why
+        row["verdict"] = state
+        for key in ("time_to_first_token", "inter_token_latency", "request_latency"):
+            row[key + "_p50"] = (base[key + "_p50"] or 1.0) * (1 + k)
+            row[key + "_p99"] = (base[key + "_p99"] or 1.0) * (3 if k == 1 else 1 + k / 2)
+        rows.append(row)
+    s["probes"] = rows
+    s["search"].update(highest_passing=10, lowest_failing=20, lowest_failing_why="p99 over target", probes=3)
+    s["start_time"], s["end_time"] = "2020-01-02T03:04:05.000000Z", "2020-01-02T03:09:00.000000Z"
+    with open(path, "w") as f:
+        json.dump(s, f)
+    out = h.path("curve.html")
+    rc = h.run([h.surge, "report", d, "-o", out], timeout=60)
+    h.check(rc.returncode == 0, "surge report of the curve fixture", rc.stderr)
+    r = browser.render(h, out)
+    if not browser.page_ok(h, r, "curve page", ("capacity-time_to_first_token", "capacity-inter_token_latency",
+                                               "capacity-request_latency")):
+        return
+    for cid in ("capacity-time_to_first_token", "capacity-inter_token_latency", "capacity-request_latency"):
+        c = r.charts()[cid]
+        h.check(c["data"]["x"]["max"] == 30.0 and c["scales"]["x"]["max"] >= 30.0,
+                "curve page: %s's x axis reaches the middle point's 30 req/s (axis max %r)" % (cid, c["scales"]["x"]["max"]))
+        h.check(c["shown"] == 6, "curve page: %s places all 6 points (p50 and p99 of 3) inside the plot" % cid, c)
+    for k, (text, cls, why) in enumerate((("pass", "pass", ""), ("FAIL", "fail", "p99 over target"),
+                                          ("INCONCLUSIVE", "inconclusive", "too few requests for p99 (n=12)"))):
+        v = r.cells(points=0, row=k, key="verdict")
+        w = [t for a, t in r.cells(points=0, row=k, key="why")]
+        h.check(len(v) == 1 and v[0][1] == text and cls in v[0][0].get("class", "").split(),
+                "curve page: probe %d shows %s in its own colour" % (k, text), v)
+        h.check(w == (["why: " + why] if why else []), "curve page: probe %d's reason" % k, (w, why))
+    m = r.meta(points=0)
+    h.check(m.get("date") == "2020-01-02 03:04:05 UTC to 03:09:00 UTC",
+            "curve page: the date is the file's start and end, not today's", m.get("date"))
 
 
 def compare(h, a, b):
@@ -148,6 +297,8 @@ def compare(h, a, b):
         check_summary_numbers(h, r, res.summary, i, "compare page run %d" % i)
     h.check(r.charts()["cdf-ttft"]["datasets"] == 4, "compare page: both runs' TTFT CDFs, from intended and send",
             r.charts()["cdf-ttft"])
+    for i, res in enumerate((a, b)):
+        check_meta(h, r, res.summary, "compare page run %d" % i, run=i)
 
 
 def interrupted(h):
@@ -204,6 +355,13 @@ def peers(h, surge_run):
         # the peers record only the send: no from-send curve and no schedule-lag chart for them
         h.check("cdf-lag" not in r.charts() and r.charts()["cdf-ttft"]["datasets"] == 1,
                 "%s: no curves the peer cannot measure" % name, r.charts().get("cdf-ttft"))
+        meta = r.meta(run=0)
+        if name == "aiperf-run":
+            h.check(meta.get("version") == "aiperf " + summary["aiperf_version"] and
+                    meta.get("command") == summary["input_config"]["cli_command"] and
+                    meta.get("date", "").startswith(shown_date(summary["start_time"])),
+                    "aiperf-run: the page shows AIPerf's version, command line and start time", meta)
+        h.check(meta.get("arrivals") == "closed loop: concurrency 4", "%s: the load from its configuration" % name, meta)
         lat = d["cdf"]["request_latency"]
         h.check(abs(lat["p50"] - summary["request_latency"]["p50"]) <= 0.05 * summary["request_latency"]["p50"],
                 "%s: latency p50 from its records near its summary's" % name, (lat["p50"], summary["request_latency"]))

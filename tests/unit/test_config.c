@@ -1003,6 +1003,37 @@ static void test_endpoints(void)
     BAD("-m", "x", "--endpoint-type", "rankings", "--rankings-passages-mean", "2", "--input-file", "/dev/null");
 }
 
+/* The command line as the files record it: a POSIX shell reads it back word for word; credentials are left out. */
+static void test_command_line(void)
+{
+    char *argv[] = {"profile",
+                    "-m",
+                    "my model",
+                    "--url",
+                    "http://h:8000/v1",
+                    "--extra-inputs",
+                    "{\"a\":\"it's\"}",
+                    "-H",
+                    "Authorization: Bearer sk-123",
+                    "-HX-Trace: on",
+                    "--header=Cookie: c=1",
+                    "--api-key",
+                    "sk-456",
+                    "--api-key=sk-789",
+                    "--endpoint",
+                    ""};
+    char *cmd = sg_config_command((int)(sizeof argv / sizeof argv[0]), argv);
+    CHECK(cmd != NULL);
+    if (!cmd)
+        return;
+    const char *want = "surge profile -m 'my model' --url http://h:8000/v1 --extra-inputs '{\"a\":\"it'\\''s\"}' -H "
+                       "'Authorization: <redacted>' '-HX-Trace: on' '--header=Cookie: <redacted>' --api-key "
+                       "'<redacted>' '--api-key=<redacted>' --endpoint ''";
+    CHECK_EQ_STR(cmd, strlen(cmd), want);
+    CHECK(strstr(cmd, "sk-") == NULL);
+    free(cmd);
+}
+
 int main(void)
 {
     test_endpoints();
@@ -1021,5 +1052,6 @@ int main(void)
     test_goodput();
     test_run_names();
     test_triton();
+    test_command_line();
     return test_finish("test_config");
 }
