@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "run_int.h"
+
+#include "sg_artdir.h"
 #include "sg_report.h"
 #include "sg_scrape.h"
 
@@ -680,13 +682,20 @@ static int prepare_output(profile_t *p)
 {
     const sg_config_t *cfg = &p->cfg;
     sg_run_t *run = &p->run;
-    if (!(p->artifact_dir = strdup(cfg->artifact_dir)))
-        return EXIT_FATAL;
-    run->artifact_dir = p->artifact_dir;
-    int derr = mkdir_p(p->artifact_dir);
-    if (derr < 0) {
-        fprintf(stderr, "surge: --artifact-dir %s: %s\n", p->artifact_dir, sg_strerror(derr));
+    /* never into an earlier run's directory: a fresh name, or with --overwrite that run's files gone first. Every
+     * rank of a run over several processes decides alike, before any rank writes a run's files. */
+    char err[1024];
+    if (sg_artdir_claim("surge", cfg->artifact_dir, cfg->overwrite, &p->artifact_dir, err, sizeof err) < 0) {
+        fprintf(stderr, "surge: --artifact-dir %s\n", err);
         return EXIT_USAGE;
+    }
+    run->artifact_dir = p->artifact_dir;
+    if (strcmp(p->artifact_dir, cfg->artifact_dir) != 0) { /* the files say where they are */
+        char *moved = strdup(p->artifact_dir);
+        if (!moved)
+            return EXIT_FATAL;
+        free(p->cfg.artifact_dir);
+        p->cfg.artifact_dir = moved;
     }
     run->nofile = sg_raise_nofile();
     uint64_t want_conns = cfg->request_rate > 0 ? cfg->max_concurrency : cfg->concurrency;
