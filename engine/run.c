@@ -1154,17 +1154,21 @@ static void hint_not_grpc(const profile_t *p, const point_t *pt)
         }
 }
 
-/* A server that closes kept-alive connections unannounced, as surge learnt during the run (worker_conn.c). */
-static void note_keep_alive(const point_t *pt)
+/* A server that closes kept-alive connections unannounced, as surge learnt during the run (worker_conn.c): once
+ * per kind of response and run, however many points (each point's workers learn it afresh; its summary's
+ * keep_alive says so). */
+static void note_keep_alive(profile_t *p, const point_t *pt)
 {
     for (int kind = 1; kind >= 0; kind--)
-        if (pt->no_reuse_after[kind])
+        if (pt->no_reuse_after[kind] && !p->keep_alive_told[kind]) {
+            p->keep_alive_told[kind] = true;
             fprintf(stderr,
                     "surge: the server closed kept-alive connections right after %s responses without saying so (no "
                     "Connection: close); after %d in a row a worker stops reusing connections after such responses, "
                     "so later requests open a connection of their own (%llu closes seen, %llu requests re-sent)\n",
                     kind ? "streamed" : "whole", SG_SILENT_CLOSE_LIMIT, (unsigned long long)pt->silent_closes,
                     (unsigned long long)pt->resent);
+        }
 }
 
 /* True when every request of the point failed with HTTP 404: the server has nothing at the path surge used. */
@@ -1298,7 +1302,7 @@ static int point_report(profile_t *p, point_t *pt)
         fprintf(stderr, "surge: artifacts in %s/\n", pt->artifact_dir);
     hint_not_grpc(p, pt);
     hint_not_found(p, pt);
-    note_keep_alive(pt);
+    note_keep_alive(p, pt);
 
     uint64_t ok = sg_metrics_ok(pt->merged), failed = sg_metrics_errors(pt->merged);
     if (pt->interrupted) {
