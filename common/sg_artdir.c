@@ -297,7 +297,7 @@ int sg_artdir_claim(const char *prog, const char *want, bool overwrite, char **o
         free(cand);
     }
     if (!*out) {
-        snprintf(err, errlen, "%s holds an earlier run (%s), and no free name %s-<n> was found: give --artifact-dir",
+        snprintf(err, errlen, "%s holds an earlier run (%s), and no free name %s-<n> was found: give another directory",
                  want, what, base);
         free(base);
         return -1;
