@@ -7,7 +7,9 @@
      run's; a file of the user's stays. No DIR-2 is made.
   3. A single run into a sweep's directory goes to DIR-2 and leaves the sweep whole; a sweep into a single run's
      directory likewise.
-  4. surge merge -o OUT into a directory holding a run goes to OUT-2 (--overwrite replaces it).
+  4. surge merge -o OUT into a directory holding a run goes to OUT-2 (--overwrite replaces it); a run over two
+     processes (on one host, sharing the directory) into a directory holding one: both ranks take DIR-2 and rank
+     0 merges there, the earlier run untouched; with --overwrite both ranks write into DIR.
   5. surge report on a directory holding two kinds of run (a run's summary beside a sweep's, a search's beside a
      sweep's) exits 2 and names both, leaving no page.
 """
@@ -15,8 +17,10 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 
 import harness
+from servers import free_port
 
 LOAD = ["--request-count", 4, "--concurrency", 2, "--streaming", "--output-tokens-mean", 4,
         "--synthetic-input-tokens-mean", 8]
@@ -144,6 +148,33 @@ def main(h):
         p = h.run(merge + ["--overwrite"])
         h.check(p.returncode == 0 and not os.path.exists(out + "-3") and summary(out) is not None,
                 "merge --overwrite replaces OUT", (p.returncode, p.stderr[-1500:]))
+
+        # a run over two processes, twice into one directory, then with --overwrite
+        dist = h.path("dist")
+        for round_ in range(3):
+            port = free_port()
+            extra = ["--overwrite"] if round_ == 2 else []
+            procs = [subprocess.Popen([str(c) for c in [h.surge, "profile", "-m", "mock-model", "-u", m.url,
+                                                          "--artifact-dir", dist, "--no-progress", "--world-size", 2,
+                                                          "--rank", r, "--coordinator", "127.0.0.1:%d" % port] +
+                                       LOAD + extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for r in range(2)]
+            res = [p.communicate(timeout=90) for p in procs]
+            h.check(all(p.returncode == 0 for p in procs), "run over 2 ranks, round %d: both exit 0" % round_,
+                    [e[-800:] for _, e in res])
+            if round_ == 0:
+                earlier = digest(dist)
+            elif round_ == 1:
+                h.check(all("writing to %s-2" % dist in e for _, e in res) and
+                        (summary(dist + "-2") or {}).get("request_count", {}).get("avg") == 4 and
+                        os.path.isdir(os.path.join(dist + "-2", "rank1")) and digest(dist) == earlier,
+                        "a second run over 2 ranks: both ranks write to DIR-2, merged there; DIR untouched",
+                        [e[-800:] for _, e in res])
+            else:
+                h.check(all("its files were removed (--overwrite)" in e for _, e in res) and
+                        not os.path.exists(dist + "-3") and digest(dist) != earlier and
+                        (summary(dist) or {}).get("request_count", {}).get("avg") == 4,
+                        "--overwrite over 2 ranks: the run replaces DIR's", [e[-800:] for _, e in res])
 
     # 5. surge report on a directory holding two kinds of run
     mixed = h.path("mixed")
