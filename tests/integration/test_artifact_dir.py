@@ -5,8 +5,8 @@
   2. --overwrite replaces the earlier run in DIR: its files of surge's go first (those of another
      --profile-export-file name too, and a sweep's point directories), so nothing of it is left beside the new
      run's; a file of the user's stays. No DIR-2 is made.
-  3. A single run into a sweep's directory goes to DIR-2 and leaves the sweep whole; a sweep into a single run's
-     directory likewise.
+  3. A single run into a sweep's directory goes to DIR-2 and leaves the sweep whole; a sweep, and a capacity
+     search, into a single run's directory likewise.
   4. surge merge -o OUT into a directory holding a run goes to OUT-2 (--overwrite replaces it); a run over two
      processes (on one host, sharing the directory) into a directory holding one: both ranks take DIR-2 and rank
      0 merges there, the earlier run untouched; with --overwrite both ranks write into DIR.
@@ -134,6 +134,15 @@ def main(h):
         h.check(p.returncode == 0 and "sweep_summary.json" not in left and not any(
             x.startswith("concurrency") for x in left) and summary(sweep + "-2-2") is not None,
             "--overwrite on a sweep's directory removes the sweep and its points", left)
+
+        # a capacity search into a single run's directory
+        single_own = digest(own)
+        p = h.run([h.surge, "profile", "-m", "mock-model", "-u", m.url, "--no-progress", "--artifact-dir", own,
+                   "--search", "max-concurrency", "--search-range", "1:2", "--slo", "error_rate<0.5",
+                   "--request-count", 4, "--parameter-sweep-cooldown-seconds", 0], timeout=120)
+        h.check(p.returncode == 0 and "writing to %s-2" % own in p.stderr and
+                os.path.exists(os.path.join(own + "-2", "search.json")) and digest(own) == single_own,
+                "a search into a single run's directory goes to DIR-2, the run untouched", p.stderr[-1500:])
 
         # 4. surge merge -o OUT
         out = h.path("merged")
