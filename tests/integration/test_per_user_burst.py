@@ -77,10 +77,11 @@ def main(h):
     # 2. bursts: a stall from the mock's start holds back the tokens due in it, which then go out together; a
     # request arriving every 10 ms, those that arrive in the stall's last 22 ms get their first tokens in one
     # burst at its end and the rest paced 2 ms apart: a finite ITL below the paced 2 ms
+    # (2 s: a sanitizer build on a busy machine starts sending well inside it)
     with h.mock("--ttft-ms", 3, "--itl-ms", 2, "--output-tokens", 12, "--stall-start-ms", 0, "--stall-ms",
-                1000) as m:
+                2000) as m:
         r = profile(h, m.url, "--streaming", "--request-rate", 100, "--request-distribution", "constant",
-                    "--benchmark-duration", 1.5, "--output-tokens-mean", 12, "--synthetic-input-tokens-mean", 8)
+                    "--benchmark-duration", 2.5, "--output-tokens-mean", 12, "--synthetic-input-tokens-mean", 8)
         rates, zero = check_definition(h, r, "bursts")
         s = r.summary or {}
         tps = s.get("output_token_throughput_per_user", {})
