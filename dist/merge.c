@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* asprintf */
 #include "dist_int.h"
 
+#include "sg_artdir.h"
 #include "sg_slo.h"
 
 #include <errno.h>
@@ -29,9 +30,9 @@
 #define MERGE_T0 ((int64_t)1 << 50)
 
 /* input_config members that may differ between the parts of one run. */
-static const char *const per_part_keys[] = {"artifact_dir",        "workers",    "verbose", "io_backend",
-                                            "generate_plots",      "world_size", "rank",    "coordinator",
-                                            "coordinator_timeout", "progress"};
+static const char *const per_part_keys[] = {"artifact_dir",        "workers",    "verbose",  "io_backend",
+                                            "generate_plots",      "world_size", "rank",     "coordinator",
+                                            "coordinator_timeout", "progress",   "overwrite"};
 
 typedef struct {
     const char *dir;
@@ -481,7 +482,9 @@ static void merge_usage(FILE *out)
           "process would have measured them), throughput over the global window, errors and re-sends summed,\n"
           "SLOs judged again. Each DIR holds one run's profile_export_surge.json and .jsonl.\n"
           "\n"
-          "  -o, --output OUT   the merged run's directory (created; files in it are replaced)\n"
+          "  -o, --output OUT   the merged run's directory (created). An OUT that holds an earlier run is\n"
+          "                     left as it is: the merge goes to OUT-2 (OUT-3, ...) and says so\n"
+          "      --overwrite    replace the earlier run in OUT instead (its files of surge's are removed first)\n"
           "  -q, --quiet        no metrics table on stdout\n"
           "  -h, --help         this help\n"
           "\n"
@@ -494,11 +497,13 @@ int sg_merge_main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
+        {"overwrite", no_argument, NULL, 'O'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     sg_merge_t mg = {0};
+    bool overwrite = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -506,6 +511,9 @@ int sg_merge_main(int argc, char **argv)
         switch (c) {
         case 'o':
             mg.out_dir = optarg;
+            break;
+        case 'O':
+            overwrite = true;
             break;
         case 'q':
             mg.quiet = true;
@@ -537,14 +545,20 @@ int sg_merge_main(int argc, char **argv)
         }
     }
     char err[1024];
-    int code = sg_merge_run(&mg, err, sizeof err);
-    if (code < 0) {
-        fprintf(stderr, "surge merge: %s\n", err);
+    /* never into an earlier run's files: OUT-2, or with --overwrite that run's files gone first */
+    char *out_dir = NULL;
+    if (sg_artdir_claim("surge merge", mg.out_dir, overwrite, &out_dir, err, sizeof err) < 0) {
+        fprintf(stderr, "surge merge: -o %s\n", err);
         return 2;
     }
-    if (!mg.quiet)
+    mg.out_dir = out_dir;
+    int code = sg_merge_run(&mg, err, sizeof err);
+    if (code < 0)
+        fprintf(stderr, "surge merge: %s\n", err);
+    else if (!mg.quiet)
         fprintf(stderr, "surge merge: %zu runs merged into %s/\n", mg.n_dirs, mg.out_dir);
     if (code == SG_MERGE_INTERRUPTED)
         fprintf(stderr, "surge merge: a part was INTERRUPTED: the results cover what it completed\n");
-    return code;
+    free(out_dir);
+    return code < 0 ? 2 : code;
 }

@@ -77,6 +77,7 @@ enum {
     OPT_TOKENIZER,
     OPT_INPUT_FILE,
     OPT_ARTIFACT_DIR,
+    OPT_OVERWRITE,
     OPT_EXPORT_FILE,
     OPT_MAX_ERROR_RATE,
     OPT_GOODPUT,
@@ -206,6 +207,7 @@ static const struct option long_options[] = {
     {"fixed-schedule", no_argument, NULL, OPT_FIXED_SCHEDULE},
     {"fixed-schedule-speedup", required_argument, NULL, OPT_FIXED_SPEEDUP},
     {"artifact-dir", required_argument, NULL, OPT_ARTIFACT_DIR},
+    {"overwrite", no_argument, NULL, OPT_OVERWRITE},
     {"profile-export-file", required_argument, NULL, OPT_EXPORT_FILE},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"max-error-rate", required_argument, NULL, OPT_MAX_ERROR_RATE},
@@ -1299,6 +1301,9 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "expected a directory, got an empty value");
         st->artifact_dir_given = true;
         return set_str(&cfg->artifact_dir, arg);
+    case OPT_OVERWRITE:
+        cfg->overwrite = true;
+        return 0;
     case OPT_EXPORT_FILE:
         if (!*arg || strcmp(arg, ".") == 0 || strcmp(arg, "..") == 0)
             return fail(opt, "expected a file name such as profile_export.json, got \"%s\"", arg);
@@ -2073,6 +2078,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "goodput", slos);
     json_object_set_new(o, "verbose", json_boolean(cfg->verbose));
     json_object_set_new(o, "generate_plots", json_boolean(cfg->generate_plots));
+    json_object_set_new(o, "overwrite", json_boolean(cfg->overwrite));
     json_t *scrape = json_array();
     for (size_t i = 0; i < cfg->n_server_metrics_urls; i++)
         json_array_append_new(scrape, json_string(cfg->server_metrics_urls[i]));
@@ -2362,9 +2368,12 @@ void sg_config_usage(FILE *out)
                  "      --isl-block-size N        tokens per hash_ids block of a trace (default: 512, as AIPerf)\n"
                  "\n"
                  "Output options:\n"
-                 "      --artifact-dir DIR        where the files go, used as given (default:\n"
-                 "                                artifacts/<run name>, e.g.\n"
-                 "                                artifacts/org_model-openai-chat-concurrency1)\n"
+                 "      --artifact-dir DIR        where the files go (default: artifacts/<run name>, e.g.\n"
+                 "                                artifacts/org_model-openai-chat-concurrency1). A DIR that\n"
+                 "                                holds an earlier run (a run's, sweep's or search's files) is\n"
+                 "                                left as it is: the run writes to DIR-2 (DIR-3, ...) and says so\n"
+                 "      --overwrite               replace the earlier run in DIR instead: its files of surge's\n"
+                 "                                are removed first (other files stay), so no two runs mix\n"
                  "      --profile-export-file NAME\n"
                  "                                names the exports (default: " DEFAULT_EXPORT_FILE "): surge\n"
                  "                                writes <stem>_surge.json, <stem>_surge.csv and, one line per\n"

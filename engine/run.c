@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "run_int.h"
+
+#include "sg_artdir.h"
 #include "sg_report.h"
 #include "sg_scrape.h"
 
@@ -711,13 +713,20 @@ static int prepare_output(profile_t *p)
 {
     const sg_config_t *cfg = &p->cfg;
     sg_run_t *run = &p->run;
-    if (!(p->artifact_dir = strdup(cfg->artifact_dir)))
-        return EXIT_FATAL;
-    run->artifact_dir = p->artifact_dir;
-    int derr = mkdir_p(p->artifact_dir);
-    if (derr < 0) {
-        fprintf(stderr, "surge: --artifact-dir %s: %s\n", p->artifact_dir, sg_strerror(derr));
+    /* never into an earlier run's directory: a fresh name, or with --overwrite that run's files gone first. Every
+     * rank of a run over several processes decides alike, before any rank writes a run's files. */
+    char err[1024];
+    if (sg_artdir_claim("surge", cfg->artifact_dir, cfg->overwrite, &p->artifact_dir, err, sizeof err) < 0) {
+        fprintf(stderr, "surge: --artifact-dir %s\n", err);
         return EXIT_USAGE;
+    }
+    run->artifact_dir = p->artifact_dir;
+    if (strcmp(p->artifact_dir, cfg->artifact_dir) != 0) { /* the files say where they are */
+        char *moved = strdup(p->artifact_dir);
+        if (!moved)
+            return EXIT_FATAL;
+        free(p->cfg.artifact_dir);
+        p->cfg.artifact_dir = moved;
     }
     run->nofile = sg_raise_nofile();
     uint64_t want_conns = cfg->request_rate > 0 ? cfg->max_concurrency : cfg->concurrency;
@@ -1178,17 +1187,21 @@ static void hint_not_grpc(const profile_t *p, const point_t *pt)
         }
 }
 
-/* A server that closes kept-alive connections unannounced, as surge learnt during the run (worker_conn.c). */
-static void note_keep_alive(const point_t *pt)
+/* A server that closes kept-alive connections unannounced, as surge learnt during the run (worker_conn.c): once
+ * per kind of response and run, however many points (each point's workers learn it afresh; its summary's
+ * keep_alive says so). */
+static void note_keep_alive(profile_t *p, const point_t *pt)
 {
     for (int kind = 1; kind >= 0; kind--)
-        if (pt->no_reuse_after[kind])
+        if (pt->no_reuse_after[kind] && !p->keep_alive_told[kind]) {
+            p->keep_alive_told[kind] = true;
             fprintf(stderr,
                     "surge: the server closed kept-alive connections right after %s responses without saying so (no "
                     "Connection: close); after %d in a row a worker stops reusing connections after such responses, "
                     "so later requests open a connection of their own (%llu closes seen, %llu requests re-sent)\n",
                     kind ? "streamed" : "whole", SG_SILENT_CLOSE_LIMIT, (unsigned long long)pt->silent_closes,
                     (unsigned long long)pt->resent);
+        }
 }
 
 /* True when every request of the point failed with HTTP 404: the server has nothing at the path surge used. */
@@ -1329,7 +1342,7 @@ static int point_report(profile_t *p, point_t *pt)
         fprintf(stderr, "surge: artifacts in %s/\n", pt->artifact_dir);
     hint_not_grpc(p, pt);
     hint_not_found(p, pt);
-    note_keep_alive(pt);
+    note_keep_alive(p, pt);
 
     uint64_t ok = sg_metrics_ok(pt->merged), failed = sg_metrics_errors(pt->merged);
     if (pt->interrupted) {

@@ -112,6 +112,7 @@ typedef struct {
     char *profile_export_stem; /* profile_export_file without its extension: <stem>_surge.json, <stem>.jsonl */
     bool verbose;
     bool generate_plots; /* --generate-plots: report.html (surge report) in the artifact directory */
+    bool overwrite;      /* --overwrite: an artifact directory holding a run is emptied of it, not left for DIR-2 */
     char *server_metrics_urls[SG_MAX_SCRAPE_URLS]; /* --server-metrics-url, each http://HOST[:PORT]/PATH */
     size_t n_server_metrics_urls;
     double server_metrics_interval_s; /* --server-metrics-interval (default 1) */

@@ -368,6 +368,26 @@ static void put_errors(FILE *out, const sg_metrics_t *m)
     free(g);
 }
 
+/* A metric's histogram range in the metric's unit ("3.6e+06 ms", "1.67772e+07 tokens", "1e+09 tokens/sec/user"). */
+static void range_text(sg_metric_id_t id, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%g %s", (double)sg_metric_range_max(id) * sg_metric_scale(id), sg_metric_unit(id));
+}
+
+/* Values past a metric's histogram range are recorded at its top: one line per metric that had any, naming it. */
+static void put_clamped(FILE *out, const sg_metrics_t *m)
+{
+    for (int i = 0; i < SG_M__COUNT; i++) {
+        uint64_t n = sg_hist_clamped(sg_metrics_hist(m, (sg_metric_id_t)i));
+        if (!n)
+            continue;
+        char range[64];
+        range_text((sg_metric_id_t)i, range, sizeof range);
+        fprintf(out, "Note: %s: %" PRIu64 " value%s above the histogram's %s range %s clamped to it\n",
+                sg_metric_tag((sg_metric_id_t)i), n, n == 1 ? "" : "s", range, n == 1 ? "was" : "were");
+    }
+}
+
 /* Why a successful request can lack a metric an SLO names; NULL for the metrics every such request has. */
 static const char *unmeasurable_reason(sg_metric_id_t id)
 {
@@ -381,8 +401,9 @@ static const char *unmeasurable_reason(sg_metric_id_t id)
     case SG_M_INTER_CHUNK:
         return "fewer than 2 content events";
     case SG_M_ITL:
-    case SG_M_TOKENS_PER_USER:
         return "no content event, or OSL below 2";
+    case SG_M_TOKENS_PER_USER:
+        return "no content event, OSL below 2, or all tokens at once";
     default:
         return NULL;
     }
@@ -588,11 +609,12 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
                 sent ? info->client_cpu_s * 1e6 / (double)sent : 0.0, info->io_backend ? ", " : "",
                 info->io_backend ? info->io_backend : "");
     }
-    uint64_t clamped = 0;
-    for (int i = 0; i < SG_M__COUNT; i++)
-        clamped += sg_hist_clamped(sg_metrics_hist(m, (sg_metric_id_t)i));
-    if (clamped)
-        fprintf(out, "Note: %" PRIu64 " values past the histogram range were clamped to its maximum\n", clamped);
+    put_clamped(out, m);
+    if (sg_metrics_per_user_undefined(m))
+        fprintf(out,
+                "Note: output_token_throughput_per_user: %" PRIu64 " requests left out: all their tokens arrived at "
+                "once (latency = TTFT, so ITL is 0 and 1/ITL has no value), as AIPerf leaves them out\n",
+                sg_metrics_per_user_undefined(m));
     if (info && info->interrupted)
         fputs("Run INTERRUPTED: results cover what completed before SIGINT\n", out);
     if (generated(m))
@@ -819,6 +841,20 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = rc ? rc : set(o, "silent_closes", json_integer((json_int_t)(info ? info->silent_closes : 0)));
         rc = rc ? rc : set(o, "reused_after_streamed", json_boolean(!(info && info->no_reuse_after_stream)));
         rc = rc ? rc : set(o, "reused_after_whole", json_boolean(!(info && info->no_reuse_after_whole)));
+    }
+    if (!rc && exported(m, SG_M_ITL)) /* requests with an ITL of 0: in inter_token_latency, not in its inverse */
+        rc = set(root, "output_token_throughput_per_user_undefined_count",
+                 single("requests", json_integer((json_int_t)sg_metrics_per_user_undefined(m))));
+    if (!rc) {
+        /* values past a histogram's range, recorded at its top: per metric, only those that had any */
+        json_t *o = NULL;
+        for (int i = 0; i < SG_M__COUNT && !rc; i++) {
+            uint64_t n = sg_hist_clamped(sg_metrics_hist(m, (sg_metric_id_t)i));
+            if (n && !o)
+                rc = set(root, "clamped_values", o = json_object());
+            if (n && !rc)
+                rc = set(o, sg_metric_tag((sg_metric_id_t)i), json_integer((json_int_t)n));
+        }
     }
     rc = rc ? rc : set(root, "benchmark_duration", single("sec", real(duration)));
     if (sg_metrics_turns(m))

@@ -147,7 +147,8 @@ static char *ok_metrics(char *p, const sg_record_t *r)
         p = metric_int(p, "reasoning_token_count", r->reasoning_tokens, "tokens");
     p = metric_ms(p, r, SG_M_ITL);
     double tps;
-    /* all tokens at one instant has no finite rate: left out, as the summary cannot hold it either */
+    /* none when all tokens came at one instant (ITL 0: sg_record_metric says so), as AIPerf leaves it out; the
+     * bound keeps micro-units within a long */
     if (sg_record_metric(r, SG_M_TOKENS_PER_USER, &tps) && tps < 1e12)
         p = metric_micro(p, "output_token_throughput_per_user", llround(tps * 1e6), "tokens/sec/user");
     p = metric_ms(p, r, SG_M_TTFT_FROM_SEND);

@@ -11,8 +11,9 @@
 #define TIME_MAX_NS (3600ULL * 1000000000ULL)
 /* 16 Mi tokens: far past any context window we know of. */
 #define TOKENS_MAX (1ULL << 24)
-/* 1e6 tokens/s per user, in milli-tokens/s; a whole answer in one read (ITL 0) lands here. */
-#define MILLI_TPS_MAX 1000000000ULL
+/* 1e9 tokens/s per user (an ITL of 1 ns), in milli-tokens/s: every finite rate a client clock can tell. A whole
+ * answer in one read (ITL 0) has no rate at all: it is left out and counted (sg_metrics_per_user_undefined). */
+#define MILLI_TPS_MAX 1000000000000ULL
 
 /* Distinct (class, status, message) groups; further distinct messages fold into "(other messages)". */
 #define MSG_GROUPS 32
@@ -28,6 +29,7 @@ struct sg_metrics {
     uint64_t good;
     uint64_t output_tokens;
     uint64_t input_tokens;
+    uint64_t per_user_undefined; /* requests of 2+ tokens whose tokens all came at once: ITL 0, no 1/ITL */
     uint64_t osl_source[3];
     sg_len_cmp_t osl_cmp;      /* usage.completion_tokens - tokenizer count */
     sg_len_cmp_t isl_cmp;      /* usage.prompt_tokens - client isl */
@@ -390,7 +392,9 @@ bool sg_record_metric(const sg_record_t *r, sg_metric_id_t id, double *value)
         if (!first || r->osl < 2)
             return false;
         double itl = (double)nonneg(r->end_ns - r->first_token_ns) / (double)(r->osl - 1);
-        *value = id == SG_M_ITL ? itl : (itl > 0 ? 1e9 / itl : 1e300);
+        if (id == SG_M_TOKENS_PER_USER && itl <= 0)
+            return false; /* every token at once: 1/ITL is undefined (AIPerf leaves the request out too) */
+        *value = id == SG_M_ITL ? itl : 1e9 / itl;
         return true;
     }
     case SG_M_INTER_CHUNK: {
@@ -497,11 +501,17 @@ static void add_one(sg_metrics_t *m, const sg_record_t *r)
             double itl = (double)nonneg(r->end_ns - r->first_token_ns) / (double)(r->osl - 1);
             sg_hist_record(m->hist[SG_M_ITL], (uint64_t)(itl + 0.5));
             value[SG_M_ITL] = itl, have[SG_M_ITL] = true;
-            double tps = itl > 0 ? 1e9 / itl : 1e300;
-            double milli = tps * 1e3;
-            sg_hist_record(m->hist[SG_M_TOKENS_PER_USER],
-                           milli >= (double)MILLI_TPS_MAX ? MILLI_TPS_MAX + 1 : (uint64_t)(milli + 0.5));
-            value[SG_M_TOKENS_PER_USER] = tps, have[SG_M_TOKENS_PER_USER] = true;
+            /* 1/ITL, AIPerf's output_token_throughput_per_user; undefined when every token came at once (the
+             * last read carried them all: latency == TTFT), and then left out, as AIPerf does, and counted */
+            if (itl > 0) {
+                double tps = 1e9 / itl;
+                double milli = tps * 1e3;
+                sg_hist_record(m->hist[SG_M_TOKENS_PER_USER],
+                               milli > (double)MILLI_TPS_MAX ? MILLI_TPS_MAX + 1 : (uint64_t)(milli + 0.5));
+                value[SG_M_TOKENS_PER_USER] = tps, have[SG_M_TOKENS_PER_USER] = true;
+            } else {
+                m->per_user_undefined++;
+            }
         }
         if (r->n_events >= 2 && r->event_us) {
             uint32_t worst = 0;
@@ -532,6 +542,7 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
     dst->good += src->good;
     dst->output_tokens += src->output_tokens;
     dst->input_tokens += src->input_tokens;
+    dst->per_user_undefined += src->per_user_undefined;
     /* The workers' metrics were made with the run's SLOs, in the same order. */
     for (size_t i = 0; i < dst->n_slos && i < src->n_slos; i++) {
         dst->slo_tally[i].met += src->slo_tally[i].met;
@@ -589,6 +600,16 @@ uint64_t sg_metrics_output_tokens(const sg_metrics_t *m)
 uint64_t sg_metrics_input_tokens(const sg_metrics_t *m)
 {
     return m->input_tokens;
+}
+
+uint64_t sg_metrics_per_user_undefined(const sg_metrics_t *m)
+{
+    return m->per_user_undefined;
+}
+
+uint64_t sg_metric_range_max(sg_metric_id_t id)
+{
+    return valid_id(id) ? metric_info[id].max_value : 0;
 }
 
 size_t sg_metrics_slo_tallies(const sg_metrics_t *m, const sg_slo_t **slos, const sg_slo_tally_t **tallies)

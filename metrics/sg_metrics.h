@@ -7,7 +7,7 @@
  *   ttfo = first_output - intended (the first content that is not reasoning);
  *   request_latency = end - intended; request_latency_from_send = end - sent; schedule_lag = sent - intended;
  *   itl = (request_latency - ttft) / (osl - 1) for osl >= 2; inter_chunk = gaps between content events;
- *   output_token_throughput_per_user = 1e9 / itl_ns tokens/s.
+ *   output_token_throughput_per_user = 1e9 / itl_ns tokens/s, for itl > 0 (none when every token came at once).
  * Only successful, non-warmup requests feed the latency and length distributions; failed ones are counted by
  * class. schedule_lag is recorded for every non-warmup request that was sent, failed or not.
  *
@@ -125,6 +125,11 @@ uint64_t sg_metrics_errors(const sg_metrics_t *m);        /* failed requests, al
 uint64_t sg_metrics_good(const sg_metrics_t *m);          /* successful requests meeting every SLO */
 uint64_t sg_metrics_output_tokens(const sg_metrics_t *m); /* sum of OSL over successful requests */
 uint64_t sg_metrics_input_tokens(const sg_metrics_t *m);  /* sum of ISL (client count) over successful requests */
+/* Successful requests of two or more tokens that all arrived at once (latency == TTFT, so ITL is 0): no
+ * output_token_throughput_per_user (1/ITL) for them; they are left out of that metric, as AIPerf does. */
+uint64_t sg_metrics_per_user_undefined(const sg_metrics_t *m);
+/* The top of a metric's histogram, in its recorded unit (ns, tokens, milli-tokens/s): larger values are clamped. */
+uint64_t sg_metric_range_max(sg_metric_id_t id);
 /* The SLOs m was made with (*slos) and a tally for each (*tallies), in the order given; returns how many. */
 size_t sg_metrics_slo_tallies(const sg_metrics_t *m, const sg_slo_t **slos, const sg_slo_tally_t **tallies);
 uint64_t sg_metrics_osl_source_count(const sg_metrics_t *m, sg_osl_source_t s);

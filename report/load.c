@@ -36,6 +36,32 @@ rp_kind_t rp_kind_of(const char *dir)
     return RP_NONE;
 }
 
+size_t rp_kinds_in(const char *dir, char *desc, size_t cap)
+{
+    /* surge writes AIPerf's files beside its own: profile_export_aiperf.json next to profile_export_surge.json is
+     * the same run; GenAI-Perf's summary is never surge's */
+    const char *single = has(dir, F_SURGE) ? F_SURGE : has(dir, F_AIPERF) ? F_AIPERF : NULL;
+    static const char *const what[] = {"a single run", "a GenAI-Perf run", "a sweep", "a capacity search"};
+    const char *file[] = {single, has(dir, F_GENAI) ? F_GENAI : NULL, has(dir, F_SWEEP) ? F_SWEEP : NULL,
+                          has(dir, F_SEARCH) ? F_SEARCH : NULL};
+    size_t n = 0, total = 0, len = 0;
+    for (size_t i = 0; i < SG_ARRAY_LEN(file); i++)
+        total += file[i] != NULL;
+    if (cap)
+        desc[0] = 0;
+    for (size_t i = 0; i < SG_ARRAY_LEN(file); i++) {
+        if (!file[i])
+            continue;
+        n++;
+        const char *sep = n == 1 ? "" : n == total ? " and " : ", ";
+        if (len < cap) {
+            int k = snprintf(desc + len, cap - len, "%s%s (%s)", sep, what[i], file[i]);
+            len += k > 0 ? (size_t)k : 0;
+        }
+    }
+    return n;
+}
+
 /* The directory's last component, as the run's label ("." and trailing slashes resolved). */
 static char *label_of(const char *dir)
 {

@@ -61,6 +61,14 @@ static int load_all(char *const *dirs, size_t n, json_t **data)
     rp_kind_t kind = RP_NONE;
     const char *first = NULL;
     for (size_t i = 0; i < n; i++) {
+        char kinds[512];
+        if (rp_kinds_in(dirs[i], kinds, sizeof kinds) > 1) {
+            fprintf(stderr,
+                    "surge report: %s holds more than one kind of run: %s, written into one directory; a report "
+                    "reads one run, sweep or search per directory (move one of them out)\n",
+                    dirs[i], kinds);
+            return 2;
+        }
         rp_kind_t k = rp_kind_of(dirs[i]);
         if (k == RP_NONE) {
             fprintf(stderr,

@@ -64,6 +64,11 @@ typedef struct {
 /* Reading. Each returns 0, or -1 with a one-line reason in err (naming the file). */
 typedef enum { RP_NONE, RP_RUN, RP_POINTS } rp_kind_t;
 rp_kind_t rp_kind_of(const char *dir);
+/* How many kinds of run dir holds (a single run of surge's or AIPerf's, one of GenAI-Perf's, a sweep, a capacity
+ * search), each named in desc with the file that says it ("a single run (profile_export_surge.json) and a sweep
+ * (sweep_summary.json)"). More than one: runs written into one another's directory, which no report can tell
+ * apart. */
+size_t rp_kinds_in(const char *dir, char *desc, size_t cap);
 int rp_run_load(rp_run_t *run, const char *dir, char *err, size_t errlen);
 void rp_run_free(rp_run_t *run);
 int rp_points_load(rp_points_t *pts, const char *dir, char *err, size_t errlen);

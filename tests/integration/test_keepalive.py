@@ -5,6 +5,8 @@ a fresh connection, counted in the summary, and its latency still runs from its 
 it after every response of a kind (llama-server after streamed ones) is learnt: after a few such closes the worker
 stops reusing connections after those responses, so the wasted attempts (each a round trip in some request's
 latency) stop, and the run says so."""
+import json
+import os
 import statistics
 import subprocess
 import time
@@ -243,8 +245,31 @@ def idle_timeout_runs(h):
                 (s.answered, s.dropped))
 
 
+def search_notice_once(h):
+    """A capacity search runs many points, and each point's workers learn the server's habit afresh: the run says
+    it once, not after every probe; each probe's summary still records it."""
+    args = ("--ttft-ms", 2, "--itl-ms", 1, "--close-after", 1, "--close-notice", "none", "--close-delay-ms",
+            DELAY_MS)
+    with h.mock(*args) as m:
+        r = profile(h, m.url, "--streaming", "--search", "max-concurrency", "--search-range", "1:4", "--slo",
+                    "error_rate<0.5", "--request-count", 16, "--output-tokens-mean", 4,
+                    "--synthetic-input-tokens-mean", 16, "--parameter-sweep-cooldown-seconds", 0, timeout=120)
+        with open(os.path.join(r.dir, "search.json")) as f:
+            probes = json.load(f)["probes"]
+        learnt = 0
+        for p in probes:
+            with open(os.path.join(r.dir, p["artifact_subdir"], "profile_export_surge.json")) as f:
+                ka = json.load(f).get("keep_alive", {})
+            learnt += ka.get("reused_after_streamed") is False
+        h.check(learnt >= 2, "the workers of several probes learnt the habit (%d of %d probes)" % (learnt,
+                                                                                                   len(probes)))
+        told = r.stderr.count(LEARNT % "streamed")
+        h.check(told == 1, "the notice is printed once in the search's stderr (%d times)" % told, r.stderr[-3000:])
+
+
 def main(h):
     lossy_server_runs(h)
+    search_notice_once(h)
     tls_runs(h)
     honest_server_runs(h)
     occasional_close_runs(h)

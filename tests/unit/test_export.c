@@ -505,6 +505,66 @@ static void check_in_order(const char *text, const char *const *want, size_t n)
     }
 }
 
+/* Values past a histogram's range and requests without a per-user rate: the notes under the table name the metric,
+ * the count and the range, and the summary carries the same counts. */
+static void test_range_notes(void)
+{
+    sg_metrics_t *m = sg_metrics_new(NULL, 0);
+    CHECK(m != NULL);
+    /* every token in one read: ITL 0, no 1/ITL */
+    sg_record_t once = streamed(1, 0, T0, 10, 8, 0);
+    sg_metrics_add(m, &once);
+    sg_metrics_add(m, &once);
+    /* 4 tokens within 1 ns of each other: 3e9 tokens/s, above the 1e9 range */
+    sg_record_t fast = streamed(2, 0, T0, 10, 4, 0);
+    fast.end_ns = fast.first_token_ns + 1;
+    sg_metrics_add(m, &fast);
+    /* a latency past an hour */
+    sg_record_t slow = streamed(3, 0, T0, 10, 2, 0);
+    slow.end_ns = T0 + 2 * 3600LL * 1000 * MS;
+    sg_metrics_add(m, &slow);
+    sg_run_info_t info = {.title = "t", .streaming = true};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_EQ_INT(sg_export_table(f, m, &info), 0);
+    fclose(f);
+    static const char *const want[] = {
+        "Note: request_latency: 1 value above the histogram's 3.6e+06 ms range was clamped to it\n",
+        "Note: output_token_throughput_per_user: 1 value above the histogram's 1e+09 tokens/sec/user range was "
+        "clamped to it\n",
+        "Note: output_token_throughput_per_user: 2 requests left out: all their tokens arrived at once",
+    };
+    for (size_t i = 0; i < SG_ARRAY_LEN(want); i++) {
+        CHECK(buf && strstr(buf, want[i]) != NULL);
+        if (!buf || !strstr(buf, want[i]))
+            fprintf(stderr, "missing under the table: [%s] in:\n%s\n", want[i], buf ? buf : "");
+    }
+    CHECK(buf && strstr(buf, "past the histogram range") == NULL);
+    free(buf);
+
+    char path[256];
+    path_in(path, sizeof(path), "range_notes.json");
+    CHECK_EQ_INT(sg_export_json(path, m, &info), 0);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    CHECK(root != NULL);
+    json_t *undef = json_object_get(root, "output_token_throughput_per_user_undefined_count");
+    CHECK_EQ_INT(json_integer_value(json_object_get(undef, "avg")), 2);
+    json_t *clamped = json_object_get(root, "clamped_values");
+    CHECK_EQ_INT(json_integer_value(json_object_get(clamped, "request_latency")), 1);
+    CHECK_EQ_INT(json_integer_value(json_object_get(clamped, "output_token_throughput_per_user")), 1);
+    /* the slow request's ITL and latency from send are past an hour too; nothing else is */
+    CHECK_EQ_INT(json_integer_value(json_object_get(clamped, "request_latency_from_send")), 1);
+    CHECK_EQ_INT(json_integer_value(json_object_get(clamped, "inter_token_latency")), 1);
+    CHECK_EQ_INT(json_object_size(clamped), 4);
+    /* the per-user distribution holds the one request that has a rate, at the top of its range */
+    json_t *tps = json_object_get(root, "output_token_throughput_per_user");
+    CHECK_EQ_INT(json_integer_value(json_object_get(tps, "count")), 2);
+    json_decref(root);
+    sg_metrics_free(m);
+}
+
 static void test_table(void)
 {
     sg_metrics_t *m = streamed_run(NULL, 0);
@@ -1090,6 +1150,7 @@ int main(void)
     test_error_labels();
     test_inputs();
     test_table();
+    test_range_notes();
     test_reclog();
     test_reclog_orders();
     test_outbuf();

@@ -134,11 +134,30 @@ static void test_streamed_exact(void)
     CHECK_EQ_INT(sg_hist_min(H(m2, SG_M_TOKENS_PER_USER)), 2999997); /* 1e12 / 333333.67, in milli-tokens/s */
     CHECK_EQ_INT(sg_hist_count(H(m2, SG_M_TTST)), 1);
     CHECK_EQ_INT(sg_hist_count(H(m2, SG_M_INTER_CHUNK)), 0);
-    /* All tokens at once (ITL 0): counted, at the top of the range, not dropped. */
+    /* All tokens at once (ITL 0): in inter_token_latency as 0, but 1/ITL has no value: left out of the per-user
+     * rate (AIPerf's rule) and counted, never a clamped 1e6. */
     odd.end_ns = odd.first_token_ns;
     sg_metrics_add(m2, &odd);
-    CHECK_EQ_INT(sg_hist_count(H(m2, SG_M_TOKENS_PER_USER)), 2);
-    CHECK_EQ_INT(sg_hist_clamped(H(m2, SG_M_TOKENS_PER_USER)), 1);
+    CHECK_EQ_INT(sg_hist_count(H(m2, SG_M_ITL)), 2);
+    CHECK_EQ_INT(sg_hist_min(H(m2, SG_M_ITL)), 0);
+    CHECK_EQ_INT(sg_hist_count(H(m2, SG_M_TOKENS_PER_USER)), 1);
+    CHECK_EQ_INT(sg_hist_clamped(H(m2, SG_M_TOKENS_PER_USER)), 0);
+    CHECK_EQ_INT(sg_metrics_per_user_undefined(m2), 1);
+    double v = 0;
+    CHECK(!sg_record_metric(&odd, SG_M_TOKENS_PER_USER, &v));
+    CHECK(sg_record_metric(&odd, SG_M_ITL, &v) && v == 0);
+    /* Several tokens in one read but not all: a finite 1/ITL, exact, not clamped. 4 tokens, the last 3 ns after
+     * the first: ITL 1 ns, 1e9 tokens/s, the top of the range itself. */
+    odd.end_ns = odd.first_token_ns + 3;
+    sg_metrics_add(m2, &odd);
+    CHECK_EQ_INT(sg_hist_max(H(m2, SG_M_TOKENS_PER_USER)), 1000000000000ULL);
+    CHECK_EQ_INT(sg_hist_clamped(H(m2, SG_M_TOKENS_PER_USER)), 0);
+    CHECK(sg_record_metric(&odd, SG_M_TOKENS_PER_USER, &v) && v == 1e9);
+    /* merged, the count adds up */
+    sg_metrics_t *m3 = sg_metrics_new(NULL, 0);
+    CHECK(sg_metrics_merge(m3, m2) == 0 && sg_metrics_merge(m3, m2) == 0);
+    CHECK_EQ_INT(sg_metrics_per_user_undefined(m3), 2);
+    sg_metrics_free(m3);
     sg_metrics_free(m2);
     sg_metrics_free(m);
 }
