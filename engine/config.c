@@ -109,6 +109,13 @@ enum {
     OPT_SEARCH_RANGE,
     OPT_SEARCH_PRECISION,
     OPT_SEARCH_TRIALS,
+    OPT_NUM_PROFILE_RUNS,
+    OPT_CONFIDENCE_LEVEL,
+    OPT_PROFILE_RUN_COOLDOWN,
+    OPT_WARMUP_FIRST_ONLY,
+    OPT_NO_WARMUP_FIRST_ONLY,
+    OPT_CONSISTENT_SEED,
+    OPT_NO_CONSISTENT_SEED,
     OPT_CONV_NUM,
     OPT_TURN_MEAN,
     OPT_TURN_STDDEV,
@@ -230,6 +237,13 @@ static const struct option long_options[] = {
     {"search-range", required_argument, NULL, OPT_SEARCH_RANGE},
     {"search-precision", required_argument, NULL, OPT_SEARCH_PRECISION},
     {"search-trials", required_argument, NULL, OPT_SEARCH_TRIALS},
+    {"num-profile-runs", required_argument, NULL, OPT_NUM_PROFILE_RUNS},                        /* AIPerf */
+    {"confidence-level", required_argument, NULL, OPT_CONFIDENCE_LEVEL},                        /* AIPerf */
+    {"profile-run-cooldown-seconds", required_argument, NULL, OPT_PROFILE_RUN_COOLDOWN},        /* AIPerf */
+    {"profile-run-disable-warmup-after-first", optional_argument, NULL, OPT_WARMUP_FIRST_ONLY}, /* AIPerf */
+    {"no-profile-run-disable-warmup-after-first", no_argument, NULL, OPT_NO_WARMUP_FIRST_ONLY},
+    {"set-consistent-seed", optional_argument, NULL, OPT_CONSISTENT_SEED}, /* AIPerf */
+    {"no-set-consistent-seed", no_argument, NULL, OPT_NO_CONSISTENT_SEED},
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
     {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
@@ -730,6 +744,7 @@ typedef struct {
     const char *burstiness_flag; /* --burstiness or --arrival-smoothness, as given */
     const char *sweep_flag; /* the flag that made a sweep: "concurrency", "request-rate", "concurrency-range", ... */
     bool cooldown_given, search_range_given, search_precision_given, search_trials_given;
+    const char *multirun_flag; /* the first --confidence-level / --profile-run-* flag given */
     bool scrape_interval_given;
     bool count_given, duration_given, artifact_dir_given;
     bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
@@ -753,6 +768,7 @@ typedef struct {
 #define MAX_CONCURRENCY 10000000u
 #define MAX_BATCH 65536u /* inputs (or passages) in one request */
 #define MAX_RATE 1e9
+#define MAX_PROFILE_RUNS 1000u /* --num-profile-runs */
 
 /* One value of a sweep: a concurrency (a whole number >= 1) or a request rate (a positive number, not inf). */
 static int sweep_value(const char *opt, sg_sweep_kind_t kind, const char *s, double *out)
@@ -895,6 +911,25 @@ static int parse_search_range(sg_config_t *cfg, const char *opt, const char *arg
     return rc;
 }
 
+/* --num-profile-runs once every flag is in: what a multi-run combines with (engine/multirun.c). */
+static int finish_multirun(const sg_config_t *cfg, const parse_state_t *st)
+{
+    if (cfg->num_profile_runs < 2) {
+        if (st->multirun_flag)
+            return fail(st->multirun_flag, "only applies to a multi-run (--num-profile-runs 2 or more)");
+        return 0;
+    }
+    if (cfg->search)
+        return fail("num-profile-runs", "cannot be combined with --search: the search runs its own probes (repeat "
+                                        "each with --search-trials N)");
+    if (st->sweep_flag)
+        return fail("num-profile-runs",
+                    "cannot be combined with a sweep (--%s) yet: run each load point as a multi-run of its own "
+                    "(one --concurrency or --request-rate per invocation, each with its own --artifact-dir)",
+                    st->sweep_flag);
+    return 0; /* over several processes: refused by dist_prepare, which knows the launcher's world size too */
+}
+
 /* The search and sweep flags once every flag is in: what they combine with, and the first point's load. */
 static int finish_points(sg_config_t *cfg, parse_state_t *st)
 {
@@ -959,7 +994,7 @@ static int finish_points(sg_config_t *cfg, parse_state_t *st)
                                                         "--request-rate-range 10:40:10, ...) or a --search");
     if (st->scrape_interval_given && cfg->n_server_metrics_urls == 0)
         return fail("server-metrics-interval", "only applies with --server-metrics-url");
-    return 0;
+    return finish_multirun(cfg, st);
 }
 
 /* ---------- TLS files ---------- */
@@ -1121,6 +1156,41 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->cooldown_s);
     case OPT_SLICE_DURATION:
         return parse_num(opt, arg, "seconds, above 0", 0, true, 86400 * 365, &cfg->slice_duration_s);
+    case OPT_NUM_PROFILE_RUNS:
+        return parse_u32(opt, arg, 1, MAX_PROFILE_RUNS, &cfg->num_profile_runs);
+    case OPT_CONFIDENCE_LEVEL:
+        if (!st->multirun_flag)
+            st->multirun_flag = "confidence-level";
+        if (parse_num(opt, arg, "a confidence level between 0 and 1 (exclusive), such as 0.90, 0.95 or 0.99", 0, true,
+                      1, &cfg->confidence_level) != 0)
+            return SG_EINVAL;
+        if (cfg->confidence_level >= 1)
+            return fail(opt,
+                        "expected a confidence level between 0 and 1 (exclusive), such as 0.90, 0.95 or 0.99, "
+                        "got %s",
+                        arg);
+        return 0;
+    case OPT_PROFILE_RUN_COOLDOWN:
+        if (!st->multirun_flag)
+            st->multirun_flag = "profile-run-cooldown-seconds";
+        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->profile_run_cooldown_s);
+    case OPT_WARMUP_FIRST_ONLY:
+    case OPT_NO_WARMUP_FIRST_ONLY:
+        if (!st->multirun_flag)
+            st->multirun_flag = opt;
+        if (arg && strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0)
+            return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
+        cfg->warmup_only_first_run = c == OPT_WARMUP_FIRST_ONLY && (!arg || strcmp(arg, "true") == 0);
+        return 0;
+    case OPT_CONSISTENT_SEED:
+    case OPT_NO_CONSISTENT_SEED:
+        if (arg && strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0)
+            return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
+        if (c == OPT_NO_CONSISTENT_SEED || (arg && strcmp(arg, "false") == 0))
+            return fail(opt, "surge always seeds its workload (--random-seed, default 0), so every run sends the "
+                             "same prompts on the same schedule; for a different workload per invocation, give "
+                             "each its own --random-seed");
+        return 0;
     case OPT_SERVER_METRICS_URL: {
         char host[256], port[8], path[1024], err[512];
         if (cfg->n_server_metrics_urls == SG_MAX_SCRAPE_URLS)
@@ -1369,6 +1439,9 @@ static int set_defaults(sg_config_t *cfg)
     cfg->search_lo = 1;
     cfg->search_precision = 0.05;
     cfg->search_trials = 1;
+    cfg->num_profile_runs = 1;
+    cfg->confidence_level = 0.95;
+    cfg->warmup_only_first_run = true;
     cfg->headers = calloc(1, sizeof *cfg->headers);
     cfg->profile_export_file = strdup(DEFAULT_EXPORT_FILE);
     if (!cfg->headers || !cfg->profile_export_file)

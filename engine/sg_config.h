@@ -83,6 +83,12 @@ typedef struct {
     double search_lo, search_hi; /* --search-range; search_hi 0 = no upper bound */
     double search_precision;     /* relative: stop when (lowest failing - highest passing) <= this x passing */
     uint32_t search_trials;      /* a value passes only when every one of these trials passes */
+    /* a multi-run (engine/multirun.c): the same load point num_profile_runs times, mean and confidence interval of
+     * every metric across the runs (AIPerf's --num-profile-runs); 1 is a single run */
+    uint32_t num_profile_runs;
+    double confidence_level;       /* --confidence-level, in (0, 1) */
+    double profile_run_cooldown_s; /* --profile-run-cooldown-seconds: pause between runs */
+    bool warmup_only_first_run;    /* --profile-run-disable-warmup-after-first (AIPerf's default: true) */
 
     /* workload */
     char *tokenizer; /* --tokenizer as given (file, directory or Hugging Face id), NULL when absent */
