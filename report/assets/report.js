@@ -602,6 +602,111 @@
     });
   }
 
+  /* ---------- a page of multi-runs (--num-profile-runs) ---------- */
+
+  const MULTI_KEYS = [['time_to_first_token', ['avg', 'p50', 'p90', 'p99']], ['inter_token_latency', ['avg', 'p50', 'p90', 'p99']],
+                      ['request_latency', ['avg', 'p50', 'p90', 'p99']], ['output_token_throughput', ['avg']],
+                      ['total_token_throughput', ['avg']], ['request_throughput', ['avg']]];
+
+  /* The interval's half-width: none without a t value (a single run). */
+  function halfWidth(m) {
+    return typeof m.t_critical === 'number' && typeof m.ci_low === 'number' && typeof m.ci_high === 'number'
+      ? (m.ci_high - m.ci_low) / 2 : null;
+  }
+
+  function multiTable(mr, mi, keys) {
+    const cols = [['mean', 'mean'], ['\u00b1 CI', halfWidth], ['CI low', 'ci_low'], ['CI high', 'ci_high'], ['CV', 'cv'],
+                  ['std', 'std'], ['min', 'min'], ['max', 'max'], ['runs', 'n']];
+    const rows = [el('tr', null, [el('th', { text: 'Metric' }), el('th', { text: 'Unit' })]
+      .concat(cols.map(function (c) { return el('th', { text: c[0] }); })))];
+    for (const key of keys) {
+      const m = mr.metrics[key];
+      const tr = el('tr', null, [el('td', { text: key }), el('td', { text: m.unit || '' })]);
+      for (const [, col] of cols) {
+        const v = typeof col === 'function' ? col(m) : m[col];
+        const name = typeof col === 'function' ? 'half_width' : col;
+        const text = name === 'cv' && typeof v === 'number' ? fmt(v * 100) + '%' : fmt(v);
+        tr.append(el('td', { 'data-multi': mi, 'data-key': key, 'data-col': name,
+                             'data-value': typeof v === 'number' ? String(v) : null, text: text }));
+      }
+      rows.push(tr);
+    }
+    return el('div', { cls: 'scroll' }, [el('table', { cls: 'multi', 'data-multi': mi }, rows)]);
+  }
+
+  function pageMulti(app, list) {
+    const multi = list.length > 1;
+    app.append(el('h1', { text: multi ? 'surge: ' + list.length + ' multi-runs compared' : 'surge report: ' + list[0].label }));
+    list.forEach(function (mr) {
+      const md = mr.metadata || {};
+      let t = null;
+      for (const k of Object.keys(mr.metrics)) if (typeof mr.metrics[k].t_critical === 'number') { t = mr.metrics[k].t_critical; break; }
+      app.append(el('p', { cls: 'meta' }, [(multi ? mr.label + ': ' : '') + 'multi-run: ' + md.num_successful_runs + ' of ' +
+        md.num_profile_runs + ' runs in the aggregate, ' + fmt(md.confidence_level * 100) + '% confidence interval of the ' +
+        'mean (Student\u2019s t' + (t !== null ? ', t = ' + t.toFixed(4) : '') + '), in ', el('code', { text: mr.dir })]));
+      if (md.was_interrupted)
+        app.append(el('div', { cls: 'banner', text: 'Interrupted: the aggregate covers the runs completed before the interrupt.' }));
+      const failed = md.failed_runs || [];
+      if (failed.length)
+        app.append(el('div', { cls: 'banner', text: 'Not in the aggregate: ' + failed.map(function (f) {
+          return f.label + ' (' + f.error + ')'; }).join('; ') }));
+      if (md.num_successful_runs < 2)
+        app.append(el('div', { cls: 'banner', text: 'One run in the aggregate: no interval (it needs two runs or more).' }));
+    });
+
+    app.append(el('h2', { text: 'Per run' }));
+    app.append(el('p', { cls: 'note', text: 'Each dot is one run\u2019s figure (from its own summary); the solid line is ' +
+      'the mean across the runs, the dashed lines the confidence interval around it.' }));
+    const grid = el('div', { cls: 'grid' });
+    app.append(grid);
+    for (const [tag, short] of [['time_to_first_token', 'TTFT'], ['inter_token_latency', 'ITL'], ['request_latency', 'Request latency']]) {
+      const sets = [];
+      let gi = 0, xmax = 1;
+      list.forEach(function (mr, mi) {
+        const runs = mr.per_run || [];
+        const xs = runs.map(function (r, k) { return k + 1; });
+        xmax = Math.max(xmax, runs.length);
+        ['p50', 'p99'].forEach(function (st, si) {
+          const ys = runs.map(function (r) { const m = r.summary[tag]; return m && typeof m[st] === 'number' ? m[st] : null; });
+          const ci = multi ? mi : si;
+          const d = line((multi ? mr.label + ': ' : '') + short + ' ' + st, xs, ys, ci, { showLine: false, pointRadius: 4 });
+          if (!d.data.length) return;
+          sets.push(d);
+          const a = mr.metrics[tag + '_' + st];
+          if (!a) return;
+          sets.push(Object.assign(guide('mean ' + st, { x: 0.5, y: a.mean }, { x: runs.length + 0.5, y: a.mean }, ci),
+                                  { borderDash: [] }));
+          if (halfWidth(a) !== null) {
+            sets.push(guide('CI low ' + st, { x: 0.5, y: a.ci_low }, { x: runs.length + 0.5, y: a.ci_low }, ci));
+            sets.push(guide('CI high ' + st, { x: 0.5, y: a.ci_high }, { x: runs.length + 0.5, y: a.ci_high }, ci));
+          }
+          gi++;
+        });
+      });
+      if (!gi) continue;
+      chart(grid, 'runs-' + tag, short + ' p50 and p99, run by run', {
+        datasets: sets, xunit: '', yunit: 'ms',
+        scales: { x: axis('run', { min: 0, max: xmax + 1, ticks: { stepSize: 1, callback: function (v) {
+                    return v >= 1 && v <= xmax && Number.isInteger(v) ? String(v) : ''; } } }),
+                  y: axis(short + ' (ms)', { min: 0 }) }
+      });
+    }
+
+    app.append(el('h2', { text: 'Across the runs' }));
+    list.forEach(function (mr, mi) {
+      if (multi) app.append(el('h3', { text: mr.label }));
+      const keys = [];
+      for (const [tag, stats] of MULTI_KEYS) for (const st of stats) if (mr.metrics[tag + '_' + st]) keys.push(tag + '_' + st);
+      app.append(multiTable(mr, mi, keys));
+      const rest = Object.keys(mr.metrics).filter(function (k) { return keys.indexOf(k) < 0; });
+      if (rest.length) {
+        const d = el('details', null, [el('summary', { text: 'Every metric and statistic (' + rest.length + ' more)' })]);
+        d.append(multiTable(mr, mi, rest));
+        app.append(d);
+      }
+    });
+  }
+
   /* ---------- the self-check ---------- */
 
   /* Pixels of the plot area in a saturated colour: the data's, not the grid's or the text's greys. */
@@ -634,10 +739,11 @@
   try {
     const data = JSON.parse(document.getElementById('surge-data').textContent);
     const files = JSON.parse(document.getElementById('surge-files').textContent) || [];
-    (data.runs || data.points).forEach(function (entry, i) { Object.assign(entry, files[i] || {}); });
+    (data.runs || data.points || data.multi).forEach(function (entry, i) { Object.assign(entry, files[i] || {}); });
     const app = document.getElementById('app');
     app.textContent = '';
     if (data.kind === 'points') pagePoints(app, data.points);
+    else if (data.kind === 'multi') pageMulti(app, data.multi);
     else pageRuns(app, data.runs);
     app.append(el('footer', { text: 'Written by surge report. Charts: Chart.js. Percentiles are exact; the timeline ' +
       'draws a sample of requests when there are many (each time bin\u2019s worst always among them).' }));
