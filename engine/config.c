@@ -2073,6 +2073,14 @@ char *sg_config_to_json(const sg_config_t *cfg)
         json_object_set_new(search, "cooldown_seconds", json_real(cfg->cooldown_s));
     }
     json_object_set_new(o, "search", search ? search : json_null());
+    json_t *multi = json_null();
+    if (cfg->num_profile_runs > 1 && (multi = json_object())) {
+        json_object_set_new(multi, "num_profile_runs", json_integer(cfg->num_profile_runs));
+        json_object_set_new(multi, "confidence_level", json_real(cfg->confidence_level));
+        json_object_set_new(multi, "cooldown_seconds", json_real(cfg->profile_run_cooldown_s));
+        json_object_set_new(multi, "warmup_only_first_run", json_boolean(cfg->warmup_only_first_run));
+    }
+    json_object_set_new(o, "multi_run", multi ? multi : json_null());
     json_object_set_new(o, "request_count",
                         cfg->request_count ? json_integer((json_int_t)cfg->request_count) : json_null());
     json_object_set_new(o, "benchmark_duration",
@@ -2256,6 +2264,21 @@ void sg_config_usage(FILE *out)
                  "      --search-precision F      stop when lowest failing - highest passing <= F x passing\n"
                  "                                (default 0.05)\n"
                  "      --search-trials N         a value passes only if each of N probes passes (default 1)\n"
+                 "\n"
+                 "Repeated runs (AIPerf's multi-run; docs/capacity.md, Repeated runs):\n"
+                 "      --num-profile-runs N      run the load point N times (default 1): each run's files in\n"
+                 "                                profile_runs/run_NNNN/, every metric's mean, std, CV and\n"
+                 "                                Student's t confidence interval across the runs in\n"
+                 "                                aggregate/profile_export_aiperf_aggregate.json and .csv and\n"
+                 "                                on the console. Not with a sweep or --search\n"
+                 "      --confidence-level C      the interval's level, 0 < C < 1 (default 0.95)\n"
+                 "      --profile-run-cooldown-seconds S\n"
+                 "                                pause between runs (default 0)\n"
+                 "      --profile-run-disable-warmup-after-first[=true|false]\n"
+                 "                                --warmup-request-count before the first run only (default);\n"
+                 "                                =false (or --no-profile-run-disable-warmup-after-first): before\n"
+                 "                                every run\n"
+                 "      --set-consistent-seed     accepted: every run always sends the same seeded workload\n"
                  "\n"
                  "Input options:\n"
                  "      --synthetic-input-tokens-mean N, --isl N\n"
