@@ -922,11 +922,6 @@ static int finish_multirun(const sg_config_t *cfg, const parse_state_t *st)
     if (cfg->search)
         return fail("num-profile-runs", "cannot be combined with --search: the search runs its own probes (repeat "
                                         "each with --search-trials N)");
-    if (st->sweep_flag)
-        return fail("num-profile-runs",
-                    "cannot be combined with a sweep (--%s) yet: run each load point as a multi-run of its own "
-                    "(one --concurrency or --request-rate per invocation, each with its own --artifact-dir)",
-                    st->sweep_flag);
     return 0; /* over several processes: refused by dist_prepare, which knows the launcher's world size too */
 }
 
@@ -2270,7 +2265,8 @@ void sg_config_usage(FILE *out)
                  "                                profile_runs/run_NNNN/, every metric's mean, std, CV and\n"
                  "                                Student's t confidence interval across the runs in\n"
                  "                                aggregate/profile_export_aiperf_aggregate.json and .csv and\n"
-                 "                                on the console. Not with a sweep or --search\n"
+                 "                                on the console. With a sweep: each value N times, in\n"
+                 "                                <kind>_<value>/profile_runs/ and .../aggregate/. Not with --search\n"
                  "      --confidence-level C      the interval's level, 0 < C < 1 (default 0.95)\n"
                  "      --profile-run-cooldown-seconds S\n"
                  "                                pause between runs (default 0)\n"

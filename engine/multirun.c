@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "run_int.h"
 #include "sg_confidence.h"
+#include "sg_points.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,6 +23,8 @@
 #define AGG_STEM "profile_export_aiperf_aggregate"
 
 typedef struct {
+    char *dir;          /* where profile_runs/ and aggregate/ go: the artifact dir, or a sweep value's */
+    const char *prefix; /* that directory relative to the artifact dir ("" or "concurrency_4/") */
     size_t asked, done; /* runs asked for, runs started and finished (the interrupted one included) */
     json_t **summaries; /* the used runs' summaries, in order */
     size_t n_used;
@@ -50,13 +53,14 @@ static json_t *agg_metadata(const profile_t *p, const multirun_t *mr)
     json_object_set_new(m, "warmup_only_first_run", json_boolean(cfg->warmup_only_first_run));
     json_object_set_new(m, "warmup_request_count", json_integer((json_int_t)cfg->warmup_request_count));
     json_object_set_new(m, "runs_dir", json_string("profile_runs"));
+    (void)p;
     return m;
 }
 
 /* aggregate/<stem>.json and .csv from the runs used so far; 0 or -errno (said on stderr). */
 static int agg_write(const profile_t *p, const multirun_t *mr, json_t **agg_out)
 {
-    char *dir = sg_path_join(p->artifact_dir, AGG_DIR);
+    char *dir = sg_path_join(mr->dir, AGG_DIR);
     char *json_path = dir ? sg_path_join(dir, AGG_STEM ".json") : NULL;
     char *csv_path = dir ? sg_path_join(dir, AGG_STEM ".csv") : NULL;
     json_t *agg = json_object();
@@ -116,20 +120,31 @@ static json_t *run_summary(const point_t *pt)
     return j;
 }
 
-int multirun_main(profile_t *p)
+/*
+ * The point of load (NULL: the configuration's own) N times under <artifact dir>/<prefix>profile_runs/, the
+ * aggregate in <prefix>aggregate/. rows (N of them, or NULL) get each run's row, *n_rows how many. *agg_out: the
+ * last aggregate written (the caller's reference), or NULL. Returns the exit status of the runs.
+ */
+int multirun_at(profile_t *p, const char *prefix, const point_spec_t *load, sg_point_row_t *rows, size_t *n_rows,
+                bool *interrupted_out, json_t **agg_out)
 {
     const sg_config_t *cfg = &p->cfg;
-    multirun_t mr = {.asked = cfg->num_profile_runs};
+    multirun_t mr = {.asked = cfg->num_profile_runs, .prefix = prefix ? prefix : ""};
+    *n_rows = 0;
+    *interrupted_out = false;
+    if (agg_out)
+        *agg_out = NULL;
+    mr.dir = *mr.prefix ? sg_path_join(p->artifact_dir, mr.prefix) : strdup(p->artifact_dir);
+    for (size_t len = mr.dir ? strlen(mr.dir) : 0; len > 1 && mr.dir[len - 1] == '/'; len--)
+        mr.dir[len - 1] = '\0'; /* the prefix's own slash */
     mr.summaries = calloc(mr.asked, sizeof *mr.summaries);
     mr.labels = json_array();
     mr.failed = json_array();
-    if (!mr.summaries || !mr.labels || !mr.failed) {
-        free(mr.summaries);
-        json_decref(mr.labels);
-        json_decref(mr.failed);
-        return EXIT_FATAL;
-    }
     int code = EXIT_OK;
+    if (!mr.dir || !mr.summaries || !mr.labels || !mr.failed) {
+        code = EXIT_FATAL;
+        goto out;
+    }
     bool between = false; /* the interrupt came in a cooldown */
     for (size_t i = 0; i < mr.asked && !mr.interrupted; i++) {
         if (i > 0 && cfg->profile_run_cooldown_s > 0)
@@ -138,18 +153,31 @@ int multirun_main(profile_t *p)
             mr.interrupted = between = true;
             break;
         }
-        char label[32], subdir[64];
+        char label[32], subdir[sizeof rows->dir];
         snprintf(label, sizeof label, "run_%04zu", i + 1);
-        snprintf(subdir, sizeof subdir, "profile_runs/%s", label);
+        snprintf(subdir, sizeof subdir, "%sprofile_runs/%s", mr.prefix, label);
         fprintf(stderr, "surge: profile run %zu of %zu%s\n", i + 1, mr.asked,
                 i > 0 && cfg->warmup_request_count && cfg->warmup_only_first_run ? " (no warmup after the first)" : "");
         point_spec_t spec = {.subdir = subdir, .quiet = true, .no_warmup = i > 0 && cfg->warmup_only_first_run};
+        if (load) {
+            spec.set_load = load->set_load;
+            spec.closed = load->closed;
+            spec.value = load->value;
+        }
         point_t pt = {0};
         int pc = point_exec(p, &spec, &pt);
         code = points_worse(code, pc);
         if (!pt.merged) { /* the run did not start: the next would fail alike */
             point_free(&pt);
             break;
+        }
+        if (rows) {
+            sg_point_row_t *row = &rows[(*n_rows)++];
+            points_row(row, &pt, pc);
+            row->closed = spec.set_load ? spec.closed : cfg->request_rate == 0;
+            row->value = spec.set_load ? spec.value : (row->closed ? cfg->concurrency : cfg->request_rate);
+            row->trial = (unsigned)(i + 1);
+            snprintf(row->dir, sizeof row->dir, "%s", subdir);
         }
         mr.done++;
         mr.interrupted = pt.interrupted;
@@ -175,17 +203,16 @@ int multirun_main(profile_t *p)
     }
     json_t *agg = NULL;
     if (mr.done > 0 && agg_write(p, &mr, &agg) == 0) {
-        sg_ci_table(stdout, agg);
-        fflush(stdout);
-        fprintf(stderr,
-                "surge: %zu of %zu runs in the aggregate (%s/%s/%s.json and .csv); each run's files in "
-                "%s/profile_runs/run_NNNN/\n",
-                mr.n_used, mr.asked, p->artifact_dir, AGG_DIR, AGG_STEM, p->artifact_dir);
+        fprintf(stderr, "surge: %zu of %zu runs in the aggregate (%s/%s/%s.json and .csv)\n", mr.n_used, mr.asked,
+                mr.dir, AGG_DIR, AGG_STEM);
         if (mr.n_used < 2)
             fprintf(stderr, "surge: a confidence interval needs two runs or more: the aggregate holds the figures "
                             "of one run, with no interval\n");
     }
-    json_decref(agg);
+    if (agg_out)
+        *agg_out = agg;
+    else
+        json_decref(agg);
     if (mr.interrupted && between)
         fprintf(stderr,
                 "surge: multi-run INTERRUPTED after run %zu of %zu: the aggregate covers the %zu complete run%s\n",
@@ -193,14 +220,32 @@ int multirun_main(profile_t *p)
     else if (mr.interrupted)
         fprintf(stderr,
                 "surge: multi-run INTERRUPTED during run %zu of %zu: the aggregate covers the %zu complete run%s; "
-                "the interrupted run's files are kept in profile_runs/run_%04zu/, outside the aggregate\n",
-                mr.done, mr.asked, mr.n_used, mr.n_used == 1 ? "" : "s", mr.done);
+                "the interrupted run's files are kept in %sprofile_runs/run_%04zu/, outside the aggregate\n",
+                mr.done, mr.asked, mr.n_used, mr.n_used == 1 ? "" : "s", mr.prefix, mr.done);
     if (mr.interrupted)
         code = EXIT_INTERRUPTED;
+    *interrupted_out = mr.interrupted;
+out:
     for (size_t i = 0; i < mr.n_used; i++)
         json_decref(mr.summaries[i]);
     free(mr.summaries);
+    free(mr.dir);
     json_decref(mr.labels);
     json_decref(mr.failed);
+    return code;
+}
+
+int multirun_main(profile_t *p)
+{
+    size_t n_rows;
+    bool interrupted;
+    json_t *agg = NULL;
+    int code = multirun_at(p, NULL, NULL, NULL, &n_rows, &interrupted, &agg);
+    if (agg) {
+        sg_ci_table(stdout, agg);
+        fflush(stdout);
+        fprintf(stderr, "surge: each run's files in %s/profile_runs/run_NNNN/\n", p->artifact_dir);
+    }
+    json_decref(agg);
     return code;
 }

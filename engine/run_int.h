@@ -136,5 +136,9 @@ int dist_finish(profile_t *p, const point_t *pt, int code); /* results to rank 0
 int sweep_main(profile_t *p);
 int search_main(profile_t *p);
 int multirun_main(profile_t *p); /* multirun.c: --num-profile-runs N */
+/* One load point (NULL: the configuration's) as a multi-run under <artifact dir>/<prefix>; each run's row into
+ * rows (num_profile_runs of them, or NULL); *agg_out the aggregate written (a new reference) or NULL. */
+int multirun_at(profile_t *p, const char *prefix, const point_spec_t *load, struct sg_point_row *rows, size_t *n_rows,
+                bool *interrupted, json_t **agg_out);
 
 #endif

@@ -390,3 +390,55 @@ void sg_ci_table(FILE *out, json_t *agg)
     else
         fprintf(out, "N = %lld run: no interval (it needs two runs or more)\n", used);
 }
+
+/* "12.3 ± 0.4" of an aggregate's metric, or "-". */
+static void mean_pm(char *buf, size_t cap, json_t *metrics, const char *key)
+{
+    json_t *m = json_object_get(metrics, key);
+    double mean = fig(m, "mean"), t = fig(m, "t_critical");
+    char a[32], b[32];
+    cell(a, sizeof a, mean);
+    if (!m || !isfinite(mean)) {
+        snprintf(buf, cap, "-");
+        return;
+    }
+    if (!isfinite(t)) {
+        snprintf(buf, cap, "%s", a);
+        return;
+    }
+    cell(b, sizeof b, (fig(m, "ci_high") - fig(m, "ci_low")) / 2);
+    snprintf(buf, cap, "%s +/- %s", a, b);
+}
+
+void sg_ci_sweep_table(FILE *out, bool closed, const double *values, json_t *const *aggs, size_t n)
+{
+    static const struct {
+        const char *key, *head;
+    } cols[] = {
+        {"request_throughput_avg", "req/s"},          {"time_to_first_token_p50", "TTFT p50"},
+        {"time_to_first_token_p99", "TTFT p99"},      {"inter_token_latency_p99", "ITL p99"},
+        {"request_latency_p50", "latency p50"},       {"request_latency_p99", "latency p99"},
+        {"output_token_throughput_avg", "out tok/s"},
+    };
+    double level = NAN;
+    for (size_t i = 0; i < n && !isfinite(level); i++)
+        level = fig(json_object_get(aggs[i], "metadata"), "confidence_level");
+    fprintf(out, "surge | Sweep of multi-runs: mean +/- half-width of the %g%% confidence interval across the runs\n",
+            level * 100);
+    fprintf(out, "%12s %5s", closed ? "concurrency" : "rate (req/s)", "runs");
+    for (size_t c = 0; c < SG_ARRAY_LEN(cols); c++)
+        fprintf(out, " %19s", cols[c].head);
+    fputc('\n', out);
+    for (size_t i = 0; i < n; i++) {
+        json_t *md = json_object_get(aggs[i], "metadata"), *metrics = json_object_get(aggs[i], "metrics");
+        char v[32];
+        snprintf(v, sizeof v, closed ? "%.0f" : "%.4g", values[i]);
+        fprintf(out, "%12s %5lld", v, (long long)json_integer_value(json_object_get(md, "num_successful_runs")));
+        for (size_t c = 0; c < SG_ARRAY_LEN(cols); c++) {
+            char buf[80];
+            mean_pm(buf, sizeof buf, metrics, cols[c].key);
+            fprintf(out, " %19s", buf);
+        }
+        fputc('\n', out);
+    }
+}

@@ -50,4 +50,8 @@ SG_WUR int sg_ci_csv(const char *path, json_t *agg);
  * interval's half-width, with CV, min and max. */
 void sg_ci_table(FILE *out, json_t *agg);
 
+/* A sweep of multi-runs: one row per load value, the key metrics as mean +/- the interval's half-width. aggs[i] is
+ * value i's aggregate (NULL: none). */
+void sg_ci_sweep_table(FILE *out, bool closed, const double *values, json_t *const *aggs, size_t n);
+
 #endif

@@ -506,6 +506,7 @@
                   ['ITL p50', 'inter_token_latency_p50'], ['ITL p99', 'inter_token_latency_p99'],
                   ['latency p50', 'request_latency_p50'], ['latency p99', 'request_latency_p99'],
                   ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['errors', 'error_count']];
+    if (!p.search && p.rows.some(function (r) { return r.trial > 1; })) cols.splice(1, 0, ['run', 'trial']);
     const rows = [el('tr', null, cols.map(function (c) { return el('th', { text: c[0] }); })
       .concat([el('th', { text: 'SLOs' })]))];
     p.rows.forEach(function (row, k) {
@@ -529,6 +530,24 @@
       if (row.slo_pass && row.exit_code === 0 && Math.abs(rowValue(row) - p.header.highest_passing) < 1e-9)
         best = row;
     return best;
+  }
+
+  /* The rows with a throughput, by load offered: one group per load (a sweep of multi-runs has a row per run). */
+  function loadGroups(p) {
+    const rows = p.rows.filter(function (r) { return typeof r.request_throughput === 'number'; })
+      .slice().sort(function (a, b) { return rowValue(a) - rowValue(b); });
+    const groups = [];
+    for (const r of rows) {
+      const last = groups[groups.length - 1];
+      if (last && rowValue(last[0]) === rowValue(r)) last.push(r);
+      else groups.push([r]);
+    }
+    return groups;
+  }
+
+  function groupMean(g, key) {
+    const v = g.map(function (r) { return r[key]; }).filter(function (x) { return typeof x === 'number'; });
+    return v.length ? v.reduce(function (a, b) { return a + b; }, 0) / v.length : null;
   }
 
   function pagePoints(app, list) {
@@ -557,7 +576,9 @@
     app.append(el('h2', { text: 'Capacity curves' }));
     app.append(el('p', { cls: 'note', text: 'Each point is one load level, joined in the order of the load offered: ' +
       'its achieved request throughput against its latency percentiles (from the intended start). Dashed: the SLOs ' +
-      'and the capacity found.' }));
+      'and the capacity found.' + (list.some(function (p) { return loadGroups(p).some(function (g) { return g.length > 1; }); })
+        ? ' A load run several times (--num-profile-runs) is the mean of its runs; each load\u2019s confidence intervals ' +
+          'are in its directory\u2019s aggregate/ (surge report that directory).' : '') }));
     const grid = el('div', { cls: 'grid' });
     app.append(grid);
     const metrics = [['time_to_first_token', 'TTFT'], ['inter_token_latency', 'ITL'], ['request_latency', 'Request latency']];
@@ -565,11 +586,10 @@
       const sets = [];
       let xmax = 0, ymax = 0;
       list.forEach(function (p, pi) {
-        const rows = p.rows.filter(function (r) { return typeof r.request_throughput === 'number'; })
-          .slice().sort(function (a, b) { return rowValue(a) - rowValue(b); });
-        const xs = rows.map(function (r) { return r.request_throughput; });
+        const groups = loadGroups(p);
+        const xs = groups.map(function (g) { return groupMean(g, 'request_throughput'); });
         for (const [st, dash] of [['p50', []], ['p99', [5, 4]]]) {
-          const ys = rows.map(function (r) { return r[tag + '_' + st]; });
+          const ys = groups.map(function (g) { return groupMean(g, tag + '_' + st); });
           const d = line((multi ? p.label + ': ' : '') + short + ' ' + st, xs, ys, multi ? pi : (st === 'p50' ? 0 : 1),
                          { pointRadius: 3, borderDash: dash });
           if (d.data.length) sets.push(d);

@@ -176,6 +176,24 @@ def main(h):
                 [x["warmup_request_count"] for x in runs])
         h.check(took >= 1.5, "the cooldown between the runs is waited", took)
 
+        # a sweep of multi-runs: each value N times (AIPerf's independent layout), every run a row of the summary
+        r = profile(h, m.url, "--streaming", "--concurrency", "1,2", "--request-count", 10, "--output-tokens-mean", 4,
+                    "--num-profile-runs", 2, "--parameter-sweep-cooldown-seconds", 0)
+        s = load(os.path.join(r.dir, "sweep_summary.json"))
+        h.check(s["sweep"]["num_profile_runs"] == 2 and s["sweep"]["complete"], "sweep header", s["sweep"])
+        h.check([(p["concurrency"], p["trial"], p["artifact_subdir"]) for p in s["points"]] ==
+                [(c, t, "concurrency_%d/profile_runs/run_%04d" % (c, t)) for c in (1, 2) for t in (1, 2)],
+                "one row per run, in order", s["points"])
+        for c in (1, 2):
+            d = os.path.join(r.dir, "concurrency_%d" % c)
+            agg, runs = check_aggregate(h, d, 2, 0.95, "sweep point %d" % c)
+            h.check(all(x["input_config"]["concurrency"] == c for x in runs), "each run at its point's load",
+                    [x["input_config"]["concurrency"] for x in runs])
+            row = [p for p in s["points"] if p["concurrency"] == c and p["trial"] == 1][0]
+            h.check(row["request_latency_p99"] == runs[0]["request_latency"]["p99"], "a row is its run's", row)
+        h.check("Sweep of multi-runs" in r.stdout and "95% confidence interval" in r.stdout,
+                "console: the per-point intervals", r.stdout)
+
         # SIGINT during the second run: the first is the aggregate, the second's files are kept outside it
         art = h.path("art-int")
         cmd = [h.surge, "profile", "-m", "mock-model", "-u", m.url, "--artifact-dir", art, "--no-progress",
@@ -202,7 +220,6 @@ def main(h):
         # refused before anything is sent
         before = settled_lines(m.record)
         for args, flag, words in [
-            (["--num-profile-runs", "3", "--concurrency", "1,2"], "--num-profile-runs", "sweep"),
             (["--num-profile-runs", "2", "--search", "max-concurrency", "--slo", "request_latency:p99<100"],
              "--num-profile-runs", "--search"),
             (["--num-profile-runs", "0"], "--num-profile-runs", "whole number"),
