@@ -53,7 +53,6 @@ static json_t *agg_metadata(const profile_t *p, const multirun_t *mr)
     json_object_set_new(m, "warmup_only_first_run", json_boolean(cfg->warmup_only_first_run));
     json_object_set_new(m, "warmup_request_count", json_integer((json_int_t)cfg->warmup_request_count));
     json_object_set_new(m, "runs_dir", json_string("profile_runs"));
-    (void)p;
     return m;
 }
 

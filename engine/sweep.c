@@ -131,12 +131,12 @@ static int sweep_multirun(profile_t *p)
     }
     int code = EXIT_OK;
     size_t done = 0, n_rows = 0;
-    bool interrupted = false;
+    bool interrupted = false, between = false; /* between: the interrupt came between two points */
     for (size_t i = 0; i < n && !interrupted; i++) {
         if (i > 0 && cfg->cooldown_s > 0)
             run_cooldown(cfg->cooldown_s);
         if (run_interrupted()) {
-            interrupted = true;
+            interrupted = between = true;
             break;
         }
         char prefix[96];
@@ -176,8 +176,8 @@ static int sweep_multirun(profile_t *p)
                 p->artifact_dir);
     }
     if (interrupted)
-        fprintf(stderr, "surge: sweep INTERRUPTED at point %zu of %zu: the summary covers the runs that ran\n",
-                done ? done : 1, n);
+        fprintf(stderr, "surge: sweep INTERRUPTED %s point %zu of %zu: the summary covers the %zu run%s that ran\n",
+                between ? "after" : "during", done, n, n_rows, n_rows == 1 ? "" : "s");
     if (interrupted)
         code = EXIT_INTERRUPTED;
     for (size_t i = 0; i < n; i++)

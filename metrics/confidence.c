@@ -388,7 +388,7 @@ void sg_ci_table(FILE *out, json_t *agg)
                 "std / sqrt(N)\n",
                 used, level, t, used - 1);
     else
-        fprintf(out, "N = %lld run: no interval (it needs two runs or more)\n", used);
+        fprintf(out, "N = %lld run%s: no interval (it needs two runs or more)\n", used, used == 1 ? "" : "s");
 }
 
 /* "12.3 ± 0.4" of an aggregate's metric, or "-". */
