@@ -2,8 +2,9 @@
 profile_runs/run_NNNN/, and aggregate/profile_export_aiperf_aggregate.json and .csv holding every metric's mean
 across the runs with its Student's t interval. The aggregate is checked against the runs' own summaries, the
 interval against t computed here from its closed forms (1 and 2 degrees of freedom); the warmup runs before the
-first run only unless asked otherwise; an interrupted multi-run keeps its complete runs; bad combinations are
-refused before anything is sent; `surge report` shows the aggregate's figures."""
+first run only unless asked otherwise; a sweep runs each value as a multi-run; an interrupted multi-run keeps its
+complete runs; bad combinations are refused before anything is sent; `surge report` shows the aggregate's
+figures."""
 import csv
 import json
 import math
@@ -193,6 +194,18 @@ def main(h):
             h.check(row["request_latency_p99"] == runs[0]["request_latency"]["p99"], "a row is its run's", row)
         h.check("Sweep of multi-runs" in r.stdout and "95% confidence interval" in r.stdout,
                 "console: the per-point intervals", r.stdout)
+        rep = h.run([h.surge, "report", r.dir], timeout=60)
+        page = os.path.join(r.dir, "report.html")
+        h.check(rep.returncode == 0 and os.path.exists(page), "surge report DIR on a sweep of multi-runs", rep.stderr)
+        if shutil.which("chromium") or shutil.which("chromium-browser") or os.environ.get("CI"):
+            rr = browser.render(h, page)
+            if browser.page_ok(h, rr, "sweep of multi-runs page", ("capacity-request_latency",)):
+                # one point per load, at the mean of its runs: 2 loads x (p50, p99)
+                cap = rr.charts()["capacity-request_latency"]
+                h.check(cap["points"] == 4, "each load drawn once, at its runs' mean", cap)
+                cells = rr.cells(points=0, row=1, key="request_latency_p99")
+                h.check(len(cells) == 1 and float(cells[0][0]["data-value"]) == s["points"][1]["request_latency_p99"],
+                        "the table lists every run", cells)
 
         # SIGINT during the second run: the first is the aggregate, the second's files are kept outside it
         art = h.path("art-int")
