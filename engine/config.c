@@ -1847,8 +1847,13 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
                 return fail(NULL, "unknown option -%c (see surge profile --help)", optopt);
             return fail(NULL, "unknown or ambiguous option \"%s\" (see surge profile --help)", bad);
         }
+        /* AIPerf's booleans take their value as the next word too (--profile-run-disable-warmup-after-first false) */
+        const char *arg = optarg;
+        if ((c == OPT_WARMUP_FIRST_ONLY || c == OPT_CONSISTENT_SEED) && !arg && optind < argc &&
+            (strcmp(argv[optind], "true") == 0 || strcmp(argv[optind], "false") == 0))
+            arg = argv[optind++];
         /* idx is set for a long option only: a short one is named by its long form */
-        rc = one_option(cfg, st, c, idx >= 0 ? long_options[idx].name : opt_name(c), optarg);
+        rc = one_option(cfg, st, c, idx >= 0 ? long_options[idx].name : opt_name(c), arg);
         idx = -1;
         if (rc)
             return rc;
@@ -2270,9 +2275,9 @@ void sg_config_usage(FILE *out)
                  "      --confidence-level C      the interval's level, 0 < C < 1 (default 0.95)\n"
                  "      --profile-run-cooldown-seconds S\n"
                  "                                pause between runs (default 0)\n"
-                 "      --profile-run-disable-warmup-after-first[=true|false]\n"
+                 "      --profile-run-disable-warmup-after-first [true|false]\n"
                  "                                --warmup-request-count before the first run only (default);\n"
-                 "                                =false (or --no-profile-run-disable-warmup-after-first): before\n"
+                 "                                false (or --no-profile-run-disable-warmup-after-first): before\n"
                  "                                every run\n"
                  "      --set-consistent-seed     accepted: every run always sends the same seeded workload\n"
                  "\n"

@@ -168,7 +168,7 @@ def main(h):
         t0 = time.monotonic()
         r = profile(h, m.url, "--streaming", "--concurrency", 2, "--request-count", 10, "--output-tokens-mean", 4,
                     "--warmup-request-count", 2, "--num-profile-runs", 2, "--confidence-level", 0.9,
-                    "--profile-run-cooldown-seconds", 1.5, "--profile-run-disable-warmup-after-first=false")
+                    "--profile-run-cooldown-seconds", 1.5, "--profile-run-disable-warmup-after-first", "false")
         took = time.monotonic() - t0
         agg, runs = check_aggregate(h, r.dir, 2, 0.9, "2 runs at 90%")
         h.check(abs(agg["metrics"]["request_latency_avg"]["t_critical"] - 6.313751514675) < 1e-8,
