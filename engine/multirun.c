@@ -46,6 +46,8 @@ static json_t *agg_metadata(const profile_t *p, const multirun_t *mr)
     json_object_set(m, "failed_runs", mr->failed);
     json_object_set_new(m, "confidence_level", json_real(cfg->confidence_level));
     json_object_set(m, "run_labels", mr->labels);
+    if (mr->n_used == 1)
+        json_object_set_new(m, "single_run", json_true()); /* AIPerf's flag: no interval */
     json_object_set_new(m, "runs_done", json_integer((json_int_t)mr->done));
     json_object_set_new(m, "complete", json_boolean(mr->done == mr->asked && !mr->interrupted));
     json_object_set_new(m, "was_interrupted", json_boolean(mr->interrupted));
