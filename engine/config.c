@@ -112,6 +112,12 @@ enum {
     OPT_SEARCH_TRIALS,
     OPT_SEARCH_MAX_TRIALS,
     OPT_CONFIDENCE_LEVEL,
+    OPT_NUM_PROFILE_RUNS,
+    OPT_PROFILE_RUN_COOLDOWN,
+    OPT_WARMUP_FIRST_ONLY,
+    OPT_NO_WARMUP_FIRST_ONLY,
+    OPT_CONSISTENT_SEED,
+    OPT_NO_CONSISTENT_SEED,
     OPT_CONV_NUM,
     OPT_TURN_MEAN,
     OPT_TURN_STDDEV,
@@ -235,7 +241,13 @@ static const struct option long_options[] = {
     {"search-precision", required_argument, NULL, OPT_SEARCH_PRECISION},
     {"search-trials", required_argument, NULL, OPT_SEARCH_TRIALS},
     {"search-max-trials", required_argument, NULL, OPT_SEARCH_MAX_TRIALS},
-    {"confidence-level", required_argument, NULL, OPT_CONFIDENCE_LEVEL},
+    {"num-profile-runs", required_argument, NULL, OPT_NUM_PROFILE_RUNS},                        /* AIPerf */
+    {"confidence-level", required_argument, NULL, OPT_CONFIDENCE_LEVEL},                        /* AIPerf */
+    {"profile-run-cooldown-seconds", required_argument, NULL, OPT_PROFILE_RUN_COOLDOWN},        /* AIPerf */
+    {"profile-run-disable-warmup-after-first", optional_argument, NULL, OPT_WARMUP_FIRST_ONLY}, /* AIPerf */
+    {"no-profile-run-disable-warmup-after-first", no_argument, NULL, OPT_NO_WARMUP_FIRST_ONLY},
+    {"set-consistent-seed", optional_argument, NULL, OPT_CONSISTENT_SEED}, /* AIPerf */
+    {"no-set-consistent-seed", no_argument, NULL, OPT_NO_CONSISTENT_SEED},
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
     {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
@@ -736,6 +748,7 @@ typedef struct {
     const char *burstiness_flag; /* --burstiness or --arrival-smoothness, as given */
     const char *sweep_flag; /* the flag that made a sweep: "concurrency", "request-rate", "concurrency-range", ... */
     bool cooldown_given, search_range_given, search_precision_given, search_trials_given, search_max_trials_given;
+    const char *multirun_flag; /* the first --profile-run-* flag given */
     bool scrape_interval_given;
     bool count_given, duration_given, artifact_dir_given;
     bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
@@ -759,6 +772,7 @@ typedef struct {
 #define MAX_CONCURRENCY 10000000u
 #define MAX_BATCH 65536u /* inputs (or passages) in one request */
 #define MAX_RATE 1e9
+#define MAX_PROFILE_RUNS 1000u /* --num-profile-runs */
 
 /* One value of a sweep: a concurrency (a whole number >= 1) or a request rate (a positive number, not inf). */
 static int sweep_value(const char *opt, sg_sweep_kind_t kind, const char *s, double *out)
@@ -901,6 +915,20 @@ static int parse_search_range(sg_config_t *cfg, const char *opt, const char *arg
     return rc;
 }
 
+/* --num-profile-runs once every flag is in: what a multi-run combines with (engine/multirun.c). */
+static int finish_multirun(const sg_config_t *cfg, const parse_state_t *st)
+{
+    if (cfg->num_profile_runs < 2) {
+        if (st->multirun_flag)
+            return fail(st->multirun_flag, "only applies to a multi-run (--num-profile-runs 2 or more)");
+        return 0;
+    }
+    if (cfg->search)
+        return fail("num-profile-runs", "cannot be combined with --search: the search runs its own probes (repeat "
+                                        "each with --search-trials N)");
+    return 0; /* over several processes: refused by dist_prepare, which knows the launcher's world size too */
+}
+
 /* The search and sweep flags once every flag is in: what they combine with, and the first point's load. */
 static int finish_points(sg_config_t *cfg, parse_state_t *st)
 {
@@ -974,7 +1002,7 @@ static int finish_points(sg_config_t *cfg, parse_state_t *st)
                                                         "--request-rate-range 10:40:10, ...) or a --search");
     if (st->scrape_interval_given && cfg->n_server_metrics_urls == 0)
         return fail("server-metrics-interval", "only applies with --server-metrics-url");
-    return 0;
+    return finish_multirun(cfg, st);
 }
 
 /* ---------- TLS files ---------- */
@@ -1136,6 +1164,39 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->cooldown_s);
     case OPT_SLICE_DURATION:
         return parse_num(opt, arg, "seconds, above 0", 0, true, 86400 * 365, &cfg->slice_duration_s);
+    case OPT_NUM_PROFILE_RUNS:
+        return parse_u32(opt, arg, 1, MAX_PROFILE_RUNS, &cfg->num_profile_runs);
+    case OPT_CONFIDENCE_LEVEL: /* of a multi-run's intervals and of every --slo verdict's */
+        if (parse_num(opt, arg, "a confidence level between 0 and 1 (exclusive), such as 0.90, 0.95 or 0.99", 0, true,
+                      1, &cfg->confidence_level) != 0)
+            return SG_EINVAL;
+        if (cfg->confidence_level >= 1)
+            return fail(opt,
+                        "expected a confidence level between 0 and 1 (exclusive), such as 0.90, 0.95 or 0.99, "
+                        "got %s",
+                        arg);
+        return 0;
+    case OPT_PROFILE_RUN_COOLDOWN:
+        if (!st->multirun_flag)
+            st->multirun_flag = "profile-run-cooldown-seconds";
+        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->profile_run_cooldown_s);
+    case OPT_WARMUP_FIRST_ONLY:
+    case OPT_NO_WARMUP_FIRST_ONLY:
+        if (!st->multirun_flag)
+            st->multirun_flag = opt;
+        if (arg && strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0)
+            return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
+        cfg->warmup_only_first_run = c == OPT_WARMUP_FIRST_ONLY && (!arg || strcmp(arg, "true") == 0);
+        return 0;
+    case OPT_CONSISTENT_SEED:
+    case OPT_NO_CONSISTENT_SEED:
+        if (arg && strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0)
+            return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
+        if (c == OPT_NO_CONSISTENT_SEED || (arg && strcmp(arg, "false") == 0))
+            return fail(opt, "surge always seeds its workload (--random-seed, default 0), so every run sends the "
+                             "same prompts on the same schedule; for a different workload per invocation, give "
+                             "each its own --random-seed");
+        return 0;
     case OPT_SERVER_METRICS_URL: {
         char host[256], port[8], path[1024], err[512];
         if (cfg->n_server_metrics_urls == SG_MAX_SCRAPE_URLS)
@@ -1184,9 +1245,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_SEARCH_MAX_TRIALS:
         st->search_max_trials_given = true;
         return parse_u32(opt, arg, 1, 100, &cfg->search_max_trials);
-    case OPT_CONFIDENCE_LEVEL:
-        return parse_num(opt, arg, "a fraction above 0.5 and below 1 (0.95 = 95%)", 0.5, true, 0.999999,
-                         &cfg->confidence_level);
     case OPT_HTTP2:
         cfg->http2 = true;
         return 0;
@@ -1394,7 +1452,9 @@ static int set_defaults(sg_config_t *cfg)
     cfg->search_precision = 0.05;
     cfg->search_trials = 1;
     cfg->search_max_trials = 4;
+    cfg->num_profile_runs = 1;
     cfg->confidence_level = 0.95;
+    cfg->warmup_only_first_run = true;
     cfg->headers = calloc(1, sizeof *cfg->headers);
     cfg->profile_export_file = strdup(DEFAULT_EXPORT_FILE);
     if (!cfg->headers || !cfg->profile_export_file)
@@ -1805,8 +1865,13 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
                 return fail(NULL, "unknown option -%c (see surge profile --help)", optopt);
             return fail(NULL, "unknown or ambiguous option \"%s\" (see surge profile --help)", bad);
         }
+        /* AIPerf's booleans take their value as the next word too (--profile-run-disable-warmup-after-first false) */
+        const char *arg = optarg;
+        if ((c == OPT_WARMUP_FIRST_ONLY || c == OPT_CONSISTENT_SEED) && !arg && optind < argc &&
+            (strcmp(argv[optind], "true") == 0 || strcmp(argv[optind], "false") == 0))
+            arg = argv[optind++];
         /* idx is set for a long option only: a short one is named by its long form */
-        rc = one_option(cfg, st, c, idx >= 0 ? long_options[idx].name : opt_name(c), optarg);
+        rc = one_option(cfg, st, c, idx >= 0 ? long_options[idx].name : opt_name(c), arg);
         idx = -1;
         if (rc)
             return rc;
@@ -2028,6 +2093,14 @@ char *sg_config_to_json(const sg_config_t *cfg)
         json_object_set_new(search, "cooldown_seconds", json_real(cfg->cooldown_s));
     }
     json_object_set_new(o, "search", search ? search : json_null());
+    json_t *multi = json_null();
+    if (cfg->num_profile_runs > 1 && (multi = json_object())) {
+        json_object_set_new(multi, "num_profile_runs", json_integer(cfg->num_profile_runs));
+        json_object_set_new(multi, "confidence_level", json_real(cfg->confidence_level));
+        json_object_set_new(multi, "cooldown_seconds", json_real(cfg->profile_run_cooldown_s));
+        json_object_set_new(multi, "warmup_only_first_run", json_boolean(cfg->warmup_only_first_run));
+    }
+    json_object_set_new(o, "multi_run", multi ? multi : json_null());
     json_object_set_new(o, "request_count",
                         cfg->request_count ? json_integer((json_int_t)cfg->request_count) : json_null());
     json_object_set_new(o, "benchmark_duration",
@@ -2301,6 +2374,23 @@ void sg_config_usage(FILE *out)
                  "      --search-max-trials M     more probes, pooled, while a value is inconclusive, up to M\n"
                  "                                (default 4); the answer is an interval at\n"
                  "                                --confidence-level, each end shown to pass or to fail\n"
+                 "\n"
+                 "Repeated runs (AIPerf's multi-run; docs/capacity.md, Repeated runs):\n"
+                 "      --num-profile-runs N      run the load point N times (default 1): each run's files in\n"
+                 "                                profile_runs/run_NNNN/, every metric's mean, std, CV and\n"
+                 "                                Student's t confidence interval across the runs in\n"
+                 "                                aggregate/profile_export_aiperf_aggregate.json and .csv and\n"
+                 "                                on the console. With a sweep: each value N times, in\n"
+                 "                                <kind>_<value>/profile_runs/ and .../aggregate/. Not with --search\n"
+                 "      --confidence-level C      the interval's level, 0 < C < 1 (default 0.95); also every\n"
+                 "                                --slo verdict's\n"
+                 "      --profile-run-cooldown-seconds S\n"
+                 "                                pause between runs (default 0)\n"
+                 "      --profile-run-disable-warmup-after-first [true|false]\n"
+                 "                                --warmup-request-count before the first run only (default);\n"
+                 "                                false (or --no-profile-run-disable-warmup-after-first): before\n"
+                 "                                every run\n"
+                 "      --set-consistent-seed     accepted: every run always sends the same seeded workload\n"
                  "\n"
                  "Input options:\n"
                  "      --synthetic-input-tokens-mean N, --isl N\n"

@@ -808,6 +808,8 @@ static int point_setup(profile_t *p, const point_spec_t *spec, point_t *pt)
     }
     if (spec->duration_s > 0)
         pt->cfg.benchmark_duration_s = spec->duration_s;
+    if (spec->no_warmup)
+        pt->cfg.warmup_request_count = 0;
     const char *subdir = spec->subdir;
     char rank_dir[32];
     if (p->dist) { /* each rank's own files; rank 0 merges them into the artifact directory itself */
@@ -1392,6 +1394,14 @@ int point_exec(profile_t *p, const point_spec_t *spec, point_t *pt)
     return code;
 }
 
+char *point_summary_path(const point_t *pt)
+{
+    char *stem = export_stem(pt->cfg.profile_export_file ? pt->cfg.profile_export_file : "profile_export.json");
+    char *path = stem ? export_path(pt->artifact_dir, stem, "_surge.json") : NULL;
+    free(stem);
+    return path;
+}
+
 void point_free(point_t *pt)
 {
     if (pt->ws)
@@ -1470,6 +1480,8 @@ int sg_profile_main(int argc, char **argv)
         code = sweep_main(&p);
     } else if (code == EXIT_OK && p.cfg.search) {
         code = search_main(&p);
+    } else if (code == EXIT_OK && p.cfg.num_profile_runs > 1) {
+        code = multirun_main(&p);
     } else if (code == EXIT_OK) {
         point_t pt = {0};
         point_spec_t one = {0};

@@ -29,10 +29,10 @@ int dist_prepare(profile_t *p)
         fprintf(stderr, "surge: %s\n", err);
         return EXIT_USAGE;
     }
-    if (o->world > 1 && (cfg->sweep || cfg->search)) {
+    if (o->world > 1 && (cfg->sweep || cfg->search || cfg->num_profile_runs > 1)) {
         fprintf(stderr,
-                "surge: a run over %u ranks (%s) measures one load point: a sweep or a capacity search "
-                "runs in one process (give --world-size 1 to run it alone)\n",
+                "surge: a run over %u ranks (%s) measures one load point once: a sweep, a capacity search or a "
+                "multi-run (--num-profile-runs) runs in one process (give --world-size 1 to run it alone)\n",
                 o->world, o->source);
         return EXIT_USAGE;
     }

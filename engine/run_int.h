@@ -61,6 +61,7 @@ typedef struct {
     bool quiet;         /* no metrics table on stdout: a line on stderr (a sweep prints its own table) */
     bool probe;         /* a search probe: stop early once an --slo cannot be met, and watch for overload */
     double duration_s;  /* > 0: this --benchmark-duration instead of the run's (a probe sized for its verdicts) */
+    bool no_warmup;     /* no --warmup-request-count (a multi-run's runs after the first) */
 } point_spec_t;
 
 /* How many load samples a probe keeps for its overload test (one per look, 20 ms apart: 10 min). */
@@ -110,6 +111,8 @@ typedef struct {
 /* Run one load point and report it (table or line, files, verdicts); the point's exit status. */
 int point_exec(profile_t *p, const point_spec_t *spec, point_t *pt);
 void point_free(point_t *pt);
+/* The path of the point's surge summary (<dir>/<stem>_surge.json); malloc'd, NULL on OOM. */
+char *point_summary_path(const point_t *pt);
 /* SIGINT/SIGTERM came: no further point should start. */
 bool run_interrupted(void);
 /* The pause between points, cut short by SIGINT. */
@@ -142,5 +145,10 @@ int dist_finish(profile_t *p, const point_t *pt, int code); /* results to rank 0
 /* The drivers (sweep.c, search.c). Each returns the run's exit status. */
 int sweep_main(profile_t *p);
 int search_main(profile_t *p);
+int multirun_main(profile_t *p); /* multirun.c: --num-profile-runs N */
+/* One load point (NULL: the configuration's) as a multi-run under <artifact dir>/<prefix>; each run's row into
+ * rows (num_profile_runs of them, or NULL); *agg_out the aggregate written (a new reference) or NULL. */
+int multirun_at(profile_t *p, const char *prefix, const point_spec_t *load, struct sg_point_row *rows, size_t *n_rows,
+                bool *interrupted, json_t **agg_out);
 
 #endif

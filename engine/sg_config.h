@@ -84,7 +84,12 @@ typedef struct {
     double search_precision;     /* relative: stop when (lowest failing - highest passing) <= this x passing */
     uint32_t search_trials;      /* probes pooled at each value before its verdict is read */
     uint32_t search_max_trials;  /* at most this many, while the pooled verdict is inconclusive */
-    double confidence_level;     /* --confidence-level: of every interval surge states (0.95) */
+    /* a multi-run (engine/multirun.c): the same load point num_profile_runs times, mean and confidence interval of
+     * every metric across the runs (AIPerf's --num-profile-runs); 1 is a single run */
+    uint32_t num_profile_runs;
+    double confidence_level;       /* --confidence-level, in (0, 1): of every interval surge states */
+    double profile_run_cooldown_s; /* --profile-run-cooldown-seconds: pause between runs */
+    bool warmup_only_first_run;    /* --profile-run-disable-warmup-after-first (AIPerf's default: true) */
 
     /* workload */
     char *tokenizer; /* --tokenizer as given (file, directory or Hugging Face id), NULL when absent */

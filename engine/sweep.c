@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "run_int.h"
+#include "sg_confidence.h"
 #include "sg_points.h"
 
 #include <errno.h>
@@ -130,13 +131,91 @@ static json_t *sweep_header(const profile_t *p, size_t done, bool interrupted)
     json_object_set_new(h, "complete", json_boolean(done == cfg->n_sweep_values && !interrupted));
     json_object_set_new(h, "was_interrupted", json_boolean(interrupted));
     json_object_set_new(h, "cooldown_seconds", json_real(cfg->cooldown_s));
+    json_object_set_new(h, "num_profile_runs", json_integer(cfg->num_profile_runs));
     json_object_set_new(h, "slo", slos);
     return h;
+}
+
+/*
+ * A sweep with --num-profile-runs N (AIPerf's --parameter-sweep-mode independent): each value is a multi-run of
+ * its own, its runs in <kind>_<value>/profile_runs/run_NNNN/ and its aggregate in <kind>_<value>/aggregate/;
+ * sweep_summary holds every run as a row (trial = the run's number).
+ */
+static int sweep_multirun(profile_t *p)
+{
+    const sg_config_t *cfg = &p->cfg;
+    bool closed = cfg->sweep == SG_SWEEP_CONCURRENCY;
+    size_t n = cfg->n_sweep_values, per = cfg->num_profile_runs;
+    sg_point_row_t *rows = calloc(n * per, sizeof *rows);
+    json_t **aggs = calloc(n, sizeof *aggs);
+    if (!rows || !aggs) {
+        free(rows);
+        free(aggs);
+        return EXIT_FATAL;
+    }
+    int code = EXIT_OK;
+    size_t done = 0, n_rows = 0;
+    bool interrupted = false, between = false; /* between: the interrupt came between two points */
+    for (size_t i = 0; i < n && !interrupted; i++) {
+        if (i > 0 && cfg->cooldown_s > 0)
+            run_cooldown(cfg->cooldown_s);
+        if (run_interrupted()) {
+            interrupted = between = true;
+            break;
+        }
+        char prefix[96];
+        points_subdir(prefix, sizeof prefix - 1, closed, cfg->sweep_values[i], NULL);
+        strcat(prefix, "/");
+        fprintf(stderr, "surge: sweep point %zu of %zu: %s %g, %zu runs\n", i + 1, n,
+                closed ? "concurrency" : "request rate", cfg->sweep_values[i], per);
+        point_spec_t load = {.set_load = true, .closed = closed, .value = cfg->sweep_values[i]};
+        size_t k = 0;
+        bool intr = false;
+        int pc = multirun_at(p, prefix, &load, rows + n_rows, &k, &intr, &aggs[done]);
+        code = points_worse(code, pc);
+        n_rows += k;
+        if (k == 0) { /* the point did not run: the next would fail alike */
+            json_decref(aggs[done]);
+            aggs[done] = NULL;
+            break;
+        }
+        done++;
+        interrupted = intr;
+        json_t *h = sweep_header(p, done, interrupted);
+        int werr = points_write(p, "sweep_summary", "sweep", h, "points", rows, n_rows);
+        json_decref(h);
+        if (werr < 0)
+            code = points_worse(code, EXIT_FATAL);
+    }
+    if (n_rows > 0) {
+        char title[160];
+        snprintf(title, sizeof title, "surge | Sweep over %s (%zu of %zu points, %zu runs each)",
+                 closed ? "concurrency" : "request rate", done, n, per);
+        sg_points_table(stdout, title, rows, n_rows, cfg->slo_checks, cfg->n_slo_checks, false);
+        sg_ci_sweep_table(stdout, closed, cfg->sweep_values, aggs, done);
+        fflush(stdout);
+        fprintf(stderr,
+                "surge: sweep summary (every run) in %s/sweep_summary.json and .csv; each point's aggregate in its "
+                "sub-directory's aggregate/, its runs in profile_runs/\n",
+                p->artifact_dir);
+    }
+    if (interrupted)
+        fprintf(stderr, "surge: sweep INTERRUPTED %s point %zu of %zu: the summary covers the %zu run%s that ran\n",
+                between ? "after" : "during", done, n, n_rows, n_rows == 1 ? "" : "s");
+    if (interrupted)
+        code = EXIT_INTERRUPTED;
+    for (size_t i = 0; i < n; i++)
+        json_decref(aggs[i]);
+    free(aggs);
+    free(rows);
+    return code;
 }
 
 int sweep_main(profile_t *p)
 {
     const sg_config_t *cfg = &p->cfg;
+    if (cfg->num_profile_runs > 1)
+        return sweep_multirun(p);
     bool closed = cfg->sweep == SG_SWEEP_CONCURRENCY;
     size_t n = cfg->n_sweep_values;
     sg_point_row_t *rows = calloc(n, sizeof *rows);

@@ -74,9 +74,12 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
         {"out tok/s", offsetof(sg_point_row_t, output_token_throughput)},
     };
     bool closed = n > 0 && rows[0].closed;
+    bool trials = probes; /* a search's trials, or a sweep's repeated runs (--num-profile-runs) */
+    for (size_t i = 0; i < n; i++)
+        trials = trials || rows[i].trial > 1;
     fprintf(out, "%s\n", title);
     fprintf(out, "%12s", closed ? "concurrency" : "rate (req/s)");
-    if (probes)
+    if (trials)
         fprintf(out, " %5s", "trial");
     for (size_t c = 0; c < SG_ARRAY_LEN(figures); c++)
         if (any(rows, n, figures[c].off))
@@ -95,7 +98,7 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
         else
             snprintf(v, sizeof v, "%.4g", r->value);
         fprintf(out, "%12s", v);
-        if (probes)
+        if (trials)
             fprintf(out, " %5u", r->trial);
         for (size_t c = 0; c < SG_ARRAY_LEN(figures); c++)
             if (any(rows, n, figures[c].off)) {

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-/* The regularized incomplete beta function I_x(a, b), a, b > 0, x in [0, 1]. */
+/* The regularized incomplete beta function I_x(a, b), a, b > 0, x in [0, 1]; NAN outside. */
 double sg_betai(double a, double b, double x);
 
 /* P(B <= k) for B ~ Binomial(n, p): 0 for k < 0, 1 for k >= n. */
@@ -31,7 +31,9 @@ uint64_t sg_quantile_min_n(double p, double level);
 /* Clopper-Pearson bounds on a proportion from k successes in n trials (n > 0) at the given level. */
 void sg_proportion_interval(uint64_t k, uint64_t n, double level, double *lo, double *hi);
 
-/* The q-quantile (0 < q < 1) of Student's t distribution with df > 0 degrees of freedom. */
-double sg_t_quantile(double q, double df);
+/* Student's t distribution with df > 0 degrees of freedom (df need not be whole). */
+double sg_t_cdf(double x, double df);
+/* The x with P(T <= x) = p, for 0 < p < 1; NAN outside. Accurate to ~1e-12 relative. */
+double sg_t_quantile(double p, double df);
 
 #endif

@@ -1,5 +1,13 @@
-/* Exact intervals: incomplete beta, binomial tails, order-statistic ranks, Clopper-Pearson, Student's t
- * (sg_stats.h). */
+/*
+ * Exact intervals: incomplete beta, binomial tails, order-statistic ranks, Clopper-Pearson, Student's t
+ * (sg_stats.h).
+ *
+ * The t distribution's tail is a regularized incomplete beta function: P(T > x) = I_{df/(df+x^2)}(df/2, 1/2) / 2
+ * for x >= 0. The quantile inverts the tail probability (not 1 - the CDF, so no precision is lost near 1) by
+ * Newton's method on the t density, kept inside a bracket that bisection narrows whenever a Newton step would
+ * leave it.
+ */
+#define _GNU_SOURCE
 #include "sg_stats.h"
 
 #include <math.h>
@@ -45,10 +53,10 @@ static double beta_cf(double a, double b, double x)
 
 double sg_betai(double a, double b, double x)
 {
-    if (!(x > 0))
-        return 0;
-    if (x >= 1)
-        return 1;
+    if (!(a > 0) || !(b > 0) || !(x >= 0) || !(x <= 1))
+        return NAN;
+    if (x == 0 || x == 1)
+        return x;
     /* log of x^a (1-x)^b / B(a, b) */
     double front = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
     if (x < (a + 1) / (a + b + 2))
@@ -123,13 +131,66 @@ void sg_proportion_interval(uint64_t k, uint64_t n, double level, double *lo, do
     *hi = k >= n ? 1 : beta_inv(1 - tail, (double)k + 1, (double)(n - k));
 }
 
-double sg_t_quantile(double q, double df)
+/* P(T > x) for x >= 0. */
+static double t_tail(double x, double df)
 {
-    if (q == 0.5)
+    double x2 = x * x;
+    /* df / (df + x^2), and its complement without cancellation: the series picks whichever side converges */
+    double z = df / (df + x2);
+    if (z > 0.5) /* small x: I_z(df/2, 1/2) = 1 - I_{1-z}(1/2, df/2), 1 - z = x^2 / (df + x^2) exactly */
+        return 0.5 * (1 - sg_betai(0.5, df / 2, x2 / (df + x2)));
+    return 0.5 * sg_betai(df / 2, 0.5, z);
+}
+
+double sg_t_cdf(double x, double df)
+{
+    if (isnan(x) || !(df > 0))
+        return NAN;
+    if (isinf(x))
+        return x > 0 ? 1 : 0;
+    return x >= 0 ? 1 - t_tail(x, df) : t_tail(-x, df);
+}
+
+/* The t density at x. */
+static double t_pdf(double x, double df)
+{
+    double l = lgamma((df + 1) / 2) - lgamma(df / 2) - 0.5 * log(df * M_PI) - (df + 1) / 2 * log1p(x * x / df);
+    return exp(l);
+}
+
+double sg_t_quantile(double p, double df)
+{
+    if (!(p > 0) || !(p < 1) || !(df > 0))
+        return NAN;
+    if (p == 0.5)
         return 0;
-    if (q < 0.5)
-        return -sg_t_quantile(1 - q, df);
-    /* P(T > t) = I_{df/(df+t^2)}(df/2, 1/2) / 2 = 1 - q */
-    double x = beta_inv(2 * (1 - q), df / 2, 0.5);
-    return sqrt(df * (1 - x) / x);
+    double q = p < 0.5 ? p : 1 - p; /* the upper tail wanted, at x >= 0 (1 - p is exact for p >= 0.5) */
+    /* bracket: t_tail(lo) > q >= t_tail(hi) */
+    double lo = 0, hi = 1;
+    while (t_tail(hi, df) > q) {
+        lo = hi;
+        hi *= 2;
+        if (hi > 1e300)
+            return p > 0.5 ? INFINITY : -INFINITY;
+    }
+    double x = (lo + hi) / 2;
+    for (int it = 0; it < 400; it++) {
+        double f = t_tail(x, df) - q; /* decreasing in x */
+        if (f > 0)
+            lo = x;
+        else
+            hi = x;
+        if (f == 0)
+            break;
+        double step = f / t_pdf(x, df); /* Newton on t_tail(x) - q: derivative -pdf */
+        double nx = x + step;
+        if (!(nx > lo && nx < hi))
+            nx = (lo + hi) / 2;
+        if (fabs(nx - x) <= 1e-15 * fabs(nx) || hi - lo <= 1e-15 * hi) {
+            x = nx;
+            break;
+        }
+        x = nx;
+    }
+    return p > 0.5 ? x : -x;
 }

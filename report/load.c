@@ -18,6 +18,7 @@
 #define F_SURGE "profile_export_surge.json"
 #define F_AIPERF "profile_export_aiperf.json"
 #define F_GENAI "profile_export_genai_perf.json"
+#define F_MULTI "aggregate/profile_export_aiperf_aggregate.json" /* a multi-run's, surge's or AIPerf's */
 
 static bool has(const char *dir, const char *name)
 {
@@ -29,6 +30,8 @@ static bool has(const char *dir, const char *name)
 
 rp_kind_t rp_kind_of(const char *dir)
 {
+    if (has(dir, F_MULTI))
+        return RP_MULTI;
     if (has(dir, F_SWEEP) || has(dir, F_SEARCH))
         return RP_POINTS;
     if (has(dir, F_SURGE) || has(dir, F_AIPERF) || has(dir, F_GENAI))
@@ -319,4 +322,69 @@ void rp_points_free(rp_points_t *pts)
     json_decref(pts->meta);
     json_decref(pts->config);
     memset(pts, 0, sizeof *pts);
+}
+
+/* One run's summary metrics from a multi-run's profile_runs/<label>/: surge's summary, else AIPerf's. */
+static json_t *multi_run_summary(const char *dir, const char *label)
+{
+    static const char *const names[] = {F_SURGE, F_AIPERF};
+    for (size_t k = 0; k < SG_ARRAY_LEN(names); k++) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "profile_runs/%s/%s", label, names[k]);
+        char *path = sg_path_join(dir, sub);
+        json_t *j = path ? json_load_file(path, 0, NULL) : NULL;
+        free(path);
+        if (json_is_object(j)) {
+            json_t *m = metrics_of(j);
+            json_decref(j);
+            return m;
+        }
+        json_decref(j);
+    }
+    return NULL;
+}
+
+int rp_multi_load(rp_multi_t *mr, const char *dir, char *err, size_t errlen)
+{
+    memset(mr, 0, sizeof *mr);
+    mr->dir = strdup(dir);
+    mr->label = label_of(dir);
+    char *path = sg_path_join(dir, F_MULTI);
+    json_t *j = path ? rp_json_load(path, err, errlen) : NULL;
+    if (!j) {
+        free(path);
+        return -1;
+    }
+    json_t *meta = json_object_get(j, "metadata"), *metrics = json_object_get(j, "metrics");
+    if (!json_is_object(meta) || !json_is_object(metrics)) {
+        snprintf(err, errlen, "%s: no \"metadata\" and \"metrics\" objects: not a multi-run's aggregate", path);
+        json_decref(j);
+        free(path);
+        return -1;
+    }
+    free(path);
+    mr->metadata = json_incref(meta);
+    mr->metrics = json_incref(metrics);
+    json_decref(j);
+    mr->runs = json_array();
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(mr->metadata, "run_labels"), i, l)
+    {
+        const char *label = json_string_value(l);
+        json_t *s = label && !strchr(label, '/') ? multi_run_summary(dir, label) : NULL;
+        if (s)
+            json_array_append_new(mr->runs, json_pack("{s:s,s:o}", "label", label, "summary", s));
+    }
+    return 0;
+}
+
+void rp_multi_free(rp_multi_t *mr)
+{
+    free(mr->dir);
+    free(mr->label);
+    json_decref(mr->metadata);
+    json_decref(mr->metrics);
+    json_decref(mr->runs);
+    memset(mr, 0, sizeof *mr);
 }

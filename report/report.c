@@ -21,7 +21,8 @@ static void usage(FILE *out)
           "verdicts, latency CDFs, timeline, sequence lengths, errors and server metrics; for a sweep or capacity\n"
           "search, its capacity curve and each point's verdict with its reason. Every page says where its figures\n"
           "came from, as the files recorded it: the command line, the workload, the version, the host and the\n"
-          "date of the run. Several DIRs are overlaid, with a table of their differences (that is\n"
+          "date of the run; for a multi-run (--num-profile-runs), each metric's mean and\n"
+          "confidence interval across the runs. Several DIRs are overlaid, with a table of their differences (that is\n"
           "`surge compare`). A DIR is surge's artifact directory, or one of AIPerf's (profile_export_aiperf.json)\n"
           "or GenAI-Perf's (profile_export_genai_perf.json).\n"
           "\n"
@@ -37,8 +38,11 @@ static json_t *files_of(json_t *list, rp_kind_t kind)
 {
     static const char *const run_keys[] = {"summary", "slo", "config", "error_summary", "meta"};
     static const char *const points_keys[] = {"header", "rows", "slo", "meta", "config"};
-    const char *const *keys = kind == RP_RUN ? run_keys : points_keys;
-    size_t nk = kind == RP_RUN ? SG_ARRAY_LEN(run_keys) : SG_ARRAY_LEN(points_keys);
+    static const char *const multi_keys[] = {"metadata", "metrics", "per_run"};
+    const char *const *keys = kind == RP_RUN ? run_keys : kind == RP_MULTI ? multi_keys : points_keys;
+    size_t nk = kind == RP_RUN     ? SG_ARRAY_LEN(run_keys)
+                : kind == RP_MULTI ? SG_ARRAY_LEN(multi_keys)
+                                   : SG_ARRAY_LEN(points_keys);
     json_t *files = json_array();
     size_t i;
     json_t *entry;
@@ -52,6 +56,17 @@ static json_t *files_of(json_t *list, rp_kind_t kind)
         json_array_append_new(files, f);
     }
     return files;
+}
+
+static const char *kind_name(rp_kind_t k)
+{
+    return k == RP_RUN ? "a single run" : k == RP_MULTI ? "a multi-run" : "a sweep or search";
+}
+
+/* The page's name for a kind's list ("runs", "points", "multi"). */
+static const char *kind_key(rp_kind_t k)
+{
+    return k == RP_RUN ? "runs" : k == RP_MULTI ? "multi" : "points";
 }
 
 /* Reads every directory; all must be of one kind. Fills *data; returns 0, or 2 with a line on stderr. */
@@ -73,14 +88,14 @@ static int load_all(char *const *dirs, size_t n, json_t **data)
         if (k == RP_NONE) {
             fprintf(stderr,
                     "surge report: %s: not a run directory (no profile_export_surge.json, sweep_summary.json, "
-                    "search.json, profile_export_aiperf.json or profile_export_genai_perf.json in it)\n",
+                    "search.json, aggregate/profile_export_aiperf_aggregate.json, profile_export_aiperf.json or "
+                    "profile_export_genai_perf.json in it)\n",
                     dirs[i]);
             return 2;
         }
         if (kind != RP_NONE && k != kind) {
             fprintf(stderr, "surge report: %s is %s but %s is %s: a report overlays runs of one kind\n", first,
-                    kind == RP_RUN ? "a single run" : "a sweep or search", dirs[i],
-                    k == RP_RUN ? "a single run" : "a sweep or search");
+                    kind_name(kind), dirs[i], kind_name(k));
             return 2;
         }
         kind = k;
@@ -94,6 +109,11 @@ static int load_all(char *const *dirs, size_t n, json_t **data)
             if (rp_run_load(&run, dirs[i], err, sizeof err) == 0)
                 d = rp_run_data(&run);
             rp_run_free(&run);
+        } else if (kind == RP_MULTI) {
+            rp_multi_t mr;
+            if (rp_multi_load(&mr, dirs[i], err, sizeof err) == 0)
+                d = rp_multi_data(&mr);
+            rp_multi_free(&mr);
         } else {
             rp_points_t pts;
             if (rp_points_load(&pts, dirs[i], err, sizeof err) == 0)
@@ -110,8 +130,8 @@ static int load_all(char *const *dirs, size_t n, json_t **data)
     *data = json_object();
     json_object_set_new(*data, "files", files_of(list, kind));
     json_object_set_new(*data, "generator", json_string("surge"));
-    json_object_set_new(*data, "kind", json_string(kind == RP_RUN ? "runs" : "points"));
-    json_object_set_new(*data, kind == RP_RUN ? "runs" : "points", list);
+    json_object_set_new(*data, "kind", json_string(kind_key(kind)));
+    json_object_set_new(*data, kind_key(kind), list);
     return 0;
 }
 
@@ -134,7 +154,7 @@ int sg_report_dirs(char *const *dirs, size_t n, const char *out, bool quiet)
         }
     }
     char title[256], err[512];
-    json_t *list = json_object_get(data, json_object_get(data, "runs") ? "runs" : "points");
+    json_t *list = json_object_get(data, json_string_value(json_object_get(data, "kind")));
     snprintf(title, sizeof title, "surge report: %s%s",
              json_string_value(json_object_get(json_array_get(list, 0), "label")), n > 1 ? " and others" : "");
     rc = out ? 0 : 2;

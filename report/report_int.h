@@ -61,8 +61,17 @@ typedef struct {
     json_t *config; /* the run's input_config: the file's, else the first point's */
 } rp_points_t;
 
+/* A multi-run (--num-profile-runs, or AIPerf's): its aggregate, and each run's summary metrics beside. */
+typedef struct {
+    char *dir;
+    char *label;
+    json_t *metadata; /* the aggregate's "metadata" */
+    json_t *metrics;  /* its "metrics": "<metric>_<stat>" -> {mean, ci_low, ci_high, ...} */
+    json_t *runs;     /* [{label, summary}] for each run of run_labels whose summary could be read */
+} rp_multi_t;
+
 /* Reading. Each returns 0, or -1 with a one-line reason in err (naming the file). */
-typedef enum { RP_NONE, RP_RUN, RP_POINTS } rp_kind_t;
+typedef enum { RP_NONE, RP_RUN, RP_POINTS, RP_MULTI } rp_kind_t;
 rp_kind_t rp_kind_of(const char *dir);
 /* How many kinds of run dir holds (a single run of surge's or AIPerf's, one of GenAI-Perf's, a sweep, a capacity
  * search), each named in desc with the file that says it ("a single run (profile_export_surge.json) and a sweep
@@ -73,6 +82,8 @@ int rp_run_load(rp_run_t *run, const char *dir, char *err, size_t errlen);
 void rp_run_free(rp_run_t *run);
 int rp_points_load(rp_points_t *pts, const char *dir, char *err, size_t errlen);
 void rp_points_free(rp_points_t *pts);
+int rp_multi_load(rp_multi_t *mr, const char *dir, char *err, size_t errlen);
+void rp_multi_free(rp_multi_t *mr);
 
 /* records.c: the per-request files of each source into run->req. */
 int rp_read_surge_jsonl(rp_run_t *run, const char *path, char *err, size_t errlen);
@@ -88,6 +99,7 @@ json_t *rp_meta_of(json_t *file, const char *tool);
 /* series.c: the page's data for one run (cdfs, timeline, histograms, errors, server metrics). */
 json_t *rp_run_data(const rp_run_t *run);
 json_t *rp_points_data(const rp_points_t *pts);
+json_t *rp_multi_data(const rp_multi_t *mr);
 
 /* html.c: the page around its data, written to path atomically (a temporary file renamed into place). */
 int rp_write_html(const char *path, const char *title, json_t *data, char *err, size_t errlen);

@@ -397,3 +397,14 @@ json_t *rp_points_data(const rp_points_t *pts)
     set_or_null(o, "config", pts->config);
     return o;
 }
+
+json_t *rp_multi_data(const rp_multi_t *mr)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "label", json_string(mr->label ? mr->label : ""));
+    json_object_set_new(o, "dir", json_string(mr->dir ? mr->dir : ""));
+    json_object_set(o, "metadata", mr->metadata);
+    json_object_set(o, "metrics", mr->metrics);
+    json_object_set(o, "per_run", mr->runs);
+    return o;
+}

@@ -709,6 +709,7 @@
                   ['latency p50', 'request_latency_p50'], ['latency p99', 'request_latency_p99'],
                   ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['errors', 'error_count'],
                   ['n', rowN]];
+    if (!p.search && p.rows.some(function (r) { return r.trial > 1; })) cols.splice(1, 0, ['run', 'trial']);
     const rows = [el('tr', null, cols.map(function (c) { return el('th', { text: c[0] }); })
       .concat([el('th', { text: 'verdict' })]))];
     p.rows.forEach(function (row, k) {
@@ -743,6 +744,29 @@
 
   const POINT_STYLE = { pass: 'circle', fail: 'crossRot', inconclusive: 'triangle' };
 
+  /* The rows with a throughput, by load offered: one group per load (a sweep of multi-runs has a row per run). */
+  function loadGroups(p) {
+    const rows = p.rows.filter(function (r) { return typeof r.request_throughput === 'number'; })
+      .slice().sort(function (a, b) { return rowValue(a) - rowValue(b); });
+    const groups = [];
+    for (const r of rows) {
+      const last = groups[groups.length - 1];
+      if (last && rowValue(last[0]) === rowValue(r)) last.push(r);
+      else groups.push([r]);
+    }
+    return groups;
+  }
+
+  function groupState(g) {
+    const st = g.map(rowState);
+    return st.indexOf('fail') >= 0 ? 'fail' : st.indexOf('inconclusive') >= 0 ? 'inconclusive' : 'pass';
+  }
+
+  function groupMean(g, key) {
+    const v = g.map(function (r) { return r[key]; }).filter(function (x) { return typeof x === 'number'; });
+    return v.length ? v.reduce(function (a, b) { return a + b; }, 0) / v.length : null;
+  }
+
   function pagePoints(app, list) {
     const multi = list.length > 1;
     app.append(el('h1', { text: multi ? 'surge: ' + list.length + ' capacity curves compared'
@@ -770,7 +794,10 @@
     app.append(el('h2', { text: 'Capacity curves' }));
     app.append(el('p', { cls: 'note', text: 'Each point is one load level, joined in the order of the load offered: ' +
       'its achieved request throughput against its latency percentiles (from the intended start). A dot passed, ' +
-      'a cross failed, a triangle was inconclusive (the table says why). Dashed: the SLOs and the capacity found.' }));
+      'a cross failed, a triangle was inconclusive (the table says why). Dashed: the SLOs and the capacity found.' +
+        (list.some(function (p) { return loadGroups(p).some(function (g) { return g.length > 1; }); })
+        ? ' A load run several times (--num-profile-runs) is the mean of its runs; each load\u2019s confidence intervals ' +
+          'are in its directory\u2019s aggregate/ (surge report that directory).' : '') }));
     const grid = el('div', { cls: 'grid' });
     app.append(grid);
     const metrics = [['time_to_first_token', 'TTFT'], ['inter_token_latency', 'ITL'], ['request_latency', 'Request latency']];
@@ -778,13 +805,13 @@
       const sets = [];
       let xmax = 0, ymax = 0;
       list.forEach(function (p, pi) {
-        const rows = p.rows.filter(function (r) { return typeof r.request_throughput === 'number'; })
-          .slice().sort(function (a, b) { return rowValue(a) - rowValue(b); });
-        const xs = rows.map(function (r) { return r.request_throughput; });
+        const groups = loadGroups(p);
+        const xs = groups.map(function (g) { return groupMean(g, 'request_throughput'); });
         for (const [st, dash] of [['p50', []], ['p99', [5, 4]]]) {
-          const ys = rows.map(function (r) { return r[tag + '_' + st]; });
-          // each point marked by its row's state: a dot passed, a cross failed, a triangle was inconclusive
-          const states = rows.filter(function (r, k) { return ys[k] !== null && ys[k] !== undefined; }).map(rowState);
+          const ys = groups.map(function (g) { return groupMean(g, tag + '_' + st); });
+          // each point marked by its state: a dot passed, a cross failed, a triangle was inconclusive (a load run
+          // several times: failed when one run failed, else inconclusive when one was)
+          const states = groups.filter(function (g, k) { return ys[k] !== null && ys[k] !== undefined; }).map(groupState);
           const d = line((multi ? p.label + ': ' : '') + short + ' ' + st, xs, ys, multi ? pi : (st === 'p50' ? 0 : 1),
                          { borderDash: dash,
                            pointStyle: states.map(function (x) { return POINT_STYLE[x]; }),
@@ -816,6 +843,111 @@
     list.forEach(function (p, pi) {
       if (multi) app.append(el('h3', { text: p.label }));
       app.append(pointsTable(p, pi));
+    });
+  }
+
+  /* ---------- a page of multi-runs (--num-profile-runs) ---------- */
+
+  const MULTI_KEYS = [['time_to_first_token', ['avg', 'p50', 'p90', 'p99']], ['inter_token_latency', ['avg', 'p50', 'p90', 'p99']],
+                      ['request_latency', ['avg', 'p50', 'p90', 'p99']], ['output_token_throughput', ['avg']],
+                      ['total_token_throughput', ['avg']], ['request_throughput', ['avg']]];
+
+  /* The interval's half-width: none without a t value (a single run). */
+  function halfWidth(m) {
+    return typeof m.t_critical === 'number' && typeof m.ci_low === 'number' && typeof m.ci_high === 'number'
+      ? (m.ci_high - m.ci_low) / 2 : null;
+  }
+
+  function multiTable(mr, mi, keys) {
+    const cols = [['mean', 'mean'], ['\u00b1 CI', halfWidth], ['CI low', 'ci_low'], ['CI high', 'ci_high'], ['CV', 'cv'],
+                  ['std', 'std'], ['min', 'min'], ['max', 'max'], ['runs', 'n']];
+    const rows = [el('tr', null, [el('th', { text: 'Metric' }), el('th', { text: 'Unit' })]
+      .concat(cols.map(function (c) { return el('th', { text: c[0] }); })))];
+    for (const key of keys) {
+      const m = mr.metrics[key];
+      const tr = el('tr', null, [el('td', { text: key }), el('td', { text: m.unit || '' })]);
+      for (const [, col] of cols) {
+        const v = typeof col === 'function' ? col(m) : m[col];
+        const name = typeof col === 'function' ? 'half_width' : col;
+        const text = name === 'cv' && typeof v === 'number' ? fmt(v * 100) + '%' : fmt(v);
+        tr.append(el('td', { 'data-multi': mi, 'data-key': key, 'data-col': name,
+                             'data-value': typeof v === 'number' ? String(v) : null, text: text }));
+      }
+      rows.push(tr);
+    }
+    return el('div', { cls: 'scroll' }, [el('table', { cls: 'multi', 'data-multi': mi }, rows)]);
+  }
+
+  function pageMulti(app, list) {
+    const multi = list.length > 1;
+    app.append(el('h1', { text: multi ? 'surge: ' + list.length + ' multi-runs compared' : 'surge report: ' + list[0].label }));
+    list.forEach(function (mr) {
+      const md = mr.metadata || {};
+      let t = null;
+      for (const k of Object.keys(mr.metrics)) if (typeof mr.metrics[k].t_critical === 'number') { t = mr.metrics[k].t_critical; break; }
+      app.append(el('p', { cls: 'meta' }, [(multi ? mr.label + ': ' : '') + 'multi-run: ' + md.num_successful_runs + ' of ' +
+        md.num_profile_runs + ' runs in the aggregate, ' + fmt(md.confidence_level * 100) + '% confidence interval of the ' +
+        'mean (Student\u2019s t' + (t !== null ? ', t = ' + t.toFixed(4) : '') + '), in ', el('code', { text: mr.dir })]));
+      if (md.was_interrupted)
+        app.append(el('div', { cls: 'banner', text: 'Interrupted: the aggregate covers the runs completed before the interrupt.' }));
+      const failed = md.failed_runs || [];
+      if (failed.length)
+        app.append(el('div', { cls: 'banner', text: 'Not in the aggregate: ' + failed.map(function (f) {
+          return f.label + ' (' + f.error + ')'; }).join('; ') }));
+      if (md.num_successful_runs < 2)
+        app.append(el('div', { cls: 'banner', text: 'One run in the aggregate: no interval (it needs two runs or more).' }));
+    });
+
+    app.append(el('h2', { text: 'Per run' }));
+    app.append(el('p', { cls: 'note', text: 'Each dot is one run\u2019s figure (from its own summary); the solid line is ' +
+      'the mean across the runs, the dashed lines the confidence interval around it.' }));
+    const grid = el('div', { cls: 'grid' });
+    app.append(grid);
+    for (const [tag, short] of [['time_to_first_token', 'TTFT'], ['inter_token_latency', 'ITL'], ['request_latency', 'Request latency']]) {
+      const sets = [];
+      let gi = 0, xmax = 1;
+      list.forEach(function (mr, mi) {
+        const runs = mr.per_run || [];
+        const xs = runs.map(function (r, k) { return k + 1; });
+        xmax = Math.max(xmax, runs.length);
+        ['p50', 'p99'].forEach(function (st, si) {
+          const ys = runs.map(function (r) { const m = r.summary[tag]; return m && typeof m[st] === 'number' ? m[st] : null; });
+          const ci = multi ? mi : si;
+          const d = line((multi ? mr.label + ': ' : '') + short + ' ' + st, xs, ys, ci, { showLine: false, pointRadius: 4 });
+          if (!d.data.length) return;
+          sets.push(d);
+          const a = mr.metrics[tag + '_' + st];
+          if (!a) return;
+          sets.push(Object.assign(guide('mean ' + st, { x: 0.5, y: a.mean }, { x: runs.length + 0.5, y: a.mean }, ci),
+                                  { borderDash: [] }));
+          if (halfWidth(a) !== null) {
+            sets.push(guide('CI low ' + st, { x: 0.5, y: a.ci_low }, { x: runs.length + 0.5, y: a.ci_low }, ci));
+            sets.push(guide('CI high ' + st, { x: 0.5, y: a.ci_high }, { x: runs.length + 0.5, y: a.ci_high }, ci));
+          }
+          gi++;
+        });
+      });
+      if (!gi) continue;
+      chart(grid, 'runs-' + tag, short + ' p50 and p99, run by run', {
+        datasets: sets, xunit: '', yunit: 'ms',
+        scales: { x: axis('run', { min: 0, max: xmax + 1, ticks: { stepSize: 1, callback: function (v) {
+                    return v >= 1 && v <= xmax && Number.isInteger(v) ? String(v) : ''; } } }),
+                  y: axis(short + ' (ms)', { min: 0 }) }
+      });
+    }
+
+    app.append(el('h2', { text: 'Across the runs' }));
+    list.forEach(function (mr, mi) {
+      if (multi) app.append(el('h3', { text: mr.label }));
+      const keys = [];
+      for (const [tag, stats] of MULTI_KEYS) for (const st of stats) if (mr.metrics[tag + '_' + st]) keys.push(tag + '_' + st);
+      app.append(multiTable(mr, mi, keys));
+      const rest = Object.keys(mr.metrics).filter(function (k) { return keys.indexOf(k) < 0; });
+      if (rest.length) {
+        const d = el('details', null, [el('summary', { text: 'Every metric and statistic (' + rest.length + ' more)' })]);
+        d.append(multiTable(mr, mi, rest));
+        app.append(d);
+      }
     });
   }
 
@@ -852,10 +984,11 @@
   try {
     const data = JSON.parse(document.getElementById('surge-data').textContent);
     const files = JSON.parse(document.getElementById('surge-files').textContent) || [];
-    (data.runs || data.points).forEach(function (entry, i) { Object.assign(entry, files[i] || {}); });
+    (data.runs || data.points || data.multi).forEach(function (entry, i) { Object.assign(entry, files[i] || {}); });
     const app = document.getElementById('app');
     app.textContent = '';
     if (data.kind === 'points') pagePoints(app, data.points);
+    else if (data.kind === 'multi') pageMulti(app, data.multi);
     else pageRuns(app, data.runs);
     app.append(el('footer', { text: 'Written by surge report. Charts: Chart.js. Percentiles are exact; the timeline ' +
       'draws a sample of requests when there are many (each time bin\u2019s worst always among them).' }));

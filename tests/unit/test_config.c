@@ -1034,8 +1034,61 @@ static void test_command_line(void)
     free(cmd);
 }
 
+/* --num-profile-runs and its companions: defaults, AIPerf's boolean forms, what they need and what they refuse. */
+static void test_multirun(void)
+{
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", NULL), 0);
+    CHECK(c.num_profile_runs == 1 && c.confidence_level == 0.95 && c.profile_run_cooldown_s == 0 &&
+          c.warmup_only_first_run);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--num-profile-runs", "5", "--confidence-level", "0.99",
+                       "--profile-run-cooldown-seconds", "2.5", "--set-consistent-seed", NULL),
+                 0);
+    CHECK(c.num_profile_runs == 5 && c.confidence_level == 0.99 && c.profile_run_cooldown_s == 2.5 &&
+          c.warmup_only_first_run);
+    sg_config_free(&c);
+    /* the value as the next word (AIPerf's docs write it so), after '=', or the --no- form */
+    static const char *const off[][2] = {{"--profile-run-disable-warmup-after-first", "false"},
+                                         {"--profile-run-disable-warmup-after-first=false", NULL},
+                                         {"--no-profile-run-disable-warmup-after-first", NULL}};
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--num-profile-runs", "2", off[i][0], off[i][1], NULL), 0);
+        CHECK(!c.warmup_only_first_run);
+        sg_config_free(&c);
+    }
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--num-profile-runs", "2", "--profile-run-disable-warmup-after-first", "true",
+                       "--set-consistent-seed", "true", NULL),
+                 0);
+    CHECK(c.warmup_only_first_run);
+    sg_config_free(&c);
+    /* with a sweep: accepted (each value a multi-run) */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--concurrency", "1,4", "--num-profile-runs", "3", NULL), 0);
+    CHECK(c.num_profile_runs == 3 && c.n_sweep_values == 2);
+    sg_config_free(&c);
+    BAD("-m", "x", "--num-profile-runs", "0");
+    BAD("-m", "x", "--num-profile-runs", "1001");
+    BAD("-m", "x", "--num-profile-runs", "2.5");
+    /* --confidence-level stands alone too: it is every --slo verdict's level */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--confidence-level", "0.9", NULL), 0);
+    CHECK(c.confidence_level == 0.9);
+    sg_config_free(&c);
+    BAD("-m", "x", "--num-profile-runs", "1", "--profile-run-cooldown-seconds", "1");
+    BAD("-m", "x", "--no-profile-run-disable-warmup-after-first");
+    BAD("-m", "x", "--num-profile-runs", "2", "--confidence-level", "1");
+    BAD("-m", "x", "--num-profile-runs", "2", "--confidence-level", "0");
+    BAD("-m", "x", "--num-profile-runs", "2", "--confidence-level", "nan");
+    BAD("-m", "x", "--num-profile-runs", "2", "--profile-run-cooldown-seconds", "-1");
+    BAD("-m", "x", "--num-profile-runs", "2", "--profile-run-disable-warmup-after-first=maybe");
+    BAD("-m", "x", "--num-profile-runs", "2", "--profile-run-disable-warmup-after-first", "maybe");
+    BAD("-m", "x", "--num-profile-runs", "2", "--set-consistent-seed", "false");
+    BAD("-m", "x", "--num-profile-runs", "2", "--no-set-consistent-seed");
+    BAD("-m", "x", "--num-profile-runs", "2", "--search", "max-concurrency", "--slo", "request_latency:p99<100");
+}
+
 int main(void)
 {
+    test_multirun();
     test_endpoints();
     test_sessions();
     test_server_metrics_flags();
