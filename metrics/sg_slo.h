@@ -20,7 +20,7 @@ typedef enum { SG_SLO_OP_LT = 0, SG_SLO_OP_LE, SG_SLO_OP_GT, SG_SLO_OP_GE } sg_s
 
 typedef enum {
     SG_SLO_DIST = 0,                /* a statistic of a per-request distribution: metric + stat */
-    SG_SLO_ERROR_RATE,              /* failed / (ok + failed), a fraction */
+    SG_SLO_ERROR_RATE,              /* failed / (ok + failed), a fraction: requests surge cancelled are in neither */
     SG_SLO_REQUEST_THROUGHPUT,      /* successful requests / duration, per s */
     SG_SLO_OUTPUT_TOKEN_THROUGHPUT, /* output tokens / duration, per s */
 } sg_slo_kind_t;
@@ -49,7 +49,11 @@ const char *sg_slo_unit(const sg_slo_check_t *c);
 /* Parse one --slo text. 0, or SG_EINVAL with a message naming the problem in err (without the flag's name). */
 SG_WUR int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen);
 
-/* The verdict of each of n checks on a point's merged metrics; duration_s is sg_metrics_duration_s(m). */
+/*
+ * The verdict of each of n checks on a point's merged metrics; duration_s is sg_metrics_duration_s(m). A
+ * request_latency percentile is the larger of the completed requests' and sg_metrics_latency_at_least (the
+ * cancelled requests at their waits): the point's is known to be at least that.
+ */
 void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, double duration_s,
                  sg_slo_verdict_t *out);
 

@@ -251,6 +251,12 @@ void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, 
                 break;
             default:
                 raw = sg_hist_percentile(h, c->pct);
+                /* cancelled requests are censored: their latency is at least their wait. When counting them at
+                 * their waits already lifts the percentile, the point's is at least that (docs/metrics.md) */
+                if (c->metric == SG_M_LATENCY && sg_metrics_cancelled(m)) {
+                    double least = sg_metrics_latency_at_least(m, c->pct);
+                    raw = least > raw ? least : raw;
+                }
                 break;
             }
             v->measured = raw * sg_metric_scale(c->metric);
