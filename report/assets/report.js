@@ -62,8 +62,9 @@
     output_token_throughput_per_user: 'Output token throughput per user',
     output_token_throughput: 'Output token throughput', input_token_throughput: 'Input token throughput',
     total_token_throughput: 'Total token throughput', request_throughput: 'Request throughput',
-    request_count: 'Request count', error_request_count: 'Error request count',
-    benchmark_duration: 'Benchmark duration'
+    request_count: 'Request count (ok)', error_request_count: 'Error request count (failed)',
+    cancelled_request_count: 'Cancelled request count', offered_request_rate: 'Offered request rate',
+    cancelled_request_wait: 'Cancelled requests\u2019 wait (censored)', benchmark_duration: 'Benchmark duration'
   };
   function nameOf(tag) { return NAMES[tag] || tag.replace(/_/g, ' '); }
 
@@ -180,7 +181,7 @@
     ['time_to_first_token', 'p50'], ['time_to_first_token', 'p99'], ['inter_token_latency', 'p50'],
     ['inter_token_latency', 'p99'], ['request_latency', 'p50'], ['request_latency', 'p99'],
     ['output_token_throughput', 'avg'], ['request_throughput', 'avg'], ['request_count', 'avg'],
-    ['error_request_count', 'avg']
+    ['error_request_count', 'avg'], ['cancelled_request_count', 'avg'], ['offered_request_rate', 'avg']
   ];
   const HIGHER_IS_BETTER = { output_token_throughput: true, request_throughput: true, request_count: true };
 
@@ -271,7 +272,7 @@
       sets.flight.push(line(pre + 'in flight (sent, not ended)', xs, b.in_flight, one ? 0 : i));
       sets.flight.push(line(pre + 'outstanding (due, not ended)', xs, b.outstanding, one ? 1 : i,
                             one ? {} : { borderDash: [5, 4] }));
-      sets.rate.push(line(pre + 'requests/s', xs, b.request_rate, one ? 0 : i, { yAxisID: 'y' }));
+      sets.rate.push(line(pre + 'ok requests/s', xs, b.request_rate, one ? 0 : i, { yAxisID: 'y' }));
       sets.rate.push(line(pre + 'output tokens/s', xs, b.output_token_rate, one ? 3 : i,
                           { yAxisID: 'y1', borderDash: one ? [] : [5, 4] }));
       if (r.source === 'surge') {
@@ -286,7 +287,7 @@
         scales: { x: axis('time (s from start)'), y: axis('requests', { min: 0 }) }
       });
     if (sets.rate.length)
-      chart(grid, 'timeline-rates', 'Achieved throughput per ' + w + ' (by completion)', {
+      chart(grid, 'timeline-rates', 'Request throughput (ok requests) and output tokens per ' + w + ' (by completion)', {
         datasets: sets.rate, xunit: 's',
         scales: {
           x: axis('time (s from start)'), y: axis('requests/s', { min: 0, position: 'left' }),
@@ -429,6 +430,14 @@
     parts.push(el('p', { cls: 'meta', text: bits.join(' \u00b7 ') }));
     if (r.interrupted)
       parts.push(el('div', { cls: 'banner', text: 'This run was interrupted: the figures cover what it measured until then.' }));
+    const cc = r.summary && r.summary.cancelled_request_count;
+    if (cc && cc.avg > 0) {
+      const w = r.summary.cancelled_request_wait || {};
+      parts.push(el('div', { cls: 'banner', 'data-key': 'cancelled',
+        text: fmt(cc.avg) + ' requests were cancelled by surge' + (r.summary.cancelled_why ? ' (' + r.summary.cancelled_why + ')' : '') +
+              ', neither ok nor failed: they are in no error chart and no distribution (censored: each one\u2019s ' +
+              'latency is at least its wait' + (w.max !== undefined ? ', up to ' + fmt(w.max) + ' ms' : '') + ').' }));
+    }
     return parts;
   }
 
@@ -501,11 +510,13 @@
 
   function pointsTable(p, pi) {
     const closed = p.rows.length && p.rows[0].concurrency !== undefined;
-    const cols = [[closed ? 'concurrency' : 'request rate', rowValue], ['req/s', 'request_throughput'],
+    const cols = [[closed ? 'concurrency' : 'request rate', rowValue], ['offered/s', 'offered_request_rate'],
+                  ['ok/s', 'request_throughput'],
                   ['TTFT p50', 'time_to_first_token_p50'], ['TTFT p99', 'time_to_first_token_p99'],
                   ['ITL p50', 'inter_token_latency_p50'], ['ITL p99', 'inter_token_latency_p99'],
                   ['latency p50', 'request_latency_p50'], ['latency p99', 'request_latency_p99'],
-                  ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['errors', 'error_count']];
+                  ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['failed', 'error_count'],
+                  ['cancelled', 'cancelled_count']];
     const rows = [el('tr', null, cols.map(function (c) { return el('th', { text: c[0] }); })
       .concat([el('th', { text: 'SLOs' })]))];
     p.rows.forEach(function (row, k) {
@@ -545,7 +556,7 @@
         let text = h.highest_passing === null ? 'No probe passed.' :
           'Capacity: ' + fmt(h.highest_passing) + unit + (closed ? ' concurrent requests' : ' offered') + ' pass';
         const cap = capacityRow(p);
-        if (cap) text += ' (' + fmt(cap.request_throughput) + ' requests/s achieved)';
+        if (cap) text += ' (request throughput ' + fmt(cap.request_throughput) + ' ok requests/s)';
         if (h.lowest_failing !== null && h.lowest_failing !== undefined)
           text += '; ' + fmt(h.lowest_failing) + unit + ' fail' + (h.lowest_failing_why ? ': ' + h.lowest_failing_why : '');
         app.append(el('div', { cls: 'answer', 'data-points': pi, 'data-key': 'answer', text: (multi ? p.label + ': ' : '') + text }));
