@@ -121,6 +121,25 @@ def check_cancelled(h, r, what, why):
                                                             agg.get("error_request_count")))
 
 
+def check_report(h, r, what):
+    """surge report on the run: the cancelled requests are in no error class and not in the throughput bins."""
+    out = os.path.join(r.dir, "report.html")
+    rc = h.run([h.surge, "report", r.dir, "-o", out], timeout=60)
+    if not h.check(rc.returncode == 0 and os.path.exists(out), what + ": surge report", rc.stderr[-1500:]):
+        return
+    with open(out) as f:
+        page = f.read()
+    m = re.search(r'<script id="surge-data" type="application/json">(.*?)</script>', page, re.S)
+    d = json.loads(m.group(1))["runs"][0]
+    b = d["bins"]
+    h.check("cancelled" not in b["error_classes"], what + ": no error class for the cancelled requests",
+            b["error_classes"])
+    done = sum(v * b["width_s"] for v in b["request_rate"])
+    h.near(done, r.summary["request_count"]["avg"], 0.01, what + ": the report's throughput bins count ok requests")
+    h.check('"cancelled_request_count"' in page and '"cancelled_request_wait"' in page,
+            what + ": the page carries the summary's cancelled count and waits")
+
+
 def main(h):
     mock_args = ("--ttft-ms", 20, "--itl-ms", 5, "--stall-start-ms", STALL_START_MS, "--stall-ms", 60000)
     load = ["--streaming", "--output-tokens-mean", 5, "--output-tokens-mean-deterministic",
@@ -131,6 +150,8 @@ def main(h):
         r = profile(h, m.url, *load, "--benchmark-duration", 3, "--benchmark-grace-period", 0.5,
                     "--slo", "error_rate<0.01", check_rc=0)
         check_cancelled(h, r, "grace period", "--benchmark-grace-period ended")
+        if r.summary:
+            check_report(h, r, "grace period")
         if r.summary:
             v = r.summary["slo"][0]
             h.check(v["measured"] == 0 and v["pass"], "error_rate does not count what surge cancelled", v)
