@@ -801,6 +801,7 @@ static json_t *turns_summary(const sg_metrics_t *m)
             rc = set(o, "and_later", json_true());
         rc = rc ? rc : set(o, "request_count", json_integer((json_int_t)sg_metrics_ok(t)));
         rc = rc ? rc : set(o, "error_request_count", json_integer((json_int_t)sg_metrics_errors(t)));
+        rc = rc ? rc : set(o, "cancelled_request_count", json_integer((json_int_t)sg_metrics_cancelled(t)));
         for (size_t k = 0; k < SG_ARRAY_LEN(ids) && !rc; k++)
             if (exported(t, ids[k]))
                 rc = set(o, sg_metric_tag(ids[k]), distribution(t, ids[k]));
