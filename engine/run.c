@@ -1273,16 +1273,18 @@ static int point_report(profile_t *p, point_t *pt)
     char *input_json = sg_config_to_json(cfg);
     char *scrapes = report_scrapes(p, pt);
     char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
+    /* why surge cancelled what it did (the workers' messages say it per request) */
+    const char *cancelled_why = pt->interrupted           ? "the run was interrupted"
+                                : pt->probe.stopped_early ? "the probe was stopped early"
+                                : pt->grace_ended         ? "--benchmark-grace-period ended"
+                                                          : NULL;
     sg_run_info_t info = {
         .extra_json = dist_json,
         .server_metrics_json = scrapes,
         .title = "surge | LLM Metrics",
         .streaming = p->n_streaming > 0,
         .interrupted = pt->interrupted,
-        .cancelled_why = pt->interrupted           ? "the run was interrupted"
-                         : pt->probe.stopped_early ? "the probe was stopped early"
-                         : pt->grace_ended         ? "--benchmark-grace-period ended"
-                                                   : NULL,
+        .cancelled_why = cancelled_why,
         .warmup_count = pt->warmup,
         .input_config_json = input_json ? input_json : "{}",
         .has_slos = cfg->n_slos > 0,
@@ -1334,7 +1336,7 @@ static int point_report(profile_t *p, point_t *pt)
         uint64_t cancelled = sg_metrics_cancelled(pt->merged);
         if (cancelled)
             fprintf(stderr, "surge: no request completed: the %llu measured were all cancelled (%s)\n",
-                    (unsigned long long)cancelled, pt->grace_ended ? "--benchmark-grace-period ended" : "stopped");
+                    (unsigned long long)cancelled, cancelled_why ? cancelled_why : "the run stopped");
         else
             fprintf(stderr, "surge: no request was measured\n");
         return EXIT_REQUEST_ERRORS;

@@ -19,11 +19,6 @@
 
 #include <stdatomic.h>
 
-/*
- * A search probe's per-request bound (engine/search.c): the workers count the measured successful requests whose
- * metric is over it (under it for a floor), so the controller can stop a probe whose percentile SLO can no longer
- * hold. In the metric's recorded unit (ns for times).
- */
 /* Why the controller stopped a run (sg_run_t.stop): said in each cancelled request's message. */
 typedef enum {
     SG_STOP_NONE = 0,
@@ -33,6 +28,11 @@ typedef enum {
     SG_STOP_ABORT,     /* the run could not start */
 } sg_stop_why_t;
 
+/*
+ * A search probe's per-request bound (engine/search.c): the workers count the measured successful requests whose
+ * metric is over it (under it for a floor), so the controller can stop a probe whose percentile SLO can no longer
+ * hold. In the metric's recorded unit (ns for times).
+ */
 typedef struct {
     sg_metric_id_t metric;
     double bound;
