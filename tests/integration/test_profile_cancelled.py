@@ -152,6 +152,16 @@ def main(h):
         check_cancelled(h, r, "grace period", "--benchmark-grace-period ended")
         if r.summary:
             check_report(h, r, "grace period")
+            # surge merge reads the cancelled records back as cancelled (the JSONL's own status)
+            merged = h.path("merged")
+            mr = h.run([h.surge, "merge", r.dir, "-o", merged, "-q"], timeout=60)
+            ms = Result(mr, merged).summary
+            h.check(mr.returncode == 0 and ms is not None and
+                    ms["cancelled_request_count"] == r.summary["cancelled_request_count"] and
+                    ms["error_request_count"]["avg"] == 0 and
+                    ms["censoring"]["understated"] == r.summary["censoring"]["understated"],
+                    "surge merge keeps the cancelled requests apart", (mr.returncode, mr.stderr[-1000:],
+                                                                         ms and ms.get("cancelled_request_count")))
         if r.summary:
             v = r.summary["slo"][0]
             h.check(v["measured"] == 0 and v["pass"], "error_rate does not count what surge cancelled", v)
