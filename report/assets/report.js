@@ -567,7 +567,7 @@
 
     app.append(el('h2', { text: 'Capacity curves' }));
     app.append(el('p', { cls: 'note', text: 'Each point is one load level, joined in the order of the load offered: ' +
-      'its achieved request throughput against its latency percentiles (from the intended start). Dashed: the SLOs ' +
+      'its request throughput (ok requests/s) against its latency percentiles (from the intended start). Dashed: the SLOs ' +
       'and the capacity found.' }));
     const grid = el('div', { cls: 'grid' });
     app.append(grid);
@@ -598,12 +598,12 @@
         }
         const cap = capacityRow(p);
         if (cap)
-          sets.push(guide((multi ? p.label + ': ' : '') + 'capacity ' + fmt(cap.request_throughput) + ' req/s',
+          sets.push(guide((multi ? p.label + ': ' : '') + 'capacity ' + fmt(cap.request_throughput) + ' ok/s',
                           { x: cap.request_throughput, y: 0 }, { x: cap.request_throughput, y: ymax * 1.05 }, 2));
       });
       chart(grid, 'capacity-' + tag, short + ' against throughput', {
-        datasets: sets, xunit: 'req/s', yunit: 'ms',
-        scales: { x: axis('achieved request throughput (requests/s)', { min: 0 }), y: axis(short + ' (ms)', { min: 0 }) }
+        datasets: sets, xunit: 'ok/s', yunit: 'ms',
+        scales: { x: axis('request throughput (ok requests/s)', { min: 0 }), y: axis(short + ' (ms)', { min: 0 }) }
       });
     }
     app.append(el('h2', { text: 'Points' }));

@@ -16,6 +16,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -138,6 +139,14 @@ def check_report(h, r, what):
     h.near(done, r.summary["request_count"]["avg"], 0.01, what + ": the report's throughput bins count ok requests")
     h.check('"cancelled_request_count"' in page and '"cancelled_request_wait"' in page,
             what + ": the page carries the summary's cancelled count and waits")
+    # drawn in a browser where there is one (test_report.py requires it under CI): the banner, and no script error
+    if shutil.which("chromium") or shutil.which("chromium-browser"):
+        import browser
+        rr = browser.render(h, out)
+        if browser.page_ok(h, rr, what + " page"):
+            n = r.summary["cancelled_request_count"]["avg"]
+            h.check(re.search(r'data-key="cancelled"[^>]*>%d requests were cancelled by surge' % n, rr.dom) is not None,
+                    what + ": the page says how many requests surge cancelled", rr.dom[-2000:])
 
 
 def main(h):
