@@ -187,7 +187,8 @@ static void probe_why(const point_t *pt, int code, sg_point_row_t *row)
     size_t o = 0;
     char *w = row->why;
     size_t cap = sizeof row->why;
-    /* a probe stopped early says which SLO stopped it; its other verdicts saw its cancelled requests */
+    /* a probe stopped early says which SLO stopped it; its other verdicts are of a probe cut short (what it had
+     * outstanding is counted as cancelled, in its row's cancelled column, not as failed) */
     if (pt->probe.stopped_early) {
         snprintf(w, cap, "%s", pt->probe.why);
         return;
