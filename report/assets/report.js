@@ -434,8 +434,7 @@
     if (cc && cc.avg > 0) {
       const w = r.summary.cancelled_request_wait || {};
       parts.push(el('div', { cls: 'banner', 'data-key': 'cancelled',
-        text: fmt(cc.avg) + ' requests were cancelled by surge' + (r.summary.cancelled_why ? ' (' + r.summary.cancelled_why + ')' : '') +
-              ', neither ok nor failed: they are in no error chart and no distribution (censored: each one\u2019s ' +
+        text: fmt(cc.avg) + ' requests were cancelled by surge, neither ok nor failed: they are in no error chart and no distribution (censored: each one\u2019s ' +
               'latency is at least its wait' + (w.max !== undefined ? ', up to ' + fmt(w.max) + ' ms' : '') + ').' }));
     }
     return parts;
