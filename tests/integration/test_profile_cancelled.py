@@ -1,9 +1,9 @@
 """Cancelled is not failed, and every rate means one thing.
 
-The mock answers quickly (about 40 ms), then stalls from 1.5 s after it started: requests sent into the stall never
+The mock answers quickly (about 40 ms), then stalls from 2 s after it started: requests sent into the stall never
 get an answer. Two runs end with requests in flight:
 
-- --benchmark-duration 3 --benchmark-grace-period 0.5: the sending ends at 3 s, what is outstanding half a second
+- --benchmark-duration 3.5 --benchmark-grace-period 0.5: the sending ends at 3.5 s, what is outstanding half a second
   later is cancelled;
 - an open-ended run stopped with SIGINT during the stall.
 
@@ -24,7 +24,7 @@ import time
 import harness
 from profiling import Result, profile
 
-STALL_START_MS = 1500
+STALL_START_MS = 2000  # room for surge's start-up before the stall, even under a sanitizer
 RATE = 20
 
 
@@ -156,7 +156,7 @@ def main(h):
 
     # -- the end of --benchmark-duration, after its grace period
     with h.mock(*mock_args) as m:
-        r = profile(h, m.url, *load, "--benchmark-duration", 3, "--benchmark-grace-period", 0.5,
+        r = profile(h, m.url, *load, "--benchmark-duration", 3.5, "--benchmark-grace-period", 0.5,
                     "--slo", "error_rate<0.01", check_rc=0)
         check_cancelled(h, r, "grace period", "--benchmark-grace-period ended")
         if r.summary:
