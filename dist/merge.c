@@ -236,6 +236,8 @@ static json_t *parts_json(const part_t *parts, size_t n)
                             json_integer((json_int_t)num_at(parts[i].summary, "request_count", "avg")));
         json_object_set_new(o, "error_request_count",
                             json_integer((json_int_t)num_at(parts[i].summary, "error_request_count", "avg")));
+        json_object_set_new(o, "cancelled_request_count",
+                            json_integer((json_int_t)num_at(parts[i].summary, "cancelled_request_count", "avg")));
         json_object_set_new(o, "records_origin_ns", json_integer((json_int_t)parts[i].origin));
         json_object_set_new(o, "start_realtime_ns", json_integer((json_int_t)parts[i].start_realtime_ns));
         json_t *be = json_object_get(parts[i].summary, "io_backend");

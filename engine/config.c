@@ -64,6 +64,7 @@ enum {
     OPT_MAX_CONCURRENCY,
     OPT_REQUEST_COUNT,
     OPT_DURATION,
+    OPT_GRACE,
     OPT_WARMUP,
     OPT_TIMEOUT,
     OPT_SEED,
@@ -162,6 +163,7 @@ static const struct option long_options[] = {
     {"request-count", required_argument, NULL, OPT_REQUEST_COUNT},
     {"num-requests", required_argument, NULL, OPT_REQUEST_COUNT}, /* AIPerf */
     {"benchmark-duration", required_argument, NULL, OPT_DURATION},
+    {"benchmark-grace-period", required_argument, NULL, OPT_GRACE},
     {"warmup-request-count", required_argument, NULL, OPT_WARMUP},
     {"request-timeout", required_argument, NULL, OPT_TIMEOUT},
     {"random-seed", required_argument, NULL, OPT_SEED},
@@ -750,7 +752,7 @@ typedef struct {
     bool cooldown_given, search_range_given, search_precision_given, search_trials_given, search_max_trials_given;
     const char *multirun_flag; /* the first --profile-run-* flag given */
     bool scrape_interval_given;
-    bool count_given, duration_given, artifact_dir_given;
+    bool count_given, duration_given, artifact_dir_given, grace_given;
     bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
     bool ignore_eos;
     char *endpoint;
@@ -1259,6 +1261,13 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_DURATION:
         st->duration_given = true;
         return parse_num(opt, arg, "a positive number of seconds", 0, true, 1e9, &cfg->benchmark_duration_s);
+    case OPT_GRACE:
+        st->grace_given = true;
+        if (strcmp(arg, "inf") == 0) { /* AIPerf's spelling of "wait for every request" */
+            cfg->benchmark_grace_s = -1;
+            return 0;
+        }
+        return parse_num(opt, arg, "a number of seconds (0 or more) or inf", 0, false, 1e9, &cfg->benchmark_grace_s);
     case OPT_WARMUP:
         st->warmup_given = true;
         return parse_u64(opt, arg, 0, UINT64_MAX, &cfg->warmup_request_count);
@@ -1433,6 +1442,7 @@ static int set_defaults(sg_config_t *cfg)
     cfg->distribution = SG_DIST_POISSON;
     cfg->burstiness = 1;
     cfg->request_timeout_s = 600;
+    cfg->benchmark_grace_s = -1;
     cfg->workers = usable_cpus();
     cfg->isl_mean = 550;
     cfg->num_prompts = 100;
@@ -1735,6 +1745,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
         cfg->concurrency = 1;
     if (st->rate_given)
         cfg->concurrency = 0;
+    if (st->grace_given && !st->duration_given)
+        return fail("benchmark-grace-period", "bounds the wait after --benchmark-duration's sending, so it needs "
+                                              "--benchmark-duration S");
     if (!st->count_given && !st->duration_given && !cfg->fixed_schedule)
         cfg->request_count = DEFAULT_REQUEST_COUNT; /* a fixed schedule: the number of entries, once read */
     if (isinf(cfg->request_rate)) {
@@ -2107,6 +2120,8 @@ char *sg_config_to_json(const sg_config_t *cfg)
                         cfg->benchmark_duration_s > 0 ? json_real(cfg->benchmark_duration_s) : json_null());
     json_object_set_new(o, "warmup_request_count", json_integer((json_int_t)cfg->warmup_request_count));
     json_object_set_new(o, "request_timeout", json_real(cfg->request_timeout_s));
+    json_object_set_new(o, "benchmark_grace_period",
+                        cfg->benchmark_grace_s >= 0 ? json_real(cfg->benchmark_grace_s) : json_null());
     /* as text: a u64 seed may not fit json_int_t */
     char seed[24];
     snprintf(seed, sizeof seed, "%" PRIu64, cfg->random_seed);
@@ -2323,6 +2338,11 @@ void sg_config_usage(FILE *out)
                  "                                is not given)\n"
                  "      --benchmark-duration S    measure for S seconds; with --request-count, whichever\n"
                  "                                comes first ends the run\n"
+                 "      --benchmark-grace-period S\n"
+                 "                                after --benchmark-duration's sending, wait at most S seconds\n"
+                 "                                for the requests outstanding, then cancel them: counted as\n"
+                 "                                cancelled (not failed), their waits reported (default: inf,\n"
+                 "                                each bounded by --request-timeout)\n"
                  "      --warmup-request-count N  requests sent first and left out of every metric (default: 0)\n"
                  "      --request-timeout S       seconds a request may take from its send (default: 600)\n"
                  "      --random-seed N           seed for prompts, lengths, model choice and arrival times\n"
@@ -2339,7 +2359,8 @@ void sg_config_usage(FILE *out)
                  "                                std or pNN (p50, p99, p99.9); <, <=, > or >=; METRIC takes\n"
                  "                                --goodput's names (time_to_first_token, ttft, tpot, e2el,\n"
                  "                                ...), in ms or tokens/s. Or a run-level QUANTITY<VALUE:\n"
-                 "                                error_rate (a fraction), request_throughput (req/s),\n"
+                 "                                error_rate (failed / (ok + failed); requests surge cancels\n"
+                 "                                are neither), request_throughput (ok requests/s),\n"
                  "                                output_token_throughput (tokens/s). Verdicts follow the table\n"
                  "                                and go to the summary (\"slo\"); each states n and an exact\n"
                  "                                interval: pass when all of it meets the target, fail when\n"

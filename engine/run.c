@@ -84,29 +84,34 @@ static unsigned cpu_list(int *cpus, unsigned max)
     return n;
 }
 
-static void progress_line(sg_worker_t **ws, unsigned n, const sg_config_t *cfg, int64_t start_ns, uint64_t *last_done,
-                          int64_t *last_ns, bool final)
+/*
+ * The progress line: measured requests done (ok + failed + cancelled, of --request-count), the split, and the
+ * request throughput so far: ok requests per second since the start instant, the run's request_throughput as it
+ * stands (docs/metrics.md, Rates). Warmup shows its own count.
+ */
+static void progress_line(sg_worker_t **ws, unsigned n, const sg_config_t *cfg, int64_t start_ns, bool final)
 {
-    uint64_t done = 0, errors = 0, inflight = 0, warm = 0;
+    uint64_t done = 0, errors = 0, cancelled = 0, inflight = 0, warm = 0;
     for (unsigned i = 0; i < n; i++) {
         const sg_worker_progress_t *p = sg_worker_progress(ws[i]);
         done += atomic_load_explicit(&p->completed, memory_order_relaxed);
         errors += atomic_load_explicit(&p->errors, memory_order_relaxed);
+        cancelled += atomic_load_explicit(&p->cancelled, memory_order_relaxed);
         inflight += atomic_load_explicit(&p->in_flight, memory_order_relaxed);
         warm += atomic_load_explicit(&p->warmup_done, memory_order_relaxed);
     }
     int64_t now = sg_now_ns();
-    double dt = (double)(now - *last_ns) / 1e9;
-    double rate = dt > 0 ? (double)(done - *last_done) / dt : 0;
-    *last_done = done;
-    *last_ns = now;
+    uint64_t ok = done - errors - cancelled;
     char total[32] = "?";
     if (cfg->request_count)
         snprintf(total, sizeof(total), "%llu", (unsigned long long)cfg->request_count);
     double elapsed = (double)(now - start_ns) / 1e9;
-    fprintf(stderr, "\r\033[K%s %llu/%s done  %.0f req/s  %llu in flight  %llu errors  %.1fs",
-            warm < cfg->warmup_request_count ? "warmup" : "profile", (unsigned long long)done, total, rate,
-            (unsigned long long)inflight, (unsigned long long)errors, elapsed < 0 ? 0 : elapsed);
+    if (elapsed < 0)
+        elapsed = 0;
+    fprintf(stderr, "\r\033[K%s %llu/%s done: %llu ok, %llu failed, %llu cancelled  %.1f ok/s  %llu in flight  %.1fs",
+            warm < cfg->warmup_request_count ? "warmup" : "profile", (unsigned long long)done, total,
+            (unsigned long long)ok, (unsigned long long)errors, (unsigned long long)cancelled,
+            elapsed > 0 ? (double)ok / elapsed : 0.0, (unsigned long long)inflight, elapsed);
     if (final)
         fputc('\n', stderr);
     fflush(stderr);
@@ -783,7 +788,7 @@ unsigned point_worker_count(const sg_config_t *cfg)
 static void point_abort(sg_run_t *run, point_t *pt)
 {
     char err[512];
-    atomic_store(&run->stop, 1);
+    atomic_store(&run->stop, SG_STOP_ABORT);
     run->start_ns = sg_now_ns();
     atomic_store(&run->go, 1);
     for (unsigned i = 0; i < pt->n_workers; i++)
@@ -911,10 +916,11 @@ static void report_setup(const profile_t *p, const point_t *pt)
 #define WATCH_FIRST_S 5.0
 
 typedef struct {
-    uint64_t bytes;      /* bytes received at the last look */
-    int64_t quiet_since; /* nothing received since (while something was outstanding) */
-    double report_at_s;  /* silence that earns the next line */
-    int64_t drain_since; /* every worker done issuing, something still outstanding; 0 = not (yet) */
+    uint64_t bytes;       /* bytes received at the last look */
+    int64_t quiet_since;  /* nothing received since (while something was outstanding) */
+    double report_at_s;   /* silence that earns the next line */
+    int64_t drain_since;  /* every worker done issuing, something still outstanding; 0 = not (yet) */
+    int64_t sending_over; /* every worker done issuing (--benchmark-grace-period counts from it); 0 = not (yet) */
     bool drain_said;
 } watch_t;
 
@@ -938,6 +944,8 @@ static void watch(const profile_t *p, const point_t *pt, watch_t *wt, int64_t no
         done_issuing += (unsigned)(atomic_load_explicit(&wp->issuing_done, memory_order_relaxed) ||
                                    atomic_load_explicit(&wp->finished, memory_order_relaxed));
     }
+    if (done_issuing == pt->n_workers && !wt->sending_over)
+        wt->sending_over = now;
     if (g_interrupted)
         return;
     bool outstanding = in_flight + waiting + connecting > 0;
@@ -979,8 +987,9 @@ static void watch(const profile_t *p, const point_t *pt, watch_t *wt, int64_t no
             watch_line_start(show);
             fprintf(stderr,
                     "surge: sending is over (--benchmark-duration %g s); waiting for the %llu request%s still "
-                    "outstanding, each at most --request-timeout %g s after its send (Ctrl-C ends the run now and "
-                    "keeps what was measured)\n",
+                    "outstanding, each at most --request-timeout %g s after its send (Ctrl-C, or "
+                    "--benchmark-grace-period S, ends the run and keeps what was measured; what is outstanding then "
+                    "is counted as cancelled)\n",
                     cfg->benchmark_duration_s, (unsigned long long)(in_flight + waiting),
                     in_flight + waiting == 1 ? "" : "s", cfg->request_timeout_s);
             fflush(stderr);
@@ -1010,15 +1019,14 @@ static void point_wait(profile_t *p, point_t *pt)
     if (p->dist && !g_interrupted && dist_start(p, &run->start_ns) < 0) {
         /* no start for everyone: the workers go and stop at once, measuring nothing */
         run->start_ns = sg_now_ns();
-        atomic_store(&run->stop, 1);
+        atomic_store(&run->stop, SG_STOP_ABORT);
         pt->fatal = true;
     }
     double cpu_at_start = process_cpu_s();
     atomic_store(&run->go, 1);
 
     bool show = cfg->progress > 0 || (cfg->progress < 0 && isatty(STDERR_FILENO));
-    uint64_t last_done = 0;
-    int64_t last_ns = run->start_ns, last_print = 0;
+    int64_t last_print = 0;
     bool stop_sent = false;
     watch_t wt = {.quiet_since = run->start_ns, .report_at_s = WATCH_FIRST_S};
     for (;;) {
@@ -1028,23 +1036,32 @@ static void point_wait(profile_t *p, point_t *pt)
         if (finished == n)
             break;
         if (p->dist && !stop_sent && dist_tick(p, g_interrupted != 0)) {
-            atomic_store(&run->stop, 1);
+            atomic_store(&run->stop, SG_STOP_INTERRUPT);
             for (unsigned i = 0; i < n; i++)
                 sg_worker_wake(ws[i]);
             stop_sent = true;
         }
         if (g_interrupted && !stop_sent) {
-            atomic_store(&run->stop, 1);
+            atomic_store(&run->stop, SG_STOP_INTERRUPT);
             for (unsigned i = 0; i < n; i++)
                 sg_worker_wake(ws[i]);
             stop_sent = true;
         }
         int64_t now = sg_now_ns();
         watch(p, pt, &wt, now, show);
+        /* --benchmark-grace-period: what is still outstanding that long after the sending ended is cancelled */
+        if (cfg->benchmark_grace_s >= 0 && wt.sending_over && !stop_sent && !atomic_load(&run->stop) &&
+            now - wt.sending_over >= (int64_t)(cfg->benchmark_grace_s * 1e9)) {
+            atomic_store(&run->stop, SG_STOP_GRACE);
+            for (unsigned i = 0; i < n; i++)
+                sg_worker_wake(ws[i]);
+            stop_sent = true;
+            pt->grace_ended = true;
+        }
         if (pt->spec.probe)
             probe_look(p, pt, now);
         if (show && now - last_print >= 500000000LL) {
-            progress_line(ws, n, cfg, run->start_ns, &last_done, &last_ns, false);
+            progress_line(ws, n, cfg, run->start_ns, false);
             last_print = now;
         }
         struct timespec ts = {0, 20000000};
@@ -1053,7 +1070,7 @@ static void point_wait(profile_t *p, point_t *pt)
     pt->client_cpu_s = process_cpu_s() - cpu_at_start;
     pt->interrupted = g_interrupted != 0 || p->dist_stopped;
     if (show)
-        progress_line(ws, n, cfg, run->start_ns, &last_done, &last_ns, true);
+        progress_line(ws, n, cfg, run->start_ns, true);
 }
 
 static void print_worker_stats(const sg_run_t *run, unsigned i, const sg_worker_t *w)
@@ -1271,25 +1288,29 @@ static void point_verdicts(point_t *pt)
     pt->slo_pass = pt->slo_outcome == SG_SLO_PASS;
 }
 
-/* A point of a sweep or search in one line, its table being in its files. */
+/* A point of a sweep or search in one line, its table being in its files; its rates named as everywhere else. */
 static void point_line(const point_t *pt)
 {
     const sg_config_t *cfg = &pt->cfg;
-    uint64_t ok = sg_metrics_ok(pt->merged), failed = sg_metrics_errors(pt->merged);
+    const sg_metrics_t *m = pt->merged;
+    uint64_t ok = sg_metrics_ok(m), failed = sg_metrics_errors(m), cancelled = sg_metrics_cancelled(m);
     double d = pt->duration_s;
     char load[64];
     if (cfg->request_rate > 0)
         snprintf(load, sizeof load, "request rate %g/s", cfg->request_rate);
     else
         snprintf(load, sizeof load, "concurrency %u", cfg->concurrency);
-    const sg_hist_t *lat = sg_metrics_hist(pt->merged, SG_M_LATENCY);
-    const sg_hist_t *ttft = sg_metrics_hist(pt->merged, SG_M_TTFT);
+    const sg_hist_t *lat = sg_metrics_hist(m, SG_M_LATENCY);
+    const sg_hist_t *ttft = sg_metrics_hist(m, SG_M_TTFT);
     char ttft_txt[64] = "";
     if (sg_hist_count(ttft))
         snprintf(ttft_txt, sizeof ttft_txt, ", TTFT p99 %.1f ms", sg_hist_percentile(ttft, 99) * 1e-6);
-    fprintf(stderr, "surge: %s: %llu ok, %llu failed, %.1f req/s%s, latency p99 %.1f ms%s (%s/)\n", load,
-            (unsigned long long)ok, (unsigned long long)failed, d > 0 ? (double)ok / d : 0, ttft_txt,
-            sg_hist_count(lat) ? sg_hist_percentile(lat, 99) * 1e-6 : 0,
+    fprintf(stderr,
+            "surge: %s: %llu ok, %llu failed, %llu cancelled; offered %.1f req/s, throughput %.1f ok/s%s, latency p99 "
+            "%.1f ms%s%s (%s/)\n",
+            load, (unsigned long long)ok, (unsigned long long)failed, (unsigned long long)cancelled,
+            sg_metrics_offered_rate(m), d > 0 ? (double)ok / d : 0, ttft_txt,
+            sg_hist_count(lat) ? sg_hist_percentile(lat, 99) * 1e-6 : 0, cancelled ? " (censored)" : "",
             !cfg->n_slo_checks                       ? ""
             : pt->slo_outcome == SG_SLO_PASS         ? ", SLOs pass"
             : pt->slo_outcome == SG_SLO_INCONCLUSIVE ? ", SLOs inconclusive"
@@ -1305,12 +1326,18 @@ static int point_report(profile_t *p, point_t *pt)
     char *input_json = sg_config_to_json(cfg);
     char *scrapes = report_scrapes(p, pt);
     char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
+    /* why surge cancelled what it did (the workers' messages say it per request) */
+    const char *cancelled_why = pt->interrupted           ? "the run was interrupted"
+                                : pt->probe.stopped_early ? "the probe was stopped early"
+                                : pt->grace_ended         ? "--benchmark-grace-period ended"
+                                                          : NULL;
     sg_run_info_t info = {
         .extra_json = dist_json,
         .server_metrics_json = scrapes,
         .title = "surge | LLM Metrics",
         .streaming = p->n_streaming > 0,
         .interrupted = pt->interrupted,
+        .cancelled_why = cancelled_why,
         .warmup_count = pt->warmup,
         .input_config_json = input_json ? input_json : "{}",
         .has_slos = cfg->n_slos > 0,
@@ -1361,7 +1388,12 @@ static int point_report(profile_t *p, point_t *pt)
         return EXIT_REQUEST_ERRORS;
     }
     if (ok + failed == 0) {
-        fprintf(stderr, "surge: no request was measured\n");
+        uint64_t cancelled = sg_metrics_cancelled(pt->merged);
+        if (cancelled)
+            fprintf(stderr, "surge: no request completed: the %llu measured were all cancelled (%s)\n",
+                    (unsigned long long)cancelled, cancelled_why ? cancelled_why : "the run stopped");
+        else
+            fprintf(stderr, "surge: no request was measured\n");
         return EXIT_REQUEST_ERRORS;
     }
     if (pt->slo_outcome == SG_SLO_FAIL) {

@@ -98,6 +98,7 @@ typedef struct {
     bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
     double client_cpu_s;
     bool interrupted;
+    bool grace_ended;           /* --benchmark-grace-period ran out: what was outstanding was cancelled */
     bool fatal;                 /* a worker failed, or the OSL pass or the merge did */
     struct sg_scraper *scraper; /* --server-metrics-url: scraping from just before the load to just after */
     /* after point_report */

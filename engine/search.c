@@ -69,7 +69,7 @@ void probe_begin(profile_t *p, point_t *pt)
 static void probe_stop(profile_t *p, point_t *pt)
 {
     pt->probe.stopped_early = true;
-    atomic_store(&p->run.stop, 1);
+    atomic_store(&p->run.stop, SG_STOP_PROBE);
     for (unsigned i = 0; i < pt->n_workers; i++)
         sg_worker_wake(pt->ws[i]);
 }

@@ -62,6 +62,9 @@ typedef struct {
     uint32_t max_concurrency; /* open-loop cap on in-flight requests; 0 = none */
     uint64_t request_count;   /* measured requests; 0 = bounded by duration only */
     double benchmark_duration_s; /* 0 = bounded by count only */
+    double benchmark_grace_s;    /* --benchmark-grace-period: after the duration's sending, how long requests
+                                    outstanding may finish before they are cancelled; < 0 (default) = no bound but
+                                    --request-timeout */
     uint64_t warmup_request_count;
     double request_timeout_s; /* per request, from send; also bounds the drain */
     uint64_t random_seed;

@@ -19,6 +19,15 @@
 
 #include <stdatomic.h>
 
+/* Why the controller stopped a run (sg_run_t.stop): said in each cancelled request's message. */
+typedef enum {
+    SG_STOP_NONE = 0,
+    SG_STOP_INTERRUPT, /* SIGINT or SIGTERM (or, over several processes, another rank's) */
+    SG_STOP_PROBE,     /* a search probe stopped early: an --slo could no longer hold */
+    SG_STOP_GRACE,     /* --benchmark-grace-period ran out after --benchmark-duration */
+    SG_STOP_ABORT,     /* the run could not start */
+} sg_stop_why_t;
+
 /*
  * A search probe's per-request bound (engine/search.c): the workers count the measured successful requests whose
  * metric is over it (under it for a floor), so the controller can stop a probe whose percentile SLO can no longer
@@ -50,7 +59,7 @@ typedef struct sg_run {
     unsigned streams_total;            /* stream_offset.. of streams_total (0: this process alone) */
     int64_t start_ns;                  /* the shared start instant; written before go is set */
     atomic_int go;                     /* workers wait for it after their set-up */
-    atomic_int stop;                   /* SIGINT: stop issuing, cancel what is in flight */
+    atomic_int stop;                   /* an sg_stop_why_t: stop issuing, cancel what is in flight; 0 = go on */
     sg_run_bound_t bounds[SG_SLO_MAX]; /* a search probe's; counted into sg_worker_progress_t.over */
     size_t n_bounds;
 } sg_run_t;

@@ -20,8 +20,9 @@ typedef struct sg_worker sg_worker_t;
  * published once per loop iteration.
  */
 typedef struct {
-    _Alignas(SG_CACHELINE) atomic_uint_fast64_t completed; /* measured requests finished, ok or not */
-    atomic_uint_fast64_t errors;                           /* measured requests failed */
+    _Alignas(SG_CACHELINE) atomic_uint_fast64_t completed; /* measured requests finished: ok, failed, cancelled */
+    atomic_uint_fast64_t errors;                           /* measured requests failed (cancelled ones are not) */
+    atomic_uint_fast64_t cancelled;                        /* measured requests surge cancelled (run->stop) */
     atomic_uint_fast64_t in_flight;
     atomic_uint_fast64_t warmup_done;
     atomic_uint_fast64_t waiting;          /* issued requests not yet sent (no connection or stream free yet) */

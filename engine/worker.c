@@ -202,7 +202,9 @@ void wk_record_done(sg_worker_t *w, sg_record_t *rec)
         if (SG_UNLIKELY(w->run->n_bounds) && rec->err_class == SG_ERRC_NONE)
             count_bounds(w, rec);
         atomic_fetch_add_explicit(&w->progress.completed, 1, memory_order_relaxed);
-        if (rec->err_class != SG_ERRC_NONE)
+        if (rec->err_class == SG_ERRC_CANCELLED)
+            atomic_fetch_add_explicit(&w->progress.cancelled, 1, memory_order_relaxed);
+        else if (rec->err_class != SG_ERRC_NONE)
             atomic_fetch_add_explicit(&w->progress.errors, 1, memory_order_relaxed);
     }
     if (w->log) {
@@ -353,8 +355,25 @@ static void check_timeouts(sg_worker_t *w, int64_t now)
     wk_conn_dispatch(w);
 }
 
+/* Why the run stopped, for the cancelled requests' messages (sg_stop_why_t). */
+static const char *stop_why(const sg_worker_t *w)
+{
+    switch (atomic_load_explicit(&w->run->stop, memory_order_relaxed)) {
+    case SG_STOP_PROBE:
+        return "the probe stopped early";
+    case SG_STOP_GRACE:
+        return "--benchmark-grace-period ended";
+    case SG_STOP_INTERRUPT:
+        return "the run was interrupted";
+    default:
+        return w->fatal ? "the worker failed" : "the run stopped";
+    }
+}
+
+/* Everything outstanding ends as cancelled: surge's decision, not the server's failure (docs/metrics.md). */
 static void cancel_all(sg_worker_t *w, int64_t now)
 {
+    const char *why = stop_why(w);
     w->issuing_done = true;
     if (w->sess)
         wk_sess_cancel(w, now);
@@ -366,12 +385,12 @@ static void cancel_all(sg_worker_t *w, int64_t now)
             r->conn->rs.req = NULL;
             wk_conn_close(r->conn);
         }
-        wk_set_error(r, SG_ERRC_CANCELLED, "run interrupted while the request was in flight");
+        wk_set_error(r, SG_ERRC_CANCELLED, "%s while the request was in flight", why);
         wk_req_finish(w, r, now);
     }
     sg_req_t *r;
     while ((r = wk_wait_pop_opened_for(w))) {
-        wk_set_error(r, SG_ERRC_CANCELLED, "run interrupted before the request could be sent");
+        wk_set_error(r, SG_ERRC_CANCELLED, "%s before the request could be sent", why);
         wk_req_finish(w, r, now);
     }
 }

@@ -179,7 +179,7 @@ _Static_assert(SG_ARRAY_LEN(display_order) == SG_M__COUNT, "every metric has a p
 /* The union of GenAI-Perf's console columns (p75) and AIPerf's (p50, std), each reader finding all of its own. */
 #define N_COLS 8
 #define CELL 40
-#define MAX_ROWS (SG_M__COUNT + 8)
+#define MAX_ROWS (SG_M__COUNT + 12)
 /* Longer labels put their unit on a second line, as GenAI-Perf and AIPerf do, so the table fits 120 columns. */
 #define LABEL_WRAP 36
 
@@ -260,10 +260,12 @@ static size_t table_rows(row_t *rows, const sg_metrics_t *m, const sg_run_info_t
     if (output)
         value_row(&rows[n++], "Total token throughput (tokens/sec)", per_sec(out_tok + in_tok, duration), 2);
     value_row(&rows[n++], "Request throughput (per sec)", per_sec(sg_metrics_ok(m), duration), 2);
+    value_row(&rows[n++], "Offered request rate (per sec)", sg_metrics_offered_rate(m), 2);
     if (info && info->has_slos)
         value_row(&rows[n++], "Goodput (per sec)", per_sec(sg_metrics_good(m), duration), 2);
     value_row(&rows[n++], "Request count", (double)sg_metrics_ok(m), 0);
     value_row(&rows[n++], "Error request count", (double)sg_metrics_errors(m), 0);
+    value_row(&rows[n++], "Cancelled request count", (double)sg_metrics_cancelled(m), 0);
     value_row(&rows[n++], "Benchmark duration (sec)", duration, 2);
     return n;
 }
@@ -386,6 +388,53 @@ static void put_clamped(FILE *out, const sg_metrics_t *m)
         fprintf(out, "Note: %s: %" PRIu64 " value%s above the histogram's %s range %s clamped to it\n",
                 sg_metric_tag((sg_metric_id_t)i), n, n == 1 ? "" : "s", range, n == 1 ? "was" : "were");
     }
+}
+
+/* The percentiles the table shows, and which of them the censored requests can be said to push up. */
+static const struct {
+    const char *key;
+    double p;
+} table_pcts[] = {{"p50", 50}, {"p75", 75}, {"p90", 90}, {"p99", 99}};
+
+/*
+ * Requests surge cancelled: how many, why, how long they had waited. They are in no distribution; each one's latency
+ * is at least its wait, so when counting them at their waits lifts a percentile the table shows, say by how much.
+ */
+static void put_cancelled(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    uint64_t n = sg_metrics_cancelled(m);
+    if (!n)
+        return;
+    const sg_hist_t *w = sg_metrics_cancel_wait(m);
+    char num[CELL], med[CELL], max[CELL];
+    fmt_num(num, sizeof num, (double)n, 0);
+    fmt_num(med, sizeof med, sg_hist_percentile(w, 50) * 1e-6, 2);
+    fmt_num(max, sizeof max, (double)sg_hist_max(w) * 1e-6, 2);
+    const char *why = info && info->cancelled_why ? info->cancelled_why : NULL;
+    fprintf(out,
+            "Cancelled: %s request%s stopped by surge%s%s%s, neither ok nor failed (in no error count or rate); they "
+            "had waited %s ms median, %s ms max from their intended start\n",
+            num, n == 1 ? "" : "s", why ? " (" : "", why ? why : "", why ? ")" : "", med, max);
+    fputs("  censored: in no distribution above; each one's latency is at least its wait\n", out);
+    if (sg_hist_count(sg_metrics_hist(m, SG_M_LATENCY)) == 0) {
+        fputs("  no request completed: the run's latency percentiles are unknown, at least the waits above\n", out);
+        return;
+    }
+    bool said = false;
+    for (size_t i = 0; i < SG_ARRAY_LEN(table_pcts); i++) {
+        double shown = stat_pct(m, SG_M_LATENCY, table_pcts[i].p);
+        double least = sg_metrics_latency_at_least(m, table_pcts[i].p) * 1e-6;
+        if (!(least > shown))
+            continue;
+        char a[CELL], b[CELL];
+        fmt_num(a, sizeof a, least, 2);
+        fmt_num(b, sizeof b, shown, 2);
+        fprintf(out, "%s %s at least %s ms (table: %s)", said ? "," : "  with them at their waits, request latency",
+                table_pcts[i].key, a, b);
+        said = true;
+    }
+    if (said)
+        fputs("\n", out);
 }
 
 /* Why a successful request can lack a metric an SLO names; NULL for the metrics every such request has. */
@@ -594,6 +643,7 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
     put_box(out, rows, n_rows, info && info->title ? info->title : "surge | LLM Metrics");
     put_turns(out, m);
     put_errors(out, m);
+    put_cancelled(out, m, info);
     put_goodput(out, m, info);
     put_verdicts(out, info);
     if (info && info->resent_count)
@@ -604,7 +654,7 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
     if (info && info->warmup_count)
         fprintf(out, "Warmup requests (not counted): %" PRIu64 "\n", info->warmup_count);
     if (info && info->client_cpu_s > 0) {
-        uint64_t sent = sg_metrics_ok(m) + sg_metrics_errors(m) + info->warmup_count;
+        uint64_t sent = sg_metrics_ok(m) + sg_metrics_errors(m) + sg_metrics_cancelled(m) + info->warmup_count;
         fprintf(out, "Client CPU: %.2f s (%.2f us per request%s%s)\n", info->client_cpu_s,
                 sent ? info->client_cpu_s * 1e6 / (double)sent : 0.0, info->io_backend ? ", " : "",
                 info->io_backend ? info->io_backend : "");
@@ -656,18 +706,59 @@ static json_t *single(const char *unit, json_t *avg)
     return o;
 }
 
-static json_t *distribution(const sg_metrics_t *m, sg_metric_id_t id)
+/* {"unit", "avg", "min", "max", "std", "p1" ... "p99_9", "count"} of one histogram, its values times scale. */
+static json_t *hist_distribution(const sg_hist_t *h, const char *unit, double scale)
 {
     json_t *o = json_object();
     int rc = o ? 0 : -ENOMEM;
-    rc = rc ? rc : set(o, "unit", json_string(sg_metric_unit(id)));
-    rc = rc ? rc : set(o, "avg", real(stat_avg(m, id)));
-    rc = rc ? rc : set(o, "min", real(stat_min(m, id)));
-    rc = rc ? rc : set(o, "max", real(stat_max(m, id)));
-    rc = rc ? rc : set(o, "std", real(stat_std(m, id)));
+    rc = rc ? rc : set(o, "unit", json_string(unit));
+    rc = rc ? rc : set(o, "avg", real(sg_hist_mean(h) * scale));
+    rc = rc ? rc : set(o, "min", real((double)sg_hist_min(h) * scale));
+    rc = rc ? rc : set(o, "max", real((double)sg_hist_max(h) * scale));
+    rc = rc ? rc : set(o, "std", real(sg_hist_stddev(h) * scale));
     for (size_t i = 0; i < SG_ARRAY_LEN(json_stats) && !rc; i++)
-        rc = set(o, json_stats[i].key, real(stat_pct(m, id, json_stats[i].p)));
-    rc = rc ? rc : set(o, "count", json_integer((json_int_t)sg_hist_count(sg_metrics_hist(m, id))));
+        rc = set(o, json_stats[i].key, real(sg_hist_percentile(h, json_stats[i].p) * scale));
+    rc = rc ? rc : set(o, "count", json_integer((json_int_t)sg_hist_count(h)));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *distribution(const sg_metrics_t *m, sg_metric_id_t id)
+{
+    return hist_distribution(sg_metrics_hist(m, id), sg_metric_unit(id), sg_metric_scale(id));
+}
+
+/*
+ * What the cancelled (right-censored) requests do to the latency percentiles: they are in no distribution; with
+ * each counted at its wait, request_latency's percentiles are lower bounds of what a run that waited for them
+ * would have shown. understated: the table's percentiles (p50, p75, p90, p99) that bound is above.
+ */
+static json_t *censoring(const sg_metrics_t *m)
+{
+    uint64_t n = sg_metrics_cancelled(m);
+    json_t *o = json_object(), *least = n ? json_object() : json_null(), *under = json_array();
+    int rc = o && least && under ? 0 : -ENOMEM;
+    if (rc) {
+        json_decref(o);
+        json_decref(least);
+        json_decref(under);
+        return NULL;
+    }
+    rc = set(o, "cancelled", json_integer((json_int_t)n));
+    rc = rc ? rc : set(o, "in_distributions", json_false());
+    rc = rc ? rc : set(o, "request_latency_at_least", least);
+    rc = rc ? rc : set(o, "understated", under);
+    bool completed = sg_hist_count(sg_metrics_hist(m, SG_M_LATENCY)) > 0;
+    for (size_t i = 0; n && i < SG_ARRAY_LEN(json_stats) && !rc; i++) {
+        double v = sg_metrics_latency_at_least(m, json_stats[i].p) * 1e-6;
+        rc = set(least, json_stats[i].key, real(v));
+        for (size_t k = 0; k < SG_ARRAY_LEN(table_pcts) && !rc; k++)
+            if (table_pcts[k].p == json_stats[i].p && (!completed || v > stat_pct(m, SG_M_LATENCY, json_stats[i].p)))
+                rc = json_array_append_new(under, json_string(json_stats[i].key)) ? -ENOMEM : 0;
+    }
     if (rc) {
         json_decref(o);
         return NULL;
@@ -799,6 +890,7 @@ static json_t *turns_summary(const sg_metrics_t *m)
             rc = set(o, "and_later", json_true());
         rc = rc ? rc : set(o, "request_count", json_integer((json_int_t)sg_metrics_ok(t)));
         rc = rc ? rc : set(o, "error_request_count", json_integer((json_int_t)sg_metrics_errors(t)));
+        rc = rc ? rc : set(o, "cancelled_request_count", json_integer((json_int_t)sg_metrics_cancelled(t)));
         for (size_t k = 0; k < SG_ARRAY_LEN(ids) && !rc; k++)
             if (exported(t, ids[k]))
                 rc = set(o, sg_metric_tag(ids[k]), distribution(t, ids[k]));
@@ -831,6 +923,15 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     rc = rc ? rc : set(root, "request_throughput", single("requests/sec", real(per_sec(sg_metrics_ok(m), duration))));
     rc = rc ? rc : set(root, "request_count", single("requests", json_integer((json_int_t)sg_metrics_ok(m))));
     rc = rc ? rc : set(root, "error_request_count", single("requests", json_integer((json_int_t)sg_metrics_errors(m))));
+    rc = rc ? rc : set(root, "offered_request_rate", single("requests/sec", real(sg_metrics_offered_rate(m))));
+    rc = rc ? rc
+            : set(root, "cancelled_request_count",
+                  single("requests", json_integer((json_int_t)sg_metrics_cancelled(m))));
+    if (sg_metrics_cancelled(m))
+        rc = rc ? rc : set(root, "cancelled_request_wait", hist_distribution(sg_metrics_cancel_wait(m), "ms", 1e-6));
+    rc = rc ? rc : set(root, "censoring", censoring(m));
+    if (!rc && info && info->cancelled_why && sg_metrics_cancelled(m))
+        rc = set(root, "cancelled_why", json_string(info->cancelled_why));
     rc = rc ? rc
             : set(root, "resent_request_count",
                   single("requests", json_integer((json_int_t)(info ? info->resent_count : 0))));
@@ -1017,6 +1118,16 @@ static void csv_distributions(FILE *f, const sg_metrics_t *m, const sg_run_info_
         fprintf(f, ",%.2f,%.2f,%" PRIu64 "\n", stat_std(m, id), stat_pct(m, id, 99.9),
                 sg_hist_count(sg_metrics_hist(m, id)));
     }
+    /* the cancelled requests' waits (censored: not latencies), after every metric */
+    const sg_hist_t *w = sg_metrics_cancel_wait(m);
+    if (sg_hist_count(w)) {
+        fprintf(f, "Cancelled Request Wait (ms),%.2f,%.2f,%.2f", sg_hist_mean(w) * 1e-6, (double)sg_hist_min(w) * 1e-6,
+                (double)sg_hist_max(w) * 1e-6);
+        for (size_t p = 0; p < SG_ARRAY_LEN(pcts); p++)
+            fprintf(f, ",%.2f", sg_hist_percentile(w, pcts[p]) * 1e-6);
+        fprintf(f, ",%.2f,%.2f,%" PRIu64 "\n", sg_hist_stddev(w) * 1e-6, sg_hist_percentile(w, 99.9) * 1e-6,
+                sg_hist_count(w));
+    }
 }
 
 /* The single values: GenAI-Perf's rows first, in its order and with its names, then surge's. */
@@ -1034,6 +1145,8 @@ static void csv_values(FILE *f, const sg_metrics_t *m, const sg_run_info_t *info
     fprintf(f, "Input Token Throughput (tokens/sec),%.2f\n", per_sec(in_tok, duration));
     fprintf(f, "Total Token Throughput (tokens/sec),%.2f\n", per_sec(in_tok + out_tok, duration));
     fprintf(f, "Error Request Count (count),%" PRIu64 "\n", sg_metrics_errors(m));
+    fprintf(f, "Cancelled Request Count (count),%" PRIu64 "\n", sg_metrics_cancelled(m));
+    fprintf(f, "Offered Request Rate (per sec),%.2f\n", sg_metrics_offered_rate(m));
     if (slos)
         fprintf(f, "Good Request Count (count),%" PRIu64 "\n", sg_metrics_good(m));
     fprintf(f, "Benchmark Duration (sec),%.3f\n", duration);

@@ -260,6 +260,7 @@ static const struct {
     {"total_isl", "Total Input Sequence Length"},
     {"total_osl", "Total Output Sequence Length"},
     {"error_request_count", "Error Request Count"},
+    {"cancelled_request_count", "Cancelled Request Count"},
     {"total_token_throughput", "Total Token Throughput"},
     {"input_token_throughput", "Input Token Throughput"},
     {"time_to_first_token_from_send", "Time to First Token from Send"},

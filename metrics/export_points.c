@@ -21,9 +21,10 @@ void sg_point_row_fill(sg_point_row_t *row, const sg_metrics_t *m)
 {
     row->ok = sg_metrics_ok(m);
     row->errors = sg_metrics_errors(m);
+    row->cancelled = sg_metrics_cancelled(m);
     row->duration_s = sg_metrics_duration_s(m);
     double d = row->duration_s;
-    row->achieved_rate = d > 0 ? (double)(row->ok + row->errors) / d : 0;
+    row->offered_rate = sg_metrics_offered_rate(m);
     row->request_throughput = d > 0 ? (double)row->ok / d : 0;
     row->output_token_throughput = d > 0 ? (double)sg_metrics_output_tokens(m) / d : 0;
     row->ttft_p50 = pct_ms(m, SG_M_TTFT, 50);
@@ -64,7 +65,8 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
                      size_t n_slo, bool probes)
 {
     static const col_t figures[] = {
-        {"req/s", offsetof(sg_point_row_t, achieved_rate)},
+        {"offered/s", offsetof(sg_point_row_t, offered_rate)},
+        {"ok/s", offsetof(sg_point_row_t, request_throughput)},
         {"TTFT p50", offsetof(sg_point_row_t, ttft_p50)},
         {"TTFT p99", offsetof(sg_point_row_t, ttft_p99)},
         {"ITL p50", offsetof(sg_point_row_t, itl_p50)},
@@ -84,7 +86,7 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
     for (size_t c = 0; c < SG_ARRAY_LEN(figures); c++)
         if (any(rows, n, figures[c].off))
             fprintf(out, " %11s", figures[c].head);
-    fprintf(out, " %8s %8s", "ok", "errors");
+    fprintf(out, " %8s %8s %9s", "ok", "failed", "cancelled");
     if (n_slo)
         fprintf(out, " %6s", "SLOs");
     if (probes)
@@ -105,7 +107,8 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
                 cell_num(v, sizeof v, *(const double *)((const char *)r + figures[c].off));
                 fprintf(out, " %11s", v);
             }
-        fprintf(out, " %8llu %8llu", (unsigned long long)r->ok, (unsigned long long)r->errors);
+        fprintf(out, " %8llu %8llu %9llu", (unsigned long long)r->ok, (unsigned long long)r->errors,
+                (unsigned long long)r->cancelled);
         if (n_slo) {
             size_t passed = 0;
             for (size_t k = 0; k < r->n_slo; k++)
@@ -132,7 +135,11 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
             fprintf(out, "%s %s", k ? "," : "", checks[k].text);
         fputc('\n', out);
     }
-    fprintf(out, "Times in ms; req/s: requests completed (ok or failed) per second of each point's duration\n");
+    fprintf(out,
+            "Times in ms (latencies of ok requests; cancelled ones are censored, in none); %s"
+            "offered/s: requests issued (ok + failed + cancelled) per second of the sending; ok/s: request "
+            "throughput, ok requests per second of the point's duration\n",
+            closed ? "" : "rate: the configured request rate; ");
 }
 
 /* ---------- JSON ---------- */
@@ -160,8 +167,9 @@ json_t *sg_points_json(const sg_point_row_t *rows, size_t n, const sg_slo_check_
         json_object_set_new(o, "was_interrupted", json_boolean(r->interrupted));
         json_object_set_new(o, "request_count", json_integer((json_int_t)r->ok));
         json_object_set_new(o, "error_count", json_integer((json_int_t)r->errors));
+        json_object_set_new(o, "cancelled_count", json_integer((json_int_t)r->cancelled));
         json_object_set_new(o, "benchmark_duration", json_real(r->duration_s));
-        json_object_set_new(o, "achieved_request_rate", json_real(r->achieved_rate));
+        json_object_set_new(o, "offered_request_rate", json_real(r->offered_rate));
         json_object_set_new(o, "request_throughput", json_real(r->request_throughput));
         json_object_set_new(o, "output_token_throughput", json_real(r->output_token_throughput));
         json_object_set_new(o, "time_to_first_token_p50", num_or_null(r->ttft_p50));
@@ -222,8 +230,8 @@ int sg_points_csv(const char *path, const sg_point_row_t *rows, size_t n, const 
     FILE *f = of.f;
     bool closed = n > 0 && rows[0].closed;
     fprintf(f,
-            "%s,Trial,Artifact Subdir,Exit Code,Request Count,Error Count,Benchmark Duration (sec),"
-            "Achieved Request Rate (per sec),Request Throughput (per sec),Output Token Throughput (tokens/sec),"
+            "%s,Trial,Artifact Subdir,Exit Code,Request Count,Error Count,Cancelled Count,Benchmark Duration (sec),"
+            "Offered Request Rate (per sec),Request Throughput (per sec),Output Token Throughput (tokens/sec),"
             "Time To First Token p50 (ms),Time To First Token p99 (ms),Inter Token Latency p50 (ms),"
             "Inter Token Latency p99 (ms),Request Latency p50 (ms),Request Latency p99 (ms),Schedule Lag p99 (ms)",
             closed ? "Concurrency" : "Request Rate (per sec)");
@@ -232,10 +240,10 @@ int sg_points_csv(const char *path, const sg_point_row_t *rows, size_t n, const 
     fprintf(f, ",SLO Pass\n");
     for (size_t i = 0; i < n; i++) {
         const sg_point_row_t *r = &rows[i];
-        fprintf(f, "%.15g,%u,%s,%d,%llu,%llu", r->value, r->trial, r->dir, r->exit_code, (unsigned long long)r->ok,
-                (unsigned long long)r->errors);
+        fprintf(f, "%.15g,%u,%s,%d,%llu,%llu,%llu", r->value, r->trial, r->dir, r->exit_code, (unsigned long long)r->ok,
+                (unsigned long long)r->errors, (unsigned long long)r->cancelled);
         csv_num(f, r->duration_s);
-        csv_num(f, r->achieved_rate);
+        csv_num(f, r->offered_rate);
         csv_num(f, r->request_throughput);
         csv_num(f, r->output_token_throughput);
         csv_num(f, r->ttft_p50);

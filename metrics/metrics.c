@@ -4,6 +4,7 @@
  */
 #include "sg_metrics.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,10 @@
 struct sg_metrics {
     sg_hist_t *hist[SG_M__COUNT];
     uint64_t ok;
-    uint64_t errors;
+    uint64_t errors;          /* failed: every class but cancelled */
+    uint64_t cancelled;       /* cancelled by surge itself (SG_ERRC_CANCELLED): neither ok nor failed */
+    sg_hist_t *cancel_wait;   /* each cancelled request's wait: cancellation - intended start, ns */
+    int64_t last_intended_ns; /* with first_intended_ns: the sending span of the measured requests */
     uint64_t good;
     uint64_t output_tokens;
     uint64_t input_tokens;
@@ -137,6 +141,9 @@ sg_metrics_t *sg_metrics_new(const sg_slo_t *slos, size_t n_slos)
     if (!m)
         return NULL;
     m->first_intended_ns = INT64_MAX;
+    m->cancel_wait = sg_hist_new(TIME_MAX_NS);
+    if (!m->cancel_wait)
+        goto fail;
     for (int i = 0; i < SG_M__COUNT; i++) {
         m->hist[i] = sg_hist_new(metric_info[i].max_value);
         if (!m->hist[i])
@@ -160,6 +167,7 @@ void sg_metrics_free(sg_metrics_t *m)
         return;
     for (int i = 0; i < SG_M__COUNT; i++)
         sg_hist_free(m->hist[i]);
+    sg_hist_free(m->cancel_wait);
     for (size_t i = 0; i < m->n_turns; i++)
         sg_metrics_free(m->turns[i]);
     free(m->turns);
@@ -200,7 +208,7 @@ size_t sg_metrics_bytes(const sg_metrics_t *m)
     size_t n = sizeof(*m);
     for (int i = 0; i < SG_M__COUNT; i++)
         n += sg_hist_bytes(m->hist[i]);
-    return n;
+    return n + sg_hist_bytes(m->cancel_wait);
 }
 
 static sg_error_group_t *find_group(sg_metrics_t *m, sg_err_class_t cls, int32_t status, const char *msg)
@@ -433,7 +441,18 @@ static void add_one(sg_metrics_t *m, const sg_record_t *r)
         m->first_intended_ns = r->intended_ns;
     if (r->end_ns > m->last_end_ns)
         m->last_end_ns = r->end_ns;
+    if (r->intended_ns > m->last_intended_ns)
+        m->last_intended_ns = r->intended_ns;
 
+    if (r->err_class == SG_ERRC_CANCELLED) {
+        /* surge stopped it, not the server: a right-censored observation (its latency is at least this wait),
+         * counted apart from failures and kept out of the distributions (docs/metrics.md, Cancelled requests) */
+        m->cancelled++;
+        sg_hist_record(m->cancel_wait, nonneg(r->end_ns - r->intended_ns));
+        if (r->sent_ns)
+            sg_hist_record(m->hist[SG_M_SCHEDULE_LAG], nonneg(r->sent_ns - r->intended_ns));
+        return;
+    }
     if (r->err_class != SG_ERRC_NONE) {
         m->errors++;
         /* The schedule's error does not depend on how the request ended. */
@@ -537,8 +556,14 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
         if (rc < 0)
             return rc;
     }
+    int hrc = sg_hist_merge(dst->cancel_wait, src->cancel_wait);
+    if (hrc < 0)
+        return hrc;
     dst->ok += src->ok;
     dst->errors += src->errors;
+    dst->cancelled += src->cancelled;
+    if (src->last_intended_ns > dst->last_intended_ns)
+        dst->last_intended_ns = src->last_intended_ns;
     dst->good += src->good;
     dst->output_tokens += src->output_tokens;
     dst->input_tokens += src->input_tokens;
@@ -585,6 +610,39 @@ uint64_t sg_metrics_ok(const sg_metrics_t *m)
 uint64_t sg_metrics_errors(const sg_metrics_t *m)
 {
     return m->errors;
+}
+
+uint64_t sg_metrics_cancelled(const sg_metrics_t *m)
+{
+    return m->cancelled;
+}
+
+const sg_hist_t *sg_metrics_cancel_wait(const sg_metrics_t *m)
+{
+    return m->cancel_wait;
+}
+
+double sg_metrics_offered_rate(const sg_metrics_t *m)
+{
+    uint64_t n = m->ok + m->errors + m->cancelled;
+    if (n < 2 || m->first_intended_ns == INT64_MAX || m->last_intended_ns <= m->first_intended_ns)
+        return 0.0;
+    return (double)(n - 1) / ((double)(m->last_intended_ns - m->first_intended_ns) / 1e9);
+}
+
+double sg_metrics_latency_at_least(const sg_metrics_t *m, double p)
+{
+    const sg_hist_t *lat = m->hist[SG_M_LATENCY];
+    if (m->cancelled == 0)
+        return sg_hist_percentile(lat, p);
+    sg_hist_t *both = sg_hist_new(TIME_MAX_NS);
+    if (!both)
+        return NAN;
+    double v = NAN;
+    if (sg_hist_merge(both, lat) == 0 && sg_hist_merge(both, m->cancel_wait) == 0)
+        v = sg_hist_percentile(both, p);
+    sg_hist_free(both);
+    return v;
 }
 
 uint64_t sg_metrics_good(const sg_metrics_t *m)

@@ -611,10 +611,15 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
         SG_PUT_LIT(p, ",\"turn\":");
         p = sg_put_u64(p, w->turn);
     }
+    bool cancelled = w->err_class == SG_ERRC_CANCELLED;
     if (ok) {
         SG_PUT_LIT(p, ",\"status\":\"ok\"");
     } else {
-        SG_PUT_LIT(p, ",\"status\":\"error\",\"error_class\":\"");
+        /* a request surge cancelled is a status of its own, not an error (its class stays for the readers) */
+        if (cancelled)
+            SG_PUT_LIT(p, ",\"status\":\"cancelled\",\"error_class\":\"");
+        else
+            SG_PUT_LIT(p, ",\"status\":\"error\",\"error_class\":\"");
         const char *cls = sg_err_class_name((sg_err_class_t)w->err_class);
         size_t cl = strlen(cls);
         memcpy(p, cls, cl);
@@ -632,7 +637,10 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     PUT_REL_NS(p, "end_ns", w->end_ns, base);
     PUT_MS(p, "schedule_lag_ms", w->sent_ns != 0, w->sent_ns - w->intended_ns);
     PUT_MS(p, "time_to_first_token_ms", w->first_token_ns != 0, w->first_token_ns - w->intended_ns);
-    PUT_MS(p, "request_latency_ms", w->end_ns != 0, w->end_ns - w->intended_ns);
+    /* a cancelled request has no latency, only its wait until the cancellation (a lower bound of it) */
+    PUT_MS(p, "request_latency_ms", w->end_ns != 0 && !cancelled, w->end_ns - w->intended_ns);
+    if (cancelled)
+        PUT_MS(p, "cancelled_wait_ms", w->end_ns != 0, w->end_ns - w->intended_ns);
     PUT_OPT_INT(p, "input_sequence_length", true, w->isl);
     PUT_OPT_INT(p, "input_sequence_length_server", w->isl_server != -1, w->isl_server);
     /* an endpoint that generates nothing (embeddings, rankings) has no OSL: null, and no source */

@@ -9,7 +9,10 @@
  *   itl = (request_latency - ttft) / (osl - 1) for osl >= 2; inter_chunk = gaps between content events;
  *   output_token_throughput_per_user = 1e9 / itl_ns tokens/s, for itl > 0 (none when every token came at once).
  * Only successful, non-warmup requests feed the latency and length distributions; failed ones are counted by
- * class. schedule_lag is recorded for every non-warmup request that was sent, failed or not.
+ * class. Requests surge cancelled itself (SG_ERRC_CANCELLED: an interrupt, a probe stopped early, the end of
+ * --benchmark-grace-period) are neither: counted apart, with their wait (cancellation - intended) kept as a
+ * right-censored observation, and in no error count or rate. schedule_lag is recorded for every non-warmup
+ * request that was sent, whatever its end.
  *
  * Threading: a sg_metrics_t has one writer (its worker); merge and export run after the join.
  */
@@ -120,8 +123,22 @@ const sg_metrics_t *sg_metrics_turn(const sg_metrics_t *m, size_t i);
 
 /* Read-only views, for the exporters and the progress line. */
 const sg_hist_t *sg_metrics_hist(const sg_metrics_t *m, sg_metric_id_t id);
-uint64_t sg_metrics_ok(const sg_metrics_t *m);            /* successful requests */
-uint64_t sg_metrics_errors(const sg_metrics_t *m);        /* failed requests, all classes */
+uint64_t sg_metrics_ok(const sg_metrics_t *m);        /* successful requests */
+uint64_t sg_metrics_errors(const sg_metrics_t *m);    /* failed requests, every class but cancelled */
+uint64_t sg_metrics_cancelled(const sg_metrics_t *m); /* requests surge cancelled (not failed, not ok) */
+/* The cancelled requests' waits: cancellation - intended start, ns. Their latency would have been at least that. */
+const sg_hist_t *sg_metrics_cancel_wait(const sg_metrics_t *m);
+/*
+ * Offered request rate: measured requests issued (ok + failed + cancelled) per second of the sending, i.e.
+ * (n - 1) / (last intended start - first intended start); 0 with fewer than 2 requests. Open loop: the schedule's
+ * rate as it came out; closed loop: what the slots asked of the server.
+ */
+double sg_metrics_offered_rate(const sg_metrics_t *m);
+/*
+ * The request_latency percentile p (ns) with each cancelled request counted at its wait: a lower bound of what the
+ * percentile would have been had they completed. Equal to the reported one when nothing was cancelled. NAN on OOM.
+ */
+double sg_metrics_latency_at_least(const sg_metrics_t *m, double p);
 uint64_t sg_metrics_good(const sg_metrics_t *m);          /* successful requests meeting every SLO */
 uint64_t sg_metrics_output_tokens(const sg_metrics_t *m); /* sum of OSL over successful requests */
 uint64_t sg_metrics_input_tokens(const sg_metrics_t *m);  /* sum of ISL (client count) over successful requests */
@@ -180,6 +197,8 @@ typedef struct {
     const char *title;               /* table title, e.g. "surge | LLM Metrics" */
     bool streaming;                  /* false: no TTFT/ITL rows */
     bool interrupted;                /* the run was stopped by SIGINT */
+    const char *cancelled_why;       /* why surge cancelled requests ("the run was interrupted", "the probe was
+                                        stopped early", "--benchmark-grace-period ended"); NULL: not said */
     uint64_t warmup_count;           /* warmup requests (not in the metrics) */
     const char *input_config_json;   /* a JSON object (text) describing the run's configuration */
     const char *server_metrics_json; /* --server-metrics-url: the scrapes' summary object (text); NULL: none */

@@ -27,10 +27,11 @@ typedef struct sg_point_row {
     unsigned pooled;          /* how many probes of this value the verdicts rest on (1: this one alone) */
     char why[256];            /* why it failed or is inconclusive, in words ("" when it passed) */
     /* figures (times in ms; NAN when the point has none) */
-    uint64_t ok, errors;
+    uint64_t ok, errors, cancelled; /* ok, failed, cancelled by surge (neither: docs/metrics.md) */
     double duration_s;
-    double achieved_rate; /* requests completed (ok or not) per second of the point's duration */
-    double request_throughput, output_token_throughput;
+    double offered_rate;       /* requests issued (ok + failed + cancelled) per second of the sending */
+    double request_throughput; /* ok requests per second of the duration */
+    double output_token_throughput;
     double ttft_p50, ttft_p99, itl_p50, itl_p99, latency_p50, latency_p99, lag_p99;
     size_t n_slo;
     sg_slo_verdict_t verdicts[SG_SLO_MAX]; /* a probe: on its value's pooled probes */

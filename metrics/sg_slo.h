@@ -23,7 +23,7 @@ typedef enum { SG_SLO_OP_LT = 0, SG_SLO_OP_LE, SG_SLO_OP_GT, SG_SLO_OP_GE } sg_s
 
 typedef enum {
     SG_SLO_DIST = 0,                /* a statistic of a per-request distribution: metric + stat */
-    SG_SLO_ERROR_RATE,              /* failed / (ok + failed), a fraction */
+    SG_SLO_ERROR_RATE,              /* failed / (ok + failed), a fraction: requests surge cancelled are in neither */
     SG_SLO_REQUEST_THROUGHPUT,      /* successful requests / duration, per s */
     SG_SLO_OUTPUT_TOKEN_THROUGHPUT, /* output tokens / duration, per s */
 } sg_slo_kind_t;
@@ -66,7 +66,9 @@ SG_WUR int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t
  * confidence level (0.95 by default). A percentile's interval is bounded by order statistics (sg_stats.h), an
  * average's by Student's t, error_rate's by Clopper-Pearson; the check passes when the whole interval meets the
  * target, fails when none of it does, and is inconclusive otherwise. min, max, std and the throughputs have no
- * interval: their point estimate decides (pass or fail).
+ * interval: their point estimate decides (pass or fail). A request_latency percentile is the larger of the
+ * completed requests' and sg_metrics_latency_at_least (the cancelled requests at their waits): the point's is known
+ * to be at least that, and so is its interval's lower end.
  */
 void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, double duration_s, double level,
                  sg_slo_verdict_t *out);

@@ -218,7 +218,8 @@ static sg_slo_outcome_t judge(sg_slo_op_t op, double lo, double hi, double targe
 }
 
 /* A statistic of a distribution: the point estimate, and the interval of a percentile or the average. */
-static void eval_dist(const sg_slo_check_t *c, const sg_hist_t *h, double level, sg_slo_verdict_t *v)
+static void eval_dist(const sg_slo_check_t *c, const sg_metrics_t *m, const sg_hist_t *h, double level,
+                      sg_slo_verdict_t *v)
 {
     double scale = sg_metric_scale(c->metric);
     uint64_t n = sg_hist_count(h);
@@ -240,14 +241,32 @@ static void eval_dist(const sg_slo_check_t *c, const sg_hist_t *h, double level,
         raw = sg_hist_percentile(h, c->pct);
         break;
     }
+    /* cancelled requests are censored: their latency is at least their wait. When counting them at their waits
+     * already lifts the percentile, the point's is at least that (docs/metrics.md) */
+    double least = 0;
+    if (c->stat == SG_SLO_STAT_PCT && c->metric == SG_M_LATENCY && sg_metrics_cancelled(m)) {
+        least = sg_metrics_latency_at_least(m, c->pct);
+        raw = least > raw ? least : raw;
+    }
     v->measured = raw * scale;
     v->n = n;
     if (c->stat == SG_SLO_STAT_PCT) {
-        uint64_t l, u;
-        sg_quantile_ranks(n, c->pct / 100, level, &l, &u);
+        /* with cancelled requests in a latency percentile, the ranks are among all of them (each cancelled one a
+         * value at least its wait): the lower bound is the l-th of the completed and the waits together, the upper
+         * the u-th completed one (none: open), which no cancelled value can push up */
+        uint64_t cancelled = least > 0 ? sg_metrics_cancelled(m) : 0, all = n + cancelled, l, u;
+        sg_quantile_ranks(all, c->pct / 100, level, &l, &u);
         v->has_interval = true;
-        v->lo = l >= 1 ? sg_hist_at_rank(h, l) * scale : -INFINITY;
+        v->n = all;
+        if (l < 1)
+            v->lo = -INFINITY;
+        else if (cancelled)
+            v->lo = sg_metrics_latency_at_least(m, 100 * ((double)l - 0.5) / (double)all) * scale;
+        else
+            v->lo = sg_hist_at_rank(h, l) * scale;
         v->hi = u <= n ? sg_hist_at_rank(h, u) * scale : INFINITY;
+        if (v->hi < v->lo)
+            v->hi = v->lo;
     } else if (c->stat == SG_SLO_STAT_AVG) {
         v->has_interval = true;
         if (n >= 2) {
@@ -296,7 +315,7 @@ void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, 
             const sg_hist_t *h = sg_metrics_hist(m, c->metric);
             v->measurable = h && sg_hist_count(h) > 0;
             if (v->measurable)
-                eval_dist(c, h, level, v);
+                eval_dist(c, m, h, level, v);
             break;
         }
         }

@@ -204,6 +204,12 @@ static void fill_req(rp_run_t *run, rp_req_t *q, const surge_rec_t *r)
     q->osl = count_of(r->osl);
     q->lag = ms(r->sent - r->intended);
     q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = NAN;
+    q->cancelled = false;
+    if (!r->ok && SG_JS_EQ(r->err_class, "cancelled")) {
+        q->cancelled = true; /* surge stopped it: not a failure (docs/metrics.md, Cancelled requests) */
+        q->err = 0;
+        return;
+    }
     if (!r->ok) {
         q->err =
             rp_err_class(run, r->err_class.len ? r->err_class.base : "error", r->err_class.len ? r->err_class.len : 5);
@@ -336,6 +342,9 @@ static int aiperf_record(rp_run_t *run, rp_req_t *q, json_t *rec)
     q->isl = count_of(aiperf_metric(metrics, "input_sequence_length"));
     q->osl = count_of(aiperf_metric(metrics, "output_sequence_length"));
     q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = NAN;
+    q->cancelled = json_is_true(json_object_get(meta, "was_cancelled"));
+    if (q->cancelled)
+        return 0;
     if (json_is_object(error)) {
         const char *type = json_string_value(json_object_get(error, "type"));
         if (!type)

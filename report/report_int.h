@@ -28,7 +28,8 @@ typedef struct {
     float lag;         /* schedule lag, ms */
     int32_t isl;       /* -1: unknown */
     int32_t osl;
-    uint8_t err; /* 0: ok; else 1 + index into the run's error classes */
+    uint8_t err;    /* 0: ok or cancelled; else 1 + index into the run's error classes */
+    bool cancelled; /* surge (or AIPerf) cancelled it: neither ok nor failed, in no error chart */
 } rp_req_t;
 
 typedef struct {

@@ -145,7 +145,7 @@ static size_t bin_of(double t, double w, size_t nb)
     return b < nb ? b : nb - 1;
 }
 
-/* Per bin: requests completed and output tokens of the ok ones (by end), mean in flight and outstanding, the
+/* Per bin: ok requests and their output tokens (by end), mean in flight and outstanding, the
  * schedule lag's max and mean (by intended time), failures per class (by end). */
 static json_t *bins(const rp_run_t *run)
 {
@@ -165,8 +165,9 @@ static json_t *bins(const rp_run_t *run)
     for (size_t i = 0; i < run->n; i++) {
         const rp_req_t *q = &run->req[i];
         size_t be = bin_of(q->end_s, w, nb);
-        done[be] += 1;
-        if (q->err == 0 && q->osl > 0)
+        bool ok = q->err == 0 && !q->cancelled;
+        done[be] += ok; /* request throughput counts ok requests, as the summary's request_throughput */
+        if (ok && q->osl > 0)
             tok[be] += q->osl;
         if (q->err)
             errs[(q->err - 1) * nb + be] += 1;
@@ -268,7 +269,7 @@ static json_t *hist(const rp_run_t *run, bool input)
     int32_t lo = INT32_MAX, hi = INT32_MIN;
     for (size_t i = 0; i < run->n; i++) {
         int32_t v = input ? run->req[i].isl : run->req[i].osl;
-        if (run->req[i].err || v < 0)
+        if (run->req[i].err || run->req[i].cancelled || v < 0)
             continue;
         lo = v < lo ? v : lo;
         hi = v > hi ? v : hi;
@@ -283,7 +284,7 @@ static json_t *hist(const rp_run_t *run, bool input)
         return NULL;
     for (size_t i = 0; i < run->n; i++) {
         int32_t v = input ? run->req[i].isl : run->req[i].osl;
-        if (!run->req[i].err && v >= 0)
+        if (!run->req[i].err && !run->req[i].cancelled && v >= 0)
             c[(size_t)(((int64_t)v - lo) / width)] += 1;
     }
     json_t *o = json_object();

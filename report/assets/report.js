@@ -62,8 +62,9 @@
     output_token_throughput_per_user: 'Output token throughput per user',
     output_token_throughput: 'Output token throughput', input_token_throughput: 'Input token throughput',
     total_token_throughput: 'Total token throughput', request_throughput: 'Request throughput',
-    request_count: 'Request count', error_request_count: 'Error request count',
-    benchmark_duration: 'Benchmark duration'
+    request_count: 'Request count (ok)', error_request_count: 'Error request count (failed)',
+    cancelled_request_count: 'Cancelled request count', offered_request_rate: 'Offered request rate',
+    cancelled_request_wait: 'Cancelled requests\u2019 wait (censored)', benchmark_duration: 'Benchmark duration'
   };
   function nameOf(tag) { return NAMES[tag] || tag.replace(/_/g, ' '); }
 
@@ -236,7 +237,7 @@
     ['time_to_first_token', 'p50'], ['time_to_first_token', 'p99'], ['inter_token_latency', 'p50'],
     ['inter_token_latency', 'p99'], ['request_latency', 'p50'], ['request_latency', 'p99'],
     ['output_token_throughput', 'avg'], ['request_throughput', 'avg'], ['request_count', 'avg'],
-    ['error_request_count', 'avg']
+    ['error_request_count', 'avg'], ['cancelled_request_count', 'avg'], ['offered_request_rate', 'avg']
   ];
   const HIGHER_IS_BETTER = { output_token_throughput: true, request_throughput: true, request_count: true };
 
@@ -327,7 +328,7 @@
       sets.flight.push(line(pre + 'in flight (sent, not ended)', xs, b.in_flight, one ? 0 : i));
       sets.flight.push(line(pre + 'outstanding (due, not ended)', xs, b.outstanding, one ? 1 : i,
                             one ? {} : { borderDash: [5, 4] }));
-      sets.rate.push(line(pre + 'requests/s', xs, b.request_rate, one ? 0 : i, { yAxisID: 'y' }));
+      sets.rate.push(line(pre + 'ok requests/s', xs, b.request_rate, one ? 0 : i, { yAxisID: 'y' }));
       sets.rate.push(line(pre + 'output tokens/s', xs, b.output_token_rate, one ? 3 : i,
                           { yAxisID: 'y1', borderDash: one ? [] : [5, 4] }));
       if (r.source === 'surge') {
@@ -342,7 +343,7 @@
         scales: { x: axis('time (s from start)'), y: axis('requests', { min: 0 }) }
       });
     if (sets.rate.length)
-      chart(grid, 'timeline-rates', 'Achieved throughput per ' + w + ' (by completion)', {
+      chart(grid, 'timeline-rates', 'Request throughput (ok requests) and output tokens per ' + w + ' (by completion)', {
         datasets: sets.rate, xunit: 's',
         scales: {
           x: axis('time (s from start)'), y: axis('requests/s', { min: 0, position: 'left' }),
@@ -594,6 +595,13 @@
     parts.push(metaBlock(r.meta, r.config, null, { 'data-run': i }));
     if (r.interrupted)
       parts.push(el('div', { cls: 'banner', text: 'This run was interrupted: the figures cover what it measured until then.' }));
+    const cc = r.summary && r.summary.cancelled_request_count;
+    if (cc && cc.avg > 0) {
+      const w = r.summary.cancelled_request_wait || {};
+      parts.push(el('div', { cls: 'banner', 'data-key': 'cancelled',
+        text: fmt(cc.avg) + ' requests were cancelled by surge, neither ok nor failed: they are in no error chart and no distribution (censored: each one\u2019s ' +
+              'latency is at least its wait' + (w.max !== undefined ? ', up to ' + fmt(w.max) + ' ms' : '') + ').' }));
+    }
     return parts;
   }
 
@@ -703,12 +711,13 @@
 
   function pointsTable(p, pi) {
     const closed = p.rows.length && p.rows[0].concurrency !== undefined;
-    const cols = [[closed ? 'concurrency' : 'request rate', rowValue], ['req/s', 'request_throughput'],
+    const cols = [[closed ? 'concurrency' : 'request rate', rowValue], ['offered/s', 'offered_request_rate'],
+                  ['ok/s', 'request_throughput'],
                   ['TTFT p50', 'time_to_first_token_p50'], ['TTFT p99', 'time_to_first_token_p99'],
                   ['ITL p50', 'inter_token_latency_p50'], ['ITL p99', 'inter_token_latency_p99'],
                   ['latency p50', 'request_latency_p50'], ['latency p99', 'request_latency_p99'],
-                  ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['errors', 'error_count'],
-                  ['n', rowN]];
+                  ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['failed', 'error_count'],
+                  ['cancelled', 'cancelled_count'], ['n', rowN]];
     if (!p.search && p.rows.some(function (r) { return r.trial > 1; })) cols.splice(1, 0, ['run', 'trial']);
     const rows = [el('tr', null, cols.map(function (c) { return el('th', { text: c[0] }); })
       .concat([el('th', { text: 'verdict' })]))];
@@ -782,7 +791,7 @@
         let text = h.highest_passing === null ? 'No probe passed.' :
           'Capacity: ' + fmt(h.highest_passing) + unit + (closed ? ' concurrent requests' : ' offered') + ' pass';
         const cap = capacityRow(p);
-        if (cap) text += ' (' + fmt(cap.request_throughput) + ' requests/s achieved)';
+        if (cap) text += ' (request throughput ' + fmt(cap.request_throughput) + ' ok requests/s)';
         if (h.lowest_failing !== null && h.lowest_failing !== undefined)
           text += '; ' + fmt(h.lowest_failing) + unit + ' fail' + (h.lowest_failing_why ? ': ' + h.lowest_failing_why : '');
         app.append(el('div', { cls: 'answer', 'data-points': pi, 'data-key': 'answer', text: (multi ? p.label + ': ' : '') + text }));
@@ -793,7 +802,7 @@
 
     app.append(el('h2', { text: 'Capacity curves' }));
     app.append(el('p', { cls: 'note', text: 'Each point is one load level, joined in the order of the load offered: ' +
-      'its achieved request throughput against its latency percentiles (from the intended start). A dot passed, ' +
+      'its request throughput (ok requests/s) against its latency percentiles (from the intended start). A dot passed, ' +
       'a cross failed, a triangle was inconclusive (the table says why). Dashed: the SLOs and the capacity found.' +
         (list.some(function (p) { return loadGroups(p).some(function (g) { return g.length > 1; }); })
         ? ' A load run several times (--num-profile-runs) is the mean of its runs; each load\u2019s confidence intervals ' +
@@ -831,12 +840,12 @@
         }
         const cap = capacityRow(p);
         if (cap)
-          sets.push(guide((multi ? p.label + ': ' : '') + 'capacity ' + fmt(cap.request_throughput) + ' req/s',
+          sets.push(guide((multi ? p.label + ': ' : '') + 'capacity ' + fmt(cap.request_throughput) + ' ok/s',
                           { x: cap.request_throughput, y: 0 }, { x: cap.request_throughput, y: ymax * 1.05 }, 2));
       });
       chart(grid, 'capacity-' + tag, short + ' against throughput', {
-        datasets: sets, xunit: 'req/s', yunit: 'ms',
-        scales: { x: axis('achieved request throughput (requests/s)', { min: 0 }), y: axis(short + ' (ms)', { min: 0 }) }
+        datasets: sets, xunit: 'ok/s', yunit: 'ms',
+        scales: { x: axis('request throughput (ok requests/s)', { min: 0 }), y: axis(short + ' (ms)', { min: 0 }) }
       });
     }
     app.append(el('h2', { text: 'Points' }));

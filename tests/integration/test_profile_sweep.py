@@ -60,7 +60,7 @@ def main(h):
                         name)
         h.check(os.path.exists(os.path.join(r.dir, "inputs.json")), "inputs.json once, for every point")
         # more slots, more throughput: the mock's latency is fixed, so rate follows concurrency
-        rates = [p["achieved_request_rate"] for p in pts]
+        rates = [p["request_throughput"] for p in pts]
         h.check(rates[0] < rates[1] < rates[2], "throughput grows with concurrency", rates)
         with open(os.path.join(r.dir, "sweep_summary.csv"), newline="") as f:
             rows = list(csv.reader(f))

@@ -10,8 +10,10 @@
 - an open-loop probe at twice the capacity with an SLO too loose to fail in a short probe fails as overloaded;
 - a probe stops early once its SLO can no longer hold;
 - bad search flags exit 2 before anything is sent; an interrupted search keeps its record and exits 130."""
+import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -65,6 +67,17 @@ def main(h):
         early = [p for p in failing if p["request_count"] + p["error_count"] < 0.5 * p["request_rate"] * 3
                  and p["stopped_early"] and "95% confidence" in p["why"]]
         h.check(early, "a probe far above capacity stops early", failing)
+        # what the early stop cut off is cancelled, not failed: the mock returned no error
+        h.check(all(p["cancelled_count"] > 0 and p["error_count"] == 0 for p in early),
+                "a probe stopped early counts its outstanding requests as cancelled, not failed", early)
+        with open(os.path.join(r.dir, "search.csv"), newline="") as f:
+            rows = list(csv.DictReader(f))
+        h.check(len(rows) == len(probes) and all(int(x["Cancelled Count"]) == p["cancelled_count"] and
+                                                 int(x["Error Count"]) == p["error_count"]
+                                                 for x, p in zip(rows, probes)),
+                "search.csv has the cancelled column, as search.json", rows[:2])
+        h.check(re.search(r"offered/s +ok/s .* ok +failed +cancelled", r.stdout) is not None,
+                "the console table names its rates and the split", r.stdout[:600])
 
         # 10% above the capacity, a plain run fails the same SLO (exit 4)
         r = profile(h, m.url, "--streaming", "--request-rate", CAPACITY * 1.1, "--request-distribution", "constant",

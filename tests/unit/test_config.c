@@ -181,6 +181,18 @@ static void test_everything(void)
     CHECK_EQ_INT(c.request_count, 0);
     CHECK_NEAR(c.benchmark_duration_s, 10, 0);
     CHECK_EQ_INT(c.concurrency, 1);
+    CHECK(c.benchmark_grace_s < 0); /* no grace period by default: each request waited for up to its timeout */
+    sg_config_free(&c);
+
+    /* AIPerf's --benchmark-grace-period: seconds, 0, or inf (wait for every request) */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--benchmark-duration", "10", "--benchmark-grace-period", "2.5", NULL), 0);
+    CHECK_NEAR(c.benchmark_grace_s, 2.5, 0);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--benchmark-duration", "10", "--benchmark-grace-period", "0", NULL), 0);
+    CHECK_NEAR(c.benchmark_grace_s, 0, 0);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--benchmark-duration", "10", "--benchmark-grace-period", "inf", NULL), 0);
+    CHECK(c.benchmark_grace_s < 0);
     sg_config_free(&c);
 
     /* later --url wins; progress on */
@@ -301,6 +313,9 @@ static void test_bad_values(void)
     BAD("-m", "x", "--request-count", "-3");
     BAD("-m", "x", "--benchmark-duration", "0");
     BAD("-m", "x", "--benchmark-duration", "soon");
+    BAD("-m", "x", "--benchmark-grace-period", "5"); /* it bounds the drain after a duration: needs one */
+    BAD("-m", "x", "--benchmark-duration", "5", "--benchmark-grace-period", "-1");
+    BAD("-m", "x", "--benchmark-duration", "5", "--benchmark-grace-period", "later");
     BAD("-m", "x", "--warmup-request-count", "-1");
     BAD("-m", "x", "--request-timeout", "0");
     BAD("-m", "x", "--random-seed", "-1");

@@ -346,6 +346,8 @@ static void test_csv(void)
                          "Input Token Throughput (tokens/sec),2000.00\n"
                          "Total Token Throughput (tokens/sec),2200.00\n"
                          "Error Request Count (count),2\n"
+                         "Cancelled Request Count (count),0\n"
+                         "Offered Request Rate (per sec),12.22\n"
                          "Good Request Count (count),6\n"
                          "Benchmark Duration (sec),1.000\n"
                          "Warmup Request Count (count),2\n"

@@ -494,6 +494,98 @@ static void test_per_request_bound(void)
     }
 }
 
+/* A request surge cancelled (SIGINT, a probe stopped early, the grace period's end) after waiting wait_ms. */
+static sg_record_t cancelled(uint64_t id, int64_t at, int64_t wait_ms, bool sent)
+{
+    sg_record_t r;
+    memset(&r, 0, sizeof r);
+    r.id = id;
+    r.intended_ns = at;
+    r.sent_ns = sent ? at : 0;
+    r.end_ns = at + wait_ms * MS;
+    r.err_class = SG_ERRC_CANCELLED;
+    r.isl = 10;
+    r.isl_server = r.osl_server = r.osl_tokenizer = -1;
+    snprintf(r.err_msg, sizeof r.err_msg, "the run was interrupted while the request was in flight");
+    return r;
+}
+
+/*
+ * Cancelled is not failed: 8 ok (latency 100 ms), 2 failed, 10 cancelled. error_rate is 2 / 10, not 12 / 20; the
+ * cancelled ones are in no error group and no distribution, but counted, with their waits; and when their waits lift
+ * a latency percentile, the verdict sees the lifted value.
+ */
+static void test_cancelled(void)
+{
+    sg_metrics_t *m = sg_metrics_new(NULL, 0), *other = sg_metrics_new(NULL, 0);
+    CHECK(m != NULL && other != NULL);
+    for (int i = 0; i < 8; i++) {
+        sg_record_t r = whole((uint64_t)i, T0 + i * 10 * MS, 100, 5);
+        sg_metrics_add(m, &r);
+    }
+    for (int i = 0; i < 2; i++) {
+        sg_record_t f = failure((uint64_t)(8 + i), T0 + (80 + i * 10) * MS);
+        sg_metrics_add(m, &f);
+    }
+    /* half of them in another worker's metrics: the merge keeps them apart too */
+    for (int i = 0; i < 10; i++) {
+        sg_record_t c = cancelled((uint64_t)(10 + i), T0 + (100 + i * 10) * MS, 5000 + i * 100, i % 2 == 0);
+        sg_metrics_add(i < 5 ? m : other, &c);
+    }
+    CHECK_EQ_INT(sg_metrics_merge(m, other), 0);
+    CHECK_EQ_INT((int)sg_metrics_ok(m), 8);
+    CHECK_EQ_INT((int)sg_metrics_errors(m), 2);
+    CHECK_EQ_INT((int)sg_metrics_cancelled(m), 10);
+    CHECK_NEAR(measured(m, "error_rate<0.5"), 0.2, 1e-12);
+    expect(m, (const want_t[]){{"error_rate<=0.2", true}, {"error_rate<0.2", false}}, 2);
+    /* no error group for them: the error summary is the failures' */
+    const sg_error_group_t *g;
+    size_t ng = sg_metrics_error_groups(m, &g);
+    uint64_t in_groups = 0;
+    for (size_t i = 0; i < ng; i++) {
+        CHECK(g[i].cls != SG_ERRC_CANCELLED);
+        in_groups += g[i].count;
+    }
+    CHECK_EQ_INT((int)in_groups, 2);
+    /* in no distribution but the schedule lag of those that were sent (5 of 10) */
+    CHECK_EQ_INT((int)sg_hist_count(sg_metrics_hist(m, SG_M_LATENCY)), 8);
+    CHECK_EQ_INT((int)sg_hist_count(sg_metrics_hist(m, SG_M_ISL)), 8);
+    CHECK_EQ_INT((int)sg_hist_count(sg_metrics_hist(m, SG_M_SCHEDULE_LAG)), 8 + 2 + 5);
+    /* their waits: 5,000 .. 5,900 ms */
+    const sg_hist_t *w = sg_metrics_cancel_wait(m);
+    CHECK_EQ_INT((int)sg_hist_count(w), 10);
+    CHECK_NEAR((double)sg_hist_min(w) / MS, 5000, 1e-9);
+    CHECK_NEAR((double)sg_hist_max(w) / MS, 5900, 1e-9);
+    /* offered: 20 requests intended 0 .. 190 ms apart, 19 gaps */
+    CHECK_NEAR(sg_metrics_offered_rate(m), 19 / 0.19, 1e-6);
+    /* censored: the completed requests' p50 is 100 ms; with the 10 cancelled at their waits, p50 of 18 values is
+     * the 9th, a wait (5,000 ms): the run's p50 is at least that, and a latency SLO is judged on it */
+    CHECK_NEAR(sg_hist_percentile(sg_metrics_hist(m, SG_M_LATENCY), 50) / MS, 100, 100.0 / 2048);
+    CHECK_NEAR(sg_metrics_latency_at_least(m, 50) / MS, 5000, 5000.0 / 2048);
+    CHECK_NEAR(measured(m, "request_latency:p50<1000"), 5000, 5000.0 / 2048);
+    expect(m, (const want_t[]){{"request_latency:p50<1000", false}, {"request_latency:p25<1000", true}}, 2);
+    /* the throughput is the ok requests' */
+    CHECK_NEAR(measured(m, "request_throughput>0"), 8 / sg_metrics_duration_s(m), 1e-9);
+    sg_metrics_free(other);
+
+    /* a run whose only trouble is what surge cancelled has no error at all */
+    sg_metrics_t *k = sg_metrics_new(NULL, 0);
+    CHECK(k != NULL);
+    for (int i = 0; i < 4; i++) {
+        sg_record_t r = whole((uint64_t)i, T0 + i * 10 * MS, 100, 5);
+        sg_metrics_add(k, &r);
+        sg_record_t c = cancelled((uint64_t)(4 + i), T0 + i * 10 * MS, 50, true);
+        sg_metrics_add(k, &c);
+    }
+    CHECK_EQ_INT((int)sg_metrics_errors(k), 0);
+    CHECK_NEAR(measured(k, "error_rate<0.01"), 0, 0);
+    expect(k, (const want_t[]){{"error_rate<0.01", true}}, 1);
+    /* waits (50 ms) below every completed latency cannot lift a percentile: the verdict is the completed ones' */
+    CHECK_NEAR(measured(k, "request_latency:p99<1000"), 100, 100.0 / 2048);
+    sg_metrics_free(k);
+    sg_metrics_free(m);
+}
+
 int main(void)
 {
     test_parse();
@@ -502,5 +594,6 @@ int main(void)
     test_outcomes();
     test_not_measurable();
     test_per_request_bound();
+    test_cancelled();
     return test_finish("test_slo");
 }
