@@ -214,19 +214,38 @@
     return el('div', { cls: 'scroll' }, [el('table', { cls: 'summary', 'data-run': ri }, rows)]);
   }
 
+  /* A verdict's outcome: the file's "verdict" (pass, fail, inconclusive), else its pass flag (older files). */
+  function sloState(s) {
+    if (s.verdict === 'pass' || s.verdict === 'fail' || s.verdict === 'inconclusive') return s.verdict;
+    return s.pass ? 'pass' : 'fail';
+  }
+
+  /* A verdict's interval as "lo .. hi" (an open end: -inf / inf), or '' when the check has none. */
+  function sloInterval(s) {
+    if (!Array.isArray(s.interval)) return '';
+    const end = function (v, open) { return typeof v === 'number' ? fmt(v) : open; };
+    return end(s.interval[0], '-inf') + ' .. ' + end(s.interval[1], 'inf');
+  }
+
   function sloTable(slo, ri) {
-    const rows = [el('tr', null, ['SLO', 'target', 'measured', 'unit', 'verdict'].map(function (h) {
-      return el('th', { text: h });
-    }))];
+    const level = slo.length && typeof slo[0].confidence_level === 'number' ? slo[0].confidence_level : null;
+    const heads = ['SLO', 'target', 'measured', 'n', level ? fmt(100 * level) + '% interval' : 'interval', 'unit',
+                   'verdict'];
+    const rows = [el('tr', null, heads.map(function (h) { return el('th', { text: h }); }))];
     for (const s of slo) {
+      const state = sloState(s);
       rows.push(el('tr', null, [
         el('td', { text: s.slo }),
         el('td', { 'data-run': ri, 'data-slo': s.slo, 'data-stat': 'target', 'data-value': String(s.target),
                    text: fmt(s.target) }),
         el('td', { 'data-run': ri, 'data-slo': s.slo, 'data-stat': 'measured',
                    'data-value': typeof s.measured === 'number' ? String(s.measured) : null, text: fmt(s.measured) }),
+        el('td', { 'data-run': ri, 'data-slo': s.slo, 'data-stat': 'n',
+                   'data-value': typeof s.n === 'number' ? String(s.n) : null, text: typeof s.n === 'number' ? fmt(s.n) : '' }),
+        el('td', { 'data-run': ri, 'data-slo': s.slo, 'data-stat': 'interval', text: sloInterval(s) }),
         el('td', { text: s.unit || '' }),
-        el('td', { cls: s.pass ? 'pass' : 'fail', text: s.pass ? 'PASS' : (s.measurable === false ? 'NOT MEASURABLE' : 'FAIL') })
+        el('td', { cls: state, 'data-run': ri, 'data-slo': s.slo, 'data-stat': 'verdict',
+                   text: s.measurable === false ? 'NOT MEASURABLE' : state.toUpperCase() })
       ]));
     }
     return el('table', { cls: 'slo', 'data-run': ri }, rows);
@@ -620,7 +639,11 @@
       if (multi) app.append(box);
       if (r.slo && r.slo.length) {
         const passed = r.slo.filter(function (s) { return s.pass; }).length;
-        box.append(el('h3', { text: 'SLO verdicts: ' + passed + ' of ' + r.slo.length + ' passed' }));
+        const undecided = r.slo.filter(function (s) { return sloState(s) === 'inconclusive'; }).length;
+        const level = typeof r.slo[0].confidence_level === 'number' ? ' at ' + fmt(100 * r.slo[0].confidence_level) +
+          '% confidence' : '';
+        box.append(el('h3', { text: 'SLO verdicts' + level + ': ' + passed + ' of ' + r.slo.length + ' passed' +
+                                    (undecided ? ', ' + undecided + ' inconclusive' : '') }));
         box.append(sloTable(r.slo, i));
       }
       box.append(summaryTable(r, i));

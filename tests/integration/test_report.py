@@ -132,6 +132,16 @@ def single_run(h, m):
         cells = r.cells(run=0, slo=s["slo"], stat="measured")
         h.check(len(cells) == 1 and float(cells[0][0]["data-value"]) == float(s["measured"]),
                 "run page: SLO %s measured value shown" % s["slo"], cells)
+        # its evidence: n, the interval and the three-way verdict, as the summary has them
+        n = r.cells(run=0, slo=s["slo"], stat="n")
+        verdict = [t for a, t in r.cells(run=0, slo=s["slo"], stat="verdict")]
+        interval = [t for a, t in r.cells(run=0, slo=s["slo"], stat="interval")]
+        h.check(len(n) == 1 and float(n[0][0]["data-value"]) == s["n"] and verdict == [s["verdict"].upper()],
+                "run page: SLO %s shows n and its verdict" % s["slo"], (n, verdict, s))
+        if s["interval"]:
+            lo, hi = s["interval"]
+            h.check(len(interval) == 1 and " .. " in interval[0] and (hi is not None or interval[0].endswith("inf")),
+                    "run page: SLO %s shows its interval" % s["slo"], (interval, s["interval"]))
     c = r.charts()
     # the CDFs hold every ok request; the timeline every request (300 is under the downsampling threshold)
     ok = res.summary["request_count"]["avg"]
