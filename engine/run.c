@@ -457,6 +457,7 @@ static int prepare_workload(profile_t *p)
         .backend = cfg->backend,
         .deterministic = cfg->osl_deterministic,
         .grpc_timeout = grpc_timeout[0] ? grpc_timeout : NULL,
+        .cache_bust = cfg->cache_bust,
     };
     if (cfg->sessions) {
         int rc = prepare_conversations(p, &spec);
@@ -1051,6 +1052,9 @@ static int point_collect(profile_t *p, point_t *pt)
         pt->warmup += sg_worker_warmup_count(pt->ws[i]);
         sg_worker_stats_t st;
         sg_worker_stats(pt->ws[i], &st);
+        uint64_t streams = run->streams_total ? run->streams_total : pt->n_workers;
+        if ((st.issued + 1) * streams > run->point_ids)
+            run->point_ids = (st.issued + 1) * streams;
         pt->resent += st.resent_measured;
         pt->silent_closes += st.silent_closes;
         pt->no_reuse_after[0] |= st.no_reuse_after_whole;
@@ -1244,12 +1248,64 @@ static void point_line(const point_t *pt)
             cfg->n_slo_checks ? (pt->slo_pass ? ", SLOs pass" : ", SLOs FAIL") : "", pt->artifact_dir);
 }
 
+/*
+ * How often this point's prompts repeated, for the console line and the summary's "prompt_reuse": every prompt
+ * unique (--cache-bust), or N distinct prompts for M requests (sent = measured and warmup), and what asked for the
+ * reuse. line gets the text, json the object's text (malloc'd, NULL on OOM).
+ */
+static char *prompt_reuse(const profile_t *p, const point_t *pt, char *line, size_t cap)
+{
+    const sg_config_t *cfg = &pt->cfg;
+    uint64_t sent = sg_metrics_ok(pt->merged) + sg_metrics_errors(pt->merged) + pt->warmup;
+    json_t *o = json_object();
+    json_object_set_new(o, "cache_bust", json_string(cfg->cache_bust ? "first_turn_prefix" : "none"));
+    json_object_set_new(o, "requests", json_integer((json_int_t)sent));
+    if (cfg->cache_bust) {
+        snprintf(line, cap,
+                 "every prompt unique: each of the %" PRIu64 " requests starts its prompt with words of its own "
+                 "(--cache-bust first_turn_prefix)",
+                 sent);
+        json_object_set_new(o, "distinct_prompts", json_integer((json_int_t)sent));
+        json_object_set_new(o, "sends_per_prompt", json_real(sent ? 1.0 : 0.0));
+    } else if (cfg->sessions) {
+        snprintf(line, cap,
+                 "multi-turn sessions: each turn sends its session's history again, a prefix shared on purpose "
+                 "(--cache-bust none)");
+        json_object_set_new(o, "reason", json_string(cfg->cache_bust_off_reason));
+        json_object_set_new(o, "distinct_prompts", json_null());
+        json_object_set_new(o, "sends_per_prompt", json_null());
+    } else {
+        uint64_t n = p->payloads.n_entries;
+        uint64_t distinct = sent < n ? sent : n;
+        double per = distinct ? (double)sent / (double)distinct : 0;
+        char shared[96] = "";
+        if (cfg->num_prefix)
+            snprintf(shared, sizeof shared,
+                     "; each starts with one of %" PRIu32 " shared prefixes of %" PRIu32 " tokens", cfg->num_prefix,
+                     cfg->prefix_len);
+        snprintf(line, cap,
+                 "%" PRIu64 " distinct %s for %" PRIu64 " requests, each sent %.1f times on average%s (reuse asked "
+                 "by %s)",
+                 distinct, cfg->input_file ? "input file entries" : "prompts", sent, per, shared,
+                 cfg->cache_bust_off_reason ? cfg->cache_bust_off_reason : "the run");
+        json_object_set_new(o, "reason", json_string(cfg->cache_bust_off_reason ? cfg->cache_bust_off_reason : ""));
+        json_object_set_new(o, "distinct_prompts", json_integer((json_int_t)distinct));
+        json_object_set_new(o, "sends_per_prompt", json_real(per));
+        json_object_set_new(o, "shared_prefixes", json_integer(cfg->num_prefix));
+    }
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
+
 /* The table, the files and the exit status of a point that ran. */
 static int point_report(profile_t *p, point_t *pt)
 {
     const sg_config_t *cfg = &pt->cfg;
     point_verdicts(pt);
     char *input_json = sg_config_to_json(cfg);
+    char reuse_line[320];
+    char *reuse_json = prompt_reuse(p, pt, reuse_line, sizeof reuse_line);
     char *scrapes = report_scrapes(p, pt);
     char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
     sg_run_info_t info = {
@@ -1274,6 +1330,8 @@ static int point_report(profile_t *p, point_t *pt)
         .no_reuse_after_whole = pt->no_reuse_after[0],
         .no_reuse_after_stream = pt->no_reuse_after[1],
         .wall_offset_ns = wall_offset_ns(),
+        .prompt_reuse = reuse_line,
+        .prompt_reuse_json = reuse_json,
     };
     if (!pt->spec.quiet) {
         sg_export_table(stdout, pt->merged, &info);
@@ -1281,6 +1339,7 @@ static int point_report(profile_t *p, point_t *pt)
     }
     int xerr = write_exports(&p->run, pt->ws, pt->n_workers, pt->merged, &info);
     free(input_json);
+    free(reuse_json);
     free(scrapes);
     free(dist_json);
     if (pt->spec.quiet)
@@ -1328,6 +1387,8 @@ int point_exec(profile_t *p, const point_spec_t *spec, point_t *pt)
         probe_end(p, pt);
     if (code == EXIT_OK)
         code = point_report(p, pt);
+    p->run.uniq_base += p->run.point_ids; /* the next point's prompts start past this one's */
+    p->run.point_ids = 0;
     return code;
 }
 

@@ -169,6 +169,7 @@ static const sg_metric_id_t display_order[] = {
     SG_M_OSL,
     SG_M_REASONING,
     SG_M_ISL,
+    SG_M_CACHED_ISL,
     SG_M_TTFT_FROM_SEND,
     SG_M_LATENCY_FROM_SEND,
     SG_M_INTER_CHUNK,
@@ -573,6 +574,19 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
                 " over %" PRIu64 " requests (a chat server adds its template's tokens)\n",
                 info && info->isl_source ? info->isl_source : "client count", (double)c.sum_diff / (double)c.compared,
                 c.min_diff, c.max_diff, c.compared);
+    sg_cached_t k;
+    sg_metrics_cached(m, &k);
+    if (k.requests) {
+        char a[32], b[32];
+        fmt_num(a, sizeof a, (double)k.cached, 0);
+        fmt_num(b, sizeof b, (double)k.prompt, 0);
+        fprintf(out,
+                "Cached input tokens (server): %s of %s prompt tokens (%.1f%%) over the %" PRIu64
+                " requests whose server said\n",
+                a, b, k.prompt ? 100.0 * (double)k.cached / (double)k.prompt : 0.0, k.requests);
+    }
+    if (info && info->prompt_reuse)
+        fprintf(out, "Prompts: %s\n", info->prompt_reuse);
     return ferror(out) ? -EIO : 0;
 }
 
@@ -832,6 +846,18 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = rc ? rc : set(o, "min_diff", json_integer((json_int_t)c.min_diff));
         rc = rc ? rc : set(o, "max_diff", json_integer((json_int_t)c.max_diff));
     }
+    if (!rc) {
+        sg_cached_t k;
+        sg_metrics_cached(m, &k);
+        json_t *o = json_object();
+        rc = set(root, "cached_input_share", o);
+        rc = rc ? rc : set(o, "requests", json_integer((json_int_t)k.requests));
+        rc = rc ? rc : set(o, "cached_tokens", json_integer((json_int_t)k.cached));
+        rc = rc ? rc : set(o, "prompt_tokens", json_integer((json_int_t)k.prompt));
+        rc = rc ? rc : set(o, "share", k.prompt ? real((double)k.cached / (double)k.prompt) : json_null());
+    }
+    if (!rc && info && info->prompt_reuse_json)
+        rc = set(root, "prompt_reuse", input_config(info->prompt_reuse_json));
     rc = rc ? rc : set(root, "isl_source", info && info->isl_source ? json_string(info->isl_source) : json_null());
     if (!rc && info && info->tokenizer) {
         char desc[1024]; /* a path need not be UTF-8: the summary must stay valid JSON */

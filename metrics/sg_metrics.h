@@ -36,6 +36,7 @@ typedef enum {
     SG_M_SCHEDULE_LAG,
     SG_M_OSL,
     SG_M_ISL,
+    SG_M_CACHED_ISL,      /* prompt tokens the server reported taken from its cache; only where it said */
     SG_M_REASONING,       /* reasoning tokens per response */
     SG_M_TOKENS_PER_USER, /* recorded in milli-tokens/s */
     SG_M__COUNT
@@ -144,6 +145,15 @@ typedef struct {
 } sg_len_cmp_t;
 void sg_metrics_osl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out);
 void sg_metrics_isl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out);
+/* Cached prompt tokens over the requests whose server reported them: their count, the cached tokens, and their
+ * prompt tokens (the server's usage count, else the client's ISL), so cached / prompt is the share served from
+ * the server's cache. */
+typedef struct {
+    uint64_t requests;
+    uint64_t cached;
+    uint64_t prompt;
+} sg_cached_t;
+void sg_metrics_cached(const sg_metrics_t *m, sg_cached_t *out);
 int64_t sg_metrics_first_intended_ns(const sg_metrics_t *m); /* min intended over counted requests; 0 if none */
 int64_t sg_metrics_last_end_ns(const sg_metrics_t *m);       /* max end over counted requests; 0 if none */
 
@@ -195,6 +205,10 @@ typedef struct {
                                times; 0 = unknown (they are then left out) */
     const char *extra_json; /* a JSON object (text) whose members join the summary's (a run's clock, a merge's
                                ranks); NULL: none */
+    /* How often the run's prompts repeat: one line for the console ("Prompts: every prompt unique ...") and the
+     * summary's "prompt_reuse" object (text); NULL: not known (then neither is written) */
+    const char *prompt_reuse;
+    const char *prompt_reuse_json;
 } sg_run_info_t;
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
