@@ -1497,6 +1497,7 @@ static int finish_cache_bust(sg_config_t *cfg, const parse_state_t *st)
                     why);
     cfg->cache_bust = why == NULL;
     cfg->cache_bust_off_reason = why;
+    cfg->cache_bust_given = st->cache_bust != NULL;
     return 0;
 }
 

@@ -464,8 +464,20 @@ static int prepare_workload(profile_t *p)
         if (rc != EXIT_OK)
             return rc;
     } else if (sg_workload_build(&spec, &p->payloads, err, sizeof(err)) < 0) {
-        fprintf(stderr, "surge: building the workload: %s\n", err);
-        return EXIT_USAGE;
+        if (!spec.cache_bust || cfg->cache_bust_given) {
+            fprintf(stderr, "surge: building the workload: %s\n", err);
+            return EXIT_USAGE;
+        }
+        /* the default's per-request words cannot be spelled exactly (a tokenizer that splits surge's words): the
+         * prompts repeat, as said here and in the summary, rather than the run failing on a default */
+        fprintf(stderr, "surge: note: prompts will repeat (--cache-bust none): %s\n", err);
+        p->cfg.cache_bust = false;
+        p->cfg.cache_bust_off_reason = "a tokenizer that cannot spell per-request words exactly";
+        spec.cache_bust = false;
+        if (sg_workload_build(&spec, &p->payloads, err, sizeof(err)) < 0) {
+            fprintf(stderr, "surge: building the workload: %s\n", err);
+            return EXIT_USAGE;
+        }
     }
     sg_input_free(&p->input); /* the payloads hold what the requests need */
     return EXIT_OK;
@@ -699,11 +711,27 @@ static int prepare_output(profile_t *p)
     return EXIT_OK;
 }
 
-/* inputs.json's bodies: the payload table's, in table order (entry, then model variant). */
+/*
+ * inputs.json's bodies: the payload table's, in table order (entry, then model variant). With --cache-bust, each
+ * prompt as the first request of the run that carries it sent it (request id = the entry's index, before any load
+ * point's offset); later requests put other words in the slot.
+ */
+typedef struct {
+    const sg_payload_table_t *t;
+    char *scratch; /* a body with its slot filled; as long as the longest request */
+} inputs_ctx_t;
+
 static const char *payload_body_at(void *ctx, size_t i, size_t *len)
 {
-    const sg_payload_table_t *t = ctx;
-    return sg_payload_body(&t->items[i], len);
+    inputs_ctx_t *x = ctx;
+    const sg_payload_t *p = &x->t->items[i];
+    const char *body = sg_payload_body(p, len);
+    if (!body || !p->uniq_len || !x->scratch)
+        return body;
+    size_t head = (size_t)(body - p->bytes);
+    memcpy(x->scratch, body, *len);
+    sg_payload_uniq(x->t, p, i / x->t->n_variants, x->scratch + (p->uniq_off - head));
+    return x->scratch;
 }
 
 /*
@@ -718,7 +746,16 @@ static int prepare_inputs_json(profile_t *p)
     char *path = sg_path_join(p->artifact_dir, "inputs.json");
     if (!path)
         return EXIT_FATAL;
-    int err = sg_export_inputs(path, p->payloads.n, payload_body_at, &p->payloads);
+    inputs_ctx_t x = {.t = &p->payloads};
+    size_t longest = 0;
+    for (size_t i = 0; p->payloads.uniq.n && i < p->payloads.n; i++)
+        longest = p->payloads.items[i].len > longest ? p->payloads.items[i].len : longest;
+    if (longest && !(x.scratch = malloc(longest))) {
+        free(path);
+        return EXIT_FATAL;
+    }
+    int err = sg_export_inputs(path, p->payloads.n, payload_body_at, &x);
+    free(x.scratch);
     if (err < 0)
         fprintf(stderr, "surge: warning: writing %s: %s; the run goes on\n", path, sg_strerror(err));
     free(path);
@@ -1249,50 +1286,32 @@ static void point_line(const point_t *pt)
 }
 
 /*
- * How often this point's prompts repeated, for the console line and the summary's "prompt_reuse": every prompt
- * unique (--cache-bust), or N distinct prompts for M requests (sent = measured and warmup), and what asked for the
- * reuse. line gets the text, json the object's text (malloc'd, NULL on OOM).
+ * How often this point's prompts repeated (the summary's "prompt_reuse", sg_prompt_reuse_line for the console):
+ * every prompt unique (--cache-bust), or the table's prompts in turn over the requests sent (measured and warmup),
+ * and what asked for the reuse. The object's text, malloc'd (NULL on OOM).
  */
-static char *prompt_reuse(const profile_t *p, const point_t *pt, char *line, size_t cap)
+static char *prompt_reuse(const profile_t *p, const point_t *pt)
 {
     const sg_config_t *cfg = &pt->cfg;
     uint64_t sent = sg_metrics_ok(pt->merged) + sg_metrics_errors(pt->merged) + pt->warmup;
     json_t *o = json_object();
     json_object_set_new(o, "cache_bust", json_string(cfg->cache_bust ? "first_turn_prefix" : "none"));
     json_object_set_new(o, "requests", json_integer((json_int_t)sent));
+    if (!cfg->cache_bust)
+        json_object_set_new(o, "reason", json_string(cfg->cache_bust_off_reason ? cfg->cache_bust_off_reason : ""));
     if (cfg->cache_bust) {
-        snprintf(line, cap,
-                 "every prompt unique: each of the %" PRIu64 " requests starts its prompt with words of its own "
-                 "(--cache-bust first_turn_prefix)",
-                 sent);
         json_object_set_new(o, "distinct_prompts", json_integer((json_int_t)sent));
-        json_object_set_new(o, "sends_per_prompt", json_real(sent ? 1.0 : 0.0));
     } else if (cfg->sessions) {
-        snprintf(line, cap,
-                 "multi-turn sessions: each turn sends its session's history again, a prefix shared on purpose "
-                 "(--cache-bust none)");
-        json_object_set_new(o, "reason", json_string(cfg->cache_bust_off_reason));
         json_object_set_new(o, "distinct_prompts", json_null());
-        json_object_set_new(o, "sends_per_prompt", json_null());
     } else {
         uint64_t n = p->payloads.n_entries;
-        uint64_t distinct = sent < n ? sent : n;
-        double per = distinct ? (double)sent / (double)distinct : 0;
-        char shared[96] = "";
-        if (cfg->num_prefix)
-            snprintf(shared, sizeof shared,
-                     "; each starts with one of %" PRIu32 " shared prefixes of %" PRIu32 " tokens", cfg->num_prefix,
-                     cfg->prefix_len);
-        snprintf(line, cap,
-                 "%" PRIu64 " distinct %s for %" PRIu64 " requests, each sent %.1f times on average%s (reuse asked "
-                 "by %s)",
-                 distinct, cfg->input_file ? "input file entries" : "prompts", sent, per, shared,
-                 cfg->cache_bust_off_reason ? cfg->cache_bust_off_reason : "the run");
-        json_object_set_new(o, "reason", json_string(cfg->cache_bust_off_reason ? cfg->cache_bust_off_reason : ""));
-        json_object_set_new(o, "distinct_prompts", json_integer((json_int_t)distinct));
-        json_object_set_new(o, "sends_per_prompt", json_real(per));
+        json_object_set_new(o, "table_prompts", json_integer((json_int_t)n));
+        json_object_set_new(o, "input_file", json_boolean(cfg->input_file != NULL));
+        json_object_set_new(o, "distinct_prompts", json_integer((json_int_t)(sent < n ? sent : n)));
         json_object_set_new(o, "shared_prefixes", json_integer(cfg->num_prefix));
+        json_object_set_new(o, "prefix_prompt_length", json_integer(cfg->num_prefix ? cfg->prefix_len : 0));
     }
+    sg_prompt_reuse_fill(o);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;
@@ -1304,8 +1323,7 @@ static int point_report(profile_t *p, point_t *pt)
     const sg_config_t *cfg = &pt->cfg;
     point_verdicts(pt);
     char *input_json = sg_config_to_json(cfg);
-    char reuse_line[320];
-    char *reuse_json = prompt_reuse(p, pt, reuse_line, sizeof reuse_line);
+    char *reuse_json = prompt_reuse(p, pt);
     char *scrapes = report_scrapes(p, pt);
     char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
     sg_run_info_t info = {
@@ -1330,7 +1348,6 @@ static int point_report(profile_t *p, point_t *pt)
         .no_reuse_after_whole = pt->no_reuse_after[0],
         .no_reuse_after_stream = pt->no_reuse_after[1],
         .wall_offset_ns = wall_offset_ns(),
-        .prompt_reuse = reuse_line,
         .prompt_reuse_json = reuse_json,
     };
     if (!pt->spec.quiet) {

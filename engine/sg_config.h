@@ -98,6 +98,8 @@ typedef struct {
     bool cache_bust;
     const char *cache_bust_off_reason; /* static; NULL when cache_bust */
     bool num_prompts_given;            /* --num-prompts was given: prompts repeat as asked */
+    bool cache_bust_given;             /* --cache-bust was given (else the default, which gives way to a tokenizer
+                                          that cannot spell the words exactly) */
     char *input_file;                  /* --input-file, NULL for synthetic prompts */
     int input_format;                  /* sg_input_format_t; 0 = detect */
     uint32_t block_size;               /* tokens per hash_ids block of a trace */

@@ -205,11 +205,19 @@ typedef struct {
                                times; 0 = unknown (they are then left out) */
     const char *extra_json; /* a JSON object (text) whose members join the summary's (a run's clock, a merge's
                                ranks); NULL: none */
-    /* How often the run's prompts repeat: one line for the console ("Prompts: every prompt unique ...") and the
-     * summary's "prompt_reuse" object (text); NULL: not known (then neither is written) */
-    const char *prompt_reuse;
+    /* How often the run's prompts repeat: the summary's "prompt_reuse" object (text), also a console line
+     * (sg_prompt_reuse_line); NULL: not known (then neither is written) */
     const char *prompt_reuse_json;
 } sg_run_info_t;
+
+/*
+ * The "prompt_reuse" object: cache_bust ("first_turn_prefix" or "none"), requests (sent, warmup included),
+ * distinct_prompts (null for sessions), and with "none" the reason and, for a prompt table, table_prompts,
+ * input_file, shared_prefixes and prefix_prompt_length. sg_prompt_reuse_fill adds sends_per_prompt
+ * (requests / distinct_prompts; null when unknown); sg_prompt_reuse_line says it in one line for the console.
+ */
+void sg_prompt_reuse_fill(json_t *o);
+void sg_prompt_reuse_line(const json_t *o, char *line, size_t cap);
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
 double sg_metrics_duration_s(const sg_metrics_t *m);
