@@ -1301,6 +1301,9 @@ static char *prompt_reuse(const profile_t *p, const point_t *pt)
         json_object_set_new(o, "reason", json_string(cfg->cache_bust_off_reason ? cfg->cache_bust_off_reason : ""));
     if (cfg->cache_bust) {
         json_object_set_new(o, "distinct_prompts", json_integer((json_int_t)sent));
+        /* a full slot's words and the words each can be: requests below slot_alphabet ^ slot_words differ */
+        json_object_set_new(o, "slot_words", json_integer(p->payloads.uniq.digits));
+        json_object_set_new(o, "slot_alphabet", json_integer(p->payloads.uniq.n));
     } else if (cfg->sessions) {
         json_object_set_new(o, "distinct_prompts", json_null());
     } else {

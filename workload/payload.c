@@ -369,9 +369,8 @@ typedef struct {
     char **btext;
     size_t *blen;
     size_t bcap, bn;
-    /* --cache-bust: the slot's alphabet (owned until handed to the table) and its words per prompt */
+    /* --cache-bust: the slot's alphabet and its width (owned until handed to the table) */
     sg_uniq_alpha_t uniq;
-    uint32_t uniq_digits;
 } gen_t;
 
 /* Requests a slot of full width keeps apart (uniq.n ^ digits at least this): days at any rate we know of. */
@@ -445,10 +444,10 @@ static int uniq_alphabet(gen_t *G, char *err, size_t errlen)
             memcpy(G->uniq.words + (size_t)G->uniq.n++ * width, sg_vocab_word(i), width);
     free(ok);
     double span = 1;
-    G->uniq_digits = 0;
-    while (span < UNIQ_SPAN && G->uniq_digits < SG_UNIQ_WORDS_MAX) {
+    G->uniq.digits = 0;
+    while (span < UNIQ_SPAN && G->uniq.digits < SG_UNIQ_WORDS_MAX) {
         span *= G->uniq.n;
-        G->uniq_digits++;
+        G->uniq.digits++;
     }
     return 0;
 }
@@ -512,7 +511,7 @@ static int synthetic_text(gen_t *G, uint32_t i, entry_t *e, char *err, size_t er
     /* --cache-bust: the prompt starts with the slot (here its template, counter 0), inside the ISL */
     char slot[SG_UNIQ_MAX + 1];
     if (G->uniq.n) {
-        e->uniq_words = (uint8_t)(e->isl < G->uniq_digits ? e->isl : G->uniq_digits);
+        e->uniq_words = (uint8_t)(e->isl < G->uniq.digits ? e->isl : G->uniq.digits);
         size_t sl = uniq_fill(&G->uniq, e->uniq_words, 0, slot);
         slot[sl] = '\0';
         head = slot;

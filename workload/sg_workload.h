@@ -38,6 +38,7 @@ typedef struct {
     char *words;
     uint32_t n;
     uint32_t width;
+    uint32_t digits; /* words in a full slot: n ^ digits >= 10^10 (a prompt shorter than that has fewer) */
 } sg_uniq_alpha_t;
 
 /*
