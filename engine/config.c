@@ -1203,7 +1203,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return parse_u32(opt, arg, 0, MAX_ISL, &cfg->isl_stddev);
     case OPT_NUM_PROMPTS:
         st->num_prompts_given = true;
-        cfg->num_prompts_given = true;
         return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->num_prompts);
     case OPT_CACHE_BUST:
         if (strcmp(arg, "first_turn_prefix") != 0 && strcmp(arg, "none") != 0)

@@ -97,7 +97,6 @@ typedef struct {
      * reuse; cache_bust_off_reason then says what asked ("--num-prompts", "--cache-bust none", ...). */
     bool cache_bust;
     const char *cache_bust_off_reason; /* static; NULL when cache_bust */
-    bool num_prompts_given;            /* --num-prompts was given: prompts repeat as asked */
     bool cache_bust_given;             /* --cache-bust was given (else the default, which gives way to a tokenizer
                                           that cannot spell the words exactly) */
     char *input_file;                  /* --input-file, NULL for synthetic prompts */
