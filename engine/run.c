@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -480,6 +481,11 @@ static int prepare_workload(profile_t *p)
         }
     }
     sg_input_free(&p->input); /* the payloads hold what the requests need */
+    /* --cache-bust: this run's requests count on from a random start, so that a second run against the same server
+     * (with the same seed: the same prompt table) does not send the first run's prompts again; a server that keeps
+     * prompts across requests (llama-server's host prompt cache, vLLM's prefix cache) would serve them */
+    if (p->payloads.uniq.n && getrandom(&p->run.uniq_base, sizeof p->run.uniq_base, 0) != sizeof p->run.uniq_base)
+        p->run.uniq_base = (uint64_t)sg_now_ns() ^ ((uint64_t)getpid() << 32);
     return EXIT_OK;
 }
 
@@ -713,11 +719,12 @@ static int prepare_output(profile_t *p)
 
 /*
  * inputs.json's bodies: the payload table's, in table order (entry, then model variant). With --cache-bust, each
- * prompt as the first request of the run that carries it sent it (request id = the entry's index, before any load
- * point's offset); later requests put other words in the slot.
+ * prompt as the first request of the run's first load point that carries it sent it (request id = the entry's
+ * index); later requests put other words in the slot.
  */
 typedef struct {
     const sg_payload_table_t *t;
+    uint64_t base; /* the run's first counter (sg_run_t.uniq_base) */
     char *scratch; /* a body with its slot filled; as long as the longest request */
 } inputs_ctx_t;
 
@@ -730,7 +737,7 @@ static const char *payload_body_at(void *ctx, size_t i, size_t *len)
         return body;
     size_t head = (size_t)(body - p->bytes);
     memcpy(x->scratch, body, *len);
-    sg_payload_uniq(x->t, p, i / x->t->n_variants, x->scratch + (p->uniq_off - head));
+    sg_payload_uniq(x->t, p, x->base + i / x->t->n_variants, x->scratch + (p->uniq_off - head));
     return x->scratch;
 }
 
@@ -746,7 +753,7 @@ static int prepare_inputs_json(profile_t *p)
     char *path = sg_path_join(p->artifact_dir, "inputs.json");
     if (!path)
         return EXIT_FATAL;
-    inputs_ctx_t x = {.t = &p->payloads};
+    inputs_ctx_t x = {.t = &p->payloads, .base = p->run.uniq_base};
     size_t longest = 0;
     for (size_t i = 0; p->payloads.uniq.n && i < p->payloads.n; i++)
         longest = p->payloads.items[i].len > longest ? p->payloads.items[i].len : longest;
@@ -1304,6 +1311,8 @@ static char *prompt_reuse(const profile_t *p, const point_t *pt)
         /* a full slot's words and the words each can be: requests below slot_alphabet ^ slot_words differ */
         json_object_set_new(o, "slot_words", json_integer(p->payloads.uniq.digits));
         json_object_set_new(o, "slot_alphabet", json_integer(p->payloads.uniq.n));
+        /* this point's first counter: request id + this numbers its words (random per run) */
+        json_object_set_new(o, "slot_base", json_integer((json_int_t)(p->run.uniq_base & INT64_MAX)));
     } else if (cfg->sessions) {
         json_object_set_new(o, "distinct_prompts", json_null());
     } else {

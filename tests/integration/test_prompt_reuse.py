@@ -73,6 +73,24 @@ def main(h):
     h.check(len(recs) == 2 * N and len(set(prompts)) == 2 * N, "sweep: no prompt repeats over its points",
             "%d distinct of %d" % (len(set(prompts)), len(recs)))
 
+    # two runs against one server, same seed (the same prompt table): the second sends none of the first's prompts
+    with h.mock("--ttft-ms", 0, "--output-tokens", 2, "--prefix-cache", record=True) as m:
+        runs = [profile(h, m.url, "--request-count", N, "--concurrency", 4, "--isl", ISL) for _ in range(2)]
+        m.stop()
+        recs = m.records()
+    prompts = [x["prompt"] for x in recs]
+    h.check(len(recs) == 2 * N and len(set(prompts)) == 2 * N, "two runs: no prompt of the first is sent again",
+            "%d distinct of %d" % (len(set(prompts)), len(recs)))
+    # (a slot word or two the first run also started with is all a cache can share: a random start may reuse a
+    # first word, never the slot)
+    cached = [x.get("cached_input_tokens") for x in runs[1].records]
+    words = runs[1].summary["prompt_reuse"].get("slot_words", 0)
+    h.check(len(cached) == N and all(c is not None and c < words for c in cached),
+            "two runs: the server's cache serves none of the second run's prompts past their first words",
+            (words, collections.Counter(cached).most_common(3)))
+    bases = [r.summary["prompt_reuse"].get("slot_base") for r in runs]
+    h.check(None not in bases and bases[0] != bases[1], "two runs: each counts from its own random start", bases)
+
     # 2. --num-prompts given: 6 prompts, each sent 10 times, reported, and the cached tokens read
     r, recs = run(h, "num-prompts", args=("--num-prompts", 6))
     counts = collections.Counter(x["prompt"] for x in recs)
