@@ -465,15 +465,12 @@ static int uniq_check(gen_t *G, const entry_t *e, uint32_t target, char *err, si
     if (!t)
         return SG_ENOMEM;
     memcpy(t, e->text, e->len);
-    uint64_t patterns[2] = {UINT64_MAX, 0x9e3779b97f4a7c15ULL};
+    uint64_t all_last = 0; /* every digit n - 1 */
+    for (uint32_t d = 0; d < e->uniq_words; d++)
+        all_last = all_last * G->uniq.n + (G->uniq.n - 1);
+    const uint64_t patterns[2] = {all_last, 0x9e3779b97f4a7c15ULL};
     for (int k = 0; k < 2; k++) {
-        uint64_t c = patterns[k];
-        if (k == 0) { /* every digit n - 1 */
-            c = 0;
-            for (uint32_t d = 0; d < e->uniq_words; d++)
-                c = c * G->uniq.n + (G->uniq.n - 1);
-        }
-        uniq_fill(&G->uniq, e->uniq_words, c, t);
+        uniq_fill(&G->uniq, e->uniq_words, patterns[k], t);
         ssize_t n = sg_textgen_count(G->gen, t, e->len);
         if (n != (ssize_t)target) {
             free(t);
