@@ -256,7 +256,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     size_t n = mg->n_dirs;
     part_t *parts = calloc(n ? n : 1, sizeof(*parts));
     sink_t sink = {0};
-    char *log_path = NULL, *stem = NULL, *extra = NULL, *input = NULL;
+    char *log_path = NULL, *stem = NULL, *extra = NULL, *input = NULL, *reuse_text = NULL;
     char *p_sjson = NULL, *p_scsv = NULL, *p_sjsonl = NULL, *p_ajson = NULL, *p_acsv = NULL, *p_ajsonl = NULL;
     json_t *cfg_out = NULL, *extra_o = NULL;
     if (!parts)
@@ -344,6 +344,25 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
             break;
         }
     }
+    /* how often prompts repeated over the parts: their requests summed; distinct prompts all of them with
+     * --cache-bust (request ids are run-wide), else at most the table's */
+    json_t *reuse = json_deep_copy(json_object_get(parts[0].summary, "prompt_reuse"));
+    if (json_is_object(reuse)) {
+        json_int_t sent = 0;
+        for (size_t i = 0; i < n; i++)
+            sent += json_integer_value(json_object_get(json_object_get(parts[i].summary, "prompt_reuse"), "requests"));
+        json_object_set_new(reuse, "requests", json_integer(sent));
+        const char *bust = json_string_value(json_object_get(reuse, "cache_bust"));
+        const json_t *table = json_object_get(reuse, "table_prompts");
+        if (bust && strcmp(bust, "first_turn_prefix") == 0)
+            json_object_set_new(reuse, "distinct_prompts", json_integer(sent));
+        else if (json_is_integer(table))
+            json_object_set_new(reuse, "distinct_prompts",
+                                json_integer(sent < json_integer_value(table) ? sent : json_integer_value(table)));
+        sg_prompt_reuse_fill(reuse);
+        reuse_text = json_dumps(reuse, JSON_COMPACT);
+    }
+    json_decref(reuse);
     if (mg->extra_json) {
         json_t *e = json_loads(mg->extra_json, 0, NULL);
         if (json_is_object(e))
@@ -381,6 +400,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         /* rank 0's: the ranks ran one command line, on their own hosts (merged_from lists each) */
         .command = json_string_value(json_object_get(parts[0].summary, "command")),
         .host = json_string_value(json_object_get(parts[0].summary, "host")),
+        .prompt_reuse_json = reuse_text,
     };
 
     /* the files, the summary last (its presence says the others are complete) */
@@ -464,6 +484,7 @@ out:
     json_decref(extra_o);
     free(input);
     free(extra);
+    free(reuse_text);
     free(stem);
     free(p_sjson);
     free(p_scsv);

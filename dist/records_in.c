@@ -131,7 +131,7 @@ static int scan_line(line_t *l, const char *text, size_t len)
 {
     sg_record_t *r = &l->rec;
     memset(r, 0, sizeof(*r));
-    r->isl_server = r->osl_server = r->osl_tokenizer = -1;
+    r->isl_server = r->osl_server = r->osl_tokenizer = r->isl_cached = -1;
     r->first_output_ns = INT64_MIN; /* absent from files older than the field: no time */
     l->model[0] = l->cls[0] = l->status[0] = '\0';
     l->n_tt = 0;
@@ -215,6 +215,9 @@ static int scan_line(line_t *l, const char *text, size_t len)
         } else if (SG_JS_KEY(&js, key, "input_sequence_length_server")) {
             rc = scan_int(&js, &v, &present);
             r->isl_server = present ? (int32_t)v : -1;
+        } else if (SG_JS_KEY(&js, key, "cached_input_tokens")) {
+            rc = scan_int(&js, &v, &present);
+            r->isl_cached = present ? (int32_t)v : -1;
         } else if (SG_JS_KEY(&js, key, "output_sequence_length")) {
             rc = scan_int(&js, &v, &present);
             r->osl = (uint32_t)v;

@@ -72,6 +72,7 @@ enum {
     OPT_ISL_MEAN,
     OPT_ISL_STDDEV,
     OPT_NUM_PROMPTS,
+    OPT_CACHE_BUST,
     OPT_OSL_MEAN,
     OPT_OSL_STDDEV,
     OPT_OSL_DETERMINISTIC,
@@ -176,6 +177,7 @@ static const struct option long_options[] = {
     {"prompt-input-tokens-mean", required_argument, NULL, OPT_ISL_MEAN},
     {"prompt-input-tokens-stddev", required_argument, NULL, OPT_ISL_STDDEV},
     {"num-prompts", required_argument, NULL, OPT_NUM_PROMPTS},
+    {"cache-bust", required_argument, NULL, OPT_CACHE_BUST},
     {"output-tokens-mean", required_argument, NULL, OPT_OSL_MEAN},
     {"output-tokens-stddev", required_argument, NULL, OPT_OSL_STDDEV},
     {"osl", required_argument, NULL, OPT_OSL_MEAN},
@@ -753,6 +755,7 @@ typedef struct {
     const char *multirun_flag; /* the first --profile-run-* flag given */
     bool scrape_interval_given;
     bool count_given, duration_given, artifact_dir_given, grace_given;
+    const char *cache_bust; /* --cache-bust as given, NULL when absent */
     bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
     bool ignore_eos;
     char *endpoint;
@@ -1289,6 +1292,15 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_NUM_PROMPTS:
         st->num_prompts_given = true;
         return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->num_prompts);
+    case OPT_CACHE_BUST:
+        if (strcmp(arg, "first_turn_prefix") != 0 && strcmp(arg, "none") != 0)
+            return fail(opt,
+                        "expected first_turn_prefix (each request's prompt starts with words of its own) or "
+                        "none (prompts repeat in turn), not \"%s\"; AIPerf's system_* and *_suffix targets "
+                        "have no surge counterpart",
+                        arg);
+        st->cache_bust = arg;
+        return 0;
     case OPT_PREFIX_LEN:
         st->prefix_len_given = true;
         return parse_u32(opt, arg, 1, MAX_ISL, &cfg->prefix_len);
@@ -1553,6 +1565,38 @@ static int finish_workload(sg_config_t *cfg, parse_state_t *st)
 }
 
 /*
+ * --cache-bust: each request's own words at the start of its prompt, so a server's prefix cache serves none of it
+ * from an earlier request. On by default for synthetic prompts; off where the run asks for reuse, which it then
+ * keeps as it is: --num-prompts given, shared prefixes, an input file, multi-turn sessions (their history), and
+ * embeddings and rankings (several texts a request). first_turn_prefix given where it cannot apply is an error.
+ */
+static int finish_cache_bust(sg_config_t *cfg, const parse_state_t *st)
+{
+    const char *why = NULL;
+    if (st->cache_bust && strcmp(st->cache_bust, "none") == 0)
+        why = "--cache-bust none";
+    else if (cfg->input_file)
+        why = "--input-file";
+    else if (cfg->sessions)
+        why = "multi-turn sessions";
+    else if (cfg->num_prefix)
+        why = "--num-prefix-prompts";
+    else if (!cfg->triton && sg_endpoint(cfg->endpoint_type)->batch)
+        why = "embeddings and rankings";
+    else if (st->num_prompts_given && !st->cache_bust)
+        why = "--num-prompts";
+    if (st->cache_bust && why && strcmp(why, "--cache-bust none") != 0 && strcmp(why, "--num-prompts") != 0)
+        return fail("cache-bust",
+                    "first_turn_prefix applies to synthetic prompts of one text a request; not with %s, "
+                    "whose prompts are shared on purpose",
+                    why);
+    cfg->cache_bust = why == NULL;
+    cfg->cache_bust_off_reason = why;
+    cfg->cache_bust_given = st->cache_bust != NULL;
+    return 0;
+}
+
+/*
  * --service-kind triton: KServe v2 gRPC over HTTP/2 (h2c with prior knowledge on http://). The RPC path is
  * fixed by the service, so --endpoint and a base path in the URL have no meaning; --endpoint-type may only say
  * kserve. Every --extra-inputs value must make a one-element tensor (see docs/cli.md for the types).
@@ -1769,6 +1813,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
             return rc;
     }
     rc = sg_config_check_sessions(cfg);
+    if (rc)
+        return rc;
+    rc = finish_cache_bust(cfg, st);
     if (rc)
         return rc;
 
@@ -2155,6 +2202,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
                         cfg->fixed_schedule ? json_real(cfg->fixed_schedule_speedup) : json_null());
     json_object_set_new(o, "isl_block_size", json_integer(cfg->block_size));
     json_object_set_new(o, "num_prompts", json_integer(cfg->num_prompts));
+    json_object_set_new(o, "cache_bust", json_string(cfg->cache_bust ? "first_turn_prefix" : "none"));
     json_object_set_new(o, "output_tokens_mean", json_integer(cfg->osl_mean));
     json_object_set_new(o, "output_tokens_stddev", json_integer(cfg->osl_stddev));
     json_object_set_new(o, "output_tokens_mean_deterministic", json_boolean(cfg->osl_deterministic));
@@ -2420,7 +2468,15 @@ void sg_config_usage(FILE *out)
                  "      --synthetic-input-tokens-stddev N, --isl-stddev N\n"
                  "                                its standard deviation (default: 0)\n"
                  "      --num-prompts N           distinct prompts, reused in turn (default: 100); GenAI-Perf's\n"
-                 "                                meaning: vLLM's --num-prompts is --request-count here\n"
+                 "                                meaning: vLLM's --num-prompts is --request-count here.\n"
+                 "                                Given, prompts repeat: each is sent requests/N times\n"
+                 "      --cache-bust TARGET       first_turn_prefix: each request's prompt starts with words\n"
+                 "                                of its own (inside its ISL), so no request repeats an\n"
+                 "                                earlier prompt and a prefix cache serves none of it; none:\n"
+                 "                                the --num-prompts prompts repeat in turn. Default:\n"
+                 "                                first_turn_prefix for synthetic prompts, none when the run\n"
+                 "                                asks for reuse (--num-prompts, --num-prefix-prompts,\n"
+                 "                                --input-file, sessions, embeddings, rankings)\n"
                  "      --num-prefix-prompts K    K distinct shared prefixes; each prompt starts with one of\n"
                  "                                them, drawn at random (seeded) (default: 0, none)\n"
                  "      --prefix-prompt-length N  tokens in each prefix, counted in the prompt's ISL\n"

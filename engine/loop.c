@@ -100,6 +100,14 @@ void sg_loop_send(sg_loop_t *l, sg_op_t *op, int fd, const void *p, size_t n)
         sg_uring_send(l, op, fd, p, n);
 }
 
+void sg_loop_sendmsg(sg_loop_t *l, sg_op_t *op, int fd, const struct msghdr *msg)
+{
+    if (l->e)
+        sg_epoll_sendmsg(l, op, fd, msg);
+    else
+        sg_uring_sendmsg(l, op, fd, msg);
+}
+
 void sg_loop_connect(sg_loop_t *l, sg_op_t *op, int fd, const struct sockaddr *addr, socklen_t len)
 {
     if (l->e)

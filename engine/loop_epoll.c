@@ -38,6 +38,7 @@ typedef struct {
     sg_op_t *rd, *wr;
     const void *wp; /* a send waiting for room */
     size_t wn;
+    const struct msghdr *wm; /* or a sendmsg (wp unused) */
     uint8_t rd_kind, wr_kind, flags;
 } ep_fd_t;
 
@@ -159,6 +160,28 @@ void sg_epoll_send(sg_loop_t *l, sg_op_t *op, int fd, const void *p, size_t n)
     f->wr_kind = WR_SEND;
     f->wp = p;
     f->wn = n;
+    f->wm = NULL;
+}
+
+void sg_epoll_sendmsg(sg_loop_t *l, sg_op_t *op, int fd, const struct msghdr *msg)
+{
+    struct sg_loop_epoll *e = l->e;
+    ep_fd_t *f = fd_register(e, fd);
+    if (SG_UNLIKELY(!f || f->wr)) {
+        queue_done(e, op, f ? -EALREADY : -errno, false);
+        return;
+    }
+    if (f->flags & F_WRITE) {
+        ssize_t r = sendmsg(fd, msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            queue_done(e, op, r >= 0 ? (int)r : -errno, false);
+            return;
+        }
+        f->flags &= ~F_WRITE;
+    }
+    f->wr = op;
+    f->wr_kind = WR_SEND;
+    f->wm = msg;
 }
 
 void sg_epoll_connect(sg_loop_t *l, sg_op_t *op, int fd, const struct sockaddr *addr, socklen_t len)
@@ -255,7 +278,8 @@ static int do_write(sg_loop_t *l, int fd)
         socklen_t len = sizeof soerr;
         res = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 ? -errno : -soerr;
     } else {
-        ssize_t r = send(fd, f->wp, f->wn, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t r = f->wm ? sendmsg(fd, f->wm, MSG_NOSIGNAL | MSG_DONTWAIT)
+                          : send(fd, f->wp, f->wn, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             f->flags &= ~F_WRITE;
             return 0;

@@ -149,6 +149,11 @@ void sg_uring_send(sg_loop_t *l, sg_op_t *op, int fd, const void *p, size_t n)
     io_uring_prep_send(get_sqe(l->u, op), fd, p, n, MSG_NOSIGNAL);
 }
 
+void sg_uring_sendmsg(sg_loop_t *l, sg_op_t *op, int fd, const struct msghdr *msg)
+{
+    io_uring_prep_sendmsg(get_sqe(l->u, op), fd, msg, MSG_NOSIGNAL);
+}
+
 void sg_uring_connect(sg_loop_t *l, sg_op_t *op, int fd, const struct sockaddr *addr, socklen_t len)
 {
     io_uring_prep_connect(get_sqe(l->u, op), fd, addr, len);

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -464,16 +465,34 @@ static int prepare_workload(profile_t *p)
         .backend = cfg->backend,
         .deterministic = cfg->osl_deterministic,
         .grpc_timeout = grpc_timeout[0] ? grpc_timeout : NULL,
+        .cache_bust = cfg->cache_bust,
     };
     if (cfg->sessions) {
         int rc = prepare_conversations(p, &spec);
         if (rc != EXIT_OK)
             return rc;
     } else if (sg_workload_build(&spec, &p->payloads, err, sizeof(err)) < 0) {
-        fprintf(stderr, "surge: building the workload: %s\n", err);
-        return EXIT_USAGE;
+        if (!spec.cache_bust || cfg->cache_bust_given) {
+            fprintf(stderr, "surge: building the workload: %s\n", err);
+            return EXIT_USAGE;
+        }
+        /* the default's per-request words cannot be spelled exactly (a tokenizer that splits surge's words): the
+         * prompts repeat, as said here and in the summary, rather than the run failing on a default */
+        fprintf(stderr, "surge: note: prompts will repeat (--cache-bust none): %s\n", err);
+        p->cfg.cache_bust = false;
+        p->cfg.cache_bust_off_reason = "a tokenizer that cannot spell per-request words exactly";
+        spec.cache_bust = false;
+        if (sg_workload_build(&spec, &p->payloads, err, sizeof(err)) < 0) {
+            fprintf(stderr, "surge: building the workload: %s\n", err);
+            return EXIT_USAGE;
+        }
     }
     sg_input_free(&p->input); /* the payloads hold what the requests need */
+    /* --cache-bust: this run's requests count on from a random start, so that a second run against the same server
+     * (with the same seed: the same prompt table) does not send the first run's prompts again; a server that keeps
+     * prompts across requests (llama-server's host prompt cache, vLLM's prefix cache) would serve them */
+    if (p->payloads.uniq.n && getrandom(&p->run.uniq_base, sizeof p->run.uniq_base, 0) != sizeof p->run.uniq_base)
+        p->run.uniq_base = (uint64_t)sg_now_ns() ^ ((uint64_t)getpid() << 32);
     return EXIT_OK;
 }
 
@@ -743,11 +762,28 @@ static int prepare_output(profile_t *p)
     return EXIT_OK;
 }
 
-/* inputs.json's bodies: the payload table's, in table order (entry, then model variant). */
+/*
+ * inputs.json's bodies: the payload table's, in table order (entry, then model variant). With --cache-bust, each
+ * prompt as the first request of the run's first load point that carries it sent it (request id = the entry's
+ * index); later requests put other words in the slot.
+ */
+typedef struct {
+    const sg_payload_table_t *t;
+    uint64_t base; /* the run's first counter (sg_run_t.uniq_base) */
+    char *scratch; /* a body with its slot filled; as long as the longest request */
+} inputs_ctx_t;
+
 static const char *payload_body_at(void *ctx, size_t i, size_t *len)
 {
-    const sg_payload_table_t *t = ctx;
-    return sg_payload_body(&t->items[i], len);
+    inputs_ctx_t *x = ctx;
+    const sg_payload_t *p = &x->t->items[i];
+    const char *body = sg_payload_body(p, len);
+    if (!body || !p->uniq_len || !x->scratch)
+        return body;
+    size_t head = (size_t)(body - p->bytes);
+    memcpy(x->scratch, body, *len);
+    sg_payload_uniq(x->t, p, x->base + i / x->t->n_variants, x->scratch + (p->uniq_off - head));
+    return x->scratch;
 }
 
 /*
@@ -762,7 +798,16 @@ static int prepare_inputs_json(profile_t *p)
     char *path = sg_path_join(p->artifact_dir, "inputs.json");
     if (!path)
         return EXIT_FATAL;
-    int err = sg_export_inputs(path, p->payloads.n, payload_body_at, &p->payloads);
+    inputs_ctx_t x = {.t = &p->payloads, .base = p->run.uniq_base};
+    size_t longest = 0;
+    for (size_t i = 0; p->payloads.uniq.n && i < p->payloads.n; i++)
+        longest = p->payloads.items[i].len > longest ? p->payloads.items[i].len : longest;
+    if (longest && !(x.scratch = malloc(longest))) {
+        free(path);
+        return EXIT_FATAL;
+    }
+    int err = sg_export_inputs(path, p->payloads.n, payload_body_at, &x);
+    free(x.scratch);
     if (err < 0)
         fprintf(stderr, "surge: warning: writing %s: %s; the run goes on\n", path, sg_strerror(err));
     free(path);
@@ -1112,6 +1157,9 @@ static int point_collect(profile_t *p, point_t *pt)
         pt->warmup += sg_worker_warmup_count(pt->ws[i]);
         sg_worker_stats_t st;
         sg_worker_stats(pt->ws[i], &st);
+        uint64_t streams = run->streams_total ? run->streams_total : pt->n_workers;
+        if ((st.issued + 1) * streams > run->point_ids)
+            run->point_ids = (st.issued + 1) * streams;
         pt->resent += st.resent_measured;
         pt->silent_closes += st.silent_closes;
         pt->no_reuse_after[0] |= st.no_reuse_after_whole;
@@ -1318,12 +1366,50 @@ static void point_line(const point_t *pt)
             pt->artifact_dir);
 }
 
+/*
+ * How often this point's prompts repeated (the summary's "prompt_reuse", sg_prompt_reuse_line for the console):
+ * every prompt unique (--cache-bust), or the table's prompts in turn over the requests sent (measured and warmup),
+ * and what asked for the reuse. The object's text, malloc'd (NULL on OOM).
+ */
+static char *prompt_reuse(const profile_t *p, const point_t *pt)
+{
+    const sg_config_t *cfg = &pt->cfg;
+    uint64_t sent = sg_metrics_ok(pt->merged) + sg_metrics_errors(pt->merged) + pt->warmup;
+    json_t *o = json_object();
+    json_object_set_new(o, "cache_bust", json_string(cfg->cache_bust ? "first_turn_prefix" : "none"));
+    json_object_set_new(o, "requests", json_integer((json_int_t)sent));
+    if (!cfg->cache_bust)
+        json_object_set_new(o, "reason", json_string(cfg->cache_bust_off_reason ? cfg->cache_bust_off_reason : ""));
+    if (cfg->cache_bust) {
+        json_object_set_new(o, "distinct_prompts", json_integer((json_int_t)sent));
+        /* a full slot's words and the words each can be: requests below slot_alphabet ^ slot_words differ */
+        json_object_set_new(o, "slot_words", json_integer(p->payloads.uniq.digits));
+        json_object_set_new(o, "slot_alphabet", json_integer(p->payloads.uniq.n));
+        /* this point's first counter: request id + this numbers its words (random per run) */
+        json_object_set_new(o, "slot_base", json_integer((json_int_t)(p->run.uniq_base & INT64_MAX)));
+    } else if (cfg->sessions) {
+        json_object_set_new(o, "distinct_prompts", json_null());
+    } else {
+        uint64_t n = p->payloads.n_entries;
+        json_object_set_new(o, "table_prompts", json_integer((json_int_t)n));
+        json_object_set_new(o, "input_file", json_boolean(cfg->input_file != NULL));
+        json_object_set_new(o, "distinct_prompts", json_integer((json_int_t)(sent < n ? sent : n)));
+        json_object_set_new(o, "shared_prefixes", json_integer(cfg->num_prefix));
+        json_object_set_new(o, "prefix_prompt_length", json_integer(cfg->num_prefix ? cfg->prefix_len : 0));
+    }
+    sg_prompt_reuse_fill(o);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
+
 /* The table, the files and the exit status of a point that ran. */
 static int point_report(profile_t *p, point_t *pt)
 {
     const sg_config_t *cfg = &pt->cfg;
     point_verdicts(pt);
     char *input_json = sg_config_to_json(cfg);
+    char *reuse_json = prompt_reuse(p, pt);
     char *scrapes = report_scrapes(p, pt);
     char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
     /* why surge cancelled what it did (the workers' messages say it per request) */
@@ -1356,6 +1442,7 @@ static int point_report(profile_t *p, point_t *pt)
         .wall_offset_ns = wall_offset_ns(),
         .command = p->command,
         .host = p->host[0] ? p->host : NULL,
+        .prompt_reuse_json = reuse_json,
     };
     if (!pt->spec.quiet) {
         sg_export_table(stdout, pt->merged, &info);
@@ -1363,6 +1450,7 @@ static int point_report(profile_t *p, point_t *pt)
     }
     int xerr = write_exports(&p->run, pt->ws, pt->n_workers, pt->merged, &info);
     free(input_json);
+    free(reuse_json);
     free(scrapes);
     free(dist_json);
     if (pt->spec.quiet)
@@ -1423,6 +1511,8 @@ int point_exec(profile_t *p, const point_spec_t *spec, point_t *pt)
         probe_end(p, pt);
     if (code == EXIT_OK)
         code = point_report(p, pt);
+    p->run.uniq_base += p->run.point_ids; /* the next point's prompts start past this one's */
+    p->run.point_ids = 0;
     return code;
 }
 

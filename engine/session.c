@@ -209,6 +209,7 @@ static void fail_rest(sg_worker_t *w, wk_sess_t *s, uint32_t from, sg_err_class_
         rec.intended_ns = now;
         rec.end_ns = now;
         rec.isl_server = -1;
+        rec.isl_cached = -1;
         rec.osl_server = -1;
         rec.osl_tokenizer = -1;
         rec.max_tokens = turn_of(w->sess, s, k)->max_tokens;

@@ -102,10 +102,17 @@ typedef struct {
     uint32_t osl_stddev;
     bool osl_deterministic;
     uint32_t prefix_len, num_prefix; /* shared prefixes: num_prefix prompts of prefix_len tokens; 0 = none */
-    char *input_file;                /* --input-file, NULL for synthetic prompts */
-    int input_format;                /* sg_input_format_t; 0 = detect */
-    uint32_t block_size;             /* tokens per hash_ids block of a trace */
-    bool fixed_schedule;             /* send each trace entry at its timestamp */
+    /* --cache-bust (AIPerf's flag): true when every synthetic prompt starts with words of its own request
+     * (first_turn_prefix), so that no request repeats an earlier one's prompt. On by default unless the run asks for
+     * reuse; cache_bust_off_reason then says what asked ("--num-prompts", "--cache-bust none", ...). */
+    bool cache_bust;
+    const char *cache_bust_off_reason; /* static; NULL when cache_bust */
+    bool cache_bust_given;             /* --cache-bust was given (else the default, which gives way to a tokenizer
+                                          that cannot spell the words exactly) */
+    char *input_file;                  /* --input-file, NULL for synthetic prompts */
+    int input_format;                  /* sg_input_format_t; 0 = detect */
+    uint32_t block_size;               /* tokens per hash_ids block of a trace */
+    bool fixed_schedule;               /* send each trace entry at its timestamp */
     /* multi-turn sessions (docs/sessions.md): on with turn_mean > 1 or a multi_turn input file */
     bool sessions;
     uint32_t conversation_num;                       /* --conversation-num: distinct synthetic conversations */

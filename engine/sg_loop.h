@@ -95,6 +95,8 @@ void sg_loop_destroy(sg_loop_t *l);
 
 /* Send up to n bytes of p (valid until the completion): res is the count sent, which may be short, or -errno. */
 void sg_loop_send(sg_loop_t *l, sg_op_t *op, int fd, const void *p, size_t n);
+/* The same for the bytes msg's iovecs name (msg, its iovecs and their bytes valid until the completion). */
+void sg_loop_sendmsg(sg_loop_t *l, sg_op_t *op, int fd, const struct msghdr *msg);
 /* Connect fd (a fresh stream socket) to addr: res 0 or -errno. */
 void sg_loop_connect(sg_loop_t *l, sg_op_t *op, int fd, const struct sockaddr *addr, socklen_t len);
 /* Multishot receive into the loop's buffers (see the contract above). */

@@ -62,6 +62,11 @@ typedef struct sg_run {
     atomic_int stop;                   /* an sg_stop_why_t: stop issuing, cancel what is in flight; 0 = go on */
     sg_run_bound_t bounds[SG_SLO_MAX]; /* a search probe's; counted into sg_worker_progress_t.over */
     size_t n_bounds;
+    /* --cache-bust: request id + uniq_base numbers a request's own prompt words (sg_payload_uniq). It starts at a
+     * random value per run (so two runs do not send the same prompts), and each load point of a sweep or search
+     * starts past the ids of the points before it, so no point repeats another's prompts */
+    uint64_t uniq_base;
+    uint64_t point_ids; /* the ids the last point used (the most any worker issued, times the streams) */
 } sg_run_t;
 
 /* `surge profile ...`: returns the process exit status. */

@@ -263,6 +263,7 @@ sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended)
     rec->id = w->issued++ * w->n + w->index;
     rec->worker = w->index;
     rec->isl_server = -1;
+    rec->isl_cached = -1;
     rec->osl_server = -1;
     rec->no_output = w->no_output;
     rec->intended_ns = intended;
@@ -283,6 +284,8 @@ static void new_request(sg_worker_t *w, int64_t intended)
     rec->isl = r->payload->isl;
     rec->max_tokens = r->payload->max_tokens;
     rec->streaming = r->payload->streaming; /* what was asked; the response's head says what it is */
+    if (r->payload->uniq_len)               /* each request its own prompt start: no server cache holds it */
+        sg_payload_uniq(w->run->payloads, r->payload, w->run->uniq_base + rec->id, r->uniq);
     rec->warmup = k < w->warmup_quota;
     if (k == w->warmup_quota && w->cfg->benchmark_duration_s > 0)
         w->stop_issue_ns = intended + (int64_t)llround(w->cfg->benchmark_duration_s * 1e9);

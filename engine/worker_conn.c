@@ -286,10 +286,38 @@ int wk_conn_send(sg_conn_t *c, const void *p, size_t n)
 
 /* ---------------- HTTP/1.1 ---------------- */
 
+/*
+ * A payload's bytes as sent: the table's, with a slot (--cache-bust) the request's own words in its place. Up to
+ * three pieces from byte `from` on, into iov; returns how many.
+ */
+static int payload_pieces(const sg_req_t *r, size_t from, struct iovec *iov)
+{
+    const sg_payload_t *p = r->payload;
+    size_t cut[4] = {0, p->uniq_off, (size_t)p->uniq_off + p->uniq_len, p->len};
+    const char *src[3] = {p->bytes, r->uniq, p->bytes + cut[2]};
+    int n = 0;
+    for (int k = 0; k < 3; k++) {
+        if (from >= cut[k + 1])
+            continue;
+        size_t skip = from > cut[k] ? from - cut[k] : 0;
+        iov[n].iov_base = (void *)(src[k] + skip);
+        iov[n].iov_len = cut[k + 1] - cut[k] - skip;
+        n++;
+    }
+    return n;
+}
+
 static void conn_send(sg_conn_t *c)
 {
-    const sg_payload_t *p = c->rs.req->payload;
-    sg_loop_send(&c->w->loop, &c->send_op, c->fd, p->bytes + c->send_off, p->len - c->send_off);
+    const sg_req_t *r = c->rs.req;
+    const sg_payload_t *p = r->payload;
+    if (p->uniq_len) {
+        c->send_msg = (struct msghdr){.msg_iov = c->send_iov};
+        c->send_msg.msg_iovlen = (size_t)payload_pieces(r, c->send_off, c->send_iov);
+        sg_loop_sendmsg(&c->w->loop, &c->send_op, c->fd, &c->send_msg);
+    } else {
+        sg_loop_send(&c->w->loop, &c->send_op, c->fd, p->bytes + c->send_off, p->len - c->send_off);
+    }
     c->ops++;
 }
 
@@ -308,7 +336,13 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
     wk_fl_append(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
     if (c->tls) {
-        int err = sg_tls_write(c->tls, r->payload->bytes, r->payload->len);
+        struct iovec iov[3];
+        int n = r->payload->uniq_len ? payload_pieces(r, 0, iov) : 1;
+        if (n == 1)
+            iov[0] = (struct iovec){(void *)r->payload->bytes, r->payload->len};
+        int err = 0;
+        for (int k = 0; k < n && err >= 0; k++)
+            err = sg_tls_write(c->tls, iov[k].iov_base, iov[k].iov_len);
         if (err < 0)
             conn_lost(c, err);
         else

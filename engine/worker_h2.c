@@ -427,7 +427,10 @@ static bool h2_start(sg_conn_t *c, sg_req_t *r)
         }
         hreq = &rs->turn_req;
     }
-    int32_t id = sg_h2_submit(c->h2, hreq, rs);
+    /* --cache-bust: the request's own words in its payload's slot (the body's offset in the table's bytes) */
+    const sg_payload_t *p = r->payload;
+    size_t body_off = p->uniq_len ? (size_t)p->uniq_off - (size_t)(hreq->body - p->bytes) : 0;
+    int32_t id = sg_h2_submit_patched(c->h2, hreq, rs, body_off, r->uniq, p->uniq_len);
     if (id < 0) {
         resp_release(w, rs);
         if (id == -EAGAIN) {

@@ -87,6 +87,9 @@ struct sg_req {
     /* a turn of a multi-turn session (session.c): payload points at turn_payload, rendered for this turn */
     wk_sess_t *sess;
     sg_payload_t turn_payload;
+    /* --cache-bust first_turn_prefix: this request's words for its payload's slot (payload->uniq_len bytes), sent
+     * in place of the table's template (sg_payload_uniq) */
+    char uniq[SG_UNIQ_MAX];
 };
 
 enum conn_state { C_CONNECTING, C_IDLE, C_BUSY, C_CLOSING };
@@ -104,6 +107,8 @@ struct sg_conn {
     int64_t opened_ns; /* set-up (connect, TLS handshake) is given up at opened_ns + w->setup_timeout_ns */
     resp_t rs;         /* HTTP/1.1: the response of the request on this connection (rs.req) */
     size_t send_off;
+    struct msghdr send_msg; /* a payload with a slot: its bytes around the request's own words (conn_send) */
+    struct iovec send_iov[3];
     sg_h1_resp_t h1;
     uint64_t served; /* responses completed on this connection; 0: fresh, it never carried a request */
     /* what the server's Keep-Alive header said (worker_conn.c: keep_alive_hints) */

@@ -41,6 +41,8 @@ void wk_apply_decoded(sg_req_t *r, const sg_oai_result_t *res)
         r->rec.osl_server = (int32_t)res->completion_tokens;
     if (res->prompt_tokens >= 0)
         r->rec.isl_server = (int32_t)res->prompt_tokens;
+    if (res->cached_tokens >= 0)
+        r->rec.isl_cached = res->cached_tokens > INT32_MAX ? INT32_MAX : (int32_t)res->cached_tokens;
     if (res->reasoning_tokens >= 0) {
         r->rec.reasoning_tokens = res->reasoning_tokens > UINT32_MAX ? UINT32_MAX : (uint32_t)res->reasoning_tokens;
         r->rec.reasoning_from_usage = true;

@@ -169,6 +169,7 @@ static const sg_metric_id_t display_order[] = {
     SG_M_OSL,
     SG_M_REASONING,
     SG_M_ISL,
+    SG_M_CACHED_ISL,
     SG_M_TTFT_FROM_SEND,
     SG_M_LATENCY_FROM_SEND,
     SG_M_INTER_CHUNK,
@@ -680,7 +681,65 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
                 " over %" PRIu64 " requests (a chat server adds its template's tokens)\n",
                 info && info->isl_source ? info->isl_source : "client count", (double)c.sum_diff / (double)c.compared,
                 c.min_diff, c.max_diff, c.compared);
+    sg_cached_t k;
+    sg_metrics_cached(m, &k);
+    if (k.requests) {
+        char a[32], b[32];
+        fmt_num(a, sizeof a, (double)k.cached, 0);
+        fmt_num(b, sizeof b, (double)k.prompt, 0);
+        fprintf(out,
+                "Cached input tokens (server): %s of %s prompt tokens (%.1f%%) over the %" PRIu64
+                " requests whose server said\n",
+                a, b, k.prompt ? 100.0 * (double)k.cached / (double)k.prompt : 0.0, k.requests);
+    }
+    json_t *reuse = info && info->prompt_reuse_json ? json_loads(info->prompt_reuse_json, 0, NULL) : NULL;
+    if (reuse) {
+        char line[400];
+        sg_prompt_reuse_line(reuse, line, sizeof line);
+        fprintf(out, "Prompts: %s\n", line);
+        json_decref(reuse);
+    }
     return ferror(out) ? -EIO : 0;
+}
+
+/* ---------- prompt reuse ---------- */
+
+void sg_prompt_reuse_fill(json_t *o)
+{
+    json_int_t sent = json_integer_value(json_object_get(o, "requests"));
+    const json_t *d = json_object_get(o, "distinct_prompts");
+    json_int_t distinct = json_integer_value(d);
+    json_object_set_new(o, "sends_per_prompt",
+                        json_is_integer(d) && distinct > 0 ? json_real((double)sent / (double)distinct) : json_null());
+}
+
+void sg_prompt_reuse_line(const json_t *o, char *line, size_t cap)
+{
+    json_int_t sent = json_integer_value(json_object_get(o, "requests"));
+    const char *bust = json_string_value(json_object_get(o, "cache_bust"));
+    const char *reason = json_string_value(json_object_get(o, "reason"));
+    const json_t *d = json_object_get(o, "distinct_prompts");
+    if (bust && strcmp(bust, "first_turn_prefix") == 0) {
+        snprintf(line, cap,
+                 "every prompt unique: each of the %lld requests starts its prompt with words of its own "
+                 "(--cache-bust first_turn_prefix)",
+                 (long long)sent);
+        return;
+    }
+    if (!json_is_integer(d)) {
+        snprintf(line, cap, "%s: each turn sends its session's history again, a prefix shared on purpose",
+                 reason && *reason ? reason : "multi-turn sessions");
+        return;
+    }
+    json_int_t distinct = json_integer_value(d), prefixes = json_integer_value(json_object_get(o, "shared_prefixes"));
+    char shared[120] = "";
+    if (prefixes > 0)
+        snprintf(shared, sizeof shared, "; each starts with one of %lld shared prefixes of %lld tokens",
+                 (long long)prefixes, (long long)json_integer_value(json_object_get(o, "prefix_prompt_length")));
+    snprintf(line, cap, "%lld distinct %s for %lld requests, each sent %.1f times on average%s (reuse asked by %s)",
+             (long long)distinct, json_is_true(json_object_get(o, "input_file")) ? "input file entries" : "prompts",
+             (long long)sent, distinct > 0 ? (double)sent / (double)distinct : 0.0, shared,
+             reason && *reason ? reason : "the run");
 }
 
 /* ---------- summary JSON ---------- */
@@ -1043,6 +1102,18 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = rc ? rc : set(o, "min_diff", json_integer((json_int_t)c.min_diff));
         rc = rc ? rc : set(o, "max_diff", json_integer((json_int_t)c.max_diff));
     }
+    if (!rc) {
+        sg_cached_t k;
+        sg_metrics_cached(m, &k);
+        json_t *o = json_object();
+        rc = set(root, "cached_input_share", o);
+        rc = rc ? rc : set(o, "requests", json_integer((json_int_t)k.requests));
+        rc = rc ? rc : set(o, "cached_tokens", json_integer((json_int_t)k.cached));
+        rc = rc ? rc : set(o, "prompt_tokens", json_integer((json_int_t)k.prompt));
+        rc = rc ? rc : set(o, "share", k.prompt ? real((double)k.cached / (double)k.prompt) : json_null());
+    }
+    if (!rc && info && info->prompt_reuse_json)
+        rc = set(root, "prompt_reuse", input_config(info->prompt_reuse_json));
     rc = rc ? rc : set(root, "isl_source", info && info->isl_source ? json_string(info->isl_source) : json_null());
     if (!rc && info && info->tokenizer) {
         char desc[1024]; /* a path need not be UTF-8: the summary must stay valid JSON */

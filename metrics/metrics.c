@@ -37,6 +37,7 @@ struct sg_metrics {
     uint64_t osl_source[3];
     sg_len_cmp_t osl_cmp;      /* usage.completion_tokens - tokenizer count */
     sg_len_cmp_t isl_cmp;      /* usage.prompt_tokens - client isl */
+    sg_cached_t cached;        /* the requests whose server said how many prompt tokens came from its cache */
     int64_t first_intended_ns; /* INT64_MAX until a request counts */
     int64_t last_end_ns;
     sg_slo_t slos[SG_SLO_MAX];
@@ -69,6 +70,8 @@ static const struct {
                   TOKENS_MAX},
     [SG_M_ISL] = {"input_sequence_length", "Input sequence length", "Input sequence length (tokens)", "tokens",
                   TOKENS_MAX},
+    [SG_M_CACHED_ISL] = {"cached_input_tokens", "Cached input tokens", "Cached input tokens (tokens)", "tokens",
+                         TOKENS_MAX},
     [SG_M_REASONING] = {"reasoning_token_count", "Reasoning token count", "Reasoning token count (tokens)", "tokens",
                         TOKENS_MAX},
     [SG_M_TOKENS_PER_USER] = {"output_token_throughput_per_user", "Output token throughput per user",
@@ -298,7 +301,7 @@ static const struct {
 
 bool sg_metric_slo_ok(sg_metric_id_t id)
 {
-    return valid_id(id) && id != SG_M_OSL && id != SG_M_ISL && id != SG_M_REASONING;
+    return valid_id(id) && id != SG_M_OSL && id != SG_M_ISL && id != SG_M_CACHED_ISL && id != SG_M_REASONING;
 }
 
 int sg_metric_find(const char *name, size_t len, sg_metric_id_t *out)
@@ -386,6 +389,9 @@ bool sg_record_metric(const sg_record_t *r, sg_metric_id_t id, double *value)
     case SG_M_ISL:
         *value = r->isl;
         return true;
+    case SG_M_CACHED_ISL:
+        *value = r->isl_cached;
+        return r->isl_cached >= 0;
     case SG_M_TTFT:
         *value = (double)nonneg(r->first_token_ns - r->intended_ns);
         return first;
@@ -480,6 +486,13 @@ static void add_one(sg_metrics_t *m, const sg_record_t *r)
     sg_hist_record(m->hist[SG_M_ISL], r->isl);
     value[SG_M_ISL] = r->isl, have[SG_M_ISL] = true;
     m->input_tokens += r->isl;
+    if (r->isl_cached >= 0) {
+        sg_hist_record(m->hist[SG_M_CACHED_ISL], (uint64_t)r->isl_cached);
+        value[SG_M_CACHED_ISL] = r->isl_cached, have[SG_M_CACHED_ISL] = true;
+        m->cached.requests++;
+        m->cached.cached += (uint64_t)r->isl_cached;
+        m->cached.prompt += r->isl_server >= 0 ? (uint64_t)r->isl_server : r->isl;
+    }
     if (!r->no_output) {
         sg_hist_record(m->hist[SG_M_OSL], r->osl);
         value[SG_M_OSL] = r->osl, have[SG_M_OSL] = true;
@@ -578,6 +591,9 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
         dst->osl_source[i] += src->osl_source[i];
     cmp_merge(&dst->osl_cmp, &src->osl_cmp);
     cmp_merge(&dst->isl_cmp, &src->isl_cmp);
+    dst->cached.requests += src->cached.requests;
+    dst->cached.cached += src->cached.cached;
+    dst->cached.prompt += src->cached.prompt;
     if (src->first_intended_ns < dst->first_intended_ns)
         dst->first_intended_ns = src->first_intended_ns;
     if (src->last_end_ns > dst->last_end_ns)
@@ -685,6 +701,11 @@ uint64_t sg_metrics_osl_source_count(const sg_metrics_t *m, sg_osl_source_t s)
 void sg_metrics_osl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out)
 {
     *out = m->osl_cmp;
+}
+
+void sg_metrics_cached(const sg_metrics_t *m, sg_cached_t *out)
+{
+    *out = m->cached;
 }
 
 void sg_metrics_isl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out)

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #define RECLOG_MAGIC "SGRECLOG"
-#define RECLOG_VERSION 3u
+#define RECLOG_VERSION 4u
 #define RECLOG_BUF (64u * 1024u)
 #define REC_MARKER 0x31434552u /* "REC1" */
 #define FLAG_STREAMING 1u
@@ -88,9 +88,11 @@ struct wire_rec {
     uint64_t session;
     uint32_t turn;
     uint32_t reasoning_text_len; /* the text's first bytes that are reasoning (FLAG_TEXT) */
+    int32_t isl_cached;          /* version 4 */
+    uint32_t reserved2;
 };
 _Static_assert(sizeof(struct file_header) == 16, "file header layout");
-_Static_assert(sizeof(struct wire_rec) == 160, "record header layout");
+_Static_assert(sizeof(struct wire_rec) == 168, "record header layout");
 
 struct sg_reclog {
     int fd;
@@ -188,6 +190,7 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
                       (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0)),
         .isl = r->isl,
         .isl_server = r->isl_server,
+        .isl_cached = r->isl_cached,
         .osl = r->osl,
         .osl_server = r->osl_server,
         .max_tokens = r->max_tokens,
@@ -379,6 +382,7 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.osl_source = w->osl_source;
     r.isl = w->isl;
     r.isl_server = w->isl_server;
+    r.isl_cached = w->isl_cached;
     r.osl = w->osl;
     r.osl_server = w->osl_server;
     r.osl_tokenizer = w->osl_tokenizer;
@@ -643,6 +647,7 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
         PUT_MS(p, "cancelled_wait_ms", w->end_ns != 0, w->end_ns - w->intended_ns);
     PUT_OPT_INT(p, "input_sequence_length", true, w->isl);
     PUT_OPT_INT(p, "input_sequence_length_server", w->isl_server != -1, w->isl_server);
+    PUT_OPT_INT(p, "cached_input_tokens", w->isl_cached >= 0, w->isl_cached);
     /* an endpoint that generates nothing (embeddings, rankings) has no OSL: null, and no source */
     bool output = !(w->flags & FLAG_NO_OUTPUT);
     if (!output)

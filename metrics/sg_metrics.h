@@ -39,6 +39,7 @@ typedef enum {
     SG_M_SCHEDULE_LAG,
     SG_M_OSL,
     SG_M_ISL,
+    SG_M_CACHED_ISL,      /* prompt tokens the server reported taken from its cache; only where it said */
     SG_M_REASONING,       /* reasoning tokens per response */
     SG_M_TOKENS_PER_USER, /* recorded in milli-tokens/s */
     SG_M__COUNT
@@ -166,6 +167,15 @@ typedef struct {
 } sg_len_cmp_t;
 void sg_metrics_osl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out);
 void sg_metrics_isl_cmp(const sg_metrics_t *m, sg_len_cmp_t *out);
+/* Cached prompt tokens over the requests whose server reported them: their count, the cached tokens, and their
+ * prompt tokens (the server's usage count, else the client's ISL), so cached / prompt is the share served from
+ * the server's cache. */
+typedef struct {
+    uint64_t requests;
+    uint64_t cached;
+    uint64_t prompt;
+} sg_cached_t;
+void sg_metrics_cached(const sg_metrics_t *m, sg_cached_t *out);
 int64_t sg_metrics_first_intended_ns(const sg_metrics_t *m); /* min intended over counted requests; 0 if none */
 int64_t sg_metrics_last_end_ns(const sg_metrics_t *m);       /* max end over counted requests; 0 if none */
 
@@ -221,7 +231,19 @@ typedef struct {
                                ranks); NULL: none */
     const char *command;    /* the command line that ran it, shell-quoted (sg_config_command); NULL: unknown */
     const char *host;       /* the client host's name (gethostname); NULL: unknown */
+    /* How often the run's prompts repeat: the summary's "prompt_reuse" object (text), also a console line
+     * (sg_prompt_reuse_line); NULL: not known (then neither is written) */
+    const char *prompt_reuse_json;
 } sg_run_info_t;
+
+/*
+ * The "prompt_reuse" object: cache_bust ("first_turn_prefix" or "none"), requests (sent, warmup included),
+ * distinct_prompts (null for sessions), and with "none" the reason and, for a prompt table, table_prompts,
+ * input_file, shared_prefixes and prefix_prompt_length. sg_prompt_reuse_fill adds sends_per_prompt
+ * (requests / distinct_prompts; null when unknown); sg_prompt_reuse_line says it in one line for the console.
+ */
+void sg_prompt_reuse_fill(json_t *o);
+void sg_prompt_reuse_line(const json_t *o, char *line, size_t cap);
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
 double sg_metrics_duration_s(const sg_metrics_t *m);

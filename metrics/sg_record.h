@@ -64,6 +64,8 @@ typedef struct {
     uint8_t osl_source;        /* sg_osl_source_t */
     uint32_t isl;              /* client-side prompt tokens */
     int32_t isl_server;        /* usage.prompt_tokens, -1 when absent */
+    int32_t isl_cached;        /* prompt tokens the server took from its cache (sg_oai_result_t.cached_tokens), -1
+                                  when it did not say */
     uint32_t osl;              /* output tokens by osl_source */
     int32_t osl_server;        /* usage.completion_tokens, -1 when absent */
     int32_t osl_tokenizer;     /* client tokenizer count of the output text, -1 when not counted */

@@ -19,6 +19,7 @@ static void result_init(sg_oai_result_t *out)
     out->completion_tokens = -1;
     out->prompt_tokens = -1;
     out->reasoning_tokens = -1;
+    out->cached_tokens = -1;
     out->items = -1;
     out->recognized = false;
     out->has_finish_reason = false;
@@ -82,7 +83,7 @@ static int parse_usage_any(sg_js_t *js, sg_oai_result_t *out)
     int rc = sg_js_obj_begin(js), n = 0;
     sg_slice_t key;
     /* Anthropic counts prompt tokens read from or written to its cache apart from input_tokens */
-    int64_t input = -1, cache_read = -1, cache_write = -1;
+    int64_t input = -1, cache_read = -1, cache_write = -1, cached = -1;
     while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
         if (SG_JS_KEY(js, key, "prompt_tokens") || SG_JS_KEY(js, key, "input_tokens"))
             rc = read_count(js, &input);
@@ -94,11 +95,18 @@ static int parse_usage_any(sg_js_t *js, sg_oai_result_t *out)
             rc = read_count(js, &out->completion_tokens);
         else if (SG_JS_KEY(js, key, "completion_tokens_details") || SG_JS_KEY(js, key, "output_tokens_details"))
             rc = sg_oai_parse_usage_details(js, &out->reasoning_tokens);
+        else if (SG_JS_KEY(js, key, "prompt_tokens_details") || SG_JS_KEY(js, key, "input_tokens_details"))
+            rc = sg_oai_parse_member_count(js, "cached_tokens", strlen("cached_tokens"), &cached);
         else
             rc = sg_js_skip(js);
     }
     if (input >= 0)
         out->prompt_tokens = input + (cache_read > 0 ? cache_read : 0) + (cache_write > 0 ? cache_write : 0);
+    /* Anthropic: the tokens read from its cache; the others: the details' cached_tokens */
+    if (cache_read >= 0)
+        out->cached_tokens = cache_read;
+    else if (cached >= 0)
+        out->cached_tokens = cached;
     return rc;
 }
 

@@ -236,6 +236,8 @@ struct h2_stream {
     void *ud;
     const char *body;
     size_t body_len, body_off;
+    size_t patch_off, patch_len; /* body bytes sent from patch instead (sg_h2_submit_patched) */
+    char patch[SG_H2_PATCH_MAX];
     int32_t id;
     int status;
     bool event_stream;
@@ -283,6 +285,12 @@ static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t l
     if (n > len)
         n = len;
     memcpy(buf, st->body + st->body_off, n);
+    if (st->patch_len) { /* the part of the patch inside [body_off, body_off + n) */
+        size_t a = st->body_off > st->patch_off ? st->body_off : st->patch_off;
+        size_t b = st->body_off + n < st->patch_off + st->patch_len ? st->body_off + n : st->patch_off + st->patch_len;
+        if (a < b)
+            memcpy(buf + (a - st->body_off), st->patch + (a - st->patch_off), b - a);
+    }
     st->body_off += n;
     if (st->body_off == st->body_len)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
@@ -500,6 +508,14 @@ void sg_h2_free(sg_h2_t *s)
 
 int32_t sg_h2_submit(sg_h2_t *s, const sg_h2_req_t *req, void *stream_ud)
 {
+    return sg_h2_submit_patched(s, req, stream_ud, 0, NULL, 0);
+}
+
+int32_t sg_h2_submit_patched(sg_h2_t *s, const sg_h2_req_t *req, void *stream_ud, size_t patch_off, const void *patch,
+                             size_t patch_len)
+{
+    if (patch_len > SG_H2_PATCH_MAX || patch_off > req->body_len || patch_len > req->body_len - patch_off)
+        return SG_EINVAL;
     if (!sg_h2_can_submit(s))
         return -EAGAIN;
     h2_stream_t *st = s->free_streams;
@@ -511,6 +527,10 @@ int32_t sg_h2_submit(sg_h2_t *s, const sg_h2_req_t *req, void *stream_ud)
     st->ud = stream_ud;
     st->body = req->body;
     st->body_len = req->body_len;
+    st->patch_off = patch_off;
+    st->patch_len = patch_len;
+    if (patch_len)
+        memcpy(st->patch, patch, patch_len);
     nghttp2_data_provider prd = {.source.ptr = st, .read_callback = read_body};
     int32_t id = nghttp2_submit_request(s->ng, NULL, req->nv, req->n_nv, req->body_len ? &prd : NULL, st);
     if (id < 0) {

@@ -22,5 +22,8 @@ int sg_oai_parse_error(sg_js_t *js, sg_oai_err_t *e);
 
 /* A usage details object (completion_tokens_details, output_tokens_details): its reasoning_tokens, or -1. */
 int sg_oai_parse_usage_details(sg_js_t *js, int64_t *reasoning_tokens);
+/* An object's integer member `name` (a literal's bytes, name_len) into *v, -1 when absent, negative or not an
+ * integer; any other value is skipped. For prompt_tokens_details.cached_tokens and llama.cpp's timings.cache_n. */
+int sg_oai_parse_member_count(sg_js_t *js, const char *name, size_t name_len, int64_t *v);
 
 #endif

@@ -139,11 +139,32 @@ int sg_oai_parse_usage_details(sg_js_t *js, int64_t *reasoning_tokens)
     return rc;
 }
 
-static int parse_usage(sg_js_t *js, sg_oai_result_t *out)
+int sg_oai_parse_member_count(sg_js_t *js, const char *name, size_t name_len, int64_t *v)
+{
+    *v = -1;
+    if (sg_js_peek(js) != '{')
+        return sg_js_skip(js);
+    int rc = sg_js_obj_begin(js), n = 0;
+    sg_slice_t key;
+    bool present;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
+        if (sg_js_key_is(js, key, name, name_len)) {
+            rc = sg_js_read_int(js, v, &present);
+            if (!present || *v < 0)
+                *v = -1;
+        } else {
+            rc = sg_js_skip(js);
+        }
+    }
+    return rc;
+}
+
+static int parse_usage(sg_js_t *js, sg_oai_result_t *out, int64_t *cached)
 {
     out->prompt_tokens = -1;
     out->completion_tokens = -1;
     out->reasoning_tokens = -1;
+    *cached = -1;
     if (sg_js_peek(js) != '{')
         return sg_js_skip(js);
     int rc = sg_js_obj_begin(js), n = 0;
@@ -160,6 +181,8 @@ static int parse_usage(sg_js_t *js, sg_oai_result_t *out)
                 out->completion_tokens = -1;
         } else if (SG_JS_KEY(js, key, "completion_tokens_details")) {
             rc = sg_oai_parse_usage_details(js, &out->reasoning_tokens);
+        } else if (SG_JS_KEY(js, key, "prompt_tokens_details")) {
+            rc = sg_oai_parse_member_count(js, "cached_tokens", strlen("cached_tokens"), cached);
         } else {
             rc = sg_js_skip(js);
         }
@@ -199,7 +222,7 @@ int sg_oai_parse_error(sg_js_t *js, sg_oai_err_t *e)
     return rc;
 }
 
-enum { K_OTHER, K_CHOICES, K_USAGE, K_ERROR, K_OBJECT, K_MESSAGE, K_CODE };
+enum { K_OTHER, K_CHOICES, K_USAGE, K_ERROR, K_OBJECT, K_MESSAGE, K_CODE, K_TIMINGS };
 
 /* Which top-level member a key names; one switch on the length keeps the common case to one memcmp. */
 static int top_key(const sg_js_t *js, sg_slice_t key)
@@ -223,6 +246,8 @@ static int top_key(const sg_js_t *js, sg_slice_t key)
     case 7:
         if (memcmp(key.base, "choices", 7) == 0)
             return K_CHOICES;
+        if (memcmp(key.base, "timings", 7) == 0)
+            return K_TIMINGS;
         return memcmp(key.base, "message", 7) == 0 ? K_MESSAGE : K_OTHER;
     default:
         return K_OTHER;
@@ -240,6 +265,7 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
     out->reasoning = empty;
     out->completion_tokens = -1;
     out->prompt_tokens = -1;
+    out->cached_tokens = -1;
     out->has_finish_reason = false;
     out->is_error = false;
     out->error_message = empty;
@@ -252,6 +278,8 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
     bool object_is_error = false;
     sg_slice_t top_message = empty;
     int64_t top_code = -1;
+    /* cached prompt tokens: usage's (OpenAI's field) when given, else llama.cpp's timings.cache_n */
+    int64_t usage_cached = -1, cache_n = -1;
 
     sg_js_t js;
     sg_js_init(&js, json, len);
@@ -264,7 +292,10 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
             rc = parse_choices(&js, &ch, &have_choice);
             break;
         case K_USAGE:
-            rc = parse_usage(&js, out);
+            rc = parse_usage(&js, out, &usage_cached);
+            break;
+        case K_TIMINGS:
+            rc = sg_oai_parse_member_count(&js, "cache_n", strlen("cache_n"), &cache_n);
             break;
         case K_ERROR:
             rc = sg_oai_parse_error(&js, &err);
@@ -290,6 +321,7 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
     }
     if (rc < 0 || !sg_js_at_end(&js))
         return SG_EJSON;
+    out->cached_tokens = usage_cached >= 0 ? usage_cached : cache_n;
 
     if (have_choice) {
         out->has_finish_reason = ch.have & C_FINISH_REASON;

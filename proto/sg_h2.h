@@ -83,6 +83,12 @@ void sg_h2_free(sg_h2_t *s);
 /* A new stream for req; stream_ud comes back in the callbacks. The stream id (> 0), or -EAGAIN when the
  * session cannot take one more (see sg_h2_can_submit), SG_ENOMEM, SG_EPROTO. */
 SG_WUR int32_t sg_h2_submit(sg_h2_t *s, const sg_h2_req_t *req, void *stream_ud);
+/* The most bytes sg_h2_submit_patched replaces. */
+#define SG_H2_PATCH_MAX 96
+/* sg_h2_submit, with the body's bytes [patch_off, patch_off + patch_len) sent as patch's (copied: at most
+ * SG_H2_PATCH_MAX bytes, inside the body) instead of the request's: one request table, each stream its own words. */
+SG_WUR int32_t sg_h2_submit_patched(sg_h2_t *s, const sg_h2_req_t *req, void *stream_ud, size_t patch_off,
+                                    const void *patch, size_t patch_len);
 /* Reset a stream we no longer want (RST_STREAM CANCEL); its on_close follows, from this call or a later one. */
 void sg_h2_cancel(sg_h2_t *s, int32_t stream_id);
 

@@ -34,6 +34,9 @@ typedef struct {
     int64_t completion_tokens; /* usage.completion_tokens, -1 when absent */
     int64_t prompt_tokens;     /* usage.prompt_tokens, -1 when absent */
     int64_t reasoning_tokens; /* usage's reasoning_tokens (completion_tokens_details or output_tokens_details), or -1 */
+    int64_t cached_tokens;    /* prompt tokens the server took from its cache, or -1: usage.prompt_tokens_details.
+                               * cached_tokens (OpenAI, vLLM, SGLang; input_tokens_details for the Responses API),
+                               * Anthropic's usage.cache_read_input_tokens, else llama.cpp's timings.cache_n */
     int64_t items;            /* embeddings: data entries; rankings: scores; -1 when the shape's array is absent */
     bool recognized;          /* the text is the kind's shape (sg_api_decode; always true for chat and completions) */
     bool has_finish_reason;   /* choices[0].finish_reason is a non-null string */

@@ -296,6 +296,7 @@ typedef struct {
     bool stream;   /* raw bodies: their own "stream"; else --streaming */
     text_t *batch; /* embeddings and rankings: every text of the request (owned), text unused; NULL otherwise */
     uint32_t n_batch;
+    uint8_t uniq_words; /* --cache-bust: the words of the per-request slot the text starts with; 0 for none */
 } entry_t;
 
 static void entry_free(entry_t *e)
@@ -368,7 +369,121 @@ typedef struct {
     char **btext;
     size_t *blen;
     size_t bcap, bn;
+    /* --cache-bust: the slot's alphabet and its width (owned until handed to the table) */
+    sg_uniq_alpha_t uniq;
 } gen_t;
+
+/* Requests a slot of full width keeps apart (uniq.n ^ digits at least this): days at any rate we know of. */
+#define UNIQ_SPAN 1e10
+
+/* The slot text of `words` words for counter c (the template the table holds is counter 0). */
+static size_t uniq_fill(const sg_uniq_alpha_t *a, uint32_t words, uint64_t c, char *out)
+{
+    size_t o = 0;
+    for (uint32_t k = 0; k < words; k++) {
+        if (k)
+            out[o++] = ' ';
+        memcpy(out + o, a->words + (size_t)(c % a->n) * a->width, a->width);
+        o += a->width;
+        c /= a->n;
+    }
+    return o;
+}
+
+void sg_payload_uniq(const sg_payload_table_t *t, const sg_payload_t *p, uint64_t counter, char *out)
+{
+    uniq_fill(&t->uniq, p->uniq_words, counter, out);
+}
+
+/*
+ * The slot's alphabet: the built-in words of one length (the length with the most usable words), each a single
+ * token alone and after a space under the tokenizer (any word without one: then words are what ISL counts). A
+ * fixed width keeps every request's bytes, and Content-Length, those of the table's template.
+ */
+static int uniq_alphabet(gen_t *G, char *err, size_t errlen)
+{
+    size_t nv = sg_vocab_size();
+    bool *ok = calloc(nv, sizeof *ok);
+    if (!ok)
+        return SG_ENOMEM;
+    uint32_t per_len[16] = {0};
+    for (size_t i = 0; i < nv; i++) {
+        const char *w = sg_vocab_word(i);
+        size_t wl = strlen(w);
+        if (wl < 2 || wl > 8)
+            continue;
+        bool good = true;
+        if (G->spec->tok) {
+            char two[32];
+            int tl = snprintf(two, sizeof two, "%s %s", w, w);
+            good = sg_textgen_count(G->gen, w, wl) == 1 && sg_textgen_count(G->gen, two, (size_t)tl) == 2;
+        }
+        ok[i] = good;
+        per_len[wl] += good;
+    }
+    uint32_t width = 0;
+    for (uint32_t l = 2; l <= 8; l++)
+        if (per_len[l] > per_len[width])
+            width = l;
+    if (per_len[width] < 16) {
+        free(ok);
+        return set_err(err, errlen,
+                       "--cache-bust first_turn_prefix: the tokenizer encodes too few of surge's words as one token "
+                       "(%" PRIu32 " of one length) to spell a per-request prefix of exact length; use --cache-bust "
+                       "none",
+                       per_len[width]);
+    }
+    G->uniq.width = width;
+    G->uniq.words = malloc((size_t)per_len[width] * width);
+    if (!G->uniq.words) {
+        free(ok);
+        return SG_ENOMEM;
+    }
+    for (size_t i = 0; i < nv; i++)
+        if (ok[i] && strlen(sg_vocab_word(i)) == width)
+            memcpy(G->uniq.words + (size_t)G->uniq.n++ * width, sg_vocab_word(i), width);
+    free(ok);
+    double span = 1;
+    G->uniq.digits = 0;
+    while (span < UNIQ_SPAN && G->uniq.digits < SG_UNIQ_WORDS_MAX) {
+        span *= G->uniq.n;
+        G->uniq.digits++;
+    }
+    return 0;
+}
+
+/*
+ * With a tokenizer the fit counted the template (counter 0); the count of other fillings rests on every slot word
+ * being one token that merges with nothing around it. Two other fillings (every digit the last word; digits that
+ * vary) are counted again so a tokenizer that breaks that fails here, before the run, not in the ISL.
+ */
+static int uniq_check(gen_t *G, const entry_t *e, uint32_t target, char *err, size_t errlen)
+{
+    if (!G->spec->tok || !e->uniq_words)
+        return 0;
+    char *t = malloc(e->len + 1);
+    if (!t)
+        return SG_ENOMEM;
+    memcpy(t, e->text, e->len);
+    uint64_t all_last = 0; /* every digit n - 1 */
+    for (uint32_t d = 0; d < e->uniq_words; d++)
+        all_last = all_last * G->uniq.n + (G->uniq.n - 1);
+    const uint64_t patterns[2] = {all_last, 0x9e3779b97f4a7c15ULL};
+    for (int k = 0; k < 2; k++) {
+        uniq_fill(&G->uniq, e->uniq_words, patterns[k], t);
+        ssize_t n = sg_textgen_count(G->gen, t, e->len);
+        if (n != (ssize_t)target) {
+            free(t);
+            return set_err(err, errlen,
+                           "--cache-bust first_turn_prefix: a prompt of %" PRIu32 " tokens counts %zd with another "
+                           "per-request prefix under this tokenizer, so ISL would not stay exact; use --cache-bust "
+                           "none",
+                           target, n);
+        }
+    }
+    free(t);
+    return 0;
+}
 
 static uint32_t draw_osl(gen_t *G)
 {
@@ -390,9 +505,18 @@ static int synthetic_text(gen_t *G, uint32_t i, entry_t *e, char *err, size_t er
         head_len = G->prefix_lens[j];
         pre = spec->prefix_len;
     }
+    /* --cache-bust: the prompt starts with the slot (here its template, counter 0), inside the ISL */
+    char slot[SG_UNIQ_MAX + 1];
+    if (G->uniq.n) {
+        e->uniq_words = (uint8_t)(e->isl < G->uniq.digits ? e->isl : G->uniq.digits);
+        size_t sl = uniq_fill(&G->uniq, e->uniq_words, 0, slot);
+        slot[sl] = '\0';
+        head = slot;
+        head_len = sl;
+    }
     if (!spec->tok) {
-        /* words: today's vocabulary prompts, after the prefix */
-        char *body = sg_synth_prompt(&G->text_rng, e->isl, i);
+        /* words: today's vocabulary prompts, after the prefix (or the slot) */
+        char *body = e->isl > e->uniq_words ? sg_synth_prompt(&G->text_rng, e->isl - e->uniq_words, i) : strdup("");
         if (!body)
             return SG_ENOMEM;
         e->text = join(head, head_len, body, strlen(body), &e->len);
@@ -421,6 +545,29 @@ static int synthetic_text(gen_t *G, uint32_t i, entry_t *e, char *err, size_t er
     if (rc < 0)
         return fit_err(rc, err, errlen, "a prompt", target);
     e->isl = target;
+    return uniq_check(G, e, target, err, errlen);
+}
+
+/*
+ * Where the rendered request p holds e's slot: the first place its body holds the template (the prompt is the
+ * first text of the body, and nothing before it spells the template's run of identical words). A body whose
+ * prompt was replaced (--extra-inputs naming the prompt's member) has none: an error, since the request would
+ * repeat.
+ */
+static int uniq_locate(const sg_uniq_alpha_t *a, const entry_t *e, sg_payload_t *p, char *err, size_t errlen)
+{
+    char slot[SG_UNIQ_MAX];
+    size_t sl = uniq_fill(a, e->uniq_words, 0, slot);
+    size_t bl;
+    const char *body = sg_payload_body(p, &bl);
+    const char *at = body ? memmem(body, bl, slot, sl) : NULL;
+    if (!at)
+        return set_err(err, errlen,
+                       "--cache-bust first_turn_prefix: the request body does not carry the prompt "
+                       "(--extra-inputs replaced it?); use --cache-bust none");
+    p->uniq_off = (uint32_t)(at - p->bytes);
+    p->uniq_len = (uint16_t)sl;
+    p->uniq_words = e->uniq_words;
     return 0;
 }
 
@@ -701,6 +848,7 @@ static void gen_free(gen_t *G)
     free(G->bkeys);
     free(G->btext);
     free(G->blen);
+    free(G->uniq.words);
     sg_textgen_free(G->gen);
 }
 
@@ -719,6 +867,8 @@ static int gen_init(gen_t *G, const sg_workload_spec_t *spec, char *err, size_t 
     size_t L = sg_textgen_corpus_ids(G->gen);
     G->stride = pick_stride(L);
     G->base = mix64(spec->seed) % L;
+    if (spec->cache_bust && (rc = uniq_alphabet(G, err, errlen)) < 0)
+        return rc;
     if (spec->num_prefix && !spec->input) {
         G->prefixes = calloc(spec->num_prefix, sizeof *G->prefixes);
         G->prefix_lens = calloc(spec->num_prefix, sizeof *G->prefix_lens);
@@ -757,6 +907,13 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
         return set_err(err, errlen, "prefix prompts need a length of at least 1");
     if (input && input->format == SG_INPUT_MOONCAKE && spec->block_size == 0)
         return set_err(err, errlen, "the hash_ids block size must be at least 1");
+    if (spec->cache_bust && (input || spec->num_prefix || batched))
+        return set_err(err, errlen,
+                       "--cache-bust first_turn_prefix applies to synthetic prompts of one text a "
+                       "request, without shared prefixes (not to %s)",
+                       input              ? "an input file"
+                       : spec->num_prefix ? "--num-prefix-prompts"
+                                          : "embeddings or rankings");
 
     json_t *extra = NULL;
     if (spec->extra_inputs_json && spec->extra_inputs_json[0]) {
@@ -820,6 +977,8 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
                            : build_one(spec, extra, &one, 1, p, err, errlen);
             if (rc == 0)
                 built = i * variants + v + 1;
+            if (rc == 0 && e.uniq_words)
+                rc = uniq_locate(&G.uniq, &e, p, err, errlen);
         }
         entry_free(&e);
         if (rc && input && err && errlen) {
@@ -830,6 +989,11 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
             snprintf(tmp, sizeof tmp, "%s", err);
             set_err(err, errlen, "%s %s %" PRIu32 ": %s", name, lines ? "line" : "element", input->e[i].where, tmp);
         }
+    }
+    sg_uniq_alpha_t uniq = {0};
+    if (gen_ok && rc == 0) {
+        uniq = G.uniq; /* the table keeps the slot's words */
+        G.uniq.words = NULL;
     }
     if (gen_ok)
         gen_free(&G);
@@ -848,6 +1012,7 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
     out->n_variants = variants;
     out->model_names = names.v;
     out->n_model_names = names.n;
+    out->uniq = uniq;
     json_decref(names.index);
     return 0;
 }
@@ -860,5 +1025,6 @@ void sg_workload_free(sg_payload_table_t *t)
     for (size_t i = 0; i < t->n_model_names; i++)
         free(t->model_names[i]);
     free(t->model_names);
+    free(t->uniq.words);
     memset(t, 0, sizeof *t);
 }

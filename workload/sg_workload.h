@@ -19,7 +19,27 @@ typedef struct {
     uint32_t model;      /* index into the table's model_names */
     uint32_t inputs;     /* embeddings: inputs in the body; rankings: passages; 0 otherwise and for raw bodies */
     bool streaming;      /* the body asks for a stream (--streaming, or a raw body's own "stream": true) */
+    /* --cache-bust first_turn_prefix: the slot at the start of the prompt that each request fills with its own
+     * words (sg_payload_uniq): bytes [uniq_off, uniq_off + uniq_len) of `bytes`; uniq_len 0 when there is none */
+    uint32_t uniq_off;
+    uint16_t uniq_len;
+    uint8_t uniq_words; /* words in the slot, each one token: ISL counts them */
 } sg_payload_t;
+
+/* The most bytes a payload's per-request slot takes (SG_UNIQ_WORDS_MAX words of at most 8 letters, spaces). */
+#define SG_UNIQ_WORDS_MAX 8
+#define SG_UNIQ_MAX 72
+
+/*
+ * The words a per-request slot is spelled with: n words of `width` letters each (words[i * width ...]), every
+ * one a single token (with and without a leading space) under the run's tokenizer, or a word without one.
+ */
+typedef struct {
+    char *words;
+    uint32_t n;
+    uint32_t width;
+    uint32_t digits; /* words in a full slot: n ^ digits >= 10^10 (a prompt shorter than that has fewer) */
+} sg_uniq_alpha_t;
 
 /*
  * Entries times variants: items[entry * n_variants + variant]. An entry is one prompt (or one request body of an
@@ -35,7 +55,16 @@ typedef struct {
      * bodies name and -m does not (a raw body is sent as written, so its own model is the one it asks for). */
     char **model_names;
     size_t n_model_names;
+    sg_uniq_alpha_t uniq; /* --cache-bust first_turn_prefix: the slot's words; n 0 when the table has no slots */
 } sg_payload_table_t;
+
+/*
+ * The slot of p for request `counter` (its run-wide id): p->uniq_words words of the table's alphabet spelling
+ * counter in base uniq.n, least significant digit first (so consecutive requests differ at their first word),
+ * separated by single spaces: exactly p->uniq_len bytes into out (SG_UNIQ_MAX at least). Distinct for counters
+ * below uniq.n ^ uniq_words. Nothing allocated: the worker calls it per request.
+ */
+void sg_payload_uniq(const sg_payload_table_t *t, const sg_payload_t *p, uint64_t counter, char *out);
 
 /*
  * The body of a rendered request: what follows its head (the bytes after the blank line), len bytes in *len.
@@ -96,6 +125,10 @@ typedef struct {
     int backend;              /* sg_kserve_backend_t */
     bool deterministic;       /* --output-tokens-mean-deterministic */
     const char *grpc_timeout; /* grpc-timeout value (sg_grpc_timeout_format), NULL for none */
+    /* --cache-bust first_turn_prefix: every synthetic prompt starts with a slot of words that each request
+     * fills with its own (sg_payload_uniq), inside its ISL. Only for synthetic single-prompt requests without
+     * shared prefixes (sg_workload_build refuses the rest). */
+    bool cache_bust;
 } sg_workload_spec_t;
 
 /*

@@ -129,7 +129,8 @@ int sg_mock_main(int argc, char **argv)
     s->record_fd = -1;
     s->ttft_ns = llround(o.ttft_ms * 1e6);
     s->itl_ns = llround(o.itl_ms * 1e6);
-    if ((o.max_batch && !(s->batch = sg_mock_batch_new(o.max_batch))) || !(s->load = sg_mock_load_new(o.workers))) {
+    if ((o.max_batch && !(s->batch = sg_mock_batch_new(o.max_batch))) || !(s->load = sg_mock_load_new(o.workers)) ||
+        (o.prefix_cache && !(s->pcache = sg_mock_pcache_new()))) {
         fprintf(stderr, "surge mock: out of memory\n");
         sg_mock_api_free();
         free(s);
@@ -330,6 +331,7 @@ out:
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     sg_mock_batch_free(s->batch);
+    sg_mock_pcache_free(s->pcache);
     sg_mock_load_free(s->load, o.workers);
     sg_tok_free(s->tok);
     free(self_cert);

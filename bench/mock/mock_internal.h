@@ -36,6 +36,7 @@ typedef struct {
     const char *tokenizer;           /* NULL: usage counts words (prompt) and the one-token words sent (completion) */
     int64_t usage_completion_offset; /* added to usage.completion_tokens (clamped at 0), to test disagreement */
     bool no_usage;                   /* never send usage, even when the request asks for it */
+    bool prefix_cache;               /* usage reports prompt_tokens_details.cached_tokens (mock_pcache.c) */
     bool quiet;
     uint32_t max_streams; /* HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS per connection */
     bool tls;             /* --tls, or implied by --tls-cert/--tls-key: serve TLS only */
@@ -186,6 +187,7 @@ struct sg_mock_job {
     uint32_t drop_at; /* streams: token index at which the connection is cut; SG_MOCK_NO_DROP: never */
     uint64_t prompt_words;
     uint64_t usage_prompt;     /* what usage reports: prompt_tokens */
+    int64_t usage_cached;      /* --prefix-cache: prompt_tokens_details.cached_tokens; -1: not reported */
     uint64_t usage_completion; /* and completion_tokens */
     uint8_t type;              /* sg_mock_job_type_t */
     uint8_t kind;              /* sg_oai_kind_t */
@@ -338,13 +340,21 @@ typedef struct sg_mock_server {
     atomic_uint_fast64_t conns_open;
     atomic_uint_fast64_t conn_serial;
     atomic_bool stop;
-    sg_mock_batch_t *batch; /* --max-batch; NULL without */
-    sg_mock_load_t *load;   /* one per worker: what GET /metrics counts */
+    sg_mock_batch_t *batch;        /* --max-batch; NULL without */
+    struct sg_mock_pcache *pcache; /* --prefix-cache; NULL without */
+    sg_mock_load_t *load;          /* one per worker: what GET /metrics counts */
     /* start-up hand-shake: each worker reports once its ring is up and accepting */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     unsigned reported;
 } sg_mock_server_t;
+
+/* --prefix-cache (mock_pcache.c): the words of the longest prefix of the prompt p (whole words) that an earlier
+ * prompt had; the prompt's prefixes are remembered for the next. Thread-safe. */
+typedef struct sg_mock_pcache sg_mock_pcache_t;
+sg_mock_pcache_t *sg_mock_pcache_new(void);
+void sg_mock_pcache_free(sg_mock_pcache_t *c);
+uint64_t sg_mock_pcache_lookup(sg_mock_pcache_t *c, const char *p, size_t len);
 
 sg_mock_batch_t *sg_mock_batch_new(uint32_t slots);
 void sg_mock_batch_free(sg_mock_batch_t *b);

@@ -48,6 +48,9 @@ static const char usage_text[] =
     "                       that usage disagrees with the text (for testing a client's comparison)\n"
     "  --no-usage           never send usage, even when stream_options.include_usage asks for it (the other\n"
     "                       APIs' usage members are left out too)\n"
+    "  --prefix-cache       chat and completions usage add prompt_tokens_details.cached_tokens: the words of\n"
+    "                       the longest prefix (whole words) the prompt shares with any earlier prompt, as a\n"
+    "                       server's prefix cache would find it\n"
     "  --reasoning-tokens N the first N output tokens of each response are reasoning (default 0): chat's\n"
     "                       delta.reasoning_content (message.reasoning_content whole), a reasoning output item\n"
     "                       (responses), a thinking block (messages); usage counts them in the output tokens and\n"
@@ -157,6 +160,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
         }
         if (strcmp(arg, "--no-usage") == 0) {
             o->no_usage = true;
+            continue;
+        }
+        if (strcmp(arg, "--prefix-cache") == 0) {
+            o->prefix_cache = true;
             continue;
         }
         if (strncmp(arg, "--", 2) != 0)

@@ -462,6 +462,13 @@ static size_t put_usage(char *d, const sg_mock_job_t *j)
     memcpy(p, c, sizeof(c) - 1);
     p += sizeof(c) - 1;
     p += sg_mock_u64_fmt(p, j->usage_prompt + j->usage_completion);
+    if (j->usage_cached >= 0) {
+        static const char k[] = ",\"prompt_tokens_details\":{\"cached_tokens\":";
+        memcpy(p, k, sizeof(k) - 1);
+        p += sizeof(k) - 1;
+        p += sg_mock_u64_fmt(p, (uint64_t)j->usage_cached);
+        *p++ = '}';
+    }
     if (j->reasoning) {
         static const char r[] = ",\"completion_tokens_details\":{\"reasoning_tokens\":";
         memcpy(p, r, sizeof(r) - 1);

@@ -227,6 +227,7 @@ static sg_mock_job_t *job_new(sg_mock_worker_t *w)
     j->include_usage = false;
     j->send_usage = false;
     j->usage_prompt = 0;
+    j->usage_cached = -1;
     j->usage_completion = 0;
     j->drop_full = false;
     j->close_after = false;
@@ -765,6 +766,9 @@ static int build_answer(conn_t *c, sg_mock_job_t *j, int kind, sg_slice_t full_p
     j->prompt_words = r.prompt_words;
     j->include_usage = r.include_usage && !s->opts.no_usage;
     j->send_usage = !s->opts.no_usage;
+    j->usage_cached = s->pcache && kind <= SG_OAI_COMPLETIONS && r.prompt.len
+                          ? (int64_t)sg_mock_pcache_lookup(s->pcache, r.prompt.base, r.prompt.len)
+                          : -1;
     int err = usage_counts(w, j, &r);
     if (err < 0)
         return err;

@@ -94,6 +94,15 @@ static void check_decode(sg_oai_kind_t kind, const json_t *root, const sg_oai_re
         r->completion_tokens != get_int(usage, "completion_tokens"))
         FAIL("usage %lld/%lld want %lld/%lld", (long long)r->prompt_tokens, (long long)r->completion_tokens,
              (long long)get_int(usage, "prompt_tokens"), (long long)get_int(usage, "completion_tokens"));
+    /* cached prompt tokens: usage.prompt_tokens_details.cached_tokens when a non-negative integer, else
+     * timings.cache_n (llama.cpp) when one, else -1 */
+    int64_t cached = get_int(json_object_get(usage, "prompt_tokens_details"), "cached_tokens");
+    if (cached < 0)
+        cached = get_int(json_object_get(root, "timings"), "cache_n");
+    if (cached < 0)
+        cached = -1;
+    if (r->cached_tokens != cached)
+        FAIL("cached_tokens %lld want %lld", (long long)r->cached_tokens, (long long)cached);
 
     const json_t *err = json_object_get(root, "error");
     bool is_error = false;

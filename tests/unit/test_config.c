@@ -1101,9 +1101,56 @@ static void test_multirun(void)
     BAD("-m", "x", "--num-profile-runs", "2", "--search", "max-concurrency", "--slo", "request_latency:p99<100");
 }
 
+/* --cache-bust: on by default for synthetic prompts, off (and why) where the run asks for reuse, refused where it
+ * cannot apply, and only AIPerf's targets surge has */
+static void test_cache_bust(void)
+{
+    static const struct {
+        const char *a[6];
+        bool on;
+        const char *why;
+    } cases[] = {
+        {{NULL}, true, NULL},
+        {{"--num-prompts", "5", NULL}, false, "--num-prompts"},
+        {{"--num-prompts", "5", "--cache-bust", "first_turn_prefix", NULL}, true, NULL},
+        {{"--cache-bust", "none", NULL}, false, "--cache-bust none"},
+        {{"--num-prefix-prompts", "2", NULL}, false, "--num-prefix-prompts"},
+        {{"--endpoint-type", "embeddings", NULL}, false, "embeddings and rankings"},
+        {{"--conversation-turn-mean", "3", NULL}, false, "multi-turn sessions"},
+        {{"--service-kind", "triton", NULL}, true, NULL},
+    };
+    for (size_t i = 0; i < SG_ARRAY_LEN(cases); i++) {
+        sg_config_t c;
+        const char *const *a = cases[i].a;
+        int rc = parse(&c, "-m", "m", a[0], a[0] ? a[1] : NULL, a[0] && a[1] ? a[2] : NULL,
+                       a[0] && a[1] && a[2] ? a[3] : NULL, NULL);
+        CHECK_EQ_INT(rc, 0);
+        if (rc == 0) {
+            CHECK_EQ_INT(c.cache_bust, cases[i].on);
+            CHECK(cases[i].why ? c.cache_bust_off_reason && strcmp(c.cache_bust_off_reason, cases[i].why) == 0
+                               : c.cache_bust_off_reason == NULL);
+            bool given = false;
+            for (int k = 0; k < 6 && a[k]; k++)
+                given |= strcmp(a[k], "--cache-bust") == 0;
+            CHECK_EQ_INT(c.cache_bust_given, given);
+        }
+        sg_config_free(&c);
+    }
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "m", "--cache-bust", "none", NULL), 0);
+    CHECK(c.cache_bust_given);
+    sg_config_free(&c);
+    BAD("-m", "m", "--cache-bust", "system_prefix");
+    BAD("-m", "m", "--cache-bust", "");
+    BAD("-m", "m", "--cache-bust", "first_turn_prefix", "--num-prefix-prompts", "2");
+    BAD("-m", "m", "--cache-bust", "first_turn_prefix", "--endpoint-type", "rankings");
+    BAD("-m", "m", "--cache-bust", "first_turn_prefix", "--conversation-turn-mean", "2");
+}
+
 int main(void)
 {
     test_multirun();
+    test_cache_bust();
     test_endpoints();
     test_sessions();
     test_server_metrics_flags();

@@ -56,6 +56,7 @@ static sg_record_t streamed(uint64_t id, uint32_t worker, int64_t at, int64_t tt
     r.osl = osl;
     r.isl = 200;
     r.isl_server = 201;
+    r.isl_cached = -1;
     r.osl_server = -1;
     r.osl_tokenizer = (int32_t)osl;
     r.osl_source = SG_OSL_TOKENIZER;
@@ -83,6 +84,7 @@ static sg_record_t failed(uint64_t id, uint32_t worker, int64_t at, int status, 
     r.http_status = status;
     r.isl = 200;
     r.isl_server = -1;
+    r.isl_cached = -1;
     r.osl_server = -1;
     r.osl_tokenizer = -1;
     snprintf(r.err_msg, sizeof(r.err_msg), "%s", msg);
@@ -660,6 +662,7 @@ static void test_table(void)
         q.osl_source = SG_OSL_USAGE;
         q.osl_server = i == 2 ? 7 : 5; /* one request where usage says 7 and the tokenizer 5 */
         q.isl_server = -1;
+        q.isl_cached = -1;
         sg_metrics_add(p, &q);
     }
     sg_run_info_t pinfo = {.title = "Plain", .has_slos = true};

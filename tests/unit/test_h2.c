@@ -74,7 +74,7 @@ typedef struct {
     int32_t id;
     char method[16], path[128], authority[64], ctype[64], accept[64];
     bool saw_host, saw_connection;
-    char body[4096];
+    char body[1 << 16];
     size_t body_len;
     bool ended; /* END_STREAM from the client */
     uint32_t rst_code;
@@ -328,6 +328,52 @@ static void test_streams(size_t step)
         sg_h2_req_free(&req[i]);
         free(raw[i]);
     }
+    nghttp2_session_del(s.ng);
+}
+
+/*
+ * sg_h2_submit_patched (--cache-bust's per-request words): the body goes out with the patch's bytes in place of the
+ * request's, wherever DATA frames cut it. A 40,000-byte body takes three frames of at most 16,384: patches at its
+ * start, across the first frame's end and at its very end; one that does not fit is refused; the request's own
+ * bytes are never written.
+ */
+static void test_patched(size_t step)
+{
+    cstate_t cs = {0};
+    sg_h2_t *c = sg_h2_client_new(&ccb, &cs);
+    static server_t s;
+    server_init(&s, 100);
+    size_t len = 40000;
+    char *body = malloc(len + 1);
+    for (size_t i = 0; i < len; i++)
+        body[i] = (char)('a' + i % 26);
+    body[len] = '\0';
+    char *raw;
+    sg_h2_req_t req = make_req(&raw, "/v1/completions", body);
+    static cstream_t st[4];
+    memset(st, 0, sizeof(st));
+    const struct {
+        size_t off;
+        const char *patch;
+    } cases[] = {{0, "HELLO"}, {16380, "0123456789"}, {39997, "XYZ"}};
+    for (int i = 0; i < 3; i++)
+        CHECK(sg_h2_submit_patched(c, &req, &st[i], cases[i].off, cases[i].patch, strlen(cases[i].patch)) > 0);
+    CHECK_EQ_INT(sg_h2_submit_patched(c, &req, &st[3], len - 2, "XYZ", 3), SG_EINVAL);
+    pump(c, &s, step);
+    CHECK_EQ_INT(s.n, 3);
+    char *want = malloc(len);
+    for (int i = 0; i < 3 && i < s.n; i++) {
+        memcpy(want, body, len);
+        memcpy(want + cases[i].off, cases[i].patch, strlen(cases[i].patch));
+        CHECK(s.reqs[i].ended);
+        CHECK(s.reqs[i].body_len == len && memcmp(s.reqs[i].body, want, len) == 0);
+    }
+    CHECK(req.body_len == len && memcmp(req.body, body, len) == 0);
+    free(want);
+    sg_h2_free(c);
+    sg_h2_req_free(&req);
+    free(raw);
+    free(body);
     nghttp2_session_del(s.ng);
 }
 
@@ -586,6 +632,8 @@ int main(void)
     test_streams(0);
     test_streams(1);
     test_streams(7);
+    test_patched(0);
+    test_patched(1000);
     test_rst_and_refused();
     test_goaway();
     test_limits_and_windows();

@@ -30,6 +30,7 @@ static sg_record_t streamed(uint64_t id, int64_t at, int64_t lag_ms, int64_t ttf
     r.osl = osl;
     r.isl = 200;
     r.isl_server = -1;
+    r.isl_cached = -1;
     r.osl_server = (int32_t)osl;
     r.osl_source = SG_OSL_USAGE;
     r.content_events = osl;
@@ -53,6 +54,7 @@ static sg_record_t plain(uint64_t id, int64_t at, int64_t lag_ms, int64_t latenc
     r.osl = osl;
     r.isl = 100;
     r.isl_server = -1;
+    r.isl_cached = -1;
     r.osl_server = -1;
     r.osl_source = SG_OSL_TOKENIZER;
     return r;
@@ -68,7 +70,7 @@ static sg_record_t failed(uint64_t id, int64_t at, sg_err_class_t cls, int statu
     r.end_ns = at + 10 * MS;
     r.err_class = (uint8_t)cls;
     r.http_status = status;
-    r.isl_server = r.osl_server = -1;
+    r.isl_server = r.osl_server = r.isl_cached = -1;
     snprintf(r.err_msg, sizeof(r.err_msg), "%s", msg);
     return r;
 }

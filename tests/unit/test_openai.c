@@ -677,6 +677,7 @@ static void test_responses(void)
     CHECK_EQ_INT((int)r.prompt_tokens, 29);
     CHECK_EQ_INT((int)r.completion_tokens, 5);
     CHECK_EQ_INT((int)r.reasoning_tokens, 3);
+    CHECK_EQ_INT((int)r.cached_tokens, 0);
     /* incomplete: max_output_tokens reached (what a benchmark asks for), not a failure; its usage counts */
     r = DECODE(SG_OAI_RESPONSES,
                "{\"type\":\"response.incomplete\",\"sequence_number\":40,\"response\":{\"object\":\"response\","
@@ -741,6 +742,7 @@ static void test_messages(void)
                          "\"output_tokens\":0}}}");
     CHECK(r.recognized && r.content.len == 0);
     CHECK_EQ_INT((int)r.prompt_tokens, 29); /* Anthropic counts cache reads apart */
+    CHECK_EQ_INT((int)r.cached_tokens, 28);
     CHECK_EQ_INT((int)r.completion_tokens, 0);
     r = DECODE(SG_OAI_MESSAGES,
                "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"ugins\"}}");
@@ -1019,8 +1021,39 @@ static void test_number_runs(void)
     CHECK(sg_js_number_list_use(-1));
 }
 
+/*
+ * Cached prompt tokens, under each server's name: OpenAI's usage.prompt_tokens_details.cached_tokens (vLLM,
+ * SGLang), llama.cpp's timings.cache_n (the chunk that carries timings; usage's field wins when both are there),
+ * absent, null or negative as -1.
+ */
+static void test_cached_tokens(void)
+{
+    sg_oai_result_t r = DECODE(SG_OAI_CHAT, "{\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":"
+                                            "4,\"prompt_tokens_details\":{\"cached_tokens\":96}}}");
+    CHECK_EQ_INT((int)r.prompt_tokens, 100);
+    CHECK_EQ_INT((int)r.cached_tokens, 96);
+    /* an older llama-server's last streamed chunk: usage without details, timings with cache_n (3.22.1's has both) */
+    r = DECODE(SG_OAI_CHAT,
+               "{\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"delta\":{}}],\"usage\":{"
+               "\"completion_tokens\":8,\"prompt_tokens\":37,\"total_tokens\":45},\"timings\":{\"cache_n\":"
+               "30,\"prompt_n\":7,\"prompt_ms\":1.5,\"predicted_n\":8}}");
+    CHECK_EQ_INT((int)r.cached_tokens, 30);
+    r = DECODE(SG_OAI_COMPLETIONS, "{\"timings\":{\"cache_n\":5},\"usage\":{\"prompt_tokens_details\":{"
+                                   "\"cached_tokens\":6}}}");
+    CHECK_EQ_INT((int)r.cached_tokens, 6);
+    r = DECODE(SG_OAI_CHAT, "{\"usage\":{\"prompt_tokens\":3,\"prompt_tokens_details\":null}}");
+    CHECK_EQ_INT((int)r.cached_tokens, -1);
+    r = DECODE(SG_OAI_CHAT, "{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":-2}},\"timings\":[1]}");
+    CHECK_EQ_INT((int)r.cached_tokens, -1);
+    r = DECODE(SG_OAI_CHAT, "{\"choices\":[{\"delta\":{\"content\":\"x\"}}]}");
+    CHECK_EQ_INT((int)r.cached_tokens, -1);
+    r = DECODE(SG_OAI_MESSAGES, "{\"type\":\"message_delta\",\"usage\":{\"output_tokens\":3}}");
+    CHECK_EQ_INT((int)r.cached_tokens, -1);
+}
+
 int main(void)
 {
+    test_cached_tokens();
     test_number_runs();
     test_embeddings_rankings();
     test_responses();

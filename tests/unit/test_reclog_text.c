@@ -53,6 +53,7 @@ static sg_record_t rec(uint64_t id, int64_t at, uint32_t events, int32_t usage)
     r.http_status = 200;
     r.isl = 50;
     r.isl_server = -1;
+    r.isl_cached = -1;
     r.osl_server = usage;
     r.osl_tokenizer = -1;
     r.content_events = events;

@@ -37,6 +37,7 @@ static sg_record_t streamed(uint64_t id, int64_t at, int64_t ttft_ms, uint32_t o
     r.osl = osl;
     r.isl = 100;
     r.isl_server = -1;
+    r.isl_cached = -1;
     r.osl_server = -1;
     r.osl_tokenizer = -1;
     r.osl_source = SG_OSL_EVENTS;
@@ -57,6 +58,7 @@ static sg_record_t failed(uint64_t id, int64_t at)
     r.http_status = 500;
     r.isl = 100;
     r.isl_server = -1;
+    r.isl_cached = -1;
     r.osl_server = -1;
     r.osl_tokenizer = -1;
     snprintf(r.err_msg, sizeof(r.err_msg), "Internal Server Error");

@@ -563,8 +563,123 @@ static void test_build_rankings_synthetic(void)
     }
 }
 
+/* Request `id`'s bytes as a worker sends them: the table's, with the request's own words in the slot. */
+static char *sent_bytes(const sg_payload_table_t *t, const sg_payload_t *p, uint64_t id)
+{
+    char *b = malloc(p->len + 1);
+    memcpy(b, p->bytes, p->len);
+    b[p->len] = '\0';
+    if (p->uniq_len) {
+        char slot[SG_UNIQ_MAX];
+        sg_payload_uniq(t, p, id, slot);
+        memcpy(b + p->uniq_off, slot, p->uniq_len);
+    }
+    return b;
+}
+
+/* The prompt of a chat body (sent_bytes), malloc'd; NULL when the body is not what was built. */
+static char *chat_prompt(const char *bytes, size_t len)
+{
+    const char *body = memmem(bytes, len, "\r\n\r\n", 4);
+    if (!body)
+        return NULL;
+    body += 4;
+    json_t *j = json_loadb(body, len - (size_t)(body - bytes), 0, NULL);
+    const char *c = json_string_value(json_object_get(json_array_get(json_object_get(j, "messages"), 0), "content"));
+    char *out = c ? strdup(c) : NULL;
+    json_decref(j);
+    return out;
+}
+
+/*
+ * --cache-bust first_turn_prefix: two requests of the same prompt differ from the prompt's first byte on, keep
+ * their length (Content-Length) and their exact ISL (words here: what the mock and the estimate count), and no
+ * two requests of a run share a prompt, over many more requests than prompts.
+ */
+static void test_cache_bust(void)
+{
+    const char *models[] = {"m"};
+    sg_workload_spec_t spec = {
+        .host_header = "127.0.0.1:8000",
+        .path = "/v1/chat/completions",
+        .kind = SG_OAI_CHAT,
+        .models = models,
+        .n_models = 1,
+        .num_prompts = 7,
+        .isl_mean = 40,
+        .isl_stddev = 30,
+        .osl_mean = -1,
+        .seed = 5,
+        .cache_bust = true,
+    };
+    sg_payload_table_t t;
+    char err[256];
+    int rc = sg_workload_build(&spec, &t, err, sizeof err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "build: %s\n", err);
+        return;
+    }
+    CHECK(t.uniq.n >= 16);
+    for (size_t i = 0; i < t.n; i++) {
+        const sg_payload_t *p = &t.items[i];
+        CHECK(p->uniq_len > 0);
+        CHECK(p->uniq_words >= 1 && p->uniq_words <= SG_UNIQ_WORDS_MAX);
+        /* request i and request i + 7 * n (the same prompt) */
+        char *a = sent_bytes(&t, p, i), *b = sent_bytes(&t, p, i + 7 * (uint64_t)t.uniq.n + 7);
+        size_t d = 0;
+        while (d < p->len && a[d] == b[d])
+            d++;
+        const char *body = memmem(a, p->len, "\"content\":\"", 11);
+        CHECK(body != NULL);
+        if (body) /* the first byte that differs is in the prompt's first word */
+            CHECK(d >= (size_t)(body + 11 - a) && d < (size_t)(body + 11 - a) + t.uniq.width);
+        CHECK_EQ_INT(p->uniq_off, (size_t)(body + 11 - a));
+        char *pa = chat_prompt(a, p->len), *pb = chat_prompt(b, p->len);
+        CHECK(pa && pb);
+        if (pa && pb) {
+            CHECK_EQ_INT(sg_count_words(pa, strlen(pa)), p->isl);
+            CHECK_EQ_INT(sg_count_words(pb, strlen(pb)), p->isl);
+            CHECK(all_vocab_words(pa) && all_vocab_words(pb));
+            CHECK(strcmp(pa, pb) != 0);
+        }
+        free(pa);
+        free(pb);
+        free(a);
+        free(b);
+    }
+    /* 5000 requests over 7 prompts: 5000 distinct prompts (ISL >= 5 keeps the slot whole) */
+    json_t *seen = json_object();
+    size_t distinct = 0, measured = 0;
+    for (uint64_t id = 0; id < 5000; id++) {
+        const sg_payload_t *p = sg_payload_pick(&t, id, 0, 5, NULL);
+        if (p->isl < p->uniq_words || p->uniq_words < 5)
+            continue;
+        measured++;
+        char *a = sent_bytes(&t, p, id);
+        char *pa = chat_prompt(a, p->len);
+        if (pa && !json_object_get(seen, pa)) {
+            json_object_set_new(seen, pa, json_true());
+            distinct++;
+        }
+        free(pa);
+        free(a);
+    }
+    CHECK(measured > 1000);
+    CHECK_EQ_INT(distinct, measured);
+    json_decref(seen);
+    sg_workload_free(&t);
+
+    /* reuse the run asks for is refused with a message, not silently dropped */
+    spec.num_prefix = 2;
+    spec.prefix_len = 5;
+    CHECK(sg_workload_build(&spec, &t, err, sizeof err) < 0);
+    CHECK(strstr(err, "--num-prefix-prompts") != NULL);
+}
+
 int main(void)
 {
+    test_cache_bust();
     test_build_rankings_synthetic();
     test_vocab();
     test_count_words();
