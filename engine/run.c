@@ -858,6 +858,8 @@ static int point_setup(profile_t *p, const point_spec_t *spec, point_t *pt)
     }
     if (spec->duration_s > 0)
         pt->cfg.benchmark_duration_s = spec->duration_s;
+    if (spec->reseed)
+        pt->cfg.random_seed ^= spec->reseed * 0x9e3779b97f4a7c15ULL; /* a distinct stream per reseed value */
     if (spec->no_warmup)
         pt->cfg.warmup_request_count = 0;
     const char *subdir = spec->subdir;

@@ -61,6 +61,8 @@ typedef struct {
     bool quiet;         /* no metrics table on stdout: a line on stderr (a sweep prints its own table) */
     bool probe;         /* a search probe: stop early once an --slo cannot be met, and watch for overload */
     double duration_s;  /* > 0: this --benchmark-duration instead of the run's (a probe sized for its verdicts) */
+    uint64_t reseed;    /* > 0: draw the point's arrivals and prompt picks from --random-seed mixed with this (a
+                         * search's second and later probes of one value, whose pooled evidence must be independent) */
     bool no_warmup;     /* no --warmup-request-count (a multi-run's runs after the first) */
 } point_spec_t;
 

@@ -363,7 +363,8 @@ static int probe_once(search_t *s, value_t *x, bool sized)
                          .subdir = row->dir,
                          .quiet = true,
                          .probe = true,
-                         .duration_s = dur};
+                         .duration_s = dur,
+                         .reseed = x->probes};
     point_t pt = {0};
     int pc = point_exec(p, &spec, &pt);
     if (!pt.merged) {

@@ -110,6 +110,21 @@ def main(h):
                 "an undecided value is probed again, pooled, until it passes", verdicts)
         h.check("pooled with its 1 earlier probe" in r.stderr, "the console says a probe is pooled", r.stderr[-3000:])
 
+        # a value's pooled probes are independent samples: the second draws its own Poisson arrivals (the same
+        # schedule twice would only repeat the evidence)
+        r = profile(h, m.url, "--streaming", "--search", "max-request-rate", "--slo", "ttft:p90<1000",
+                    "--search-range", "20:40", "--request-count", 20, "--search-max-trials", 3,
+                    "--parameter-sweep-cooldown-seconds", 0.2, timeout=120)
+        s = load(os.path.join(r.dir, "search.json"))
+        pooled = [p for p in s["probes"] if p["request_rate"] == 40]
+
+        def gaps(p):
+            with open(os.path.join(r.dir, p["artifact_subdir"], "profile_export_surge.jsonl")) as f:
+                t = sorted(json.loads(line)["intended_ns"] for line in f)
+            return [b - a for a, b in zip(t, t[1:])]
+        h.check(len(pooled) >= 2 and pooled[-1]["verdict"] == "pass" and gaps(pooled[0]) != gaps(pooled[1]),
+                "a pooled probe draws its own arrivals", [(p["trial"], p["verdict"]) for p in pooled])
+
         # a budget that cannot decide: one probe of 20 requests, no more: nothing is shown to pass, and the answer
         # says which values stayed undecided rather than naming a capacity; exit 5
         r = profile(h, m.url, "--streaming", "--search", "max-concurrency", "--slo", "ttft:p90<40",
