@@ -36,12 +36,15 @@ runs, and the comparisons are ratios taken in the same run).
                           3 workers at the same total load (streamed, Poisson at 300/s, same seed): the merged
                           summary's percentiles and throughput as ratios to the one-process run's (target: 1.0
                           within noise), and the start skew bound the ranks reported (target < 1 ms on one host)
-  bench/bench.py search   the capacity search's repeatability: --repeat identical searches (constant arrivals,
-                          SLO p99 TTFT < 60 ms) against a mock of known capacity (4 slots x 50 ms: 80 req/s),
+  bench/bench.py search   the capacity search's repeatability: --repeat identical searches (--arrivals constant
+                          or poisson, SLO p99 TTFT < 60 ms) against a mock of known capacity (4 slots x 50 ms:
+                          80 req/s evenly spaced, 43.3 req/s Poisson, from a simulated M/D/4 queue),
                           with a CPU hog on the client's core (--no-hog: without); each answer, its interval and
                           time, whether every interval holds 80 and the answers agree within the precision. With
                           --baseline SURGE (another build, e.g. the previous release) the same searches are run
-                          interleaved with it, for the time ratio
+                          interleaved with it, for the time ratio. --target llama: the same against llama-server
+                          (tests/data/fetch-llama-server): Poisson, 10 s probes, p99 TTFT < 100 ms and
+                          error_rate < 0.01, answers and times, target: within 10% of each other
   bench/bench.py all
 
 The client is pinned to CPU 0 and the mock to CPU 1 when the machine has two or more.
@@ -669,10 +672,39 @@ def bench_ranks(surge, n, repeat, client_cpu, mock_cpu, rate=300):
     return out
 
 
-def bench_search(surge, repeat, client_cpu, mock_cpu, baseline=None, hog=True, probe_s=5, capacity=80.0):
+def mdc_capacity(slots=4, service_s=0.05, wait_s=0.040, n=200000, seed=1):
+    """The Poisson rate at which a FIFO queue of `slots` servers, each request holding one for service_s, makes the
+    p99 wait (before a slot takes the request) wait_s: M/D/c, simulated, bisected. For the mock of --max-batch 4 and
+    50 ms per request and an SLO of p99 TTFT < 60 ms (20 ms of it the mock's own TTFT): about 43.3 req/s."""
+    import heapq
+    import math
+    import random
+
+    def p99_wait(lam):
+        rnd = random.Random(seed)
+        t, free, waits = 0.0, [0.0] * slots, []
+        for _ in range(n):
+            t += rnd.expovariate(lam)
+            start = max(t, heapq.heappop(free))
+            waits.append(start - t)
+            heapq.heappush(free, start + service_s)
+        waits.sort()
+        return waits[int(math.ceil(0.99 * n)) - 1]
+
+    lo, hi = 1.0, slots / service_s
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if p99_wait(mid) < wait_s else (lo, mid)
+    return (lo + hi) / 2
+
+
+def bench_search(surge, repeat, client_cpu, mock_cpu, baseline=None, hog=True, probe_s=5, arrivals="constant"):
     """Identical capacity searches, interleaved with a baseline build's when given, a busy loop sharing the client's
-    core: the answers, their spread, whether each interval holds the known capacity, and the time each took."""
-    args = ["--streaming", "--search", "max-request-rate", "--request-distribution", "constant", "--slo",
+    core: the answers, their spread, whether each interval holds the known capacity, and the time each took. With
+    constant arrivals the capacity is the mock's service rate, 80 req/s; with Poisson arrivals queues form below it,
+    and the capacity is the M/D/4 queue's (mdc_capacity)."""
+    capacity = 80.0 if arrivals == "constant" else mdc_capacity()
+    args = ["--streaming", "--search", "max-request-rate", "--request-distribution", arrivals, "--slo",
             "ttft:p99<60", "--search-range", "10:", "--benchmark-duration", str(probe_s),
             "--parameter-sweep-cooldown-seconds", "0.3", "--search-precision", "0.05"]
     builds = [("surge", surge)] + ([("baseline", baseline)] if baseline else [])
@@ -704,21 +736,108 @@ def bench_search(surge, repeat, client_cpu, mock_cpu, baseline=None, hog=True, p
         if hog_proc:
             hog_proc.kill()
             hog_proc.wait()
-    print("search: constant arrivals at a mock of capacity %g req/s, SLO p99 TTFT < 60 ms, %g s probes, %s"
-          % (capacity, probe_s, "a CPU hog on the client's core" if hog else "no hog"))
+    print("search: %s arrivals at a mock whose capacity for the SLO is %.1f req/s, SLO p99 TTFT < 60 ms, %g s probes, "
+          "%s" % (arrivals, capacity, probe_s, "a CPU hog on the client's core" if hog else "no hog"))
     out = {}
     for name, _ in builds:
         rows = res[name]
         lows = [r[0] for r in rows if r[0] is not None]
         holds = sum(1 for r in rows if r[0] is not None and r[1] is not None and r[0] <= capacity <= r[1])
+        near = sum(1 for r in lows if abs(r - capacity) <= 0.05 * capacity)
         spread = (max(lows) - min(lows)) / min(lows) if lows else float("nan")
         t = statistics.median(r[3] for r in rows)
-        print("  %-8s answers (low end) %s; spread %.1f%% (precision 5%%); interval holds %g in %d of %d; median "
-              "time %.0f s" % (name, lows, 100 * spread, capacity, holds, len(rows), t))
-        out[name] = {"lows": lows, "spread": spread, "holds": holds, "time_s": t}
+        print("  %-8s answers (low end) %s; spread %.1f%% (precision 5%%); interval holds %.1f in %d of %d, low end "
+              "within 5%% of it in %d; median time %.0f s" % (name, lows, 100 * spread, capacity, holds, len(rows),
+                                                             near, t))
+        out[name] = {"lows": lows, "spread": spread, "holds": holds, "near": near, "time_s": t}
     if baseline:
         print("  time ratio surge / baseline: %.2fx (target <= 2x)" % (out["surge"]["time_s"] / out["baseline"]["time_s"]))
     return out
+
+
+class LlamaServer:
+    """llama.cpp's llama-server with the tests' tiny model (tests/data/fetch-llama-server builds both into the test
+    data cache), pinned to `cpu`, on 127.0.0.1 and a free port."""
+
+    def __init__(self, cpu, parallel=16, ctx=8192):
+        base = os.path.join(os.environ.get("SURGE_TESTDATA") or os.path.expanduser("~/.cache/surge-testdata"),
+                            "llama-server-3.22.1")
+        binary, model = os.path.join(base, "llama-server"), os.path.join(base, "tiny-llama.gguf")
+        if not (os.path.exists(binary) and os.path.exists(model)):
+            raise RuntimeError("no llama-server in %s: run tests/data/fetch-llama-server first" % base)
+        import socket
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            self.port = sk.getsockname()[1]
+        self.log = tempfile.NamedTemporaryFile(prefix="surge-bench-llama-", suffix=".log", delete=False)
+        env = dict(os.environ, LD_LIBRARY_PATH=base)
+        self.proc = subprocess.Popen(pin_prefix(cpu) + ["timeout", "3600", binary, "-m", model, "--host", "127.0.0.1",
+                                                        "--port", str(self.port), "-c", str(ctx), "-np",
+                                                        str(parallel), "-t", "1"],
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        import urllib.request
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("llama-server did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.stop()
+
+
+def bench_search_llama(surge, repeat, client_cpu, server_cpu, baseline=None):
+    """The README's kind of search against a real server, llama-server with a tiny model: Poisson arrivals (the
+    default), 10 s probes (the default), SLO p99 TTFT < 100 ms and error_rate < 0.01, --repeat times in a row (and
+    a baseline build's beside it): each answer and how long it took, and how far apart the answers are."""
+    args = ["--streaming", "--output-tokens-mean", "16", "--extra-inputs", "ignore_eos:true",
+            "--synthetic-input-tokens-mean", "64", "--search", "max-request-rate", "--slo", "ttft:p99<100", "--slo",
+            "error_rate<0.01", "--search-range", "10:", "--parameter-sweep-cooldown-seconds", "1"]
+    builds = [("surge", surge)] + ([("baseline", baseline)] if baseline else [])
+    res = {name: [] for name, _ in builds}
+    with LlamaServer(server_cpu) as srv:
+        for i in range(repeat):
+            for name, binary in builds:
+                shutil.rmtree(ARTIFACTS, ignore_errors=True)
+                cmd = pin_prefix(client_cpu) + [binary, "profile", "-m", "tiny-llama", "-u",
+                                                "127.0.0.1:%d" % srv.port, "--workers", "1", "--no-progress",
+                                                "--artifact-dir", ARTIFACTS] + args
+                t0 = time.monotonic()
+                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=3600)
+                took = time.monotonic() - t0
+                with open(os.path.join(ARTIFACTS, "search.json")) as f:
+                    sr = json.load(f)["search"]
+                lo = sr.get("capacity_low", sr.get("highest_passing"))
+                hi = sr.get("capacity_high", sr.get("lowest_failing"))
+                res[name].append((lo, hi, took))
+                line = next((x for x in p.stdout.splitlines() if x.startswith("Capacity")), "")
+                print("  %-8s search %d: %s-%s req/s, %d probes, %.0f s, exit %d" % (name, i + 1, lo, hi, sr["probes"],
+                                                                                    took, p.returncode))
+                print("           " + line[:400])
+    print("search against llama-server (tiny model, -np 16 -t 1): Poisson, 10 s probes, p99 TTFT < 100 ms, "
+          "error_rate < 0.01")
+    for name, _ in builds:
+        lows = [r[0] for r in res[name] if r[0] is not None]
+        spread = (max(lows) - min(lows)) / min(lows) if lows else float("nan")
+        print("  %-8s answers %s; spread of the low ends %.1f%% (target <= 10%%); times %s s" % (
+            name, ["%s-%s" % (r[0], r[1]) for r in res[name]], 100 * spread, [round(r[2]) for r in res[name]]))
 
 
 def main():
@@ -727,6 +846,10 @@ def main():
                                      "backends", "ranks", "embeddings", "search", "all"])
     ap.add_argument("--baseline", help="search: another surge build to run the same searches beside")
     ap.add_argument("--no-hog", action="store_true", help="search: no busy loop on the client's core")
+    ap.add_argument("--target", choices=["mock", "llama"], default="mock",
+                    help="search: the bundled mock (known capacity) or llama-server (tests/data/fetch-llama-server)")
+    ap.add_argument("--arrivals", choices=["constant", "poisson"], default="constant",
+                    help="search: the probes' arrivals (poisson: the capacity is the M/D/4 queue's, simulated)")
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=ap_default_requests)
     ap.add_argument("--repeat", type=int, default=5)
@@ -768,7 +891,11 @@ def run(args):
     if args.what in ("embeddings", "all"):
         bench_embeddings(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("search", "all"):
-        bench_search(args.surge, args.repeat, client_cpu, mock_cpu, args.baseline, not args.no_hog)
+        if args.target == "llama":
+            bench_search_llama(args.surge, args.repeat, client_cpu, mock_cpu, args.baseline)
+        else:
+            bench_search(args.surge, args.repeat, client_cpu, mock_cpu, args.baseline, not args.no_hog,
+                         arrivals=args.arrivals)
     if args.what in ("report", "all"):
         n = args.requests if args.requests != ap_default_requests else 1000000
         bench_report(args.surge, n, min(args.repeat, 3), client_cpu, mock_cpu)
