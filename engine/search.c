@@ -189,6 +189,7 @@ typedef struct {
     sg_slo_outcome_t outcome;
     bool point_pass; /* inconclusive: what the point estimates say (a provisional pass while bracketing) */
     bool undecided;  /* still inconclusive once its budget of probes was spent: neither end of the answer */
+    bool futile;     /* inconclusive, and the rest of the budget would not narrow it enough to decide */
     uint64_t n;      /* requests measured over the pooled probes */
     char why[256];
 } value_t;
@@ -322,6 +323,30 @@ static double probe_duration(const search_t *s, double v, bool sized)
     return want > cfg->benchmark_duration_s ? ceil(want) : 0;
 }
 
+/*
+ * Whether more probes of an undecided value are unlikely to decide it within --search-max-trials: an interval
+ * narrows as 1/sqrt(n), so after all the budget's probes each undecided check's interval would be about
+ * sqrt(probes / max) as wide as now. When every undecided check's measured value is closer to its target than that
+ * projected half-width, the value sits where its SLO is borderline, and the search spends its probes elsewhere.
+ * A check whose interval is still open on one side needs more requests to close it, so it is never futile.
+ */
+static bool futile(const sg_config_t *cfg, const sg_slo_verdict_t *vs, unsigned probes)
+{
+    if (probes >= cfg->search_max_trials)
+        return true;
+    double shrink = sqrt((double)probes / (double)cfg->search_max_trials);
+    for (size_t i = 0; i < cfg->n_slo_checks; i++) {
+        const sg_slo_verdict_t *v = &vs[i];
+        if (v->outcome != SG_SLO_INCONCLUSIVE)
+            continue;
+        if (!v->has_interval || isinf(v->lo) || isinf(v->hi))
+            return false;
+        if (fabs(v->measured - cfg->slo_checks[i].target) >= (v->hi - v->lo) / 2 * shrink)
+            return false;
+    }
+    return true;
+}
+
 /* One probe at x's value, pooled into x: its row, and x's verdict on all of its probes. 0, or -1 when the search
  * cannot go on. */
 static int probe_once(search_t *s, value_t *x, bool sized)
@@ -424,6 +449,7 @@ static int probe_once(search_t *s, value_t *x, bool sized)
         snprintf(x->why, sizeof x->why, "%s", pt.probe.why);
     else
         verdicts_why(cfg, row->verdicts, extra, x->why, sizeof x->why);
+    x->futile = x->outcome == SG_SLO_INCONCLUSIVE && futile(cfg, row->verdicts, x->probes);
     row->verdict = x->outcome;
     row->pass = x->outcome == SG_SLO_PASS;
     snprintf(row->why, sizeof row->why, "%s", x->outcome == SG_SLO_PASS ? "" : x->why);
@@ -450,13 +476,19 @@ static int settle(search_t *s, value_t *x, bool sized)
 {
     const sg_config_t *cfg = &s->p->cfg;
     while (x->probes < cfg->search_max_trials) {
-        if (x->probes >= cfg->search_trials && (x->outcome != SG_SLO_INCONCLUSIVE || (!sized && x->point_pass)))
+        if (x->probes >= cfg->search_trials &&
+            (x->outcome != SG_SLO_INCONCLUSIVE || (!sized && x->point_pass) || (sized && x->futile)))
             break;
         if (probe_once(s, x, sized) < 0)
             return -1;
     }
-    /* spent: a provisional pass while bracketing stays one; anything else still open is undecided */
+    /* spent, or futile: a provisional pass while bracketing stays one; anything else still open is undecided */
     x->undecided = x->outcome == SG_SLO_INCONCLUSIVE && (sized || !x->point_pass);
+    if (x->undecided && x->probes < cfg->search_max_trials)
+        fprintf(stderr,
+                "surge: %s %g stays undecided after %u probes: its SLO is borderline there (what it measured is "
+                "closer to the target than the rest of --search-max-trials could resolve)\n",
+                s->closed ? "concurrency" : "request rate", x->v, x->probes);
     return 0;
 }
 
@@ -568,8 +600,9 @@ static int narrow(search_t *s)
             if (!s->fail || s->fail->outcome != SG_SLO_FAIL || x->v < s->fail->v)
                 s->fail = x;
         } else {
-            fprintf(stderr, "surge: %s %g is still undecided after %u probes: confirming below it\n", what, x->v,
-                    x->probes);
+            fprintf(stderr, "surge: %s %g is still undecided after %u probes%s: confirming below it\n", what, x->v,
+                    x->probes,
+                    x->futile && x->probes < s->p->cfg.search_max_trials ? " (more would not decide it)" : "");
             if (!s->fail)
                 s->fail = x;
         }
