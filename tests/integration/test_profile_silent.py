@@ -121,8 +121,11 @@ def main(h):
         h.check(time.monotonic() - t_int < 5, "SIGINT: over in %.1f s" % (time.monotonic() - t_int))
         summary = r.summary()
         h.check(summary is not None and summary.get("was_interrupted") is True, "SIGINT: summary marked interrupted")
-        h.check(errors_by_class(summary).get("cancelled", 0) >= 50, "SIGINT: in-flight requests counted cancelled",
-                (summary or {}).get("error_summary"))
+        # cancelled, not failed: their own count, none among the errors
+        cancelled = ((summary or {}).get("cancelled_request_count") or {}).get("avg", 0)
+        h.check(cancelled >= 50 and errors_by_class(summary).get("cancelled", 0) == 0,
+                "SIGINT: in-flight requests counted cancelled, not failed",
+                (cancelled, (summary or {}).get("error_summary")))
 
     # 3. --benchmark-duration: sending stops at 1 s, streams go on (a token a second): the drain says so, and ends
     with h.mock("--ttft-ms", 10, "--itl-ms", 1000) as m:
