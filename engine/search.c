@@ -103,11 +103,14 @@ void probe_look(profile_t *p, point_t *pt, int64_t now)
         /* past its room, the check's interval lies beyond the target however the remaining requests end, and with
          * fewer of them measured too (sg_slo_significant_room) */
         if (over[k] > pr->bound_room[k]) {
-            snprintf(pr->why, sizeof pr->why,
-                     "stopped early: %s fails at %g%% confidence whatever the rest do (%llu of %lld planned requests "
-                     "past %g %s; significant past %llu)",
-                     c->text, 100 * cfg->confidence_level, (unsigned long long)over[k], (long long)pr->planned,
-                     c->target, sg_metric_unit(c->metric), (unsigned long long)pr->bound_room[k]);
+            /* a long SLO text may cut the tail of the reason; the return value is its full length */
+            int len =
+                snprintf(pr->why, sizeof pr->why,
+                         "stopped early: %s fails at %g%% confidence whatever the rest do (%llu of %lld planned "
+                         "requests past %g %s; significant past %llu)",
+                         c->text, 100 * cfg->confidence_level, (unsigned long long)over[k], (long long)pr->planned,
+                         c->target, sg_metric_unit(c->metric), (unsigned long long)pr->bound_room[k]);
+            (void)len;
             probe_stop(p, pt);
             return;
         }
@@ -123,10 +126,12 @@ void probe_look(profile_t *p, point_t *pt, int64_t now)
         double lo, hi;
         sg_proportion_interval(errors, (uint64_t)pr->planned, cfg->confidence_level, &lo, &hi);
         if (lo > c->target || (c->op == SG_SLO_OP_LT && lo == c->target)) {
-            snprintf(pr->why, sizeof pr->why,
-                     "stopped early: %s fails at %g%% confidence whatever the rest do (%llu of %lld planned requests "
-                     "failed)",
-                     c->text, 100 * cfg->confidence_level, (unsigned long long)errors, (long long)pr->planned);
+            int len =
+                snprintf(pr->why, sizeof pr->why,
+                         "stopped early: %s fails at %g%% confidence whatever the rest do (%llu of %lld planned "
+                         "requests failed)",
+                         c->text, 100 * cfg->confidence_level, (unsigned long long)errors, (long long)pr->planned);
+            (void)len;
             probe_stop(p, pt);
             return;
         }

@@ -535,8 +535,8 @@ static void test_range_notes(void)
     fclose(f);
     static const char *const want[] = {
         "Note: request_latency: 1 value above the histogram's 3.6e+06 ms range was clamped to it\n",
-        "Note: output_token_throughput_per_user: 1 value above the histogram's 1e+09 tokens/sec/user range was "
-        "clamped to it\n",
+        ("Note: output_token_throughput_per_user: 1 value above the histogram's 1e+09 tokens/sec/user range was "
+         "clamped to it\n"),
         "Note: output_token_throughput_per_user: 2 requests left out: all their tokens arrived at once",
     };
     for (size_t i = 0; i < SG_ARRAY_LEN(want); i++) {
