@@ -211,7 +211,7 @@ int sg_artdir_clear(const char *dir)
     return clear(dir, SUB_DEPTH);
 }
 
-static int mkdir_p(const char *path)
+int sg_mkdir_p(const char *path)
 {
     char buf[PATH_MAX];
     if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
@@ -256,7 +256,7 @@ int sg_artdir_claim(const char *prog, const char *want, bool overwrite, char **o
     *out = NULL;
     char what[600];
     if (!sg_artdir_holds_run(want, what, sizeof what)) {
-        int derr = mkdir_p(want);
+        int derr = sg_mkdir_p(want);
         if (derr < 0) {
             snprintf(err, errlen, "%s: %s", want, sg_strerror(derr));
             return -1;

@@ -26,4 +26,7 @@ int sg_artdir_clear(const char *dir);
  */
 int sg_artdir_claim(const char *prog, const char *want, bool overwrite, char **out, char *err, size_t errlen);
 
+/* mkdir -p: path and its parents (0755). 0, or -errno (-ENOTDIR when path exists and is not a directory). */
+int sg_mkdir_p(const char *path);
+
 #endif

@@ -54,24 +54,6 @@ static void on_sigint(int sig)
     g_interrupted = 1;
 }
 
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
-}
-
 static unsigned cpu_list(int *cpus, unsigned max)
 {
     cpu_set_t set;
@@ -872,7 +854,7 @@ static int point_setup(profile_t *p, const point_spec_t *spec, point_t *pt)
     pt->artifact_dir = subdir ? sg_path_join(p->artifact_dir, subdir) : strdup(p->artifact_dir);
     if (!pt->artifact_dir)
         return EXIT_FATAL;
-    int derr = mkdir_p(pt->artifact_dir);
+    int derr = sg_mkdir_p(pt->artifact_dir);
     if (derr < 0) {
         fprintf(stderr, "surge: %s: %s\n", pt->artifact_dir, sg_strerror(derr));
         return EXIT_FATAL;

@@ -946,9 +946,13 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
         rc = names_push(&names, spec->models[m]);
     gen_t G;
     bool gen_ok = false;
-    if (rc == 0) {
-        rc = items ? gen_init(&G, spec, err, errlen) : SG_ENOMEM;
+    if (rc == 0 && items) {
+        rc = gen_init(&G, spec, err, errlen);
         gen_ok = rc == 0;
+        if (!gen_ok)
+            gen_free(&G); /* what gen_init made before it failed (it clears G first) */
+    } else if (rc == 0) {
+        rc = SG_ENOMEM;
     }
     size_t built = 0;
     for (size_t i = 0; rc == 0 && i < n_entries; i++) {
