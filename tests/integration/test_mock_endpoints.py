@@ -377,7 +377,11 @@ def test_responses(h, m):
     if len(deltas) == n:
         h.check(deltas[0] >= TTFT_MS / 1e3 - 0.002, "responses stream: first delta after the TTFT (%.1f ms)"
                 % (deltas[0] * 1e3))
-        h.check(deltas[-1] - deltas[0] >= (n - 1) * ITL_MS / 1e3 - 0.003, "responses stream: deltas on the ITL")
+        # read times on this side: a first delta read late (a busy 2-core machine: 3 ms short once in CI) shortens
+        # the span, so a quarter of it is slack; deltas sent together would still show a span near 0
+        span, want = deltas[-1] - deltas[0], (n - 1) * ITL_MS / 1e3
+        h.check(span >= 0.75 * want - 0.003, "responses stream: deltas on the ITL (%.1f ms, at least %.1f)"
+                % (span * 1e3, (0.75 * want - 0.003) * 1e3))
     o, _, _ = post_json(h, m, "/v1/responses", {"input": "a plain string input", "max_output_tokens": 2},
                         "responses, string input")
     if o:
