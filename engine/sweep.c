@@ -136,6 +136,17 @@ static json_t *sweep_header(const profile_t *p, size_t done, bool interrupted)
     return h;
 }
 
+/* sweep_summary.json and .csv as they stand after `done` points: code, or EXIT_FATAL's place in it when the files
+ * cannot be written. */
+static int sweep_save(const profile_t *p, size_t done, bool interrupted, const sg_point_row_t *rows, size_t n_rows,
+                      int code)
+{
+    json_t *h = sweep_header(p, done, interrupted);
+    int werr = points_write(p, "sweep_summary", "sweep", h, "points", rows, n_rows);
+    json_decref(h);
+    return werr < 0 ? points_worse(code, EXIT_FATAL) : code;
+}
+
 /*
  * A sweep with --num-profile-runs N (AIPerf's --parameter-sweep-mode independent): each value is a multi-run of
  * its own, its runs in <kind>_<value>/profile_runs/run_NNNN/ and its aggregate in <kind>_<value>/aggregate/;
@@ -181,11 +192,7 @@ static int sweep_multirun(profile_t *p)
         }
         done++;
         interrupted = intr;
-        json_t *h = sweep_header(p, done, interrupted);
-        int werr = points_write(p, "sweep_summary", "sweep", h, "points", rows, n_rows);
-        json_decref(h);
-        if (werr < 0)
-            code = points_worse(code, EXIT_FATAL);
+        code = sweep_save(p, done, interrupted, rows, n_rows, code);
     }
     if (n_rows > 0) {
         char title[160];
@@ -252,11 +259,7 @@ int sweep_main(profile_t *p)
         point_free(&pt);
         code = points_worse(code, pc);
         done++;
-        json_t *h = sweep_header(p, done, interrupted);
-        int werr = points_write(p, "sweep_summary", "sweep", h, "points", rows, done);
-        json_decref(h);
-        if (werr < 0)
-            code = points_worse(code, EXIT_FATAL);
+        code = sweep_save(p, done, interrupted, rows, done, code);
     }
     if (done > 0) {
         char title[160];
