@@ -698,6 +698,24 @@ def mdc_capacity(slots=4, service_s=0.05, wait_s=0.040, n=200000, seed=1):
     return (lo + hi) / 2
 
 
+def one_search(name, i, cmd):
+    """Run one search into a fresh ARTIFACTS and print its answer: (low, high, probes, seconds, exit status). An older
+    build's search.json has no capacity_low/high: its highest passing and lowest failing values stand in."""
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=3600)
+    took = time.monotonic() - t0
+    with open(os.path.join(ARTIFACTS, "search.json")) as f:
+        sr = json.load(f)["search"]
+    lo = sr.get("capacity_low", sr.get("highest_passing"))
+    hi = sr.get("capacity_high", sr.get("lowest_failing"))
+    line = next((x for x in p.stdout.splitlines() if x.startswith("Capacity")), "")
+    print("  %-8s search %d: %s-%s req/s, %d probes, %.0f s, exit %d" % (name, i + 1, lo, hi, sr["probes"], took,
+                                                                        p.returncode))
+    print("           " + line[:400])
+    return lo, hi, sr["probes"], took, p.returncode
+
+
 def bench_search(surge, repeat, client_cpu, mock_cpu, baseline=None, hog=True, probe_s=5, arrivals="constant"):
     """Identical capacity searches, interleaved with a baseline build's when given, a busy loop sharing the client's
     core: the answers, their spread, whether each interval holds the known capacity, and the time each took. With
@@ -717,21 +735,7 @@ def bench_search(surge, repeat, client_cpu, mock_cpu, baseline=None, hog=True, p
                   mock_cpu) as m:
             for i in range(repeat):
                 for name, binary in builds:
-                    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-                    cmd = surge_cmd(binary, m.port, client_cpu, args)
-                    t0 = time.monotonic()
-                    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=1800)
-                    took = time.monotonic() - t0
-                    with open(os.path.join(ARTIFACTS, "search.json")) as f:
-                        sr = json.load(f)["search"]
-                    lo = sr.get("capacity_low", sr.get("highest_passing"))
-                    hi = sr.get("capacity_high", sr.get("lowest_failing"))
-                    line = next((x for x in p.stdout.splitlines() if x.startswith("Capacity")), "")
-                    res[name].append((lo, hi, sr["probes"], took, p.returncode))
-                    print("  %-8s search %d: %s-%s req/s, %d probes, %.0f s, exit %d" % (name, i + 1, lo, hi,
-                                                                                        sr["probes"], took,
-                                                                                        p.returncode))
-                    print("           " + line[:300])
+                    res[name].append(one_search(name, i, surge_cmd(binary, m.port, client_cpu, args)))
     finally:
         if hog_proc:
             hog_proc.kill()
@@ -815,29 +819,17 @@ def bench_search_llama(surge, repeat, client_cpu, server_cpu, baseline=None):
     with LlamaServer(server_cpu) as srv:
         for i in range(repeat):
             for name, binary in builds:
-                shutil.rmtree(ARTIFACTS, ignore_errors=True)
                 cmd = pin_prefix(client_cpu) + [binary, "profile", "-m", "tiny-llama", "-u",
                                                 "127.0.0.1:%d" % srv.port, "--workers", "1", "--no-progress",
                                                 "--artifact-dir", ARTIFACTS] + args
-                t0 = time.monotonic()
-                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=3600)
-                took = time.monotonic() - t0
-                with open(os.path.join(ARTIFACTS, "search.json")) as f:
-                    sr = json.load(f)["search"]
-                lo = sr.get("capacity_low", sr.get("highest_passing"))
-                hi = sr.get("capacity_high", sr.get("lowest_failing"))
-                res[name].append((lo, hi, took))
-                line = next((x for x in p.stdout.splitlines() if x.startswith("Capacity")), "")
-                print("  %-8s search %d: %s-%s req/s, %d probes, %.0f s, exit %d" % (name, i + 1, lo, hi, sr["probes"],
-                                                                                    took, p.returncode))
-                print("           " + line[:400])
+                res[name].append(one_search(name, i, cmd))
     print("search against llama-server (tiny model, -np 16 -t 1): Poisson, 10 s probes, p99 TTFT < 100 ms, "
           "error_rate < 0.01")
     for name, _ in builds:
         lows = [r[0] for r in res[name] if r[0] is not None]
         spread = (max(lows) - min(lows)) / min(lows) if lows else float("nan")
         print("  %-8s answers %s; spread of the low ends %.1f%% (target <= 10%%); times %s s" % (
-            name, ["%s-%s" % (r[0], r[1]) for r in res[name]], 100 * spread, [round(r[2]) for r in res[name]]))
+            name, ["%s-%s" % (r[0], r[1]) for r in res[name]], 100 * spread, [round(r[3]) for r in res[name]]))
 
 
 def main():
