@@ -148,6 +148,11 @@ int dist_finish(profile_t *p, const point_t *pt, int code); /* results to rank 0
 /* The drivers (sweep.c, search.c). Each returns the run's exit status. */
 int sweep_main(profile_t *p);
 int search_main(profile_t *p);
+/* The search with its probes run by exec instead of point_exec: a test's simulated server fills pt->merged (and
+ * pt->duration_s, pt->probe's flags) and returns the point's exit status, so the search's decisions can be checked
+ * against a known answer without a real one. */
+typedef int (*search_exec_fn)(profile_t *p, const point_spec_t *spec, point_t *pt);
+int search_with(profile_t *p, search_exec_fn exec);
 int multirun_main(profile_t *p); /* multirun.c: --num-profile-runs N */
 /* One load point (NULL: the configuration's) as a multi-run under <artifact dir>/<prefix>; each run's row into
  * rows (num_profile_runs of them, or NULL); *agg_out the aggregate written (a new reference) or NULL. */

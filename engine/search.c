@@ -211,6 +211,7 @@ typedef struct {
     value_t *pass, *fail; /* the highest passing (perhaps provisionally) and the lowest failing value; NULL: none */
     uint64_t need;        /* requests a probe should plan for its percentile verdicts to be able to pass */
     int64_t t0;
+    search_exec_fn exec; /* runs one probe: point_exec, or a test's simulated server */
 } search_t;
 
 /* Why a probe or a value did not pass, in words: its failed or undecided SLOs with what they measured and on what
@@ -329,24 +330,46 @@ static double probe_duration(const search_t *s, double v, bool sized)
 }
 
 /*
- * Whether more probes of an undecided value are unlikely to decide it within --search-max-trials: an interval
- * narrows as 1/sqrt(n), so after all the budget's probes each undecided check's interval would be about
- * sqrt(probes / max) as wide as now. When every undecided check's measured value is closer to its target than that
- * projected half-width, the value sits where its SLO is borderline, and the search spends its probes elsewhere.
- * A check whose interval is still open on one side needs more requests to close it, so it is never futile.
+ * Whether more probes of an undecided value are unlikely to decide it within --search-max-trials. For each undecided
+ * check, project the evidence after the whole budget (the same measurements, grow times as many):
+ *  - a percentile is a count: of n values, k are on the wrong side of the target (past it for a ceiling, at or under
+ *    it for a floor), and the percentile meets the target when that share is under what it allows (1% for a p99
+ *    ceiling). If the Clopper-Pearson interval of the same share over grow * n values would still hold the allowed
+ *    share, more probes are unlikely to decide it. (Its order-statistic interval is the same test, but its width in
+ *    milliseconds says little about how many values would settle it: a thin tail makes it wide.)
+ *  - an average or error_rate: its interval narrows as 1/sqrt(n); if the measured value is closer to the target than
+ *    the projected half-width, likewise.
+ * Only when every undecided check is so does the value sit where its SLO is borderline, and the search spends its
+ * probes elsewhere. A check whose interval is still open on one side needs more requests to close it: never futile.
  */
-static bool futile(const sg_config_t *cfg, const sg_slo_verdict_t *vs, unsigned probes)
+static bool futile(const sg_config_t *cfg, const value_t *x, const sg_slo_verdict_t *vs)
 {
-    if (probes >= cfg->search_max_trials)
+    if (x->probes >= cfg->search_max_trials)
         return true;
-    double shrink = sqrt((double)probes / (double)cfg->search_max_trials);
+    double grow = (double)cfg->search_max_trials / (double)x->probes;
     for (size_t i = 0; i < cfg->n_slo_checks; i++) {
         const sg_slo_verdict_t *v = &vs[i];
+        const sg_slo_check_t *c = &cfg->slo_checks[i];
         if (v->outcome != SG_SLO_INCONCLUSIVE)
             continue;
         if (!v->has_interval || isinf(v->lo) || isinf(v->hi))
             return false;
-        if (fabs(v->measured - cfg->slo_checks[i].target) >= (v->hi - v->lo) / 2 * shrink)
+        const sg_hist_t *h = c->kind == SG_SLO_DIST && c->stat == SG_SLO_STAT_PCT && x->pool
+                                 ? sg_metrics_hist(x->pool, c->metric)
+                                 : NULL;
+        if (h && sg_hist_count(h) > 0) {
+            bool floor = c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
+            double raw = c->target / sg_metric_scale(c->metric);
+            uint64_t n = sg_hist_count(h), above = sg_hist_count_above(h, raw > 0 ? (uint64_t)raw : 0);
+            double wrong = (double)(floor ? n - above : above) / (double)n;
+            double allowed = floor ? c->pct / 100 : 1 - c->pct / 100;
+            double n2 = ceil((double)n * grow), lo, hi;
+            sg_proportion_interval((uint64_t)llround(wrong * n2), (uint64_t)n2, cfg->confidence_level, &lo, &hi);
+            if (hi < allowed || lo > allowed)
+                return false;
+            continue;
+        }
+        if (fabs(v->measured - c->target) >= (v->hi - v->lo) / 2 / sqrt(grow))
             return false;
     }
     return true;
@@ -396,7 +419,7 @@ static int probe_once(search_t *s, value_t *x, bool sized)
                          .duration_s = dur,
                          .reseed = x->probes};
     point_t pt = {0};
-    int pc = point_exec(p, &spec, &pt);
+    int pc = s->exec(p, &spec, &pt);
     if (!pt.merged) {
         point_free(&pt);
         s->code = points_worse(s->code, pc);
@@ -454,7 +477,7 @@ static int probe_once(search_t *s, value_t *x, bool sized)
         snprintf(x->why, sizeof x->why, "%s", pt.probe.why);
     else
         verdicts_why(cfg, row->verdicts, extra, x->why, sizeof x->why);
-    x->futile = x->outcome == SG_SLO_INCONCLUSIVE && futile(cfg, row->verdicts, x->probes);
+    x->futile = x->outcome == SG_SLO_INCONCLUSIVE && futile(cfg, x, row->verdicts);
     row->verdict = x->outcome;
     row->pass = x->outcome == SG_SLO_PASS;
     snprintf(row->why, sizeof row->why, "%s", x->outcome == SG_SLO_PASS ? "" : x->why);
@@ -473,22 +496,23 @@ static int probe_once(search_t *s, value_t *x, bool sized)
 
 /*
  * Probe x until its verdict is conclusive: at least --search-trials probes, then more, pooled, while it is
- * inconclusive, up to --search-max-trials. While bracketing (!sized), a value that passes on its point estimate
- * is taken provisionally without more probes: a higher one will be shown to pass, or the search confirms it
- * at the end. 0, or -1 when the search cannot go on.
+ * inconclusive, up to --search-max-trials. While bracketing (!sized), an inconclusive value is left open after its
+ * --search-trials probes, short as they are: one that passes on its point estimate is taken provisionally (a higher
+ * one will be shown to pass, or the search confirms it at the end), one that fails on it is settled with sized probes
+ * once the search narrows (next_value). Spending the budget on short probes would leave it undecided on thin
+ * evidence. 0, or -1 when the search cannot go on.
  */
 static int settle(search_t *s, value_t *x, bool sized)
 {
     const sg_config_t *cfg = &s->p->cfg;
     while (x->probes < cfg->search_max_trials) {
-        if (x->probes >= cfg->search_trials &&
-            (x->outcome != SG_SLO_INCONCLUSIVE || (!sized && x->point_pass) || (sized && x->futile)))
+        if (x->probes >= cfg->search_trials && (x->outcome != SG_SLO_INCONCLUSIVE || !sized || x->futile))
             break;
         if (probe_once(s, x, sized) < 0)
             return -1;
     }
-    /* spent, or futile: a provisional pass while bracketing stays one; anything else still open is undecided */
-    x->undecided = x->outcome == SG_SLO_INCONCLUSIVE && (sized || !x->point_pass);
+    /* spent, or futile: still inconclusive after sized probes is undecided */
+    x->undecided = x->outcome == SG_SLO_INCONCLUSIVE && (sized || x->probes >= cfg->search_max_trials);
     if (x->undecided && x->probes < cfg->search_max_trials)
         fprintf(stderr,
                 "surge: %s %g stays undecided after %u probes: its SLO is borderline there (what it measured is "
@@ -510,6 +534,8 @@ static void place(search_t *s, value_t *x)
     if (passes(x)) {
         if (!s->pass || x->v > s->pass->v || (x->v == s->pass->v))
             s->pass = x;
+        if (s->fail && s->fail->outcome != SG_SLO_FAIL && s->fail->v <= x->v)
+            s->fail = NULL; /* an undecided value below a passing one bounds nothing */
     } else if (x->outcome == SG_SLO_FAIL) {
         if (!s->fail || x->v < s->fail->v || s->fail->outcome != SG_SLO_FAIL)
             s->fail = x;
@@ -520,8 +546,11 @@ static void place(search_t *s, value_t *x)
 
 /*
  * The next value to probe between the highest passing and the lowest failing one: the middle of the widest gap
- * between the values tried there (those left undecided split it), once that gap is wider than --search-precision
- * of the passing value; concurrency in whole numbers. -1: nothing left to narrow.
+ * between the values tried there, once that gap is wider than --search-precision of the passing value; concurrency
+ * in whole numbers. The values tried between the two ends were left undecided (borderline), and they split the
+ * interval. A gap between two of them is not probed: the SLO's true value at each is within what the budget could
+ * resolve of its target, and (monotonic in the load) it is so everywhere between, so a probe there would only end
+ * undecided too. -1: nothing left to narrow.
  */
 static double next_value(const search_t *s)
 {
@@ -529,6 +558,14 @@ static double next_value(const search_t *s)
     if (!s->pass || !s->fail || s->fail->v <= s->pass->v)
         return -1;
     double lo = s->pass->v, hi = s->fail->v;
+    /* a value bracketing left open (inconclusive on short probes) is settled first, the failing end too */
+    if (s->fail->outcome == SG_SLO_INCONCLUSIVE && !s->fail->undecided)
+        return hi;
+    for (size_t i = 0; i < s->n_vals; i++) {
+        const value_t *x = &s->vals[i];
+        if (x->v > lo && x->v < hi && x->outcome == SG_SLO_INCONCLUSIVE && !x->undecided)
+            return x->v;
+    }
     double edges[MAX_VALUES + 2];
     size_t ne = 0;
     edges[ne++] = lo;
@@ -545,7 +582,7 @@ static double next_value(const search_t *s)
     double best = -1, width = cfg->search_precision * lo;
     for (size_t i = 1; i < ne; i++) {
         double a = edges[i - 1], b = edges[i];
-        if (b - a <= width)
+        if (b - a <= width || (i > 1 && i < ne - 1)) /* too narrow, or between two undecided values */
             continue;
         double mid = s->closed ? floor((a + b) / 2) : (a + b) / 2;
         if (mid <= a || mid >= b)
@@ -666,9 +703,19 @@ static void answer(const search_t *s, bool complete, double took)
                s->pass->probes > 1 ? "s" : "", s->n, took);
         return;
     }
-    printf("Capacity: %s %g-%g%s at %g%% confidence: %g passes every SLO (%llu requests over %u probe%s); %g %s (%s). ",
+    if (!hi_sure) {
+        /* an upper end that was not shown to fail bounds nothing at the level: say what is known */
+        printf("Capacity: at least %s %g%s at %g%% confidence (%llu requests over %u probe%s); no value was shown to "
+               "fail: %s%s stayed undecided after up to %u probes each, where the SLO is borderline; longer probes "
+               "(--benchmark-duration, --request-count) or --search-max-trials decide it (%zu probes, %.0f s)\n",
+               what, s->pass->v, unit, pct, (unsigned long long)s->pass->n, s->pass->probes,
+               s->pass->probes > 1 ? "s" : "", undecided ? list : "", unit, cfg->search_max_trials, s->n, took);
+        return;
+    }
+    printf("Capacity: %s %g-%g%s at %g%% confidence: %g passes every SLO (%llu requests over %u probe%s); %g fails "
+           "(%s). ",
            what, s->pass->v, s->fail->v, unit, pct, s->pass->v, (unsigned long long)s->pass->n, s->pass->probes,
-           s->pass->probes > 1 ? "s" : "", s->fail->v, hi_sure ? "fails" : "is undecided", s->fail->why);
+           s->pass->probes > 1 ? "s" : "", s->fail->v, s->fail->why);
     if (undecided)
         printf("Undecided between them after up to %u probes each: %s%s, where the SLO is borderline. ",
                cfg->search_max_trials, list, unit);
@@ -681,11 +728,17 @@ static void answer(const search_t *s, bool complete, double took)
 
 int search_main(profile_t *p)
 {
+    return search_with(p, point_exec);
+}
+
+int search_with(profile_t *p, search_exec_fn exec)
+{
     const sg_config_t *cfg = &p->cfg;
     search_t *s = calloc(1, sizeof *s);
     if (!s)
         return EXIT_FATAL;
     s->p = p;
+    s->exec = exec;
     s->closed = cfg->search == SG_SEARCH_MAX_CONCURRENCY;
     s->t0 = sg_now_ns();
     const char *what = s->closed ? "concurrency" : "request rate";
@@ -736,7 +789,9 @@ int search_main(profile_t *p)
         if (!x || (r = settle(s, x, false)) < 0)
             break;
         place(s, x);
-        if (!passes(x))
+        /* an undecided value does not bound the search: only a value shown to fail does, so the answer's upper end
+         * is one (a value above it may still fail) */
+        if (x->outcome == SG_SLO_FAIL)
             break;
         if (cfg->search_hi > 0 && v >= cfg->search_hi)
             break;
@@ -764,6 +819,8 @@ int search_main(profile_t *p)
             code = EXIT_INTERRUPTED;
         else if (code == EXIT_OK)
             code = EXIT_FATAL;
+    } else if (s->pass && s->fail && s->fail->outcome != SG_SLO_FAIL) {
+        code = points_worse(code, EXIT_SLO_INCONCLUSIVE); /* a lower bound only: no value was shown to fail */
     } else if (!s->pass) {
         /* nothing was shown to pass: every value failed, or some stayed undecided */
         bool any_undecided = false;

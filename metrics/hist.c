@@ -214,6 +214,18 @@ double sg_hist_percentile(const sg_hist_t *h, double p)
     return sg_hist_at_rank(h, c < 1.0 ? 1 : c >= (double)h->count ? h->count : (uint64_t)c);
 }
 
+uint64_t sg_hist_count_above(const sg_hist_t *h, uint64_t v)
+{
+    if (h->count == 0 || v >= h->max)
+        return 0;
+    if (v < h->min)
+        return h->count;
+    uint64_t n = 0;
+    for (size_t i = bucket_index(v) + 1; i < h->n_buckets; i++)
+        n += h->buckets[i];
+    return n;
+}
+
 double sg_hist_at_rank(const sg_hist_t *h, uint64_t rank)
 {
     if (h->count == 0)

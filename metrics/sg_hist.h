@@ -45,5 +45,7 @@ uint64_t sg_hist_max_value(const sg_hist_t *h);
 double sg_hist_percentile(const sg_hist_t *h, double p);
 /* The rank-th smallest recorded value (1-based, clamped to [1, count]), to the same precision. 0 when empty. */
 double sg_hist_at_rank(const sg_hist_t *h, uint64_t rank);
+/* How many recorded values are above v, to the buckets' precision: a value in v's own bucket counts as not above. */
+uint64_t sg_hist_count_above(const sg_hist_t *h, uint64_t v);
 
 #endif

@@ -292,9 +292,29 @@ static void test_size(void)
     sg_hist_free(h);
 }
 
+/* Values above a threshold, as the search's futility rule counts them: exact below 2048, to the bucket above. */
+static void test_count_above(void)
+{
+    sg_hist_t *h = sg_hist_new(HOUR_NS);
+    CHECK_EQ_INT(sg_hist_count_above(h, 5), 0);
+    for (uint64_t v = 1; v <= 1000; v++)
+        sg_hist_record(h, v);
+    for (uint64_t i = 0; i < 10; i++)
+        sg_hist_record(h, 60000000 + i * 1000000); /* 60..69 ms */
+    CHECK_EQ_INT(sg_hist_count_above(h, 0), 1010);
+    CHECK_EQ_INT(sg_hist_count_above(h, 990), 20);
+    CHECK_EQ_INT(sg_hist_count_above(h, 1000), 10);
+    CHECK_EQ_INT(sg_hist_count_above(h, 59000000), 10);
+    CHECK_EQ_INT(sg_hist_count_above(h, 64500000), 5);
+    CHECK_EQ_INT(sg_hist_count_above(h, 69000000), 0);
+    CHECK_EQ_INT(sg_hist_count_above(h, UINT64_MAX), 0);
+    sg_hist_free(h);
+}
+
 int main(void)
 {
     test_distributions();
+    test_count_above();
     test_exact_ranks();
     test_merge();
     test_clamp_reset_record_n();

@@ -1,0 +1,212 @@
+/*
+ * The capacity search's decisions against a simulated server whose capacity is known exactly (engine/search.c run
+ * through search_with, its probes answered by sim_exec instead of real load points).
+ *
+ * The server: at request rate r, a request's TTFT is past the SLO's 60 ms with probability
+ * q(r) = 0.01 * exp(k * (r - C) / C), so the SLO "p99 < 60" holds exactly below C; TTFT has an exponential
+ * distribution with that tail (as a queue's waits have). k sets how sharp the knee is: a
+ * large k makes the rates near C easy to tell apart, a small k leaves a wide band where the p99 is too close to
+ * 60 ms for a few thousand requests to decide. Every probe draws its requests from its own seed (the value and the
+ * probe's reseed), so a run of this test is deterministic: what it checks is what the search decides from this
+ * evidence, and how much evidence (simulated seconds of probing) it spends.
+ */
+#include "run_int.h"
+#include "test.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static double g_cap;   /* C */
+static double g_k;     /* sharpness */
+static double g_spent; /* simulated seconds of probing */
+static unsigned g_probes;
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *s)
+{
+    return (double)(splitmix(s) >> 11) / 9007199254740992.0;
+}
+
+static int sim_exec(profile_t *p, const point_spec_t *spec, point_t *pt)
+{
+    const sg_config_t *cfg = &p->cfg;
+    pt->cfg = *cfg;
+    pt->cfg.request_rate = spec->value;
+    double dur = spec->duration_s > 0 ? spec->duration_s : cfg->benchmark_duration_s;
+    double r = spec->value;
+    double q = 0.01 * exp(g_k * (r - g_cap) / g_cap);
+    uint64_t seed = (uint64_t)(r * 1000) * 1000003u + spec->reseed * 7919u + cfg->random_seed;
+    pt->merged = sg_metrics_new(cfg->slos, cfg->n_slos);
+    if (!pt->merged)
+        return EXIT_FATAL;
+    uint64_t n = (uint64_t)llround(r * dur);
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t t0 = (int64_t)((double)i / r * 1e9);
+        /* an exponential tail scaled so that P(TTFT > 60 ms) = q: a continuous distribution, as a queue's waits */
+        double ttft_ms = 60 * -log(1 - unit(&seed)) / -log(q < 0.5 ? q : 0.5);
+        sg_record_t rec = {.id = i,
+                           .streaming = true,
+                           .intended_ns = t0,
+                           .sent_ns = t0,
+                           .first_byte_ns = t0 + (int64_t)(ttft_ms * 1e6),
+                           .first_token_ns = t0 + (int64_t)(ttft_ms * 1e6),
+                           .end_ns = t0 + (int64_t)(ttft_ms * 1e6) + 30000000,
+                           .http_status = 200,
+                           .isl_server = -1,
+                           .isl_cached = -1,
+                           .osl = 1,
+                           .osl_server = -1,
+                           .osl_tokenizer = -1,
+                           .content_events = 1};
+        sg_metrics_add(pt->merged, &rec);
+    }
+    if (getenv("SIM_DEBUG"))
+        fprintf(stderr, "sim r %g q %g n %llu reseed %llu\n", r, q, (unsigned long long)n,
+                (unsigned long long)spec->reseed);
+    pt->duration_s = dur;
+    g_spent += dur;
+    g_probes++;
+    return EXIT_OK;
+}
+
+typedef struct {
+    int code;
+    double lo, hi; /* capacity_low / capacity_high; NAN when null */
+    bool hi_sure;  /* capacity_high was shown to fail */
+    size_t undecided;
+    unsigned probes;
+    double spent;
+    bool futile_stop; /* some undecided value stopped before --search-max-trials */
+} outcome_t;
+
+static double num_or_nan(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The answer holds the capacity: the passing end is under it, and a failing end shown to fail is over it (an
+ * undecided one bounds nothing, and the search exits 5 for it). */
+static bool holds(const outcome_t *o, double cap)
+{
+    if (!(o->lo <= cap))
+        return false;
+    if (o->hi_sure)
+        return cap <= o->hi && o->code == EXIT_OK;
+    return o->code == EXIT_SLO_INCONCLUSIVE;
+}
+
+static outcome_t search_sim(double cap, double k, const char *seed)
+{
+    char dir[] = "/tmp/surge-test-search-sim-XXXXXX";
+    outcome_t o = {.code = -1, .lo = NAN, .hi = NAN};
+    if (!mkdtemp(dir))
+        return o;
+    char *argv[] = {"profile",
+                    "-m",
+                    "sim",
+                    "-u",
+                    "127.0.0.1:9",
+                    "--streaming",
+                    "--search",
+                    "max-request-rate",
+                    "--slo",
+                    "ttft:p99<60",
+                    "--search-range",
+                    "10:",
+                    "--benchmark-duration",
+                    "5",
+                    "--parameter-sweep-cooldown-seconds",
+                    "0",
+                    "--random-seed",
+                    (char *)seed,
+                    NULL};
+    profile_t p;
+    memset(&p, 0, sizeof p);
+    if (sg_config_parse(&p.cfg, (int)(sizeof argv / sizeof *argv) - 1, argv) != 0) {
+        rmdir(dir);
+        return o;
+    }
+    p.artifact_dir = dir;
+    g_cap = cap;
+    g_k = k;
+    g_spent = 0;
+    g_probes = 0;
+    fflush(stdout);
+    int saved = dup(1); /* the search's table and answer line: not this test's output */
+    FILE *devnull = freopen("/dev/null", "w", stdout);
+    (void)devnull;
+    o.code = search_with(&p, sim_exec);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    o.probes = g_probes;
+    o.spent = g_spent;
+    char path[128];
+    snprintf(path, sizeof path, "%s/search.json", dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    json_t *sr = json_object_get(root, "search");
+    o.lo = num_or_nan(sr, "capacity_low");
+    o.hi = num_or_nan(sr, "capacity_high");
+    o.hi_sure = json_is_true(json_object_get(sr, "capacity_high_conclusive"));
+    o.undecided = json_array_size(json_object_get(sr, "undecided_values"));
+    /* a value probed fewer than --search-max-trials times and left undecided: the futility rule stopped it */
+    json_t *undec = json_object_get(sr, "undecided_values"), *rows = json_object_get(sr, "probes"), *u, *row;
+    size_t i, j;
+    json_array_foreach(undec, i, u)
+    {
+        unsigned count = 0;
+        json_array_foreach(rows, j, row) count +=
+            json_number_value(json_object_get(row, "value")) == json_number_value(u);
+        if (count < p.cfg.search_max_trials)
+            o.futile_stop = true;
+    }
+    json_decref(root);
+    sg_config_free(&p.cfg);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    printf("  C %.1f k %g seed %s: exit %d, capacity %g-%g%s, %zu undecided, %u probes, %.0f simulated s%s\n", cap, k,
+           seed, o.code, o.lo, o.hi, o.hi_sure ? "" : " (upper end undecided)", o.undecided, o.probes, o.spent,
+           o.futile_stop ? ", futility stopped one" : "");
+    return o;
+}
+
+int main(void)
+{
+    /* a sharp knee: every seed's interval holds C, and is narrow */
+    const char *seeds[] = {"1", "2", "3", "4", "5"};
+    for (size_t i = 0; i < 5; i++) {
+        outcome_t o = search_sim(43.3, 40, seeds[i]);
+        CHECK(o.code == EXIT_OK || o.code == EXIT_SLO_INCONCLUSIVE);
+        CHECK(holds(&o, 43.3));
+        CHECK((o.hi - o.lo) / o.lo <= 0.16);
+    }
+    /* a soft knee: a wide borderline band. The interval still holds C; the values between two undecided ones are
+     * not probed, so the search spends less than a budget's worth of probes on each value of the band */
+    double spent = 0;
+    for (size_t i = 0; i < 5; i++) {
+        outcome_t o = search_sim(43.3, 8, seeds[i]);
+        CHECK(holds(&o, 43.3));
+        CHECK(o.undecided >= 1);
+        spent += o.spent;
+        if (o.undecided >= 2)
+            CHECK(o.futile_stop || o.undecided <= 3);
+    }
+    printf("soft knee: %.0f simulated s over 5 searches (bound 1200)\n", spent);
+    CHECK(spent <= 1200);
+    /* a value right at the SLO's edge over a wide band: the futility rule stops pooling it before the budget ends */
+    outcome_t o = search_sim(43.3, 2, "7");
+    CHECK(holds(&o, 43.3));
+    CHECK(o.futile_stop);
+    return test_finish("test_search_sim");
+}
