@@ -547,10 +547,10 @@ static void place(search_t *s, value_t *x)
 /*
  * The next value to probe between the highest passing and the lowest failing one: the middle of the widest gap
  * between the values tried there, once that gap is wider than --search-precision of the passing value; concurrency
- * in whole numbers. The values tried between the two ends were left undecided (borderline), and they split the
- * interval. A gap between two of them is not probed: the SLO's true value at each is within what the budget could
- * resolve of its target, and (monotonic in the load) it is so everywhere between, so a probe there would only end
- * undecided too. -1: nothing left to narrow.
+ * in whole numbers. The values tried between the two ends were left undecided, and they split the interval. A gap
+ * between two of them is still probed: an undecided value may be one whose evidence was unlucky rather than one
+ * at the SLO's edge, and a value between can be decided (test_search_sim: skipping such gaps saved a quarter of the
+ * probing at the softest knee, and widened its answer from 38.75-48.75 to 16.9-55.6). -1: nothing left to narrow.
  */
 static double next_value(const search_t *s)
 {
@@ -582,7 +582,7 @@ static double next_value(const search_t *s)
     double best = -1, width = cfg->search_precision * lo;
     for (size_t i = 1; i < ne; i++) {
         double a = edges[i - 1], b = edges[i];
-        if (b - a <= width || (i > 1 && i < ne - 1)) /* too narrow, or between two undecided values */
+        if (b - a <= width)
             continue;
         double mid = s->closed ? floor((a + b) / 2) : (a + b) / 2;
         if (mid <= a || mid >= b)

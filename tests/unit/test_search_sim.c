@@ -191,8 +191,8 @@ int main(void)
         CHECK(holds(&o, 43.3));
         CHECK((o.hi - o.lo) / o.lo <= 0.16);
     }
-    /* a soft knee: a wide borderline band. The interval still holds C; the values between two undecided ones are
-     * not probed, so the search spends less than a budget's worth of probes on each value of the band */
+    /* a soft knee: a wide borderline band. The interval still holds C, and the futility rule keeps the search from
+     * spending a whole budget of probes on each value of the band (the bound is 15% over what it spent when written) */
     double spent = 0;
     for (size_t i = 0; i < 5; i++) {
         outcome_t o = search_sim(43.3, 8, seeds[i]);
