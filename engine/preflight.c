@@ -219,6 +219,8 @@ int sg_preflight_tls(const sg_run_t *run, int fd, int timeout_ms, char *alpn, si
         snprintf(err, errlen, "TLS set-up: %s", cerr);
         return -1;
     }
+    if (*sg_tls_ctx_note(ctx))
+        fprintf(stderr, "surge: %s\n", sg_tls_ctx_note(ctx));
     if (sg_tls_conn_new(ctx, cfg->host, cfg->host_header, &t) < 0) {
         snprintf(err, errlen, "TLS set-up failed for the host \"%s\"", cfg->host);
         goto out;

@@ -67,6 +67,8 @@ SG_WUR int sg_tls_self_signed(char **cert_pem, char **key_pem, char *err, size_t
 SG_WUR int sg_tls_client_ctx_new(const sg_tls_opts_t *opts, sg_tls_ctx_t **out, char *err, size_t errlen);
 SG_WUR int sg_tls_server_ctx_new(const sg_tls_opts_t *opts, sg_tls_ctx_t **out, char *err, size_t errlen);
 void sg_tls_ctx_free(sg_tls_ctx_t *ctx);
+/* A client context's note for the user: the CA certificates left out because they are out of date ("" when none). */
+const char *sg_tls_ctx_note(const sg_tls_ctx_t *ctx);
 /* Free what wolfCrypt keeps per thread (Debian builds it with FP_ECC: a fixed-point ECC cache in thread-local
  * storage, leaked at thread exit otherwise). Call at the end of every thread that ran TLS; harmless otherwise. */
 void sg_tls_thread_done(void);

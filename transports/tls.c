@@ -13,6 +13,7 @@
 #include <wolfssl/wolfcrypt/random.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,7 +40,8 @@ struct sg_tls_ctx {
     bool server;
     bool insecure;
     bool alpn_required;
-    char *alpn; /* comma list, as wolfSSL_UseALPN wants it; NULL when none */
+    char *alpn;     /* comma list, as wolfSSL_UseALPN wants it; NULL when none */
+    char note[320]; /* client: trust anchors left out for their dates ("" when none), for the start-up check to say */
     sess_slot_t sessions[MAX_SESSIONS];
     size_t n_sessions;
 };
@@ -185,6 +187,98 @@ static int alpn_select(WOLFSSL *ssl, const unsigned char **out, unsigned char *o
     return 3; /* SSL_TLSEXT_ERR_NOACK: wolfSSL goes on without ALPN */
 }
 
+/* "CN=... expired on 2026-11-27 06:46 UTC" or "... is not valid until ...": why x is not a trust anchor now; false
+ * while it is within its dates. */
+static bool anchor_out_of_date(WOLFSSL_X509 *x, char *why, size_t cap)
+{
+    bool expired = wolfSSL_X509_cmp_current_time(wolfSSL_X509_get_notAfter(x)) < 0;
+    bool early = !expired && wolfSSL_X509_cmp_current_time(wolfSSL_X509_get_notBefore(x)) > 0;
+    if (!expired && !early)
+        return false;
+    char subject[160] = "";
+    if (!wolfSSL_X509_NAME_oneline(wolfSSL_X509_get_subject_name(x), subject, (int)sizeof subject))
+        snprintf(subject, sizeof subject, "(no subject)");
+    struct tm tm;
+    char when[40] = "an unreadable date";
+    if (wolfSSL_ASN1_TIME_to_tm(expired ? wolfSSL_X509_get_notAfter(x) : wolfSSL_X509_get_notBefore(x), &tm) ==
+        WOLFSSL_SUCCESS)
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    snprintf(why, cap, "\"%s\" %s %s", subject, expired ? "expired on" : "is not valid until", when);
+    return true;
+}
+
+/*
+ * Trust the PEM certificates in path that are within their dates now. wolfSSL 5.5 loads an expired CA certificate
+ * and then trusts a server presenting that very certificate, where curl and OpenSSL refuse it ("certificate has
+ * expired"): an out-of-date anchor is left out here, so the server's certificate is then not trusted. strict (a
+ * --cacert file): a block that is not a certificate fails, and so does a file with no anchor in date; the system
+ * store skips what wolfSSL cannot parse. note: what was left out, for the start-up check. 0 or SG_EINVAL with err.
+ */
+static int load_anchors(sg_tls_ctx_t *ctx, const char *path, bool strict, char *err, size_t errlen)
+{
+    static const char begin[] = "-----BEGIN CERTIFICATE-----", end[] = "-----END CERTIFICATE-----";
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    size_t len = 0;
+    if (f) {
+        text = malloc(IN_MAX + 1);
+        len = text ? fread(text, 1, IN_MAX, f) : 0;
+        fclose(f);
+    }
+    if (!text || len == 0) {
+        free(text);
+        set_err(err, errlen, "cannot load CA certificates from %s (%s)", path,
+                f ? "empty, or not readable" : strerror(errno));
+        return SG_EINVAL;
+    }
+    text[len] = '\0';
+    unsigned loaded = 0, dated = 0, bad = 0;
+    char first[256] = "";
+    for (char *p = strstr(text, begin); p; p = strstr(p, begin)) {
+        char *e = strstr(p, end);
+        if (!e)
+            break;
+        e += sizeof end - 1;
+        int n = (int)(e - p);
+        WOLFSSL_X509 *x = wolfSSL_X509_load_certificate_buffer((const unsigned char *)p, n, WOLFSSL_FILETYPE_PEM);
+        char why[256];
+        if (!x) {
+            bad++;
+        } else if (anchor_out_of_date(x, why, sizeof why)) {
+            if (!dated++)
+                snprintf(first, sizeof first, "%s", why);
+        } else if (wolfSSL_CTX_load_verify_buffer(ctx->wctx, (const unsigned char *)p, n, WOLFSSL_FILETYPE_PEM) ==
+                   WOLFSSL_SUCCESS) {
+            loaded++;
+        } else {
+            bad++;
+        }
+        wolfSSL_X509_free(x);
+        p = e;
+    }
+    free(text);
+    if (strict && bad) {
+        set_err(err, errlen, "cannot load CA certificates from %s (%u of them not a PEM certificate wolfSSL reads)",
+                path, bad);
+        return SG_EINVAL;
+    }
+    if (!loaded) {
+        if (dated)
+            set_err(err, errlen,
+                    "no certificate in %s is valid now: %s%s (curl and OpenSSL refuse it too: renew it, or -k to skip "
+                    "verification)",
+                    path, first, dated > 1 ? ", and the rest likewise" : "");
+        else
+            set_err(err, errlen, "cannot load CA certificates from %s (PEM expected)", path);
+        return SG_EINVAL;
+    }
+    if (dated)
+        snprintf(ctx->note, sizeof ctx->note,
+                 "%u of the %u CA certificates in %s are out of date and not trusted: %s%s", dated, dated + loaded,
+                 path, first, dated > 1 ? ", ..." : "");
+    return 0;
+}
+
 static int ctx_new(const sg_tls_opts_t *o, bool server, sg_tls_ctx_t **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -257,14 +351,13 @@ static int ctx_new(const sg_tls_opts_t *o, bool server, sg_tls_ctx_t **out, char
     } else if (ctx->insecure) {
         wolfSSL_CTX_set_verify(ctx->wctx, WOLFSSL_VERIFY_NONE, NULL);
     } else {
-        const char *ca = o->cafile ? o->cafile : SG_TLS_SYSTEM_CA_FILE;
         /* The system bundle may hold a certificate wolfSSL cannot parse: skip those rather than trust nothing. */
-        long flags = o->cafile ? 0 : WOLFSSL_LOAD_FLAG_IGNORE_ERR;
-        if (wolfSSL_CTX_load_verify_locations_ex(ctx->wctx, ca, NULL, flags) != WOLFSSL_SUCCESS) {
-            if (o->cafile)
-                set_err(err, errlen, "cannot load CA certificates from %s (PEM expected)", ca);
-            else
-                set_err(err, errlen, "cannot load the system CA certificates from %s (give --cacert FILE or -k)", ca);
+        if (o->cafile) {
+            if (load_anchors(ctx, o->cafile, true, err, errlen) != 0)
+                goto fail;
+        } else if (load_anchors(ctx, SG_TLS_SYSTEM_CA_FILE, false, err, errlen) != 0) {
+            set_err(err, errlen, "cannot load the system CA certificates from %s (give --cacert FILE or -k)",
+                    SG_TLS_SYSTEM_CA_FILE);
             goto fail;
         }
         wolfSSL_CTX_set_verify(ctx->wctx, WOLFSSL_VERIFY_PEER, NULL);
@@ -274,6 +367,11 @@ static int ctx_new(const sg_tls_opts_t *o, bool server, sg_tls_ctx_t **out, char
 fail:
     sg_tls_ctx_free(ctx);
     return rc;
+}
+
+const char *sg_tls_ctx_note(const sg_tls_ctx_t *ctx)
+{
+    return ctx->note;
 }
 
 int sg_tls_client_ctx_new(const sg_tls_opts_t *opts, sg_tls_ctx_t **out, char *err, size_t errlen)

@@ -9,7 +9,7 @@ import shutil
 
 import harness
 from profiling import profile, tol
-from tlsutil import make_ca, tls_stat
+from tlsutil import make_ca, make_dated_self_signed, tls_stat
 
 
 def main(h):
@@ -102,6 +102,30 @@ def main(h):
                 "host-name mismatch: one clear line", r.stderr[-1000:])
         r = profile(h, "https://127.0.0.1:%d" % m.port, "-k", "--request-count", 5)
         h.check(r.summary is not None and r.summary["request_count"]["avg"] == 5, "-k accepts the mismatch")
+
+    # 10. trust anchors out of date: an expired self-signed certificate given as --cacert (how a test server is
+    # usually trusted) is refused before anything is sent, as curl refuses it; so is one not valid yet. In a file
+    # beside a valid CA it is left out with a note, and the valid one still works.
+    for name, start, end, words in [("expired", "20200101000000Z", "20200102000000Z", "expired on 2020-01-02"),
+                                    ("early", "20990101000000Z", "20990102000000Z", "is not valid until 2099-01-01")]:
+        cert, key = make_dated_self_signed(h, h.path(name), start, end)
+        with h.mock("--tls-cert", cert, "--tls-key", key, record=True) as m:
+            url = "https://127.0.0.1:%d" % m.port
+            r = profile(h, url, "--cacert", cert, "--request-count", 5, check_rc=2)
+            h.check("no certificate in" in r.stderr and words in r.stderr and "/CN=localhost" in r.stderr,
+                    "%s --cacert: refused, the date named" % name, r.stderr[-1000:])
+            h.check(r.summary is None and len(m.records()) == 0, "%s --cacert: nothing sent" % name)
+            if shutil.which("curl"):
+                p = h.run(["curl", "-s", "--cacert", cert, url + "/v1/models"], timeout=30)
+                h.check(p.returncode == 60, "curl refuses the %s anchor too (exit 60)" % name, p.returncode)
+            if name == "expired":
+                both = h.path("both.pem")
+                with open(both, "w") as f, open(cert) as a, open(cert_out) as b:
+                    f.write(a.read() + b.read())
+                r = profile(h, url, "--cacert", both, "--request-count", 5, check_rc=2)
+                h.check("1 of the 2 CA certificates" in r.stderr and "not trusted" in r.stderr,
+                        "a bundle with an expired anchor: a note, and the server it signed is not trusted",
+                        r.stderr[-1000:])
 
     # 9. https:// to a plaintext server: a clear line, not a hang
     with h.mock() as m:

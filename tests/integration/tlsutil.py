@@ -26,6 +26,28 @@ def make_ca(h, d, cn, san):
     return ca, cert, key
 
 
+def make_dated_self_signed(h, d, start, end):
+    """A self-signed CA certificate for localhost and 127.0.0.1 valid from start to end (openssl ca dates,
+    YYYYMMDDHHMMSSZ): openssl req cannot make one in the past. Returns (cert, key) paths."""
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "index.txt"), "w"):
+        pass
+    with open(os.path.join(d, "serial"), "w") as f:
+        f.write("01\n")
+    cnf = os.path.join(d, "ca.cnf")
+    with open(cnf, "w") as f:
+        f.write("[ca]\ndefault_ca = d\n[d]\ndir = %s\ndatabase = $dir/index.txt\nserial = $dir/serial\n"
+                "new_certs_dir = $dir\ndefault_md = sha256\npolicy = p\ncopy_extensions = copy\n"
+                "[p]\ncommonName = supplied\n" % d)
+    key, csr, cert = os.path.join(d, "dated.key"), os.path.join(d, "dated.csr"), os.path.join(d, "dated.pem")
+    openssl(h, "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj",
+            "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-addext",
+            "basicConstraints=critical,CA:TRUE", "-keyout", key, "-out", csr)
+    openssl(h, "ca", "-batch", "-config", cnf, "-selfsign", "-keyfile", key, "-in", csr, "-startdate", start,
+            "-enddate", end, "-out", cert)
+    return cert, key
+
+
 def localhost_server_context(h, name, alpn=None):
     """A server-side ssl.SSLContext with a certificate for localhost and 127.0.0.1 from a CA made in h.path(name),
     ALPN limited to alpn when given. Returns (ca path, context), or None when openssl is missing (a failed check

@@ -502,7 +502,7 @@ static void expect_ctx_error(bool server, const sg_tls_opts_t *o, const char *wa
 static void test_ctx_errors(void)
 {
     char want[256];
-    snprintf(want, sizeof want, "cannot load CA certificates from %s (PEM expected)", P("missing.pem"));
+    snprintf(want, sizeof want, "cannot load CA certificates from %s (No such file or directory)", P("missing.pem"));
     expect_ctx_error(false, &(sg_tls_opts_t){.cafile = P("missing.pem")}, want);
     snprintf(want, sizeof want, "cannot load CA certificates from %s (PEM expected)", P("openssl.log"));
     expect_ctx_error(false, &(sg_tls_opts_t){.cafile = P("openssl.log")}, want);
