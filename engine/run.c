@@ -32,11 +32,16 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t g_interrupted;
+static volatile sig_atomic_t g_interrupted; /* the signal that interrupted the run (SIGINT, SIGTERM), 0: none */
 
 bool run_interrupted(void)
 {
     return g_interrupted != 0;
+}
+
+const char *run_interrupt_name(void)
+{
+    return g_interrupted == SIGTERM ? "SIGTERM" : g_interrupted ? "SIGINT" : NULL;
 }
 
 void run_cooldown(double s)
@@ -50,8 +55,7 @@ void run_cooldown(double s)
 
 static void on_sigint(int sig)
 {
-    (void)sig;
-    g_interrupted = 1;
+    g_interrupted = sig;
 }
 
 static unsigned cpu_list(int *cpus, unsigned max)
@@ -269,9 +273,16 @@ static void describe(const sg_run_t *run, unsigned n_workers, size_t n_streaming
         snprintf(stop, sizeof(stop), "%llu requests", (unsigned long long)cfg->request_count);
     else
         snprintf(stop, sizeof(stop), "%gs", cfg->benchmark_duration_s);
+    /* the URL as given (a name stays a name: SNI and the certificate check use it), then the address it resolved
+     * to when that differs */
+    char at[320];
+    if (cfg->host_header && strcmp(cfg->host_header, run->addr_text) != 0)
+        snprintf(at, sizeof at, "%s [%s]", cfg->host_header, run->addr_text);
+    else
+        snprintf(at, sizeof at, "%s", run->addr_text);
     if (cfg->triton)
         fprintf(stderr, "surge: profiling %s at %s over gRPC%s, %s, backend %s (%s, %s), %u worker%s\n", cfg->models[0],
-                run->addr_text, cfg->tls ? " (TLS)" : "", cfg->streaming ? "ModelStreamInfer" : "ModelInfer",
+                at, cfg->tls ? " (TLS)" : "", cfg->streaming ? "ModelStreamInfer" : "ModelInfer",
                 sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend), load, stop, n_workers,
                 n_workers == 1 ? "" : "s");
     else {
@@ -281,9 +292,10 @@ static void describe(const sg_run_t *run, unsigned n_workers, size_t n_streaming
             snprintf(streams, sizeof streams, "%s", n_streaming ? "streaming" : "not streaming");
         else
             snprintf(streams, sizeof streams, "%zu of %zu bodies streaming", n_streaming, n);
-        fprintf(stderr, "surge: profiling %s at %s://%s%s (%s%s, %s, %s), %u worker%s\n", cfg->models[0],
-                cfg->tls ? "https" : "http", run->addr_text, cfg->endpoint_path, run->http2 ? "HTTP/2, " : "", streams,
-                load, stop, n_workers, n_workers == 1 ? "" : "s");
+        char *sp = strchr(at, ' '); /* the path goes after host:port, before the resolved address */
+        fprintf(stderr, "surge: profiling %s at %s://%.*s%s%s (%s%s, %s, %s), %u worker%s\n", cfg->models[0],
+                cfg->tls ? "https" : "http", sp ? (int)(sp - at) : (int)strlen(at), at, cfg->endpoint_path,
+                sp ? sp : "", run->http2 ? "HTTP/2, " : "", streams, load, stop, n_workers, n_workers == 1 ? "" : "s");
     }
 }
 
@@ -1407,6 +1419,9 @@ static int point_report(profile_t *p, point_t *pt)
         .title = "surge | LLM Metrics",
         .streaming = p->n_streaming > 0,
         .interrupted = pt->interrupted,
+        .interrupted_by = run_interrupted() ? run_interrupt_name()
+                          : p->dist_stopped ? "another rank stopped"
+                                            : NULL,
         .cancelled_why = cancelled_why,
         .warmup_count = pt->warmup,
         .input_config_json = input_json ? input_json : "{}",

@@ -118,6 +118,7 @@ void point_free(point_t *pt);
 char *point_summary_path(const point_t *pt);
 /* SIGINT/SIGTERM came: no further point should start. */
 bool run_interrupted(void);
+const char *run_interrupt_name(void); /* "SIGINT" or "SIGTERM": what interrupted the run; NULL when nothing did */
 /* The pause between points, cut short by SIGINT. */
 void run_cooldown(double s);
 

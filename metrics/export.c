@@ -667,7 +667,8 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
                 "once (latency = TTFT, so ITL is 0 and 1/ITL has no value), as AIPerf leaves them out\n",
                 sg_metrics_per_user_undefined(m));
     if (info && info->interrupted)
-        fputs("Run INTERRUPTED: results cover what completed before SIGINT\n", out);
+        fprintf(out, "Run INTERRUPTED: results cover what completed before %s\n",
+                info->interrupted_by ? info->interrupted_by : "the interrupt");
     if (generated(m))
         fprintf(out, "Output sequence length source: usage %" PRIu64 ", tokenizer %" PRIu64 ", events %" PRIu64 "\n",
                 sg_metrics_osl_source_count(m, SG_OSL_USAGE), sg_metrics_osl_source_count(m, SG_OSL_TOKENIZER),

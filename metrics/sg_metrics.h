@@ -206,7 +206,8 @@ struct sg_slo_verdict;
 typedef struct {
     const char *title;               /* table title, e.g. "surge | LLM Metrics" */
     bool streaming;                  /* false: no TTFT/ITL rows */
-    bool interrupted;                /* the run was stopped by SIGINT */
+    bool interrupted;                /* the run was stopped by SIGINT or SIGTERM (or another rank) */
+    const char *interrupted_by;      /* "SIGINT", "SIGTERM", "another rank stopped"; NULL: not said */
     const char *cancelled_why;       /* why surge cancelled requests ("the run was interrupted", "the probe was
                                         stopped early", "--benchmark-grace-period ended"); NULL: not said */
     uint64_t warmup_count;           /* warmup requests (not in the metrics) */

@@ -193,6 +193,7 @@ def main(h):
         h.check(p.returncode == 130, "interrupted run exits 130", (p.returncode, err[-2000:]))
         r = Result(subprocess.CompletedProcess([], p.returncode, out, err), art)
         check_cancelled(h, r, "SIGINT", "the run was interrupted")
+        h.check("results cover what completed before SIGINT" in out, "the table names SIGINT", out[-800:])
         # the progress line's last word agrees with the summary: the split, and ok/s as request throughput so far
         last = [x for x in re.split(r"[\r\n]", err) if " done: " in x]
         mt = re.search(r"done: (\d+) ok, (\d+) failed, (\d+) cancelled\s+([0-9.]+) ok/s", last[-1] if last else "")
@@ -203,6 +204,22 @@ def main(h):
                     "the progress line's split is the summary's", (mt.group(0), s["request_count"]))
             thr = s["request_throughput"]["avg"]
             h.near(float(mt.group(4)), thr, 0.15 * thr + 0.1, "the progress line's ok/s is the request throughput")
+
+    # -- SIGTERM (what a job scheduler or a container runtime sends): named as such
+    with h.mock(*mock_args) as m:
+        art = h.path("terminated")
+        p = subprocess.Popen([h.surge, "profile", "-m", "mock-model", "-u", m.url, *map(str, load),
+                              "--request-count", "100000", "--artifact-dir", art],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(STALL_START_MS / 1000 + 1.0)
+        p.send_signal(signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        h.check(p.returncode == 130 and "results cover what completed before SIGTERM" in out,
+                "SIGTERM: exit 130, the table names SIGTERM", (p.returncode, out[-800:], err[-800:]))
 
 
 if __name__ == "__main__":

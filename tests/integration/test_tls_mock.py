@@ -50,6 +50,8 @@ def main(h):
         r = profile(h, "https://localhost:%d" % m.port, "-k", "--request-count", 20, "--concurrency", 2)
         if r.summary:
             h.check(r.summary["request_count"]["avg"] == 20, "-k: all ok", r.summary.get("error_summary"))
+        want = "https://localhost:%d/v1/chat/completions [127.0.0.1:%d]" % (m.port, m.port)
+        h.check(want in r.stderr, "the URL is echoed as given, then the address it resolved to", r.stderr[:600])
 
         # 4. untrusted: the mock's self-signed certificate against the system store
         r = profile(h, url, "--request-count", 5, check_rc=2)
