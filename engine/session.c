@@ -284,7 +284,7 @@ bool wk_sess_start(sg_worker_t *w, int64_t intended)
             n = (uint32_t)(S->turn_quota - S->planned);
         S->planned += n;
         if (!S->measured_started && w->cfg->benchmark_duration_s > 0)
-            w->stop_issue_ns = intended + (int64_t)llround(w->cfg->benchmark_duration_s * 1e9);
+            w->stop_issue_ns = wk_window_end(w, intended, w->cfg->warmup_request_count > 0);
         S->measured_started = true;
     } else {
         S->warmup_left--;

@@ -288,8 +288,17 @@ static void new_request(sg_worker_t *w, int64_t intended)
         sg_payload_uniq(w->run->payloads, r->payload, w->run->uniq_base + rec->id, r->uniq);
     rec->warmup = k < w->warmup_quota;
     if (k == w->warmup_quota && w->cfg->benchmark_duration_s > 0)
-        w->stop_issue_ns = intended + (int64_t)llround(w->cfg->benchmark_duration_s * 1e9);
+        w->stop_issue_ns = wk_window_end(w, intended, w->warmup_quota > 0);
     wk_wait_push(w, r);
+}
+
+int64_t wk_window_end(const sg_worker_t *w, int64_t first, bool warmed_up)
+{
+    /* Without a warmup every worker's window starts at the shared start instant, so that no worker, whose first
+     * arrival comes a little after it, schedules past the run's --benchmark-duration. After a warmup the window
+     * starts with this worker's first measured request. */
+    int64_t from = warmed_up || first < w->run->start_ns ? first : w->run->start_ns;
+    return from + (int64_t)llround(w->cfg->benchmark_duration_s * 1e9);
 }
 
 static bool may_issue(sg_worker_t *w, int64_t intended)

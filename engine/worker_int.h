@@ -235,6 +235,9 @@ void wk_set_error(sg_req_t *r, sg_err_class_t cls, const char *fmt, ...) __attri
 void wk_fl_append(sg_worker_t *w, sg_req_t *r);
 void wk_fl_remove(sg_worker_t *w, sg_req_t *r);
 void wk_wait_push(sg_worker_t *w, sg_req_t *r);
+/* When --benchmark-duration stops a worker issuing, its measured window starting with the request intended at first
+ * (warmed_up: after a warmup). */
+int64_t wk_window_end(const sg_worker_t *w, int64_t first, bool warmed_up);
 sg_req_t *wk_wait_pop(sg_worker_t *w);
 void wk_fresh_push(sg_worker_t *w, sg_req_t *r);
 sg_req_t *wk_fresh_pop(sg_worker_t *w);

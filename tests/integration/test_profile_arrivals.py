@@ -59,6 +59,17 @@ def main(h):
         p50 = gaps[len(gaps) // 2]
         h.check(abs(p50 - 1000 / rate) < 0.5, "constant gaps p50 %.3f ms ~ %.3f ms" % (p50, 1000 / rate))
 
+    # --benchmark-duration is one window from the shared start for every worker: constant 10/s over two workers puts
+    # worker 0's arrivals at 0, 200, ... ms and worker 1's at 100, 300, ...; a 1.05 s window holds 0..1000 ms, 11
+    # requests. (Each worker used to start the window at its own first arrival, so worker 1 also sent at 1100 ms.)
+    with h.mock("--ttft-ms", 2, "--itl-ms", 1) as m:
+        r = profile(h, m.url, "--request-rate", 10, "--request-distribution", "constant", "--benchmark-duration", 1.05,
+                    "--output-tokens-mean", 2, "--synthetic-input-tokens-mean", 20, "--workers", 2)
+        t = sorted(x["intended_ns"] for x in r.records)
+        h.check(len(t) == 11 and (t[-1] - t[0]) / 1e9 < 1.05,
+                "--benchmark-duration 1.05 at 10/s over 2 workers: 11 requests, the last %.3f s in (bound 1.05)" %
+                ((t[-1] - t[0]) / 1e9 if t else -1), len(t))
+
     # gamma (vLLM's --burstiness, AIPerf's --arrival-smoothness): the same mean, CV 1/sqrt(k), at the server too,
     # with two workers (the aggregate is the gamma process, not a superposition)
     for flag, k in (("--burstiness", 0.25), ("--arrival-smoothness", 4)):
