@@ -289,7 +289,11 @@ int sg_dist_read_jsonl(const char *path, int64_t origin, sg_dist_record_fn fn, v
         return -1;
     }
     size_t size = (size_t)st.st_size;
-    const char *base = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    if (size == 0) { /* no records (and no pointer arithmetic on a NULL base) */
+        close(fd);
+        return 0;
+    }
+    const char *base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (base == MAP_FAILED) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));

@@ -31,6 +31,15 @@ __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, c
     return SG_EINVAL;
 }
 
+/* v as the canonical text writes it: 15 significant digits, or 17 where 15 would not read back as v. */
+static const char *num_text(char *buf, size_t cap, double v)
+{
+    snprintf(buf, cap, "%.15g", v);
+    if (strtod(buf, NULL) != v)
+        snprintf(buf, cap, "%.17g", v);
+    return buf;
+}
+
 /* The names an SLO takes, for messages. */
 static void metric_names(char *buf, size_t cap)
 {
@@ -58,7 +67,20 @@ static bool parse_value(const char *s, double *out)
     return true;
 }
 
+static int parse_check(const char *text, sg_slo_check_t *out, char *err, size_t errlen);
+
 int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen)
+{
+    int rc = parse_check(text, out, err, errlen);
+    /* the messages quote the user's text: a control character in it (a newline) must not break the one line */
+    if (rc != 0 && err)
+        for (char *c = err; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
+    return rc;
+}
+
+static int parse_check(const char *text, sg_slo_check_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     const char *opp = strpbrk(text, "<>");
@@ -128,7 +150,8 @@ int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen
             return bad(err, errlen, "a negative target in \"%s\"", text);
         if (out->kind == SG_SLO_ERROR_RATE && out->target > 1)
             return bad(err, errlen, "error_rate is a fraction from 0 to 1 (0.01 = 1%%), got \"%s\"", text);
-        snprintf(out->text, sizeof out->text, "%s%s%.15g", left, op_text[out->op], out->target);
+        char t[32];
+        snprintf(out->text, sizeof out->text, "%s%s%s", left, op_text[out->op], num_text(t, sizeof t, out->target));
         return 0;
     }
     *colon = '\0';
@@ -172,13 +195,13 @@ int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t errlen
         return bad(err, errlen, "a negative target in \"%s\"", text);
     /* one spelling per check, so that the same SLO given twice is seen as such (mean = avg, p99.0 = p99) */
     static const char *const stat_text[] = {"avg", "min", "max", "std"};
-    char canon[32];
+    char canon[40], t[32];
     if (out->stat == SG_SLO_STAT_PCT)
-        snprintf(canon, sizeof canon, "p%.15g", out->pct);
+        snprintf(canon, sizeof canon, "p%s", num_text(t, sizeof t, out->pct));
     else
         snprintf(canon, sizeof canon, "%s", stat_text[out->stat]);
-    snprintf(out->text, sizeof out->text, "%s:%s%s%.15g", sg_metric_tag(out->metric), canon, op_text[out->op],
-             out->target);
+    snprintf(out->text, sizeof out->text, "%s:%s%s%s", sg_metric_tag(out->metric), canon, op_text[out->op],
+             num_text(t, sizeof t, out->target));
     return 0;
 }
 
