@@ -310,7 +310,10 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
 
     /* what the run was: the first part's configuration, the parts' counters summed */
     uint64_t warmup = 0, resent = 0, silent = 0;
-    double cpu = 0;
+    double cpu = 0, cpu_split[4] = {0}; /* load phase user, system; whole process user, system */
+    bool split_known[2] = {true, true}; /* every part has that split (older parts' summaries did not) */
+    static const char *const split_keys[4] = {"client_cpu_time_user", "client_cpu_time_system", "process_cpu_time_user",
+                                              "process_cpu_time_system"};
     bool interrupted = mg->interrupted, reuse_whole = false, reuse_stream = false, mixed = false;
     const char *backend = json_string_value(json_object_get(parts[0].summary, "io_backend"));
     for (size_t i = 0; i < n; i++) {
@@ -318,6 +321,10 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         warmup += (uint64_t)num_at(s, "warmup_request_count", "avg");
         resent += (uint64_t)num_at(s, "resent_request_count", "avg");
         cpu += num_at(s, "client_cpu_time", "avg");
+        for (int k = 0; k < 4; k++) {
+            split_known[k / 2] &= json_object_get(s, split_keys[k]) != NULL;
+            cpu_split[k] += num_at(s, split_keys[k], "avg");
+        }
         json_t *ka = json_object_get(s, "keep_alive");
         silent += (uint64_t)num_at(ka, "silent_closes", NULL);
         reuse_whole |= json_is_true(json_object_get(ka, "no_reuse_after_whole"));
@@ -386,6 +393,10 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .input_config_json = input,
         .has_slos = n_slos > 0,
         .client_cpu_s = cpu,
+        .client_cpu_user_s = split_known[0] ? cpu_split[0] : 0,
+        .client_cpu_sys_s = split_known[0] ? cpu_split[1] : 0,
+        .process_cpu_user_s = split_known[1] ? cpu_split[2] : 0,
+        .process_cpu_sys_s = split_known[1] ? cpu_split[3] : 0,
         .io_backend = mixed ? "mixed" : backend,
         .tokenizer = tokenizer,
         .isl_source = isl_source,

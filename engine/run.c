@@ -100,14 +100,17 @@ static void progress_line(sg_worker_t **ws, unsigned n, const sg_config_t *cfg, 
     fflush(stderr);
 }
 
-/* User + system CPU of the whole process so far: the workers' cost (and the controller's, which sleeps). */
-static double process_cpu_s(void)
+/* User and system CPU of the whole process so far, every thread: the workers' cost (and the controller's, which
+ * sleeps). Seconds; both 0 when getrusage fails. */
+static void process_cpu(double *user_s, double *sys_s)
 {
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        return 0;
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) {
+        *user_s = *sys_s = 0;
+        return;
+    }
+    *user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+    *sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 /* "profile_export.json" -> "profile_export" */
@@ -1051,7 +1054,8 @@ static void point_wait(profile_t *p, point_t *pt)
         atomic_store(&run->stop, SG_STOP_ABORT);
         pt->fatal = true;
     }
-    double cpu_at_start = process_cpu_s();
+    double user_at_start, sys_at_start;
+    process_cpu(&user_at_start, &sys_at_start);
     atomic_store(&run->go, 1);
 
     bool show = cfg->progress > 0 || (cfg->progress < 0 && isatty(STDERR_FILENO));
@@ -1096,7 +1100,11 @@ static void point_wait(profile_t *p, point_t *pt)
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
-    pt->client_cpu_s = process_cpu_s() - cpu_at_start;
+    double user_s, sys_s;
+    process_cpu(&user_s, &sys_s);
+    pt->client_cpu_user_s = user_s - user_at_start;
+    pt->client_cpu_sys_s = sys_s - sys_at_start;
+    pt->client_cpu_s = pt->client_cpu_user_s + pt->client_cpu_sys_s;
     pt->interrupted = g_interrupted != 0 || p->dist_stopped;
     if (show)
         progress_line(ws, n, cfg, run->start_ns, true);
@@ -1401,6 +1409,11 @@ static int point_report(profile_t *p, point_t *pt)
                                 : pt->probe.stopped_early ? "the probe was stopped early"
                                 : pt->grace_ended         ? "--benchmark-grace-period ended"
                                                           : NULL;
+    /* the whole process's CPU, just before the summary: set-up before the start instant (payload table, connections
+     * opened in advance), the load, closing the connections, the OSL pass and the merge; over a sweep's or search's
+     * points, the process so far */
+    double proc_user_s, proc_sys_s;
+    process_cpu(&proc_user_s, &proc_sys_s);
     sg_run_info_t info = {
         .extra_json = dist_json,
         .server_metrics_json = scrapes,
@@ -1412,6 +1425,10 @@ static int point_report(profile_t *p, point_t *pt)
         .input_config_json = input_json ? input_json : "{}",
         .has_slos = cfg->n_slos > 0,
         .client_cpu_s = pt->client_cpu_s,
+        .client_cpu_user_s = pt->client_cpu_user_s,
+        .client_cpu_sys_s = pt->client_cpu_sys_s,
+        .process_cpu_user_s = proc_user_s,
+        .process_cpu_sys_s = proc_sys_s,
         .io_backend = sg_io_backend_name((sg_io_backend_t)p->run.io_backend),
         .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */

@@ -656,9 +656,28 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
         fprintf(out, "Warmup requests (not counted): %" PRIu64 "\n", info->warmup_count);
     if (info && info->client_cpu_s > 0) {
         uint64_t sent = sg_metrics_ok(m) + sg_metrics_errors(m) + sg_metrics_cancelled(m) + info->warmup_count;
-        fprintf(out, "Client CPU: %.2f s (%.2f us per request%s%s)\n", info->client_cpu_s,
+        char split[96] = "";
+        if (info->client_cpu_user_s + info->client_cpu_sys_s > 0)
+            snprintf(split, sizeof split, "user %.2f s, system %.2f s; ", info->client_cpu_user_s,
+                     info->client_cpu_sys_s);
+        fprintf(out, "Client CPU, load phase: %.2f s (%s%.2f us per request%s%s)\n", info->client_cpu_s, split,
                 sent ? info->client_cpu_s * 1e6 / (double)sent : 0.0, info->io_backend ? ", " : "",
                 info->io_backend ? info->io_backend : "");
+    }
+    double proc_cpu = info ? info->process_cpu_user_s + info->process_cpu_sys_s : 0;
+    if (proc_cpu > 0)
+        fprintf(out,
+                "Client CPU, whole process: %.2f s (user %.2f s, system %.2f s; set-up, connections and teardown "
+                "included)\n",
+                proc_cpu, info->process_cpu_user_s, info->process_cpu_sys_s);
+    if (info && info->streaming && sg_metrics_output_tokens(m) > 0 && (proc_cpu > 0 || info->client_cpu_s > 0)) {
+        char a[32] = "-", b[32] = "-";
+        double tok = (double)sg_metrics_output_tokens(m);
+        if (proc_cpu > 0)
+            fmt_num(a, sizeof a, tok / proc_cpu, 0);
+        if (info->client_cpu_s > 0)
+            fmt_num(b, sizeof b, tok / info->client_cpu_s, 0);
+        fprintf(out, "Output tokens per client CPU-second: %s (whole process), %s (load phase)\n", a, b);
     }
     put_clamped(out, m);
     if (sg_metrics_per_user_undefined(m))
@@ -1068,8 +1087,28 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     rc = rc ? rc
             : set(root, "warmup_request_count",
                   single("requests", json_integer((json_int_t)(info ? info->warmup_count : 0))));
-    if (info && info->client_cpu_s > 0)
+    if (info && info->client_cpu_s > 0) {
         rc = rc ? rc : set(root, "client_cpu_time", single("sec", real(info->client_cpu_s)));
+        if (info->client_cpu_user_s + info->client_cpu_sys_s > 0) {
+            rc = rc ? rc : set(root, "client_cpu_time_user", single("sec", real(info->client_cpu_user_s)));
+            rc = rc ? rc : set(root, "client_cpu_time_system", single("sec", real(info->client_cpu_sys_s)));
+        }
+    }
+    double proc_cpu = info ? info->process_cpu_user_s + info->process_cpu_sys_s : 0;
+    if (proc_cpu > 0) {
+        rc = rc ? rc : set(root, "process_cpu_time", single("sec", real(proc_cpu)));
+        rc = rc ? rc : set(root, "process_cpu_time_user", single("sec", real(info->process_cpu_user_s)));
+        rc = rc ? rc : set(root, "process_cpu_time_system", single("sec", real(info->process_cpu_sys_s)));
+    }
+    if (info && info->streaming && sg_metrics_output_tokens(m) > 0) {
+        double tok = (double)sg_metrics_output_tokens(m);
+        if (proc_cpu > 0)
+            rc = rc ? rc : set(root, "output_tokens_per_process_cpu_sec", single("tokens/sec", real(tok / proc_cpu)));
+        if (info->client_cpu_s > 0)
+            rc = rc ? rc
+                    : set(root, "output_tokens_per_client_cpu_sec",
+                          single("tokens/sec", real(tok / info->client_cpu_s)));
+    }
     if (info && info->io_backend)
         rc = rc ? rc : set(root, "io_backend", json_string(info->io_backend));
     rc = rc ? rc : set(root, "error_summary", error_summary(m));

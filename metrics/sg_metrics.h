@@ -213,7 +213,10 @@ typedef struct {
     const char *input_config_json;   /* a JSON object (text) describing the run's configuration */
     const char *server_metrics_json; /* --server-metrics-url: the scrapes' summary object (text); NULL: none */
     bool has_slos;
-    double client_cpu_s;    /* CPU time surge spent from the start instant to the last response; 0 = unknown */
+    double client_cpu_s; /* CPU time surge spent from the start instant to the last response; 0 = unknown */
+    double client_cpu_user_s, client_cpu_sys_s; /* its split into user and system time (0, 0 = unknown) */
+    /* the whole process's CPU when the summary was written (set-up and teardown included); 0, 0 = unknown */
+    double process_cpu_user_s, process_cpu_sys_s;
     const char *io_backend; /* the workers' I/O: "io_uring" or "epoll"; NULL = unknown */
     const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */
     const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
