@@ -617,6 +617,26 @@ static void put_verdicts(FILE *out, const sg_run_info_t *info)
     }
 }
 
+/* Client stalls: how many, and the first few windows, so a client stall is not read as a slow server. */
+static void put_stalls(FILE *out, const sg_run_info_t *info)
+{
+    if (!info || info->stall_threshold_ms <= 0 || info->n_stalls + info->stalls_dropped == 0)
+        return;
+    uint64_t n = info->n_stalls + info->stalls_dropped;
+    fprintf(out,
+            "Client stalls: %" PRIu64 " window%s in which a worker ran more than %g ms behind its schedule (the "
+            "client, not the server: requests due then went out late, and what arrived was timed late)\n",
+            n, n == 1 ? "" : "s", info->stall_threshold_ms);
+    size_t show = info->n_stalls < 5 ? info->n_stalls : 5;
+    for (size_t i = 0; i < show; i++) {
+        const sg_stall_t *x = &info->stalls[i];
+        fprintf(out, "  worker %u: from +%.3f s to +%.3f s, up to %.0f ms behind\n", x->worker, x->start_s, x->end_s,
+                x->max_lag_ms);
+    }
+    if (n > show)
+        fprintf(out, "  and %" PRIu64 " more (profile_export_surge.json: client_stalls)\n", n - show);
+}
+
 /* Multi-turn sessions: one line per turn index under the table. */
 static void put_turns(FILE *out, const sg_metrics_t *m)
 {
@@ -679,6 +699,7 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
             fmt_num(b, sizeof b, tok / info->client_cpu_s, 0);
         fprintf(out, "Output tokens per client CPU-second: %s (whole process), %s (load phase)\n", a, b);
     }
+    put_stalls(out, info);
     put_clamped(out, m);
     if (sg_metrics_per_user_undefined(m))
         fprintf(out,
@@ -980,6 +1001,40 @@ static json_t *turns_summary(const sg_metrics_t *m)
     return a;
 }
 
+/* The summary's "client_stalls" object: the threshold, the count, their total time and worst lag, each window. */
+static json_t *stalls_summary(const sg_run_info_t *info)
+{
+    json_t *o = json_object(), *a = json_array();
+    double total = 0, worst = 0;
+    for (size_t i = 0; i < info->n_stalls; i++) {
+        const sg_stall_t *x = &info->stalls[i];
+        json_t *e = json_pack("{s:I, s:f, s:f, s:f, s:f}", "worker", (json_int_t)x->worker, "start_s",
+                              isfinite(x->start_s) ? x->start_s : 0.0, "end_s", isfinite(x->end_s) ? x->end_s : 0.0,
+                              "duration_ms", isfinite(x->end_s - x->start_s) ? (x->end_s - x->start_s) * 1e3 : 0.0,
+                              "max_lag_ms", isfinite(x->max_lag_ms) ? x->max_lag_ms : 0.0);
+        if (!e || json_array_append_new(a, e)) {
+            json_decref(o);
+            json_decref(a);
+            return NULL;
+        }
+        total += x->end_s - x->start_s;
+        worst = x->max_lag_ms > worst ? x->max_lag_ms : worst;
+    }
+    if (!o || !a) {
+        json_decref(o);
+        json_decref(a);
+        return NULL;
+    }
+    if (set(o, "threshold_ms", real(info->stall_threshold_ms)) ||
+        set(o, "count", json_integer((json_int_t)(info->n_stalls + info->stalls_dropped))) ||
+        set(o, "not_listed", json_integer((json_int_t)info->stalls_dropped)) || set(o, "total_s", real(total)) ||
+        set(o, "max_lag_ms", real(worst)) || set(o, "windows", a)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
 {
     json_t *root = json_object();
@@ -1109,6 +1164,8 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
                     : set(root, "output_tokens_per_client_cpu_sec",
                           single("tokens/sec", real(tok / info->client_cpu_s)));
     }
+    if (info && info->stall_threshold_ms > 0)
+        rc = rc ? rc : set(root, "client_stalls", stalls_summary(info));
     if (info && info->io_backend)
         rc = rc ? rc : set(root, "io_backend", json_string(info->io_backend));
     rc = rc ? rc : set(root, "error_summary", error_summary(m));
