@@ -257,6 +257,9 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     part_t *parts = calloc(n ? n : 1, sizeof(*parts));
     sink_t sink = {0};
     char *log_path = NULL, *stem = NULL, *extra = NULL, *input = NULL, *reuse_text = NULL;
+    sg_stall_t *stalls = NULL;
+    size_t n_stalls = 0;
+    uint64_t stalls_dropped = 0;
     char *p_sjson = NULL, *p_scsv = NULL, *p_sjsonl = NULL, *p_ajson = NULL, *p_acsv = NULL, *p_ajsonl = NULL;
     json_t *cfg_out = NULL, *extra_o = NULL;
     if (!parts)
@@ -333,6 +336,40 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         const char *b = json_string_value(json_object_get(s, "io_backend"));
         mixed |= !b || !backend || strcmp(b, backend) != 0;
     }
+    /* the parts' client stalls, on the one clock (the parts' starts are one instant); a rank's workers are its
+     * streams from stream_offset */
+    double stall_threshold = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *cs = json_object_get(parts[i].summary, "client_stalls");
+        if (!json_is_object(cs))
+            continue;
+        if (stall_threshold <= 0)
+            stall_threshold = num_at(cs, "threshold_ms", NULL);
+        stalls_dropped += (uint64_t)num_at(cs, "not_listed", NULL);
+        json_t *ws = json_object_get(cs, "windows");
+        size_t k;
+        json_t *w;
+        uint32_t offset = (uint32_t)num_at(json_object_get(parts[i].summary, "dist"), "stream_offset", NULL);
+        json_array_foreach(ws, k, w)
+        {
+            sg_stall_t *grown = realloc(stalls, (n_stalls + 1) * sizeof(*stalls));
+            if (!grown)
+                goto oom;
+            stalls = grown;
+            stalls[n_stalls++] = (sg_stall_t){
+                .worker = offset + (uint32_t)num_at(w, "worker", NULL),
+                .start_s = num_at(w, "start_s", NULL),
+                .end_s = num_at(w, "end_s", NULL),
+                .max_lag_ms = num_at(w, "max_lag_ms", NULL),
+            };
+        }
+    }
+    for (size_t a = 1; a < n_stalls; a++) /* by start, as a run lists them */
+        for (size_t b = a; b > 0 && stalls[b].start_s < stalls[b - 1].start_s; b--) {
+            sg_stall_t t = stalls[b];
+            stalls[b] = stalls[b - 1];
+            stalls[b - 1] = t;
+        }
     if (!(cfg_out = json_deep_copy(cfg)))
         goto oom;
     json_object_set_new(cfg_out, "artifact_dir", json_string(mg->out_dir));
@@ -397,6 +434,10 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .client_cpu_sys_s = split_known[0] ? cpu_split[1] : 0,
         .process_cpu_user_s = split_known[1] ? cpu_split[2] : 0,
         .process_cpu_sys_s = split_known[1] ? cpu_split[3] : 0,
+        .stall_threshold_ms = stall_threshold,
+        .stalls = stalls,
+        .n_stalls = n_stalls,
+        .stalls_dropped = stalls_dropped,
         .io_backend = mixed ? "mixed" : backend,
         .tokenizer = tokenizer,
         .isl_source = isl_source,
@@ -493,6 +534,7 @@ out:
     sg_metrics_free(sink.m);
     json_decref(cfg_out);
     json_decref(extra_o);
+    free(stalls);
     free(input);
     free(extra);
     free(reuse_text);

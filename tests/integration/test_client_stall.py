@@ -8,8 +8,10 @@
    threshold and no request sent on time, and the console lists it.
 3. --stall-threshold-ms 0 turns the watch off: no line, no client_stalls; bad values exit 2 before anything is sent.
 """
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -49,6 +51,46 @@ def stopped_run(h, url, extra=(), stop_s=0.3, at_s=1.0):
     h.check(r.rc == 0, "stopped run exits 0", (r.rc, r.stderr[-3000:]))
     h.check("Sanitizer" not in r.stderr and "runtime error:" not in r.stderr, "no sanitizer report", r.stderr[-3000:])
     return r, stopped
+
+
+def check_report(h, r, w):
+    """surge report on the stopped run: the page's data has the window on the timeline's clock with the requests
+    due in it, and (with Chromium) the page shades it on the four timeline charts and lists it."""
+    p = h.run([h.surge, "report", r.dir], timeout=60)
+    page = os.path.join(r.dir, "report.html")
+    if not h.check(p.returncode == 0 and os.path.exists(page), "report: written", p.stderr[-2000:]):
+        return
+    with open(page) as f:
+        text = f.read()
+    m = re.search(r'<script id="surge-data" type="application/json">(.*?)</script>', text, re.S)
+    data = json.loads(m.group(1)) if m else {}
+    runs = data.get("runs") or [{}]
+    st = runs[0].get("stalls")
+    if not h.check(st and st.get("count") == len(r.summary["client_stalls"]["windows"]) and st.get("windows"),
+                   "report: the page's data has the client stalls", st):
+        return
+    pw = max(st["windows"], key=lambda x: x["max_lag_ms"])
+    origin = r.summary["clock"]["records_origin_ns"]
+    h.near(pw["start"], w["start_s"] - origin / 1e9, 1e-6, "report: window start on the records' clock (s)")
+    h.near(pw["end"], w["end_s"] - origin / 1e9, 1e-6, "report: window end on the records' clock (s)")
+    due = sum(1 for x in r.records if pw["start"] <= x["intended_ns"] / 1e9 <= pw["end"])
+    h.check(pw["requests"] == due and due > 0, "report: %d requests due in the window (%d in the records)"
+            % (pw["requests"], due))
+    if not shutil.which("chromium") and not shutil.which("chromium-browser"):
+        return
+    import browser
+    rendered = browser.render(h, page)
+    if rendered is None:
+        return
+    browser.page_ok(h, rendered, "report")
+    charts = rendered.charts()
+    for cid in ("timeline-requests", "timeline-inflight", "timeline-rates", "timeline-lag"):
+        h.check(charts.get(cid, {}).get("bands") == len(st["windows"]), "report: %s shades the stall window" % cid,
+                charts.get(cid))
+    h.check(charts.get("cdf-ttft", {}).get("bands") == 0, "report: a distribution chart has no band")
+    cells = {a["data-field"]: float(a["data-value"]) for a, _ in rendered.cells(stall=st["windows"].index(pw))}
+    h.check(cells.get("requests") == due and abs(cells.get("max_lag_ms", 0) - w["max_lag_ms"]) < 1e-3,
+            "report: the page lists the window", cells)
 
 
 def main(h):
@@ -110,6 +152,8 @@ def main(h):
                 r.stdout[-1500:])
         h.check(("worker 0: from +%.3f s to +%.3f s" % (w["start_s"], w["end_s"])) in r.stdout,
                 "stopped: the console lists the window", r.stdout[-1500:])
+
+        check_report(h, r, w)
 
         # 3. the watch off, and bad values
         r, _ = stopped_run(h, m.url, ["--stall-threshold-ms", 0])
