@@ -361,6 +361,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
                 .start_s = num_at(w, "start_s", NULL),
                 .end_s = num_at(w, "end_s", NULL),
                 .max_lag_ms = num_at(w, "max_lag_ms", NULL),
+                .requests = (uint64_t)num_at(w, "requests_due", NULL),
             };
         }
     }

@@ -1118,6 +1118,7 @@ static void stalls_collect(point_t *pt, int64_t start_ns)
                 .start_s = (double)(win[k].start_ns - start_ns) / 1e9,
                 .end_s = (double)(win[k].end_ns - start_ns) / 1e9,
                 .max_lag_ms = (double)win[k].max_lag_ns / 1e6,
+                .requests = win[k].requests,
             };
     }
     /* by start (insertion: there are few) */

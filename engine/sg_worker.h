@@ -43,9 +43,11 @@ typedef struct {
 } sg_worker_progress_t;
 
 /* A client stall: from start_ns, when the worker's loop was due and did not turn, to end_ns, when it had done what
- * was due again; max_lag_ns the largest lateness in between. */
+ * was due again; max_lag_ns the largest lateness in between; requests, those the worker issued in it (due in it:
+ * warmup ones included). */
 typedef struct {
     int64_t start_ns, end_ns, max_lag_ns;
+    uint64_t requests;
 } sg_stall_win_t;
 /* Windows a worker keeps; later ones are counted (sg_worker_stalls' dropped), not kept */
 #define SG_STALL_WINDOWS_MAX 256

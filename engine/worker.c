@@ -267,6 +267,8 @@ sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended)
     rec->osl_server = -1;
     rec->no_output = w->no_output;
     rec->intended_ns = intended;
+    if (SG_UNLIKELY(w->stall_open)) /* issued late: due inside the open client stall */
+        w->stall_cur.requests++;
     return r;
 }
 

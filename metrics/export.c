@@ -630,8 +630,8 @@ static void put_stalls(FILE *out, const sg_run_info_t *info)
     size_t show = info->n_stalls < 5 ? info->n_stalls : 5;
     for (size_t i = 0; i < show; i++) {
         const sg_stall_t *x = &info->stalls[i];
-        fprintf(out, "  worker %u: from +%.3f s to +%.3f s, up to %.0f ms behind\n", x->worker, x->start_s, x->end_s,
-                x->max_lag_ms);
+        fprintf(out, "  worker %u: from +%.3f s to +%.3f s, up to %.0f ms behind, %" PRIu64 " requests due in it\n",
+                x->worker, x->start_s, x->end_s, x->max_lag_ms, x->requests);
     }
     if (n > show)
         fprintf(out, "  and %" PRIu64 " more (profile_export_surge.json: client_stalls)\n", n - show);
@@ -1008,10 +1008,11 @@ static json_t *stalls_summary(const sg_run_info_t *info)
     double total = 0, worst = 0;
     for (size_t i = 0; i < info->n_stalls; i++) {
         const sg_stall_t *x = &info->stalls[i];
-        json_t *e = json_pack("{s:I, s:f, s:f, s:f, s:f}", "worker", (json_int_t)x->worker, "start_s",
+        json_t *e = json_pack("{s:I, s:f, s:f, s:f, s:f, s:I}", "worker", (json_int_t)x->worker, "start_s",
                               isfinite(x->start_s) ? x->start_s : 0.0, "end_s", isfinite(x->end_s) ? x->end_s : 0.0,
                               "duration_ms", isfinite(x->end_s - x->start_s) ? (x->end_s - x->start_s) * 1e3 : 0.0,
-                              "max_lag_ms", isfinite(x->max_lag_ms) ? x->max_lag_ms : 0.0);
+                              "max_lag_ms", isfinite(x->max_lag_ms) ? x->max_lag_ms : 0.0, "requests_due",
+                              (json_int_t)x->requests);
         if (!e || json_array_append_new(a, e)) {
             json_decref(o);
             json_decref(a);

@@ -208,6 +208,7 @@ typedef struct {
     uint32_t worker;
     double start_s, end_s; /* seconds after the run's start instant */
     double max_lag_ms;     /* the largest lateness in it */
+    uint64_t requests;     /* requests due in it (issued late), warmup included */
 } sg_stall_t;
 
 typedef struct {

@@ -7,7 +7,11 @@
    window whose lateness and length are the stop's, whose bounds hold every request sent late by more than the
    threshold and no request sent on time, and the console lists it.
 3. --stall-threshold-ms 0 turns the watch off: no line, no client_stalls; bad values exit 2 before anything is sent.
+4. Only the worker thread stopped (ptrace; skipped with a note where ptrace is not allowed), in a closed loop: the
+   controller says at once that the worker's loop has not run, and the window is in the summary.
+The report of run 2 (surge report) shades and lists the window.
 """
+import ctypes
 import json
 import os
 import re
@@ -93,6 +97,72 @@ def check_report(h, r, w):
             "report: the page lists the window", cells)
 
 
+def stop_thread(pid, stop_s):
+    """Stop one worker thread of pid (not the controller) for stop_s with ptrace; its measured length in s, or None
+    (with the reason) when ptrace is not allowed here."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    libc.waitpid.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    tasks = []
+    for t in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+            if int(t) != pid and f.read().strip() == "surge":  # not io_uring's iou-* threads
+                tasks.append(int(t))
+    if len(tasks) != 1:
+        return None, "expected one worker thread, found %r" % tasks
+    tid = tasks[0]
+    if libc.ptrace(0x4206, tid, None, None) != 0:  # PTRACE_SEIZE
+        return None, "PTRACE_SEIZE: %s" % os.strerror(ctypes.get_errno())
+    t0 = time.monotonic()
+    try:
+        libc.ptrace(0x4207, tid, None, None)  # PTRACE_INTERRUPT
+        st = ctypes.c_int()
+        libc.waitpid(tid, ctypes.byref(st), 0x40000000)  # __WALL
+        time.sleep(stop_s)
+    finally:
+        libc.ptrace(17, tid, None, None)  # PTRACE_DETACH
+    return time.monotonic() - t0, None
+
+
+def frozen_worker(h, url):
+    art = h.path("frozen")
+    cmd = [h.surge, "profile", "-m", "mock-model", "-u", url, "--artifact-dir", art, "--no-progress", "--streaming",
+           "--concurrency", 4, "--request-count", 400, "--output-tokens-mean", 20, "--workers", 1]
+    p = subprocess.Popen([str(a) for a in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        stopped, why = stop_thread(p.pid, 0.3)
+        out, err = p.communicate(timeout=60)
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    if stopped is None:
+        print("note: the frozen-worker part did not run (%s)" % why, flush=True)
+        return
+    r = Result(subprocess.CompletedProcess(cmd, p.returncode, out, err), art)
+    h.check(r.rc == 0 and r.summary is not None, "frozen: exits 0 with a summary", (r.rc, r.stderr[-2000:]))
+    if not r.summary:
+        return
+    stop_ms = stopped * 1e3
+    frozen = re.search(r"^surge: worker 0 has not run its loop for (\d+) ms, since \+([0-9.]+) s", r.stderr, re.M)
+    h.check(frozen is not None, "frozen: stderr says worker 0 has not run its loop (the controller saw it)",
+            r.stderr[-2000:])
+    h.check(CAUGHT_LINE.search(r.stderr) is not None, "frozen: stderr says worker 0 caught up", r.stderr[-2000:])
+    cs = r.summary["client_stalls"]
+    if not h.check(cs["count"] >= 1, "frozen: the summary lists the window", cs):
+        return
+    w = max(cs["windows"], key=lambda x: x["max_lag_ms"])
+    # the loop was due at most half the threshold after the stop began (its wake-ups while nothing else is due)
+    lo, hi = stop_ms - 50 - 10, stop_ms + tol(60)
+    h.check(lo <= w["max_lag_ms"] <= hi, "frozen: window max lag %.1f ms within [%.1f, %.1f] (the stop: %.1f ms)"
+            % (w["max_lag_ms"], lo, hi, stop_ms))
+    if frozen:
+        h.check(int(frozen.group(1)) >= 100, "frozen: said once it passed the threshold (%s ms)" % frozen.group(1))
+        h.near(float(frozen.group(2)), w["start_s"], 0.0011, "frozen: the line's start (s) is the window's")
+
+
 def main(h):
     with h.mock("--ttft-ms", 2, "--itl-ms", 1) as m:
         # 1. quiet
@@ -152,8 +222,15 @@ def main(h):
                 r.stdout[-1500:])
         h.check(("worker 0: from +%.3f s to +%.3f s" % (w["start_s"], w["end_s"])) in r.stdout,
                 "stopped: the console lists the window", r.stdout[-1500:])
+        due = sum(1 for x in r.records if w["start_s"] <= (x["intended_ns"] + origin) / 1e9 <= w["end_s"])
+        h.check(abs(w["requests_due"] - due) <= 2 and due > 0, "stopped: requests_due %d vs %d requests due in the "
+                "window by the records (2 may straddle its end)" % (w["requests_due"], due))
 
         check_report(h, r, w)
+
+        # 4. only the worker thread stopped (ptrace), in a closed loop with nothing due but the watch's own wake-ups:
+        # the controller, still running, says the loop has not run
+        frozen_worker(h, m.url)
 
         # 3. the watch off, and bad values
         r, _ = stopped_run(h, m.url, ["--stall-threshold-ms", 0])
