@@ -1070,7 +1070,7 @@ static void stall_look(const point_t *pt, stall_seen_t *seen, int64_t start_ns, 
             st->said_due = 0;
         }
         int64_t since = atomic_load_explicit(&wp->stall_since_ns, memory_order_acquire);
-        if (since && since != st->said_since) {
+        if (since && since != st->said_since && since != st->said_due) { /* a frozen loop's line said it */
             st->said_since = since;
             watch_line_start(show);
             fprintf(stderr,

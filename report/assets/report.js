@@ -64,7 +64,12 @@
     total_token_throughput: 'Total token throughput', request_throughput: 'Request throughput',
     request_count: 'Request count (ok)', error_request_count: 'Error request count (failed)',
     cancelled_request_count: 'Cancelled request count', offered_request_rate: 'Offered request rate',
-    cancelled_request_wait: 'Cancelled requests\u2019 wait (censored)', benchmark_duration: 'Benchmark duration'
+    cancelled_request_wait: 'Cancelled requests\u2019 wait (censored)', benchmark_duration: 'Benchmark duration',
+    client_cpu_time: 'Client CPU, load phase', client_cpu_time_user: 'Client CPU, load phase, user',
+    client_cpu_time_system: 'Client CPU, load phase, system', process_cpu_time: 'Client CPU, whole process',
+    process_cpu_time_user: 'Client CPU, whole process, user', process_cpu_time_system: 'Client CPU, whole process, system',
+    output_tokens_per_process_cpu_sec: 'Output tokens per client CPU-second (whole process)',
+    output_tokens_per_client_cpu_sec: 'Output tokens per client CPU-second (load phase)'
   };
   function nameOf(tag) { return NAMES[tag] || tag.replace(/_/g, ' '); }
 
