@@ -540,6 +540,9 @@ static void preopen(sg_worker_t *w)
 static void *worker_main(void *arg)
 {
     sg_worker_t *w = arg;
+    char name[16]; /* "surge-w3" in top -H, ps -L, and for tests that stop one worker (test_client_stall.py) */
+    snprintf(name, sizeof name, "surge-w%u", w->index);
+    pthread_setname_np(pthread_self(), name);
     pin(w);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     /* 512 SQEs (4,096 CQEs): a full SQ is submitted and reused, and a CQ overflow is kept by the kernel, so size

@@ -107,7 +107,7 @@ def stop_thread(pid, stop_s):
     tasks = []
     for t in os.listdir("/proc/%d/task" % pid):
         with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
-            if int(t) != pid and f.read().strip() == "surge":  # not io_uring's iou-* threads
+            if f.read().strip() == "surge-w0":  # the worker thread's name (not the controller's, io_uring's, tsan's)
                 tasks.append(int(t))
     if len(tasks) != 1:
         return None, "expected one worker thread, found %r" % tasks
@@ -143,6 +143,8 @@ def frozen_worker(h, url):
         return
     r = Result(subprocess.CompletedProcess(cmd, p.returncode, out, err), art)
     h.check(r.rc == 0 and r.summary is not None, "frozen: exits 0 with a summary", (r.rc, r.stderr[-2000:]))
+    h.check("Sanitizer" not in r.stderr and "runtime error:" not in r.stderr, "frozen: no sanitizer report",
+            r.stderr[-3000:])
     if not r.summary:
         return
     stop_ms = stopped * 1e3
