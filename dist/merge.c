@@ -257,6 +257,9 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     part_t *parts = calloc(n ? n : 1, sizeof(*parts));
     sink_t sink = {0};
     char *log_path = NULL, *stem = NULL, *extra = NULL, *input = NULL, *reuse_text = NULL;
+    sg_stall_t *stalls = NULL;
+    size_t n_stalls = 0;
+    uint64_t stalls_dropped = 0;
     char *p_sjson = NULL, *p_scsv = NULL, *p_sjsonl = NULL, *p_ajson = NULL, *p_acsv = NULL, *p_ajsonl = NULL;
     json_t *cfg_out = NULL, *extra_o = NULL;
     if (!parts)
@@ -310,7 +313,10 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
 
     /* what the run was: the first part's configuration, the parts' counters summed */
     uint64_t warmup = 0, resent = 0, silent = 0;
-    double cpu = 0;
+    double cpu = 0, cpu_split[4] = {0}; /* load phase user, system; whole process user, system */
+    bool split_known[2] = {true, true}; /* every part has that split (older parts' summaries did not) */
+    static const char *const split_keys[4] = {"client_cpu_time_user", "client_cpu_time_system", "process_cpu_time_user",
+                                              "process_cpu_time_system"};
     bool interrupted = mg->interrupted, reuse_whole = false, reuse_stream = false, mixed = false;
     const char *backend = json_string_value(json_object_get(parts[0].summary, "io_backend"));
     for (size_t i = 0; i < n; i++) {
@@ -318,6 +324,10 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         warmup += (uint64_t)num_at(s, "warmup_request_count", "avg");
         resent += (uint64_t)num_at(s, "resent_request_count", "avg");
         cpu += num_at(s, "client_cpu_time", "avg");
+        for (int k = 0; k < 4; k++) {
+            split_known[k / 2] &= json_object_get(s, split_keys[k]) != NULL;
+            cpu_split[k] += num_at(s, split_keys[k], "avg");
+        }
         json_t *ka = json_object_get(s, "keep_alive");
         silent += (uint64_t)num_at(ka, "silent_closes", NULL);
         reuse_whole |= json_is_true(json_object_get(ka, "no_reuse_after_whole"));
@@ -326,6 +336,41 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         const char *b = json_string_value(json_object_get(s, "io_backend"));
         mixed |= !b || !backend || strcmp(b, backend) != 0;
     }
+    /* the parts' client stalls, on the one clock (the parts' starts are one instant); a rank's workers are its
+     * streams from stream_offset */
+    double stall_threshold = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *cs = json_object_get(parts[i].summary, "client_stalls");
+        if (!json_is_object(cs))
+            continue;
+        if (stall_threshold <= 0)
+            stall_threshold = num_at(cs, "threshold_ms", NULL);
+        stalls_dropped += (uint64_t)num_at(cs, "not_listed", NULL);
+        json_t *ws = json_object_get(cs, "windows");
+        size_t k;
+        json_t *w;
+        uint32_t offset = (uint32_t)num_at(json_object_get(parts[i].summary, "dist"), "stream_offset", NULL);
+        json_array_foreach(ws, k, w)
+        {
+            sg_stall_t *grown = realloc(stalls, (n_stalls + 1) * sizeof(*stalls));
+            if (!grown)
+                goto oom;
+            stalls = grown;
+            stalls[n_stalls++] = (sg_stall_t){
+                .worker = offset + (uint32_t)num_at(w, "worker", NULL),
+                .start_s = num_at(w, "start_s", NULL),
+                .end_s = num_at(w, "end_s", NULL),
+                .max_lag_ms = num_at(w, "max_lag_ms", NULL),
+                .requests = (uint64_t)num_at(w, "requests_due", NULL),
+            };
+        }
+    }
+    for (size_t a = 1; a < n_stalls; a++) /* by start, as a run lists them */
+        for (size_t b = a; b > 0 && stalls[b].start_s < stalls[b - 1].start_s; b--) {
+            sg_stall_t t = stalls[b];
+            stalls[b] = stalls[b - 1];
+            stalls[b - 1] = t;
+        }
     if (!(cfg_out = json_deep_copy(cfg)))
         goto oom;
     json_object_set_new(cfg_out, "artifact_dir", json_string(mg->out_dir));
@@ -386,6 +431,14 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .input_config_json = input,
         .has_slos = n_slos > 0,
         .client_cpu_s = cpu,
+        .client_cpu_user_s = split_known[0] ? cpu_split[0] : 0,
+        .client_cpu_sys_s = split_known[0] ? cpu_split[1] : 0,
+        .process_cpu_user_s = split_known[1] ? cpu_split[2] : 0,
+        .process_cpu_sys_s = split_known[1] ? cpu_split[3] : 0,
+        .stall_threshold_ms = stall_threshold,
+        .stalls = stalls,
+        .n_stalls = n_stalls,
+        .stalls_dropped = stalls_dropped,
         .io_backend = mixed ? "mixed" : backend,
         .tokenizer = tokenizer,
         .isl_source = isl_source,
@@ -482,6 +535,7 @@ out:
     sg_metrics_free(sink.m);
     json_decref(cfg_out);
     json_decref(extra_o);
+    free(stalls);
     free(input);
     free(extra);
     free(reuse_text);

@@ -99,6 +99,7 @@ enum {
     OPT_IGNORE_EOS,
     OPT_COOLDOWN,
     OPT_SLICE_DURATION,
+    OPT_STALL_THRESHOLD,
     OPT_SERVER_METRICS_URL,
     OPT_SERVER_METRICS_INTERVAL,
     OPT_BURSTINESS,
@@ -235,7 +236,8 @@ static const struct option long_options[] = {
     {"request-rate-range", required_argument, NULL, OPT_RATE_RANGE},             /* perf_analyzer */
     {"parameter-sweep-cooldown-seconds", required_argument, NULL, OPT_COOLDOWN}, /* AIPerf */
     {"slo", required_argument, NULL, OPT_SLO},
-    {"slice-duration", required_argument, NULL, OPT_SLICE_DURATION},                   /* AIPerf */
+    {"slice-duration", required_argument, NULL, OPT_SLICE_DURATION}, /* AIPerf */
+    {"stall-threshold-ms", required_argument, NULL, OPT_STALL_THRESHOLD},
     {"server-metrics-url", required_argument, NULL, OPT_SERVER_METRICS_URL},           /* GenAI-Perf, AIPerf */
     {"server-metrics-interval", required_argument, NULL, OPT_SERVER_METRICS_INTERVAL}, /* seconds */
     {"burstiness", required_argument, NULL, OPT_BURSTINESS},                           /* vLLM */
@@ -1169,6 +1171,13 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->cooldown_s);
     case OPT_SLICE_DURATION:
         return parse_num(opt, arg, "seconds, above 0", 0, true, 86400 * 365, &cfg->slice_duration_s);
+    case OPT_STALL_THRESHOLD:
+        if (parse_num(opt, arg, "milliseconds, 1 or more (0: not watched)", 0, false, 3600e3,
+                      &cfg->stall_threshold_ms) != 0)
+            return SG_EINVAL;
+        if (cfg->stall_threshold_ms > 0 && cfg->stall_threshold_ms < 1)
+            return fail(opt, "expected milliseconds, 1 or more (0: not watched), got %s", arg);
+        return 0;
     case OPT_NUM_PROFILE_RUNS:
         return parse_u32(opt, arg, 1, MAX_PROFILE_RUNS, &cfg->num_profile_runs);
     case OPT_CONFIDENCE_LEVEL: /* of a multi-run's intervals and of every --slo verdict's */
@@ -1454,6 +1463,7 @@ static int set_defaults(sg_config_t *cfg)
     cfg->distribution = SG_DIST_POISSON;
     cfg->burstiness = 1;
     cfg->request_timeout_s = 600;
+    cfg->stall_threshold_ms = 100;
     cfg->benchmark_grace_s = -1;
     cfg->workers = usable_cpus();
     cfg->isl_mean = 550;
@@ -2167,6 +2177,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
                         cfg->benchmark_duration_s > 0 ? json_real(cfg->benchmark_duration_s) : json_null());
     json_object_set_new(o, "warmup_request_count", json_integer((json_int_t)cfg->warmup_request_count));
     json_object_set_new(o, "request_timeout", json_real(cfg->request_timeout_s));
+    json_object_set_new(o, "stall_threshold_ms", json_real(cfg->stall_threshold_ms));
     json_object_set_new(o, "benchmark_grace_period",
                         cfg->benchmark_grace_s >= 0 ? json_real(cfg->benchmark_grace_s) : json_null());
     /* as text: a u64 seed may not fit json_int_t */
@@ -2401,6 +2412,10 @@ void sg_config_usage(FILE *out)
                  "      --slice-duration S        also measure each S-second window of the run (AIPerf's time\n"
                  "                                slices), a request in the window of its intended start:\n"
                  "                                <stem>_surge_timeslices.json and .csv\n"
+                 "      --stall-threshold-ms MS   a worker whose loop runs this late (descheduled, blocked, CPU\n"
+                 "                                starved) is a client stall: said on stderr at once, listed in\n"
+                 "                                the summary's client_stalls and marked in the report\n"
+                 "                                (default: 100; 0: not watched)\n"
                  "\n"
                  "SLO verdicts (docs/metrics.md, SLO verdicts):\n"
                  "      --slo 'METRIC:STAT<VALUE' a verdict on the whole run, repeatable: STAT is avg, min, max,\n"

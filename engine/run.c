@@ -104,14 +104,17 @@ static void progress_line(sg_worker_t **ws, unsigned n, const sg_config_t *cfg, 
     fflush(stderr);
 }
 
-/* User + system CPU of the whole process so far: the workers' cost (and the controller's, which sleeps). */
-static double process_cpu_s(void)
+/* User and system CPU of the whole process so far, every thread: the workers' cost (and the controller's, which
+ * sleeps). Seconds; both 0 when getrusage fails. */
+static void process_cpu(double *user_s, double *sys_s)
 {
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        return 0;
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) {
+        *user_s = *sys_s = 0;
+        return;
+    }
+    *user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+    *sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 /* "profile_export.json" -> "profile_export" */
@@ -1039,6 +1042,106 @@ static void watch(const profile_t *p, const point_t *pt, watch_t *wt, int64_t no
     }
 }
 
+/*
+ * The controller's look at client stalls (--stall-threshold-ms; the workers' side is stall_watch in worker.c), every
+ * 20 ms: a worker whose loop is late by more than the bound is said at once (an open window, or a loop that has not
+ * turned since it was due: descheduled, or blocked), and each window the worker closes gets a line when it caught
+ * up. Times are from the run's start instant.
+ */
+typedef struct {
+    int64_t said_since; /* the open window already said (its start) */
+    int64_t said_due;   /* the frozen loop already said (its due instant) */
+    unsigned seen;      /* closed windows already said */
+} stall_seen_t;
+
+static void stall_look(const point_t *pt, stall_seen_t *seen, int64_t start_ns, int64_t now, bool show)
+{
+    int64_t bound = (int64_t)llround(pt->cfg.stall_threshold_ms * 1e6);
+    if (!bound || !seen)
+        return;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        const sg_worker_progress_t *wp = sg_worker_progress(pt->ws[i]);
+        stall_seen_t *st = &seen[i];
+        unsigned n = atomic_load_explicit(&wp->stalls_n, memory_order_acquire);
+        const sg_stall_win_t *win = sg_worker_stalls(pt->ws[i], NULL);
+        for (; st->seen < n; st->seen++) {
+            const sg_stall_win_t *x = &win[st->seen];
+            watch_line_start(show);
+            if (st->said_since == x->start_ns || st->said_due == x->start_ns)
+                fprintf(stderr,
+                        "surge: worker %u caught up at +%.3f s: up to %.0f ms behind its schedule from +%.3f s (a "
+                        "client stall, not the server's doing; listed in the summary's client_stalls)\n",
+                        i, (double)(x->end_ns - start_ns) / 1e9, (double)x->max_lag_ns / 1e6,
+                        (double)(x->start_ns - start_ns) / 1e9);
+            else
+                fprintf(stderr,
+                        "surge: worker %u fell %.0f ms behind its schedule at +%.3f s and caught up at +%.3f s: a "
+                        "client stall (its CPU or a block, not the server; listed in the summary's client_stalls)\n",
+                        i, (double)x->max_lag_ns / 1e6, (double)(x->start_ns - start_ns) / 1e9,
+                        (double)(x->end_ns - start_ns) / 1e9);
+            st->said_due = 0;
+        }
+        int64_t since = atomic_load_explicit(&wp->stall_since_ns, memory_order_acquire);
+        if (since && since != st->said_since && since != st->said_due) { /* a frozen loop's line said it */
+            st->said_since = since;
+            watch_line_start(show);
+            fprintf(stderr,
+                    "surge: worker %u is %.0f ms behind its schedule since +%.3f s: the client fell behind (its CPU "
+                    "or a block, not the server); what it sends and times meanwhile is late\n",
+                    i, (double)atomic_load_explicit(&wp->stall_lag_ns, memory_order_relaxed) / 1e6,
+                    (double)(since - start_ns) / 1e9);
+        }
+        /* a loop that has not turned since it was due (beat before due) cannot say so itself */
+        int64_t beat = atomic_load_explicit(&wp->beat_ns, memory_order_relaxed);
+        int64_t due = atomic_load_explicit(&wp->due_ns, memory_order_relaxed);
+        if (due != INT64_MAX && beat < due && now - due > bound && due != st->said_due && !since &&
+            !atomic_load_explicit(&wp->finished, memory_order_relaxed)) {
+            st->said_due = due;
+            watch_line_start(show);
+            fprintf(stderr,
+                    "surge: worker %u has not run its loop for %.0f ms, since +%.3f s: the client is stalled "
+                    "(descheduled or blocked, not the server); nothing it receives meanwhile is timed\n",
+                    i, (double)(now - due) / 1e6, (double)(due - start_ns) / 1e9);
+        }
+    }
+    fflush(stderr);
+}
+
+/* After the join: every worker's windows, by start, into pt (times from the start instant). */
+static void stalls_collect(point_t *pt, int64_t start_ns)
+{
+    size_t total = 0;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        uint64_t dropped;
+        sg_worker_stalls(pt->ws[i], &dropped);
+        total += atomic_load(&sg_worker_progress(pt->ws[i])->stalls_n);
+        pt->stalls_dropped += dropped;
+    }
+    if (!total || !(pt->stalls = calloc(total, sizeof(*pt->stalls)))) {
+        pt->stalls_dropped += total;
+        return;
+    }
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        unsigned n = atomic_load(&sg_worker_progress(pt->ws[i])->stalls_n);
+        const sg_stall_win_t *win = sg_worker_stalls(pt->ws[i], NULL);
+        for (unsigned k = 0; k < n; k++)
+            pt->stalls[pt->n_stalls++] = (sg_stall_t){
+                .worker = i,
+                .start_s = (double)(win[k].start_ns - start_ns) / 1e9,
+                .end_s = (double)(win[k].end_ns - start_ns) / 1e9,
+                .max_lag_ms = (double)win[k].max_lag_ns / 1e6,
+                .requests = win[k].requests,
+            };
+    }
+    /* by start (insertion: there are few) */
+    for (size_t a = 1; a < pt->n_stalls; a++)
+        for (size_t b = a; b > 0 && pt->stalls[b].start_s < pt->stalls[b - 1].start_s; b--) {
+            sg_stall_t t = pt->stalls[b];
+            pt->stalls[b] = pt->stalls[b - 1];
+            pt->stalls[b - 1] = t;
+        }
+}
+
 /* Release the workers at one start instant once all are set up, and wait for them, passing SIGINT on. */
 static void point_wait(profile_t *p, point_t *pt)
 {
@@ -1063,13 +1166,15 @@ static void point_wait(profile_t *p, point_t *pt)
         atomic_store(&run->stop, SG_STOP_ABORT);
         pt->fatal = true;
     }
-    double cpu_at_start = process_cpu_s();
+    double user_at_start, sys_at_start;
+    process_cpu(&user_at_start, &sys_at_start);
     atomic_store(&run->go, 1);
 
     bool show = cfg->progress > 0 || (cfg->progress < 0 && isatty(STDERR_FILENO));
     int64_t last_print = 0;
     bool stop_sent = false;
     watch_t wt = {.quiet_since = run->start_ns, .report_at_s = WATCH_FIRST_S};
+    stall_seen_t *seen = calloc(n, sizeof(*seen)); /* NULL on OOM: the lines are not said, the summary has them */
     for (;;) {
         unsigned finished = 0;
         for (unsigned i = 0; i < n; i++)
@@ -1090,6 +1195,8 @@ static void point_wait(profile_t *p, point_t *pt)
         }
         int64_t now = sg_now_ns();
         watch(p, pt, &wt, now, show);
+        if (!g_interrupted)
+            stall_look(pt, seen, run->start_ns, now, show);
         /* --benchmark-grace-period: what is still outstanding that long after the sending ended is cancelled */
         if (cfg->benchmark_grace_s >= 0 && wt.sending_over && !stop_sent && !atomic_load(&run->stop) &&
             now - wt.sending_over >= (int64_t)(cfg->benchmark_grace_s * 1e9)) {
@@ -1108,7 +1215,13 @@ static void point_wait(profile_t *p, point_t *pt)
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
-    pt->client_cpu_s = process_cpu_s() - cpu_at_start;
+    double user_s, sys_s;
+    process_cpu(&user_s, &sys_s);
+    pt->client_cpu_user_s = user_s - user_at_start;
+    pt->client_cpu_sys_s = sys_s - sys_at_start;
+    pt->client_cpu_s = pt->client_cpu_user_s + pt->client_cpu_sys_s;
+    stall_look(pt, seen, run->start_ns, sg_now_ns(), show); /* the windows closed at the end */
+    free(seen);
     pt->interrupted = g_interrupted != 0 || p->dist_stopped;
     if (show)
         progress_line(ws, n, cfg, run->start_ns, true);
@@ -1163,6 +1276,7 @@ static int point_collect(profile_t *p, point_t *pt)
         if (p->cfg.verbose)
             print_worker_stats(run, i, pt->ws[i]);
     }
+    stalls_collect(pt, run->start_ns);
     if (run->tok) {
         const char **logs = calloc(pt->n_workers, sizeof(*logs));
         sg_metrics_t **wm = calloc(pt->n_workers, sizeof(*wm));
@@ -1413,6 +1527,11 @@ static int point_report(profile_t *p, point_t *pt)
                                 : pt->probe.stopped_early ? "the probe was stopped early"
                                 : pt->grace_ended         ? "--benchmark-grace-period ended"
                                                           : NULL;
+    /* the whole process's CPU, just before the summary: set-up before the start instant (payload table, connections
+     * opened in advance), the load, closing the connections, the OSL pass and the merge; over a sweep's or search's
+     * points, the process so far */
+    double proc_user_s, proc_sys_s;
+    process_cpu(&proc_user_s, &proc_sys_s);
     sg_run_info_t info = {
         .extra_json = dist_json,
         .server_metrics_json = scrapes,
@@ -1427,6 +1546,14 @@ static int point_report(profile_t *p, point_t *pt)
         .input_config_json = input_json ? input_json : "{}",
         .has_slos = cfg->n_slos > 0,
         .client_cpu_s = pt->client_cpu_s,
+        .client_cpu_user_s = pt->client_cpu_user_s,
+        .client_cpu_sys_s = pt->client_cpu_sys_s,
+        .process_cpu_user_s = proc_user_s,
+        .process_cpu_sys_s = proc_sys_s,
+        .stall_threshold_ms = cfg->stall_threshold_ms,
+        .stalls = pt->stalls,
+        .n_stalls = pt->n_stalls,
+        .stalls_dropped = pt->stalls_dropped,
         .io_backend = sg_io_backend_name((sg_io_backend_t)p->run.io_backend),
         .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
@@ -1530,6 +1657,7 @@ void point_free(point_t *pt)
             sg_worker_free(pt->ws[i]);
     free(pt->ws);
     sg_metrics_free(pt->merged);
+    free(pt->stalls);
     free(pt->artifact_dir);
     free(pt->probe.sample_t);
     free(pt->probe.sample_n);

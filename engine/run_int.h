@@ -98,7 +98,11 @@ typedef struct {
     uint64_t resent; /* measured requests sent more than once (sg_worker_stats_t.resent_measured) */
     uint64_t silent_closes;
     bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
-    double client_cpu_s;
+    double client_cpu_s;    /* the load phase's CPU (start instant to the last worker's end), user + system */
+    double client_cpu_user_s, client_cpu_sys_s;
+    sg_stall_t *stalls; /* client stalls of every worker, by start (after point_collect) */
+    size_t n_stalls;
+    uint64_t stalls_dropped;
     bool interrupted;
     bool grace_ended;           /* --benchmark-grace-period ran out: what was outstanding was cancelled */
     bool fatal;                 /* a worker failed, or the OSL pass or the merge did */

@@ -132,8 +132,9 @@ typedef struct {
     size_t n_server_metrics_urls;
     double server_metrics_interval_s; /* --server-metrics-interval (default 1) */
     double slice_duration_s;          /* --slice-duration: per-window metrics in <stem>_surge_timeslices.*; 0 = none */
-    double max_error_rate;            /* share of failed requests allowed before a non-zero exit; 0 by default */
-    sg_slo_t slos[8];                 /* --goodput: per-request thresholds */
+    double stall_threshold_ms; /* --stall-threshold-ms: a worker this late is a client stall (default 100; 0 off) */
+    double max_error_rate;     /* share of failed requests allowed before a non-zero exit; 0 by default */
+    sg_slo_t slos[8];          /* --goodput: per-request thresholds */
     size_t n_slos;
     sg_slo_check_t slo_checks[SG_SLO_MAX]; /* --slo: verdicts on the whole point (sg_slo.h) */
     size_t n_slo_checks;

@@ -34,7 +34,26 @@ typedef struct {
     atomic_int ready;                      /* set-up finished (connections pre-opened) */
     atomic_uint_fast64_t over[SG_SLO_MAX]; /* measured requests on the wrong side of run->bounds[i] */
     atomic_int finished;
+    /* The client-stall watch (--stall-threshold-ms; docs/metrics.md, Client stalls), CLOCK_MONOTONIC ns: */
+    atomic_int_fast64_t beat_ns;        /* the top of the loop's latest turn */
+    atomic_int_fast64_t due_ns;         /* when the loop is due to turn again (INT64_MAX: not running the load) */
+    atomic_int_fast64_t stall_since_ns; /* the open stall window's start; 0: none open */
+    atomic_int_fast64_t stall_lag_ns;   /* its largest lateness so far */
+    atomic_uint stalls_n;               /* windows closed; sg_worker_stalls' first stalls_n are final (release) */
 } sg_worker_progress_t;
+
+/* A client stall: from start_ns, when the worker's loop was due and did not turn, to end_ns, when it had done what
+ * was due again; max_lag_ns the largest lateness in between; requests, those the worker issued in it (due in it:
+ * warmup ones included). */
+typedef struct {
+    int64_t start_ns, end_ns, max_lag_ns;
+    uint64_t requests;
+} sg_stall_win_t;
+/* Windows a worker keeps; later ones are counted (sg_worker_stalls' dropped), not kept */
+#define SG_STALL_WINDOWS_MAX 256
+/* The worker's closed stall windows. While it runs, read progress.stalls_n (acquire) first: the first that many
+ * entries are final. After the join, *dropped (when not NULL) is how many were not kept. */
+const sg_stall_win_t *sg_worker_stalls(const sg_worker_t *w, uint64_t *dropped);
 
 /* A connection not set up (TCP connect, TLS handshake) this long after it was opened is given up: 10 s, or
  * --request-timeout when that is shorter, since a request waiting for it should not outwait its own timeout. */

@@ -267,6 +267,8 @@ sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended)
     rec->osl_server = -1;
     rec->no_output = w->no_output;
     rec->intended_ns = intended;
+    if (SG_UNLIKELY(w->stall_open)) /* issued late: due inside the open client stall */
+        w->stall_cur.requests++;
     return r;
 }
 
@@ -440,6 +442,62 @@ static void publish(sg_worker_t *w, int64_t now)
         atomic_store_explicit(&p->issuing_done, 1, memory_order_relaxed);
 }
 
+/*
+ * The client-stall watch, at the top of every turn of the loop. The loop is due to turn again at the deadline of its
+ * wait (the next arrival, a timeout, a session's turn; at most half the bound away, so a loop with nothing due is
+ * still watched). Turning later than that by more than the bound means the worker did not get the CPU, or was
+ * blocked, while something was due: requests went out late and what arrived was timed late, whatever the server
+ * did. A window opens at the due instant and closes at the first turn that is on time again, ending when the last
+ * late turn had done what was due; the controller reads the open window and the closed ones (sg_worker_progress_t).
+ * Waits for a connection or a --max-concurrency slot are not the loop's lateness: they are in schedule_lag only.
+ */
+static void stall_close(sg_worker_t *w)
+{
+    sg_worker_progress_t *p = &w->progress;
+    w->stall_open = false;
+    w->stall_cur.end_ns = w->stall_caught_ns;
+    if (w->n_stalls < SG_STALL_WINDOWS_MAX) {
+        w->stalls[w->n_stalls++] = w->stall_cur;
+        atomic_store_explicit(&p->stalls_n, w->n_stalls, memory_order_release);
+    } else {
+        w->stalls_dropped++;
+    }
+    atomic_store_explicit(&p->stall_since_ns, 0, memory_order_release);
+}
+
+static void stall_watch(sg_worker_t *w, int64_t now)
+{
+    sg_worker_progress_t *p = &w->progress;
+    atomic_store_explicit(&p->beat_ns, now, memory_order_relaxed);
+    int64_t late = now > w->due_ns ? now - w->due_ns : 0;
+    if (late > w->stall_bound_ns) {
+        if (!w->stall_open) {
+            w->stall_open = true;
+            w->stall_caught_ns = now;
+            w->stall_cur = (sg_stall_win_t){.start_ns = w->due_ns, .max_lag_ns = late};
+            atomic_store_explicit(&p->stall_lag_ns, late, memory_order_relaxed);
+            atomic_store_explicit(&p->stall_since_ns, w->due_ns, memory_order_release);
+        } else if (late > w->stall_cur.max_lag_ns) {
+            w->stall_cur.max_lag_ns = late;
+            atomic_store_explicit(&p->stall_lag_ns, late, memory_order_relaxed);
+        }
+    } else if (w->stall_open) {
+        stall_close(w);
+    }
+}
+
+/* Just before the loop waits: the deadline it is due by (capped at half the bound) is published. */
+static int64_t stall_before_wait(sg_worker_t *w, int64_t now, int64_t deadline)
+{
+    if (deadline - now > w->stall_bound_ns / 2)
+        deadline = now + w->stall_bound_ns / 2;
+    if (w->stall_open) /* what was due is done: the window ends here unless the next turn is late too */
+        w->stall_caught_ns = sg_now_ns();
+    w->due_ns = deadline > now ? deadline : now;
+    atomic_store_explicit(&w->progress.due_ns, w->due_ns, memory_order_relaxed);
+    return deadline;
+}
+
 static void preopen(sg_worker_t *w)
 {
     /* Closed loop: open the connections before the clock starts, as h2load does, so the first requests do
@@ -491,6 +549,9 @@ static void preopen(sg_worker_t *w)
 static void *worker_main(void *arg)
 {
     sg_worker_t *w = arg;
+    char name[16]; /* "surge-w3" in top -H, ps -L, and for tests that stop one worker (test_client_stall.py) */
+    snprintf(name, sizeof name, "surge-w%u", w->index);
+    pthread_setname_np(pthread_self(), name);
     pin(w);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     /* 512 SQEs (4,096 CQEs): a full SQ is submitted and reused, and a CQ overflow is kept by the kernel, so size
@@ -545,6 +606,8 @@ static void *worker_main(void *arg)
     bool stopped = false;
     while (!w->fatal) {
         int64_t now = sg_now_ns();
+        if (w->stall_bound_ns)
+            stall_watch(w, now);
         if (!stopped && atomic_load_explicit(&w->run->stop, memory_order_relaxed)) {
             cancel_all(w, now);
             stopped = true;
@@ -569,10 +632,15 @@ static void *worker_main(void *arg)
             deadline = w->fl_head->rec.sent_ns + w->timeout_ns;
         if (w->setup_check_ns < deadline)
             deadline = w->setup_check_ns;
+        if (w->stall_bound_ns)
+            deadline = stall_before_wait(w, now, deadline);
         err = sg_loop_run_once(&w->loop, deadline);
         if (err < 0)
             fatal(w, err, "event loop wait");
     }
+    if (w->stall_open) /* the run ended inside a window: it ends where the worker last caught up */
+        stall_close(w);
+    atomic_store_explicit(&w->progress.due_ns, INT64_MAX, memory_order_relaxed);
     if (w->fatal)
         cancel_all(w, sg_now_ns());
 
@@ -626,6 +694,9 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->max_in_flight = cfg->max_concurrency ? (uint32_t)share(cfg->max_concurrency, index, n) : 0;
     if (cfg->max_concurrency && w->max_in_flight == 0)
         w->max_in_flight = 1; /* a share of 0 would stall this worker: give it one slot */
+    w->stall_bound_ns = (int64_t)llround(cfg->stall_threshold_ms * 1e6);
+    w->due_ns = INT64_MAX;
+    atomic_init(&w->progress.due_ns, INT64_MAX);
     w->warmup_quota = share(cfg->warmup_request_count, index, n);
     w->quota = cfg->request_count ? share(cfg->request_count, index, n) + w->warmup_quota : UINT64_MAX;
     w->stop_issue_ns = INT64_MAX;
@@ -772,4 +843,11 @@ void sg_worker_free(sg_worker_t *w)
         r = next;
     }
     free(w);
+}
+
+const sg_stall_win_t *sg_worker_stalls(const sg_worker_t *w, uint64_t *dropped)
+{
+    if (dropped)
+        *dropped = w->stalls_dropped;
+    return w->stalls;
 }

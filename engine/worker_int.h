@@ -224,6 +224,16 @@ struct sg_worker {
     int fatal;
     char fatal_msg[4400];
 
+    /* client stalls (--stall-threshold-ms): the loop's lateness against when it was due to turn */
+    int64_t stall_bound_ns;  /* 0: not watched */
+    int64_t due_ns;          /* the deadline of the loop's latest wait (INT64_MAX before the first) */
+    bool stall_open;         /* stall_cur is a window not closed yet */
+    int64_t stall_caught_ns; /* open window: when its latest late turn had done what was due */
+    sg_stall_win_t stall_cur;
+    uint32_t n_stalls;
+    uint64_t stalls_dropped;
+    sg_stall_win_t stalls[SG_STALL_WINDOWS_MAX];
+
     sg_worker_progress_t progress;
 };
 

@@ -617,6 +617,26 @@ static void put_verdicts(FILE *out, const sg_run_info_t *info)
     }
 }
 
+/* Client stalls: how many, and the first few windows, so a client stall is not read as a slow server. */
+static void put_stalls(FILE *out, const sg_run_info_t *info)
+{
+    if (!info || info->stall_threshold_ms <= 0 || info->n_stalls + info->stalls_dropped == 0)
+        return;
+    uint64_t n = info->n_stalls + info->stalls_dropped;
+    fprintf(out,
+            "Client stalls: %" PRIu64 " window%s in which a worker ran more than %g ms behind its schedule (the "
+            "client, not the server: requests due then went out late, and what arrived was timed late)\n",
+            n, n == 1 ? "" : "s", info->stall_threshold_ms);
+    size_t show = info->n_stalls < 5 ? info->n_stalls : 5;
+    for (size_t i = 0; i < show; i++) {
+        const sg_stall_t *x = &info->stalls[i];
+        fprintf(out, "  worker %u: from +%.3f s to +%.3f s, up to %.0f ms behind, %" PRIu64 " requests due in it\n",
+                x->worker, x->start_s, x->end_s, x->max_lag_ms, x->requests);
+    }
+    if (n > show)
+        fprintf(out, "  and %" PRIu64 " more (profile_export_surge.json: client_stalls)\n", n - show);
+}
+
 /* Multi-turn sessions: one line per turn index under the table. */
 static void put_turns(FILE *out, const sg_metrics_t *m)
 {
@@ -656,10 +676,30 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
         fprintf(out, "Warmup requests (not counted): %" PRIu64 "\n", info->warmup_count);
     if (info && info->client_cpu_s > 0) {
         uint64_t sent = sg_metrics_ok(m) + sg_metrics_errors(m) + sg_metrics_cancelled(m) + info->warmup_count;
-        fprintf(out, "Client CPU: %.2f s (%.2f us per request%s%s)\n", info->client_cpu_s,
+        char split[96] = "";
+        if (info->client_cpu_user_s + info->client_cpu_sys_s > 0)
+            snprintf(split, sizeof split, "user %.2f s, system %.2f s; ", info->client_cpu_user_s,
+                     info->client_cpu_sys_s);
+        fprintf(out, "Client CPU, load phase: %.2f s (%s%.2f us per request%s%s)\n", info->client_cpu_s, split,
                 sent ? info->client_cpu_s * 1e6 / (double)sent : 0.0, info->io_backend ? ", " : "",
                 info->io_backend ? info->io_backend : "");
     }
+    double proc_cpu = info ? info->process_cpu_user_s + info->process_cpu_sys_s : 0;
+    if (proc_cpu > 0)
+        fprintf(out,
+                "Client CPU, whole process: %.2f s (user %.2f s, system %.2f s; set-up, connections and teardown "
+                "included)\n",
+                proc_cpu, info->process_cpu_user_s, info->process_cpu_sys_s);
+    if (info && info->streaming && sg_metrics_output_tokens(m) > 0 && (proc_cpu > 0 || info->client_cpu_s > 0)) {
+        char a[32] = "-", b[32] = "-";
+        double tok = (double)sg_metrics_output_tokens(m);
+        if (proc_cpu > 0)
+            fmt_num(a, sizeof a, tok / proc_cpu, 0);
+        if (info->client_cpu_s > 0)
+            fmt_num(b, sizeof b, tok / info->client_cpu_s, 0);
+        fprintf(out, "Output tokens per client CPU-second: %s (whole process), %s (load phase)\n", a, b);
+    }
+    put_stalls(out, info);
     put_clamped(out, m);
     if (sg_metrics_per_user_undefined(m))
         fprintf(out,
@@ -962,6 +1002,41 @@ static json_t *turns_summary(const sg_metrics_t *m)
     return a;
 }
 
+/* The summary's "client_stalls" object: the threshold, the count, their total time and worst lag, each window. */
+static json_t *stalls_summary(const sg_run_info_t *info)
+{
+    json_t *o = json_object(), *a = json_array();
+    double total = 0, worst = 0;
+    for (size_t i = 0; i < info->n_stalls; i++) {
+        const sg_stall_t *x = &info->stalls[i];
+        json_t *e = json_pack("{s:I, s:f, s:f, s:f, s:f, s:I}", "worker", (json_int_t)x->worker, "start_s",
+                              isfinite(x->start_s) ? x->start_s : 0.0, "end_s", isfinite(x->end_s) ? x->end_s : 0.0,
+                              "duration_ms", isfinite(x->end_s - x->start_s) ? (x->end_s - x->start_s) * 1e3 : 0.0,
+                              "max_lag_ms", isfinite(x->max_lag_ms) ? x->max_lag_ms : 0.0, "requests_due",
+                              (json_int_t)x->requests);
+        if (!e || json_array_append_new(a, e)) {
+            json_decref(o);
+            json_decref(a);
+            return NULL;
+        }
+        total += x->end_s - x->start_s;
+        worst = x->max_lag_ms > worst ? x->max_lag_ms : worst;
+    }
+    if (!o || !a) {
+        json_decref(o);
+        json_decref(a);
+        return NULL;
+    }
+    if (set(o, "threshold_ms", real(info->stall_threshold_ms)) ||
+        set(o, "count", json_integer((json_int_t)(info->n_stalls + info->stalls_dropped))) ||
+        set(o, "not_listed", json_integer((json_int_t)info->stalls_dropped)) || set(o, "total_s", real(total)) ||
+        set(o, "max_lag_ms", real(worst)) || set(o, "windows", a)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
 {
     json_t *root = json_object();
@@ -1069,8 +1144,30 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     rc = rc ? rc
             : set(root, "warmup_request_count",
                   single("requests", json_integer((json_int_t)(info ? info->warmup_count : 0))));
-    if (info && info->client_cpu_s > 0)
+    if (info && info->client_cpu_s > 0) {
         rc = rc ? rc : set(root, "client_cpu_time", single("sec", real(info->client_cpu_s)));
+        if (info->client_cpu_user_s + info->client_cpu_sys_s > 0) {
+            rc = rc ? rc : set(root, "client_cpu_time_user", single("sec", real(info->client_cpu_user_s)));
+            rc = rc ? rc : set(root, "client_cpu_time_system", single("sec", real(info->client_cpu_sys_s)));
+        }
+    }
+    double proc_cpu = info ? info->process_cpu_user_s + info->process_cpu_sys_s : 0;
+    if (proc_cpu > 0) {
+        rc = rc ? rc : set(root, "process_cpu_time", single("sec", real(proc_cpu)));
+        rc = rc ? rc : set(root, "process_cpu_time_user", single("sec", real(info->process_cpu_user_s)));
+        rc = rc ? rc : set(root, "process_cpu_time_system", single("sec", real(info->process_cpu_sys_s)));
+    }
+    if (info && info->streaming && sg_metrics_output_tokens(m) > 0) {
+        double tok = (double)sg_metrics_output_tokens(m);
+        if (proc_cpu > 0)
+            rc = rc ? rc : set(root, "output_tokens_per_process_cpu_sec", single("tokens/sec", real(tok / proc_cpu)));
+        if (info->client_cpu_s > 0)
+            rc = rc ? rc
+                    : set(root, "output_tokens_per_client_cpu_sec",
+                          single("tokens/sec", real(tok / info->client_cpu_s)));
+    }
+    if (info && info->stall_threshold_ms > 0)
+        rc = rc ? rc : set(root, "client_stalls", stalls_summary(info));
     if (info && info->io_backend)
         rc = rc ? rc : set(root, "io_backend", json_string(info->io_backend));
     rc = rc ? rc : set(root, "error_summary", error_summary(m));

@@ -243,8 +243,11 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
     sg_run_info_t wi = info ? *info : (sg_run_info_t){0};
     wi.input_config_json = NULL; /* once, at the top */
     wi.n_slo_checks = 0;         /* verdicts judge the whole run */
-    wi.client_cpu_s = 0;
-    wi.extra_json = NULL; /* the run's clock and ranks are the run's, not a slice's */
+    wi.client_cpu_s = 0;         /* the run's CPU, not a slice's */
+    wi.client_cpu_user_s = wi.client_cpu_sys_s = 0;
+    wi.process_cpu_user_s = wi.process_cpu_sys_s = 0;
+    wi.stall_threshold_ms = 0; /* the run's client stalls, not a slice's */
+    wi.extra_json = NULL;      /* the run's clock and ranks are the run's, not a slice's */
     rc = write_windows(&p, log_paths, n_windows, slice_s, slos, n_slos, &wi, slices, csv.f);
     free(p.bands);
     if (rc || ferror(csv.f)) {

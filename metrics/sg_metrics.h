@@ -203,6 +203,14 @@ void sg_error_group_label(const sg_error_group_t *g, char *buf, size_t cap);
 struct sg_slo_check;
 struct sg_slo_verdict;
 
+/* A client stall (--stall-threshold-ms): a window in which a worker's loop ran late by more than the threshold. */
+typedef struct {
+    uint32_t worker;
+    double start_s, end_s; /* seconds after the run's start instant */
+    double max_lag_ms;     /* the largest lateness in it */
+    uint64_t requests;     /* requests due in it (issued late), warmup included */
+} sg_stall_t;
+
 typedef struct {
     const char *title;               /* table title, e.g. "surge | LLM Metrics" */
     bool streaming;                  /* false: no TTFT/ITL rows */
@@ -214,11 +222,19 @@ typedef struct {
     const char *input_config_json;   /* a JSON object (text) describing the run's configuration */
     const char *server_metrics_json; /* --server-metrics-url: the scrapes' summary object (text); NULL: none */
     bool has_slos;
-    double client_cpu_s;    /* CPU time surge spent from the start instant to the last response; 0 = unknown */
-    const char *io_backend; /* the workers' I/O: "io_uring" or "epoll"; NULL = unknown */
-    const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */
-    const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
-    uint64_t silent_closes; /* kept-alive connections the server closed right after a response, unannounced */
+    double client_cpu_s; /* CPU time surge spent from the start instant to the last response; 0 = unknown */
+    double client_cpu_user_s, client_cpu_sys_s; /* its split into user and system time (0, 0 = unknown) */
+    /* the whole process's CPU when the summary was written (set-up and teardown included); 0, 0 = unknown */
+    double process_cpu_user_s, process_cpu_sys_s;
+    /* client stalls: the summary's client_stalls and the console's lines; threshold 0 = not watched (no object) */
+    double stall_threshold_ms;
+    const sg_stall_t *stalls; /* n_stalls, by start */
+    size_t n_stalls;
+    uint64_t stalls_dropped; /* windows past what the workers keep (SG_STALL_WINDOWS_MAX each), not listed */
+    const char *io_backend;  /* the workers' I/O: "io_uring" or "epoll"; NULL = unknown */
+    const char *tokenizer;   /* sg_tok_describe() of --tokenizer, NULL without one */
+    const char *isl_source;  /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
+    uint64_t silent_closes;  /* kept-alive connections the server closed right after a response, unannounced */
     bool no_reuse_after_stream, no_reuse_after_whole; /* so connections were not reused after those responses */
     /* --slo: the checks and their verdicts on m (sg_slo.h), n_slo_checks of each; none when 0 */
     const struct sg_slo_check *slo_checks;

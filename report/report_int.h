@@ -44,6 +44,8 @@ typedef struct {
     json_t *meta;       /* where the figures came from: {tool, version, command, host, start_time, end_time}, the
                            members the files record (rp_meta_of) */
     bool interrupted;
+    json_t *stalls;          /* surge's client_stalls (--stall-threshold-ms), or NULL */
+    double records_origin_s; /* where the records' times count from, in s after the run's start instant */
     rp_req_t *req;
     size_t n;
     char *err_class[RP_MAX_ERR_CLASSES];

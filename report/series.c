@@ -349,6 +349,68 @@ static json_t *server(const rp_run_t *run)
     return out;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many of the n sorted values are at most v. */
+static size_t upper(const double *t, size_t n, double v)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+ * surge's client stalls on the timeline's clock (s from the records' origin, where the charts count from): each
+ * window with the requests due in it (their sends and everything timed then were late: the client's doing). NULL
+ * when the run has none to say (no client_stalls: not watched, or not surge's).
+ */
+static json_t *stalls(const rp_run_t *run)
+{
+    json_t *cs = run->stalls;
+    if (!cs)
+        return NULL;
+    /* the intended times, sorted: a window's requests by two binary searches */
+    double *t = malloc((run->n ? run->n : 1) * sizeof *t);
+    for (size_t k = 0; t && k < run->n; k++)
+        t[k] = run->req[k].intended_s;
+    if (t)
+        qsort(t, run->n, sizeof *t, cmp_double);
+    json_t *o = json_object(), *out = json_array();
+    json_object_set(o, "threshold_ms", json_object_get(cs, "threshold_ms"));
+    json_object_set(o, "count", json_object_get(cs, "count"));
+    json_object_set(o, "not_listed", json_object_get(cs, "not_listed"));
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(cs, "windows"), i, w)
+    {
+        json_t *a = json_object_get(w, "start_s"), *b = json_object_get(w, "end_s");
+        if (!json_is_number(a) || !json_is_number(b))
+            continue;
+        double from = json_number_value(a) - run->records_origin_s, to = json_number_value(b) - run->records_origin_s;
+        uint64_t due = t ? (uint64_t)(upper(t, run->n, to) - upper(t, run->n, nextafter(from, -INFINITY))) : 0;
+        json_t *e = json_object();
+        json_object_set(e, "worker", json_object_get(w, "worker"));
+        json_object_set_new(e, "start", jnum(from));
+        json_object_set_new(e, "end", jnum(to));
+        json_object_set(e, "max_lag_ms", json_object_get(w, "max_lag_ms"));
+        json_object_set_new(e, "requests", json_integer((json_int_t)due));
+        json_array_append_new(out, e);
+    }
+    json_object_set_new(o, "windows", out);
+    free(t);
+    return o;
+}
+
 static void set_or_null(json_t *o, const char *key, json_t *v)
 {
     json_object_set(o, key, v ? v : json_null());
@@ -382,6 +444,9 @@ json_t *rp_run_data(const rp_run_t *run)
     json_object_set_new(h, "output_sequence_length", hist(run, false));
     json_object_set_new(o, "hist", h);
     json_object_set_new(o, "server", server(run));
+    json_t *st = stalls(run);
+    set_or_null(o, "stalls", st);
+    json_decref(st);
     return o;
 }
 

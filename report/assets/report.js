@@ -64,7 +64,12 @@
     total_token_throughput: 'Total token throughput', request_throughput: 'Request throughput',
     request_count: 'Request count (ok)', error_request_count: 'Error request count (failed)',
     cancelled_request_count: 'Cancelled request count', offered_request_rate: 'Offered request rate',
-    cancelled_request_wait: 'Cancelled requests\u2019 wait (censored)', benchmark_duration: 'Benchmark duration'
+    cancelled_request_wait: 'Cancelled requests\u2019 wait (censored)', benchmark_duration: 'Benchmark duration',
+    client_cpu_time: 'Client CPU, load phase', client_cpu_time_user: 'Client CPU, load phase, user',
+    client_cpu_time_system: 'Client CPU, load phase, system', process_cpu_time: 'Client CPU, whole process',
+    process_cpu_time_user: 'Client CPU, whole process, user', process_cpu_time_system: 'Client CPU, whole process, system',
+    output_tokens_per_process_cpu_sec: 'Output tokens per client CPU-second (whole process)',
+    output_tokens_per_client_cpu_sec: 'Output tokens per client CPU-second (load phase)'
   };
   function nameOf(tag) { return NAMES[tag] || tag.replace(/_/g, ' '); }
 
@@ -108,14 +113,79 @@
     if (spec.kind !== 'bar') fitAxes(spec.datasets, options.scales || {});
     const config = { type: spec.kind === 'bar' ? 'bar' : 'scatter', data: { datasets: spec.datasets }, options: options };
     if (spec.labels) config.data.labels = spec.labels;
+    let bandsDrawn = 0;
+    if (spec.bands && spec.bands.length) config.plugins = [bandsPlugin(spec.bands, function (n) { bandsDrawn = n; })];
     let points = 0;
     for (const d of spec.datasets) if (!d.guide) points += d.data.filter(function (p) {
       return p !== null && (typeof p === 'number' ? isFinite(p) : p && isFinite(p.y));
     }).length;
     const c = new Chart(canvas, config);
     charts.push({ id: id, title: title, chart: c, canvas: canvas, points: points, datasets: spec.datasets.length,
-                  bar: spec.kind === 'bar' });
+                  bar: spec.kind === 'bar', bands: function () { return bandsDrawn; } });
     return c;
+  }
+
+  /* Time windows shaded behind a chart's data (client stalls: {start, end} in the x axis' seconds), each with a thin
+   * edge so one narrower than a pixel still shows; says how many it drew inside the plot area. */
+  function bandsPlugin(bands, drawn) {
+    return {
+      id: 'bands',
+      beforeDatasetsDraw: function (c) {
+        const x = c.scales.x, a = c.chartArea, ctx = c.ctx;
+        if (!x || !a) return;
+        let n = 0;
+        ctx.save();
+        for (const b of bands) {
+          const l = Math.max(a.left, x.getPixelForValue(b.start)), r = Math.min(a.right, x.getPixelForValue(b.end));
+          if (!(r >= l - 1) || r < a.left || l > a.right) continue;
+          ctx.fillStyle = 'rgba(214, 39, 40, 0.18)';
+          ctx.fillRect(l, a.top, Math.max(2, r - l), a.bottom - a.top);
+          ctx.fillStyle = 'rgba(214, 39, 40, 0.7)';
+          ctx.fillRect(l, a.top, 1, a.bottom - a.top);
+          n++;
+        }
+        ctx.restore();
+        drawn(n);
+      }
+    };
+  }
+
+  /* A run's client stalls as bands for its timeline charts (none for a peer's run, or a run that had none). */
+  function stallBands(runs) {
+    const out = [];
+    for (const r of runs)
+      for (const w of (r.stalls && r.stalls.windows) || [])
+        if (typeof w.start === 'number' && typeof w.end === 'number') out.push({ start: w.start, end: w.end });
+    return out;
+  }
+
+  /* The client stalls of each run that had any: when, how late, how many requests were due in them. */
+  function stallTable(runs) {
+    const list = runs.filter(function (r) { return r.stalls && r.stalls.count > 0; });
+    if (!list.length) return null;
+    const heads = ['run', 'worker', 'from (s)', 'to (s)', 'length (ms)', 'max lag (ms)', 'requests due'];
+    const rows = [el('tr', null, heads.map(function (h) { return el('th', { text: h }); }))];
+    list.forEach(function (r) {
+      r.stalls.windows.forEach(function (w, k) {
+        const cells = [['worker', w.worker], ['start', w.start], ['end', w.end], ['length_ms', (w.end - w.start) * 1e3],
+                       ['max_lag_ms', w.max_lag_ms], ['requests', w.requests]];
+        rows.push(el('tr', null, [el('td', { text: r.label })].concat(cells.map(function (c) {
+          return el('td', { 'data-stall': k, 'data-field': c[0], 'data-value': String(c[1]), text: fmt(c[1]) });
+        }))));
+      });
+      if (r.stalls.not_listed > 0)
+        rows.push(el('tr', null, [el('td', { text: r.label }), el('td', { colspan: 6,
+          text: 'and ' + fmt(r.stalls.not_listed) + ' more windows, past what each worker keeps' })]));
+    });
+    const n = list.reduce(function (a, r) { return a + r.stalls.count; }, 0);
+    const thr = list[0].stalls.threshold_ms;
+    return el('div', { cls: 'stalls' }, [
+      el('h3', { text: 'Client stalls: ' + fmt(n) + ' window' + (n === 1 ? '' : 's') }),
+      el('p', { cls: 'note', text: 'A worker of the client ran more than ' + fmt(thr) + ' ms behind its schedule ' +
+        '(descheduled, blocked or short of CPU): requests due in these windows went out late and what arrived ' +
+        'then was timed late. That is the client, not the server. Shaded on the timeline charts.' }),
+      el('div', { cls: 'scroll' }, [el('table', { cls: 'stalls' }, rows)])
+    ]);
   }
 
   /* Axes from the data: every point inside them. Chart.js takes data given unparsed (parsing: false) as sorted by
@@ -323,6 +393,7 @@
 
   function timeline(grid, runs) {
     const one = runs.length === 1;
+    const bands = stallBands(runs);
     // per-request points
     const pts = [];
     runs.forEach(function (r, i) {
@@ -335,7 +406,7 @@
     if (pts.length) {
       const down = runs.some(function (r) { return r.points && r.points.downsampled; });
       chart(grid, 'timeline-requests', 'Each request by its intended send time' + (down ? ' (worst per time bin)' : ''), {
-        datasets: pts, xunit: 's', yunit: 'ms',
+        bands: bands, datasets: pts, xunit: 's', yunit: 'ms',
         scales: { x: axis('intended send time (s from start)'), y: axis('ms from the intended start') }
       });
     }
@@ -358,12 +429,12 @@
     const w = runs[0].bins ? fmt(runs[0].bins.width_s) + ' s' : '';
     if (sets.flight.length)
       chart(grid, 'timeline-inflight', 'Requests in flight and outstanding (mean per ' + w + ')', {
-        datasets: sets.flight, xunit: 's', yunit: 'requests',
+        bands: bands, datasets: sets.flight, xunit: 's', yunit: 'requests',
         scales: { x: axis('time (s from start)'), y: axis('requests', { min: 0 }) }
       });
     if (sets.rate.length)
       chart(grid, 'timeline-rates', 'Request throughput (ok requests) and output tokens per ' + w + ' (by completion)', {
-        datasets: sets.rate, xunit: 's',
+        bands: bands, datasets: sets.rate, xunit: 's',
         scales: {
           x: axis('time (s from start)'), y: axis('requests/s', { min: 0, position: 'left' }),
           y1: axis('output tokens/s', { min: 0, position: 'right', grid: { drawOnChartArea: false } })
@@ -371,7 +442,7 @@
       });
     if (sets.lag.length)
       chart(grid, 'timeline-lag', 'Schedule lag per ' + w + ' (send time minus intended time)', {
-        datasets: sets.lag, xunit: 's', yunit: 'ms',
+        bands: bands, datasets: sets.lag, xunit: 's', yunit: 'ms',
         scales: { x: axis('intended send time (s from start)'), y: axis('schedule lag (ms)', { min: 0 }) }
       });
   }
@@ -658,7 +729,10 @@
     if (runs.some(function (r) { return r.source === 'surge'; }))
       cdfChart(grid, runs.filter(function (r) { return r.source === 'surge'; }), 'cdf-lag', 'schedule_lag', null);
 
-    timeline(section(app, 'Timeline').grid, runs);
+    const tl = section(app, 'Timeline');
+    timeline(tl.grid, runs);
+    const st = stallTable(runs);
+    if (st) tl.box.append(st);
     histCharts(section(app, 'Sequence lengths').grid, runs);
 
     const errs = section(app, 'Errors');
@@ -1004,7 +1078,7 @@
   function finish() {
     for (const e of charts)
       check.charts.push(Object.assign({ id: e.id, title: e.title, datasets: e.datasets, points: e.points,
-                                        painted: painted(e) }, shownOf(e)));
+                                        painted: painted(e), bands: e.bands() }, shownOf(e)));
     check.render_ms = Math.round(performance.now());
     check.draw_ms = Math.round(performance.now() - started);
     check.ok = check.errors.length === 0 && check.charts.every(function (c) { return c.points > 0 && c.painted > 0; });
