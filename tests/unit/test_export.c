@@ -119,6 +119,7 @@ static void test_json(void)
     sg_run_info_t info = {.title = "surge | LLM Metrics",
                           .streaming = true,
                           .interrupted = true,
+                          .interrupted_by = "SIGINT",
                           .warmup_count = 4,
                           .input_config_json = "{\"model\": \"m\", \"concurrency\": 8}",
                           .has_slos = true};
@@ -586,6 +587,7 @@ static void test_table(void)
     sg_run_info_t info = {.title = "surge | LLM Metrics",
                           .streaming = true,
                           .interrupted = true,
+                          .interrupted_by = "SIGINT",
                           .warmup_count = 3,
                           .isl_source = "tokenizer"};
     char *buf = NULL;
