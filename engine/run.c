@@ -175,6 +175,20 @@ static int report_err(const char *what, int err, int rc)
     return err;
 }
 
+/* The base names of the files that failed, for the summary's files_not_written (at most 8). */
+typedef struct {
+    const char *names[8];
+    size_t n;
+} not_written_t;
+
+static void not_written(not_written_t *nw, const char *path, int err)
+{
+    if (err >= 0 || !path || nw->n == 8)
+        return;
+    const char *slash = strrchr(path, '/');
+    nw->names[nw->n++] = slash ? slash + 1 : path;
+}
+
 static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_metrics_t *merged,
                          const sg_run_info_t *info)
 {
@@ -198,7 +212,15 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
         .wall_offset_ns = info->wall_offset_ns,
         .base_out = &base,
     };
-    rc = report_err(x.surge_jsonl, sg_export_records(&recs, logs, n), rc);
+    not_written_t nw = {0};
+    int jerr = sg_export_records(&recs, logs, n);
+    if (jerr < 0) { /* one pass writes both: neither is whole */
+        char both[1024];
+        snprintf(both, sizeof both, "%s and %s", x.surge_jsonl, x.aiperf_jsonl);
+        rc = report_err(both, jerr, rc);
+        not_written(&nw, x.surge_jsonl, jerr);
+        not_written(&nw, x.aiperf_jsonl, jerr);
+    }
     /* where the JSONL's times count from, on the run's clock: what a merge of several runs lines them up by */
     sg_run_info_t with_clock = *info;
     json_t *extra = info->extra_json ? json_loads(info->extra_json, 0, NULL) : json_object();
@@ -217,16 +239,26 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
         int err = sj && sc ? sg_export_timeslices(sj, sc, logs, n, cfg->slice_duration_s, cfg->slos, cfg->n_slos, info)
                            : -ENOMEM;
         rc = report_err(sj ? sj : "the time slices", err, rc);
+        not_written(&nw, sj ? sj : "profile_export_surge_timeslices.json", err);
         free(sj);
         free(sc);
     }
     for (unsigned i = 0; i < n; i++)
         unlink(logs[i]);
-    rc = report_err(x.surge_csv, sg_export_csv(x.surge_csv, merged, info), rc);
-    rc = report_err(x.aiperf_csv, sg_export_aiperf_csv(x.aiperf_csv, merged, info), rc);
+    int e = sg_export_csv(x.surge_csv, merged, info);
+    rc = report_err(x.surge_csv, e, rc);
+    not_written(&nw, x.surge_csv, e);
+    e = sg_export_aiperf_csv(x.aiperf_csv, merged, info);
+    rc = report_err(x.aiperf_csv, e, rc);
+    not_written(&nw, x.aiperf_csv, e);
     /* AIPerf's readers take a directory with profile_export.jsonl and profile_export_aiperf.json for a run */
-    rc = report_err(x.aiperf_json, sg_export_aiperf_json(x.aiperf_json, merged, info), rc);
-    /* the summary last: its presence says the other files are complete */
+    e = sg_export_aiperf_json(x.aiperf_json, merged, info);
+    rc = report_err(x.aiperf_json, e, rc);
+    not_written(&nw, x.aiperf_json, e);
+    /* the summary last: its presence says the other files are complete, or its files_not_written names those that
+     * are not */
+    with_clock.files_not_written = nw.names;
+    with_clock.n_files_not_written = nw.n;
     rc = report_err(x.surge_json, sg_export_json(x.surge_json, merged, info), rc);
     free(extra_text);
 out:
@@ -786,7 +818,8 @@ static const char *payload_body_at(void *ctx, size_t i, size_t *len)
 /*
  * inputs.json with the exact bodies the run sends, in GenAI-Perf's layout (docs/metrics.md, Files), written before
  * the first request so that it exists whatever becomes of the run. A gRPC call carries protobuf, not JSON: none
- * for --service-kind triton. A file that cannot be written is worth a warning, not the run.
+ * for --service-kind triton. It is the first file the run writes: if the directory cannot take it (a full disk, no
+ * permission), the records and results could not be kept either, and the run stops before sending anything.
  */
 static int prepare_inputs_json(profile_t *p)
 {
@@ -805,10 +838,11 @@ static int prepare_inputs_json(profile_t *p)
     }
     int err = sg_export_inputs(path, p->payloads.n, payload_body_at, &x);
     free(x.scratch);
-    if (err < 0)
-        fprintf(stderr, "surge: warning: writing %s: %s; the run goes on\n", path, sg_strerror(err));
+    if (err < 0) /* the records and every result go to the same directory: a run that cannot write is not started */
+        fprintf(stderr, "surge: writing %s: %s: the artifact directory cannot take the run's files; nothing was sent\n",
+                path, sg_strerror(err));
     free(path);
-    return EXIT_OK;
+    return err < 0 ? EXIT_FATAL : EXIT_OK;
 }
 
 /* Workers the point runs: one per usable CPU, fewer when the load cannot keep more of them busy. */
@@ -1581,6 +1615,9 @@ static int point_report(profile_t *p, point_t *pt)
     free(dist_json);
     if (pt->spec.quiet)
         point_line(pt);
+    else if (xerr < 0)
+        fprintf(stderr, "surge: artifacts in %s/ are INCOMPLETE: the files named above could not be written%s\n",
+                pt->artifact_dir, pt->spec.quiet ? "" : " (the table above is whole)");
     else
         fprintf(stderr, "surge: artifacts in %s/\n", pt->artifact_dir);
     hint_not_grpc(p, pt);

@@ -1223,6 +1223,12 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     if (!rc && info && info->server_metrics_json)
         rc = set(root, "server_metrics", input_config(info->server_metrics_json));
     rc = rc ? rc : set(root, "was_interrupted", json_boolean(info && info->interrupted));
+    if (!rc) { /* the files before the summary that could not be written: the summary's presence no longer vouches */
+        json_t *nw = json_array();
+        for (size_t i = 0; nw && info && i < info->n_files_not_written; i++)
+            json_array_append_new(nw, json_string(info->files_not_written[i]));
+        rc = set(root, "files_not_written", nw);
+    }
     rc = rc ? rc : set(root, "input_config", input_config(info ? info->input_config_json : NULL));
     rc = rc ? rc : set_provenance(root, m, info);
     if (!rc && info && info->extra_json) {
@@ -1352,8 +1358,9 @@ int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *
     fputc('\n', of.f);
     csv_values(of.f, m, info);
     if (ferror(of.f)) {
+        int err = sg_outfile_error(&of);
         sg_outfile_abort(&of);
-        return -EIO;
+        return err;
     }
     return sg_outfile_commit(&of);
 }

@@ -548,8 +548,8 @@ int sg_export_aiperf_csv(const char *path, const sg_metrics_t *m, const sg_run_i
     if (!rc) {
         write_aiperf_csv(of.f, root);
         if (ferror(of.f)) {
+            rc = sg_outfile_error(&of);
             sg_outfile_abort(&of);
-            rc = -EIO;
         } else {
             rc = sg_outfile_commit(&of);
         }

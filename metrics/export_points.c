@@ -258,8 +258,9 @@ int sg_points_csv(const char *path, const sg_point_row_t *rows, size_t n, const 
         fprintf(f, ",%s\n", n_slo ? sg_slo_outcome_name(r->slo_outcome) : (r->slo_pass ? "pass" : "fail"));
     }
     if (ferror(f)) {
+        int err = sg_outfile_error(&of);
         sg_outfile_abort(&of);
-        return -EIO;
+        return err;
     }
     return sg_outfile_commit(&of);
 }

@@ -251,9 +251,10 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
     rc = write_windows(&p, log_paths, n_windows, slice_s, slos, n_slos, &wi, slices, csv.f);
     free(p.bands);
     if (rc || ferror(csv.f)) {
+        rc = rc ? rc : sg_outfile_error(&csv);
         sg_outfile_abort(&csv);
         json_decref(root);
-        return rc ? rc : -EIO;
+        return rc;
     }
     rc = sg_outfile_commit(&csv);
     int jrc = sg_json_write(json_path, root);

@@ -8,11 +8,52 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Under the FILE: stdio reports a failed write only as ferror(), and by the time a caller looks errno is gone, so a
+ * full disk read as "Input/output error". The sink keeps the first write's errno. */
+struct sg_outfile_sink {
+    int fd;
+    int err; /* -errno of the first failed write; 0: none */
+};
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t size)
+{
+    struct sg_outfile_sink *k = cookie;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = write(k->fd, buf + done, size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (!k->err)
+                k->err = n < 0 ? -errno : -ENOSPC; /* a write of 0 bytes to a regular file: no room */
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+static int sink_close(void *cookie)
+{
+    struct sg_outfile_sink *k = cookie;
+    int rc = close(k->fd);
+    if (rc != 0 && !k->err)
+        k->err = -errno;
+    return rc;
+}
+
+int sg_outfile_error(const sg_outfile_t *of)
+{
+    return of->sink && of->sink->err ? of->sink->err : -EIO;
+}
+
 static void release(sg_outfile_t *of)
 {
     free(of->tmp);
     free(of->path);
+    free(of->sink);
     of->tmp = of->path = NULL;
+    of->sink = NULL;
     of->f = NULL;
 }
 
@@ -37,9 +78,13 @@ int sg_outfile_open(sg_outfile_t *of, const char *path)
     }
     /* mkstemp makes 0600; results are meant to be shared like any file the user writes. */
     (void)fchmod(fd, 0644);
-    of->f = fdopen(fd, "w");
+    of->sink = calloc(1, sizeof *of->sink);
+    if (of->sink) {
+        of->sink->fd = fd;
+        of->f = fopencookie(of->sink, "w", (cookie_io_functions_t){.write = sink_write, .close = sink_close});
+    }
     if (!of->f) {
-        int err = -errno;
+        int err = of->sink ? -errno : -ENOMEM;
         close(fd);
         unlink(of->tmp);
         release(of);
@@ -51,13 +96,12 @@ int sg_outfile_open(sg_outfile_t *of, const char *path)
 int sg_outfile_commit(sg_outfile_t *of)
 {
     int err = 0;
-    errno = 0;
     if (fflush(of->f) != 0 || ferror(of->f))
-        err = errno ? -errno : -EIO;
-    if (!err && fsync(fileno(of->f)) != 0 && errno != EINVAL && errno != EROFS)
+        err = sg_outfile_error(of);
+    if (!err && fsync(of->sink->fd) != 0 && errno != EINVAL && errno != EROFS)
         err = -errno;
     if (fclose(of->f) != 0 && !err)
-        err = errno ? -errno : -EIO;
+        err = sg_outfile_error(of);
     if (!err && rename(of->tmp, of->path) != 0)
         err = -errno;
     if (err)
@@ -306,8 +350,9 @@ int sg_json_write(const char *path, json_t *root)
     }
     if (json_dumpf(root, of.f, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) != 0 || fputc('\n', of.f) == EOF) {
         json_decref(root);
+        rc = ferror(of.f) ? sg_outfile_error(&of) : -ENOMEM; /* jansson fails on a write or on memory */
         sg_outfile_abort(&of);
-        return -EIO;
+        return rc;
     }
     json_decref(root);
     return sg_outfile_commit(&of);

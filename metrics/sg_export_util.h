@@ -17,10 +17,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+struct sg_outfile_sink;
 typedef struct {
-    FILE *f;    /* write here */
-    char *tmp;  /* malloc'd temporary path */
-    char *path; /* malloc'd final path */
+    FILE *f;                      /* write here */
+    char *tmp;                    /* malloc'd temporary path */
+    char *path;                   /* malloc'd final path */
+    struct sg_outfile_sink *sink; /* under f: the descriptor, and the first write error's errno */
 } sg_outfile_t;
 
 /* 0 or -errno; on success of->f is open for writing. */
@@ -29,6 +31,8 @@ SG_WUR int sg_outfile_open(sg_outfile_t *of, const char *path);
 SG_WUR int sg_outfile_commit(sg_outfile_t *of);
 /* Close and remove the temporary file; frees. Safe after a failed open. */
 void sg_outfile_abort(sg_outfile_t *of);
+/* After ferror(of->f): the first failed write's -errno (-ENOSPC on a full disk, not a stdio -EIO); -EIO if unknown. */
+int sg_outfile_error(const sg_outfile_t *of);
 
 /*
  * A large output file written from one aligned buffer: the caller formats straight into it (sg_outbuf_room) and

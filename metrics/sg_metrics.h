@@ -212,10 +212,12 @@ typedef struct {
 } sg_stall_t;
 
 typedef struct {
-    const char *title;               /* table title, e.g. "surge | LLM Metrics" */
-    bool streaming;                  /* false: no TTFT/ITL rows */
-    bool interrupted;                /* the run was stopped by SIGINT or SIGTERM (or another rank) */
-    const char *interrupted_by;      /* "SIGINT", "SIGTERM", "another rank stopped"; NULL: not said */
+    const char *title;                    /* table title, e.g. "surge | LLM Metrics" */
+    bool streaming;                       /* false: no TTFT/ITL rows */
+    bool interrupted;                     /* the run was stopped by SIGINT or SIGTERM (or another rank) */
+    const char *interrupted_by;           /* "SIGINT", "SIGTERM", "another rank stopped"; NULL: not said */
+    const char *const *files_not_written; /* base names of the files written before the summary that failed */
+    size_t n_files_not_written;
     const char *cancelled_why;       /* why surge cancelled requests ("the run was interrupted", "the probe was
                                         stopped early", "--benchmark-grace-period ended"); NULL: not said */
     uint64_t warmup_count;           /* warmup requests (not in the metrics) */
