@@ -218,8 +218,8 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
     unsigned flags = (r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
                      (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0);
-    const int64_t t[T__COUNT] = {r->sent_ns,  r->first_byte_ns, r->first_token_ns, r->second_token_ns,
-                                 r->end_ns,   r->first_output_ns};
+    const int64_t t[T__COUNT] = {r->sent_ns,         r->first_byte_ns, r->first_token_ns,
+                                 r->second_token_ns, r->end_ns,        r->first_output_ns};
     unsigned present = 0;
     for (unsigned i = 0; i < T__COUNT; i++)
         present |= t[i] ? 1u << i : 0;
@@ -323,12 +323,12 @@ struct sg_reclog {
     ring_t full;  /* worker -> writer */
     ring_t spare; /* writer -> worker: written buffers to reuse */
     size_t n_bufs, max_bufs;
-    _Atomic int werr;                 /* the writer's first write error */
-    _Atomic uint64_t dropped;         /* records the worker dropped: no buffer was free */
-    uint64_t dropped_told;            /* writer side: how many it has reported */
-    _Atomic bool closing;             /* the worker pushed its last buffer */
-    sem_t done;                       /* the writer wrote everything after closing */
-    buf_t **bufs;                     /* every buffer, to free at close */
+    _Atomic int werr;         /* the writer's first write error */
+    _Atomic uint64_t dropped; /* records the worker dropped: no buffer was free */
+    uint64_t dropped_told;    /* writer side: how many it has reported */
+    _Atomic bool closing;     /* the worker pushed its last buffer */
+    sem_t done;               /* the writer wrote everything after closing */
+    buf_t **bufs;             /* every buffer, to free at close */
 };
 
 static int write_all(const sg_reclog_t *l, const unsigned char *p, size_t len)
@@ -768,10 +768,10 @@ static int check_file_header(const mapped_t *mp)
 /* One record as it lies in a mapped log. msg, ev and text point into the map. */
 typedef struct {
     struct wire_rec w;
-    size_t off;                /* of the marker */
+    size_t off; /* of the marker */
     const char *msg;
-    const unsigned char *ev;   /* n_events varints */
-    const unsigned char *fin;  /* the fixed block (FLAG_TEXT), else NULL */
+    const unsigned char *ev;  /* n_events varints */
+    const unsigned char *fin; /* the fixed block (FLAG_TEXT), else NULL */
     const char *text;
 } rec_view_t;
 
@@ -794,8 +794,8 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
     w->payload = d_u32(&d);
     w->model = d_u32(&d);
     w->intended_ns = unzz(d_u64(&d));
-    int64_t *t[T__COUNT] = {&w->sent_ns, &w->first_byte_ns,   &w->first_token_ns, &w->second_token_ns,
-                            &w->end_ns,  &w->first_output_ns};
+    int64_t *t[T__COUNT] = {&w->sent_ns,         &w->first_byte_ns, &w->first_token_ns,
+                            &w->second_token_ns, &w->end_ns,        &w->first_output_ns};
     for (unsigned i = 0; i < T__COUNT; i++)
         if (present & (1u << i))
             *t[i] = (int64_t)((uint64_t)w->intended_ns + (uint64_t)unzz(d_u64(&d)));
