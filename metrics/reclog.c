@@ -377,9 +377,9 @@ static void writer_drain(sg_reclog_t *l)
     uint64_t dropped = atomic_load_explicit(&l->dropped, memory_order_relaxed);
     if (dropped != l->dropped_told && !l->dropped_told)
         fprintf(stderr,
-                "surge: the record writer is behind on %s: the worker holds %zu MiB of records and is dropping "
+                "surge: the record writer is behind on %s: the worker holds %zu KiB of records and is dropping "
                 "new ones (counted; the per-request files will miss them)\n",
-                l->path, l->max_bufs * RECLOG_BUF >> 20);
+                l->path, l->max_bufs * RECLOG_BUF >> 10);
     l->dropped_told = dropped;
 }
 
