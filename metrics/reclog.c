@@ -9,7 +9,8 @@
  *     each present time as a zigzag varint of its distance from intended_ns (exact to the ns), the other fields
  *     as varints (signed ones zigzag), the error message (varint length, bytes), varint n_events, session and
  *     turn (FLAG_SESSION), text_len and reasoning_text_len (FLAG_TEXT); then the event offsets (µs from the
- *     first token) as zigzag varints of the difference from the previous one; then the output text (FLAG_TEXT,
+ *     first token) as zigzag varints of the change in the gap between one and the next (a steady stream costs a
+ *     byte a token, exact to the µs whatever the order); then the output text (FLAG_TEXT,
  *     --tokenizer only) and a fixed 13-byte block of the fields the OSL pass rewrites in place (osl_tokenizer,
  *     osl, reasoning_tokens, osl_source: FLAG_TEXT records only; the others carry them as varints).
  *   A record decodes to exactly its body length, or the log is corrupt: a torn or shifted file is caught at the
@@ -69,7 +70,7 @@
 #define MAX_EVENTS (1u << 24)
 /* The most a record's fields take before its events: 40-odd varints of at most 10 bytes and the message. */
 #define HEAD_MAX (512u + SG_RECORD_MSG)
-#define EVENT_MAX 5u /* a zigzag varint of the difference of two u32 */
+#define EVENT_MAX 5u /* a zigzag varint of a difference of two gaps between u32s: under 2^35 */
 #define FIN_SIZE 13u /* osl_tokenizer i32, osl u32, reasoning_tokens u32, osl_source u8 */
 #define BODY_MAX ((size_t)HEAD_MAX + (size_t)MAX_EVENTS * EVENT_MAX + SG_RECORD_TEXT_MAX + FIN_SIZE)
 
@@ -174,15 +175,17 @@ typedef struct {
     bool ok;
 } dec_t;
 
-static uint64_t d_u64(dec_t *d)
+static inline uint64_t d_u64(dec_t *d)
 {
+    if (SG_LIKELY(d->p < d->end && *d->p < 0x80)) /* most fields are one byte */
+        return *d->p++;
     uint64_t v = 0;
     if (d->ok && !get_v(&d->p, d->end, &v))
         d->ok = false;
     return d->ok ? v : 0;
 }
 
-static uint32_t d_u32(dec_t *d)
+static inline uint32_t d_u32(dec_t *d)
 {
     uint64_t v = d_u64(d);
     if (v > UINT32_MAX)
@@ -190,7 +193,7 @@ static uint32_t d_u32(dec_t *d)
     return d->ok ? (uint32_t)v : 0;
 }
 
-static int32_t d_i32(dec_t *d)
+static inline int32_t d_i32(dec_t *d)
 {
     int64_t v = unzz(d_u64(d));
     if (v < INT32_MIN || v > INT32_MAX)
@@ -653,8 +656,13 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
     unsigned char head[1 + 10 + HEAD_MAX];
     size_t head_len = encode_head(head + 11, r, has_text, text_len, n_events, msg_len);
     size_t ev_len = 0;
-    for (uint32_t i = 0, prev = 0; i < n_events; prev = r->event_us[i], i++)
-        ev_len += v_len(zz((int64_t)r->event_us[i] - (int64_t)prev));
+    int64_t prev = 0, prev_gap = 0;
+    for (uint32_t i = 0; i < n_events; i++) {
+        int64_t gap = (int64_t)r->event_us[i] - prev;
+        ev_len += v_len(zz(gap - prev_gap));
+        prev = r->event_us[i];
+        prev_gap = gap;
+    }
     size_t body = head_len + ev_len + text_len + (has_text ? FIN_SIZE : 0);
     /* marker and length right before the head, so that they go out in one copy */
     unsigned lv = v_len(body);
@@ -670,10 +678,15 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
     if (put(l, start, 1 + lv + head_len))
         return l->err;
     unsigned char evbuf[256 * EVENT_MAX];
-    for (uint32_t i = 0, prev = 0; i < n_events;) {
+    prev = prev_gap = 0;
+    for (uint32_t i = 0; i < n_events;) {
         unsigned char *p = evbuf;
-        for (uint32_t end = n_events - i > 256 ? i + 256 : n_events; i < end; prev = r->event_us[i], i++)
-            p = put_v(p, zz((int64_t)r->event_us[i] - (int64_t)prev));
+        for (uint32_t end = n_events - i > 256 ? i + 256 : n_events; i < end; i++) {
+            int64_t gap = (int64_t)r->event_us[i] - prev;
+            p = put_v(p, zz(gap - prev_gap)); /* steady token gaps cost a byte each */
+            prev = r->event_us[i];
+            prev_gap = gap;
+        }
         if (put(l, evbuf, (size_t)(p - evbuf)))
             return l->err;
     }
@@ -878,15 +891,16 @@ static int next_rec(const mapped_t *mp, size_t *off, rec_view_t *v)
 /* The event offsets of a view, one after another. */
 typedef struct {
     const unsigned char *p;
-    uint32_t prev;
+    int64_t prev, prev_gap;
 } ev_iter_t;
 
 static inline uint32_t ev_next(ev_iter_t *it)
 {
     uint64_t u = 0;
     (void)get_v(&it->p, it->p + 10, &u); /* checked by decode_at */
-    it->prev = (uint32_t)((int64_t)it->prev + unzz(u));
-    return it->prev;
+    it->prev_gap += unzz(u);
+    it->prev += it->prev_gap;
+    return (uint32_t)it->prev;
 }
 
 /* Check one log end to end and append its measured records to the index. */
@@ -966,7 +980,7 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
             *events = ne;
             *events_cap = w->n_events;
         }
-        ev_iter_t it = {v->ev, 0};
+        ev_iter_t it = {v->ev, 0, 0};
         for (uint32_t i = 0; i < w->n_events; i++)
             (*events)[i] = ev_next(&it);
         r.event_us = *events;
@@ -1144,11 +1158,9 @@ static int render_models(model_json_t *out, const char *const *names, size_t n)
 }
 
 /* The whole record as one line; a no-op after an output error (the buffer reports it). */
-static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t base, const model_json_t *models,
-                       size_t n_models)
+static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, const model_json_t *models, size_t n_models)
 {
-    rec_view_t v;
-    rec_at(mp, off, &v);
+    const rec_view_t v = *vp;
     const struct wire_rec *w = &v.w;
     bool ok = w->err_class == SG_ERRC_NONE;
     bool named = models && w->model < n_models && models[w->model].len > sizeof(",\"model\":") - 1;
@@ -1243,7 +1255,7 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     ob->len += (size_t)(p - start);
     if (w->first_token_ns) {
         int64_t first_ns = w->first_token_ns - w->intended_ns;
-        ev_iter_t it = {v.ev, 0};
+        ev_iter_t it = {v.ev, 0, 0};
         for (uint32_t i = 0; i < w->n_events;) {
             uint32_t end = w->n_events - i > TOKEN_TIMES_PER_ROOM ? i + TOKEN_TIMES_PER_ROOM : w->n_events;
             p = start = sg_outbuf_room(ob, (size_t)(end - i) * TOKEN_TIME_MAX);
@@ -1434,12 +1446,12 @@ static int outputs_close(outputs_t *o, int rc)
 static int write_record(outputs_t *o, const mapped_t *mp, size_t off, int64_t base, const model_json_t *models,
                         const sg_records_out_t *out)
 {
-    write_line(&o->surge, mp, off, base, models, out->n_models);
+    rec_view_t v;
+    rec_at(mp, off, &v); /* decoded once for both lines */
+    write_line(&o->surge, &v, base, models, out->n_models);
     if (!o->with_aiperf)
         return 0;
-    rec_view_t v;
     sg_record_t r;
-    rec_at(mp, off, &v);
     int rc = rec_decode(&v, &r, &o->events, &o->events_cap);
     if (!rc)
         sg_aiperf_record_line(&o->aiperf, &r, out->wall_offset_ns);

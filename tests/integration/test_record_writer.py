@@ -15,7 +15,7 @@ BOUND_MS = 700
 def main(h):
     env = dict(os.environ, SURGE_TEST_WRITE_DELAY_MS=str(DELAY_MS))
     with h.mock("--ttft-ms", 2, "--itl-ms", 1) as m:
-        # 1. Streamed, 60 tokens: about 180 bytes a record, so 1,500 requests fill several 64 KiB buffers and the
+        # 1. Streamed, 60 tokens: about 110 bytes a record, so 1,500 requests fill two 64 KiB buffers and the
         # writer writes (slowly) while requests are still being sent. Were a write on the worker's thread, requests
         # due during it would leave 2 s late and responses be stamped 2 s late.
         n = 1500
@@ -26,8 +26,8 @@ def main(h):
         if s:
             log = s.get("record_log", {})
             h.check(log.get("records_dropped") == 0, "no record dropped", log)
-            # at least three buffers went to the slow writer before the last one: writes happened mid-run
-            h.check(log.get("bytes", 0) >= 3 * 65536, "the log filled several buffers (%d bytes)" % log.get("bytes", 0))
+            # at least two buffers went to the slow writer before the last one: writes happened mid-run
+            h.check(log.get("bytes", 0) >= 2 * 65536, "the log filled several buffers (%d bytes)" % log.get("bytes", 0))
             h.check(s["request_count"]["avg"] == n, "every request measured", s["request_count"])
             h.check(len(r.records) == n, "every request exported: %d JSONL lines, want %d" % (len(r.records), n))
             h.check(len({x["id"] for x in r.records}) == n, "exported ids unique")
@@ -41,7 +41,7 @@ def main(h):
             h.check(ttft < bound, "TTFT max %.1f ms under %.0f ms (mock: 2 ms)" % (ttft, bound),
                     s["time_to_first_token"])
             per = log.get("bytes", 0) / n
-            h.check(per < 400, "streamed, 60 tokens: %.0f bytes a request on disk (bound 400)" % per)
+            h.check(per < 200, "streamed, 60 tokens: %.0f bytes a request on disk (bound 200)" % per)
 
         # 2. Non-streamed, the soak's workload: the compact log takes at most 100 bytes a request (issue 22).
         n = 400
