@@ -209,6 +209,10 @@ void wk_record_done(sg_worker_t *w, sg_record_t *rec)
     }
     if (w->log) {
         int err = sg_reclog_append(w->log, rec);
+        /* the disk fell far behind and the record was dropped (counted): with a tokenizer its metrics were
+         * deferred to the log, so they go in now, with OSL from usage or the events */
+        if (SG_UNLIKELY(err == SG_RECLOG_DROPPED) && w->keep_text && !rec->warmup)
+            sg_metrics_add(w->metrics, rec);
         if (err < 0 && !w->fatal) {
             w->fatal = err;
             snprintf(w->fatal_msg, sizeof(w->fatal_msg), "writing the record log %s: %s", w->log_path,

@@ -673,7 +673,7 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
         /* the writer is that far behind: drop the record whole, never wait (the writer reports the count) */
         atomic_store_explicit(&l->dropped, atomic_load_explicit(&l->dropped, memory_order_relaxed) + 1,
                               memory_order_relaxed);
-        return 0;
+        return SG_RECLOG_DROPPED;
     }
     if (put(l, start, 1 + lv + head_len))
         return l->err;

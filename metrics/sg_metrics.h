@@ -289,7 +289,8 @@ SG_WUR sg_reclog_t *sg_reclog_open(const char *path, int *err);
  */
 SG_WUR sg_reclog_t *sg_reclog_open_async(const char *path, size_t cap_bytes, int *err);
 #define SG_RECLOG_CAP_DEFAULT (64u << 20)
-/* Buffered append. 0 or -errno (a dropped record is not an error). */
+/* Buffered append. 0, SG_RECLOG_DROPPED (an async log whose writer is behind: counted, not an error) or -errno. */
+#define SG_RECLOG_DROPPED 1
 SG_WUR int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r);
 /* Records an async log dropped so far (0 for sg_reclog_open's). */
 uint64_t sg_reclog_dropped(const sg_reclog_t *l);

@@ -376,15 +376,21 @@ static void writer_behind(void)
         return;
     const uint64_t n = 20000; /* about 1 MB: 16 buffers */
     int64_t worst = 0;
+    uint64_t said_dropped = 0;
+    int bad_rc = 0;
     for (uint64_t i = 0; i < n; i++) {
         sg_record_t r = recs[0];
         r.id = i;
         int64_t t0 = now_ns();
-        CHECK_EQ_INT(sg_reclog_append(l, &r), 0);
+        int rc = sg_reclog_append(l, &r);
         int64_t dt = now_ns() - t0;
         worst = dt > worst ? dt : worst;
+        said_dropped += rc == SG_RECLOG_DROPPED;
+        bad_rc += rc != 0 && rc != SG_RECLOG_DROPPED;
     }
+    CHECK_EQ_INT(bad_rc, 0);
     uint64_t dropped = sg_reclog_dropped(l);
+    CHECK_EQ_INT(said_dropped, dropped);
     CHECK_EQ_INT(sg_reclog_close(l), 0);
     uint64_t in_log = 0;
     CHECK_EQ_INT(sg_reclog_each(log, count_one, &in_log), 0);
