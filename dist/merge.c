@@ -382,6 +382,16 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     json_object_set_new(clock, "start_realtime_ns", json_integer((json_int_t)parts[0].start_realtime_ns));
     json_object_set_new(extra_o, "clock", clock);
     json_object_set_new(extra_o, "merged_from", parts_json(parts, n));
+    /* the parts' record logs together: their bytes on disk, and the records their workers dropped */
+    json_int_t log_bytes = 0, log_dropped = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *rl = json_object_get(parts[i].summary, "record_log");
+        log_bytes += json_integer_value(json_object_get(rl, "bytes"));
+        log_dropped += json_integer_value(json_object_get(rl, "records_dropped"));
+    }
+    json_object_set_new(
+        extra_o, "record_log",
+        json_pack("{s:I, s:I, s:s}", "bytes", log_bytes, "records_dropped", log_dropped, "export_level", "records"));
     for (size_t i = 0; i < n; i++) { /* the server's view, from the part that scraped it (rank 0) */
         json_t *sm = json_object_get(parts[i].summary, "server_metrics");
         if (sm) {

@@ -104,6 +104,7 @@ enum {
     OPT_SERVER_METRICS_INTERVAL,
     OPT_BURSTINESS,
     OPT_IO_BACKEND,
+    OPT_EXPORT_LEVEL,
     OPT_WORLD_SIZE,
     OPT_RANK,
     OPT_COORDINATOR,
@@ -220,6 +221,7 @@ static const struct option long_options[] = {
     {"artifact-dir", required_argument, NULL, OPT_ARTIFACT_DIR},
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
     {"profile-export-file", required_argument, NULL, OPT_EXPORT_FILE},
+    {"export-level", required_argument, NULL, OPT_EXPORT_LEVEL},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"max-error-rate", required_argument, NULL, OPT_MAX_ERROR_RATE},
     {"goodput", required_argument, NULL, OPT_GOODPUT},
@@ -1426,6 +1428,16 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return set_str(&cfg->coordinator, arg);
     case OPT_COORD_TIMEOUT:
         return parse_num(opt, arg, "seconds, 1 or more", 1, false, 86400, &cfg->coordinator_timeout_s);
+    case OPT_EXPORT_LEVEL:
+        /* AIPerf's levels: summary (aggregates only), records (+ per-request JSONL), raw (+ bodies) */
+        if (strcmp(arg, "summary") == 0 || strcmp(arg, "records") == 0) {
+            cfg->export_summary = arg[0] == 's';
+            return 0;
+        }
+        if (strcmp(arg, "raw") == 0)
+            return fail(opt, "raw (AIPerf's full request and response bodies) is not kept by surge: give records "
+                             "(the default) or summary");
+        return fail(opt, "expected summary or records, got \"%s\"", arg);
     case OPT_IO_BACKEND:
         if ((cfg->io_backend = sg_io_backend_parse(arg)) < 0)
             return fail(opt, "expected auto, io_uring or epoll, got \"%s\"", arg);
@@ -1756,6 +1768,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     } else if (st->backend) {
         return fail("backend", "only applies to --service-kind triton");
     }
+    if (cfg->export_summary && cfg->generate_plots)
+        return fail("export-level", "summary writes no per-request file, and --generate-plots draws from it: give "
+                                    "one or the other");
     if (cfg->n_models == 0)
         return fail("model", "required: name the model to benchmark, e.g. -m meta-llama/Llama-3.1-8B-Instruct");
     rc = finish_points(cfg, st);
@@ -2225,6 +2240,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "goodput", slos);
     json_object_set_new(o, "verbose", json_boolean(cfg->verbose));
     json_object_set_new(o, "generate_plots", json_boolean(cfg->generate_plots));
+    json_object_set_new(o, "export_level", json_string(cfg->export_summary ? "summary" : "records"));
     json_object_set_new(o, "overwrite", json_boolean(cfg->overwrite));
     json_t *scrape = json_array();
     for (size_t i = 0; i < cfg->n_server_metrics_urls; i++)
@@ -2562,6 +2578,11 @@ void sg_config_usage(FILE *out)
                  "                                request, <stem>_surge.jsonl; AIPerf's files beside them:\n"
                  "                                <stem>_aiperf.json, <stem>_aiperf.csv and <stem>.jsonl\n"
                  "                                (AIPerf's schema, for aiperf plot and its importers)\n"
+                 "      --export-level summary|records\n"
+                 "                                records (default): all of the above; summary: the summary\n"
+                 "                                files only, no per-request .jsonl files (for huge runs; not\n"
+                 "                                with --generate-plots or several ranks). AIPerf's raw level\n"
+                 "                                (request and response bodies) is refused\n"
                  "      --goodput 'METRIC:VALUE ...'\n"
                  "                                SLOs a request must all meet to count as good, separated by\n"
                  "                                spaces or commas: time_to_first_token:200\n"

@@ -212,8 +212,20 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
         .wall_offset_ns = info->wall_offset_ns,
         .base_out = &base,
     };
+    /* the record logs as they lay on disk (the workers' compact form, before any JSONL), and what the workers
+     * had to drop because the disk fell behind (each said so on stderr) */
+    uint64_t log_bytes = 0, dropped = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(logs[i], &st) == 0)
+            log_bytes += (uint64_t)st.st_size;
+        sg_worker_stats_t ws_st;
+        sg_worker_stats(ws[i], &ws_st);
+        dropped += ws_st.records_dropped;
+    }
+    /* --export-level summary: no per-request files (the time slices below still read the logs) */
     not_written_t nw = {0};
-    int jerr = sg_export_records(&recs, logs, n);
+    int jerr = cfg->export_summary ? 0 : sg_export_records(&recs, logs, n);
     if (jerr < 0) { /* one pass writes both: neither is whole */
         char both[1024];
         snprintf(both, sizeof both, "%s and %s", x.surge_jsonl, x.aiperf_jsonl);
@@ -224,11 +236,16 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
     /* where the JSONL's times count from, on the run's clock: what a merge of several runs lines them up by */
     sg_run_info_t with_clock = *info;
     json_t *extra = info->extra_json ? json_loads(info->extra_json, 0, NULL) : json_object();
-    if (extra)
+    if (extra) {
         json_object_set_new(extra, "clock",
                             json_pack("{s:I, s:I}", "start_realtime_ns",
                                       (json_int_t)(run->start_ns + info->wall_offset_ns), "records_origin_ns",
                                       (json_int_t)(base ? base - run->start_ns : 0)));
+        json_object_set_new(extra, "record_log",
+                            json_pack("{s:I, s:I, s:s}", "bytes", (json_int_t)log_bytes, "records_dropped",
+                                      (json_int_t)dropped, "export_level",
+                                      cfg->export_summary ? "summary" : "records"));
+    }
     char *extra_text = extra ? json_dumps(extra, JSON_COMPACT) : NULL;
     json_decref(extra);
     with_clock.extra_json = extra_text;

@@ -36,6 +36,13 @@ int dist_prepare(profile_t *p)
                 o->world, o->source);
         return EXIT_USAGE;
     }
+    if (o->world > 1 && cfg->export_summary) {
+        fprintf(stderr,
+                "surge: --export-level summary: a run over %u ranks (%s) merges the ranks' per-request files, so "
+                "each rank writes them: give --export-level records\n",
+                o->world, o->source);
+        return EXIT_USAGE;
+    }
     if (o->world > 1 && o->missing[0]) {
         fprintf(stderr, "surge: %s\n", o->missing);
         return EXIT_USAGE;

@@ -127,6 +127,8 @@ typedef struct {
     char *profile_export_stem; /* profile_export_file without its extension: <stem>_surge.json, <stem>.jsonl */
     bool verbose;
     bool generate_plots; /* --generate-plots: report.html (surge report) in the artifact directory */
+    bool export_summary; /* --export-level summary: no per-request JSONL files (AIPerf's flag; records is the
+                            default, raw is refused: surge keeps no request and response bodies) */
     bool overwrite;      /* --overwrite: an artifact directory holding a run is emptied of it, not left for DIR-2 */
     char *server_metrics_urls[SG_MAX_SCRAPE_URLS]; /* --server-metrics-url, each http://HOST[:PORT]/PATH */
     size_t n_server_metrics_urls;

@@ -99,9 +99,10 @@ typedef struct {
     uint64_t h2_refused_resent; /* streams refused (REFUSED_STREAM, above GOAWAY's last id) and re-sent */
     uint64_t h2_resets;         /* streams the server reset (RST_STREAM) */
     /* https:// */
-    uint64_t tls_full;     /* handshakes that ran in full */
-    uint64_t tls_resumed;  /* handshakes that resumed a session of an earlier connection */
-    uint64_t tls_failures; /* handshakes that failed */
+    uint64_t tls_full;        /* handshakes that ran in full */
+    uint64_t tls_resumed;     /* handshakes that resumed a session of an earlier connection */
+    uint64_t tls_failures;    /* handshakes that failed */
+    uint64_t records_dropped; /* per-request records the record log dropped: its writer was behind */
 } sg_worker_stats_t;
 void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out);
 void sg_worker_free(sg_worker_t *w);

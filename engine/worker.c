@@ -209,6 +209,10 @@ void wk_record_done(sg_worker_t *w, sg_record_t *rec)
     }
     if (w->log) {
         int err = sg_reclog_append(w->log, rec);
+        /* the disk fell far behind and the record was dropped (counted): with a tokenizer its metrics were
+         * deferred to the log, so they go in now, with OSL from usage or the events */
+        if (SG_UNLIKELY(err == SG_RECLOG_DROPPED) && w->keep_text && !rec->warmup)
+            sg_metrics_add(w->metrics, rec);
         if (err < 0 && !w->fatal) {
             w->fatal = err;
             snprintf(w->fatal_msg, sizeof(w->fatal_msg), "writing the record log %s: %s", w->log_path,
@@ -650,10 +654,17 @@ static void *worker_main(void *arg)
         sg_tls_thread_done();
     /* The ring (and its eventfd) stays until sg_worker_join: the controller may still be waking us. */
     if (w->log) {
+        /* after the loop: waiting here for the writer to catch up costs the measurement nothing */
+        w->records_dropped = sg_reclog_dropped(w->log);
         err = sg_reclog_close(w->log);
         w->log = NULL;
         if (err < 0)
             fatal(w, err, "closing the record log");
+        if (w->records_dropped)
+            fprintf(stderr,
+                    "surge: worker %u dropped %llu per-request records: the disk could not keep up with the record "
+                    "log (the metrics count them; the per-request files miss them)\n",
+                    w->index, (unsigned long long)w->records_dropped);
     }
     atomic_store(&w->progress.finished, 1);
     return NULL;
@@ -740,7 +751,7 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     }
     snprintf(w->log_path, sizeof(w->log_path), "%s/.surge-worker-%u.reclog", run->artifact_dir, index);
     int e = 0;
-    w->log = sg_reclog_open(w->log_path, &e);
+    w->log = sg_reclog_open_async(w->log_path, SG_RECLOG_CAP_DEFAULT, &e); /* never write(2) on this thread */
     if (!w->log) {
         snprintf(err, errlen, "cannot create %s: %s", w->log_path, sg_strerror(e));
         sg_tls_ctx_free(w->tls_ctx);
@@ -819,6 +830,7 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->tls_full = w->tls_full;
     out->tls_resumed = w->tls_resumed;
     out->tls_failures = w->tls_failures;
+    out->records_dropped = w->records_dropped;
 }
 
 void sg_worker_free(sg_worker_t *w)

@@ -220,6 +220,7 @@ struct sg_worker {
     bool no_output; /* the endpoint generates nothing (embeddings, rankings): every record says so */
     sg_reclog_t *log;
     char log_path[4096];
+    uint64_t records_dropped; /* by the record log: its writer was behind (set when the thread ends) */
     uint64_t warmup_done;
     int fatal;
     char fatal_msg[4400];

@@ -2,19 +2,36 @@
  * Per-worker record log and its merge into the per-request JSONL files (surge's own, and AIPerf's by
  * export_aiperf.c in the same pass).
  *
- * File format (host byte order: the log is read back on the machine that wrote it):
- *   file header: "SGRECLOG" magic, u32 version, u32 size of the record header
- *   per record:  the fixed header (struct wire_rec), err_msg bytes (msg_len, no NUL), n_events u32 offsets,
- *                then text_len bytes of output text (version 2; only with --tokenizer, flag FLAG_TEXT)
- * Every record starts with a marker word so that a torn or shifted file is caught at the first bad record.
+ * File format, version 5 (host byte order: the log is read back on the machine that wrote it):
+ *   file header: "SGRECLOG" magic, u32 version, u32 0
+ *   per record:  a marker byte (REC_MARKER), a varint length of the body, then the body:
+ *     varint flags, a byte of which times are present, varint id/worker/payload/model, zigzag varint intended_ns,
+ *     each present time as a zigzag varint of its distance from intended_ns (exact to the ns), the other fields
+ *     as varints (signed ones zigzag), the error message (varint length, bytes), varint n_events, session and
+ *     turn (FLAG_SESSION), text_len and reasoning_text_len (FLAG_TEXT); then the event offsets (µs from the
+ *     first token) as zigzag varints of the change in the gap between one and the next (a steady stream costs a
+ *     byte a token, exact to the µs whatever the order); then the output text (FLAG_TEXT,
+ *     --tokenizer only) and a fixed 13-byte block of the fields the OSL pass rewrites in place (osl_tokenizer,
+ *     osl, reasoning_tokens, osl_source: FLAG_TEXT records only; the others carry them as varints).
+ *   A record decodes to exactly its body length, or the log is corrupt: a torn or shifted file is caught at the
+ *   first bad record. A non-streamed request takes about 50 bytes, a streamed one about 1 to 3 more per token
+ *   (docs/files.md has measured figures); version 4 took 168 bytes plus 4 per token.
+ *
+ * Writing. The workers' logs (sg_reclog_open_async) never call write(2): a record is encoded into a 64 KiB
+ * buffer; a full buffer goes to one writer thread for the whole process through a single-producer/single-consumer
+ * ring (lock-free; the worker posts a semaphore once per buffer), and the writer hands written buffers back
+ * through a second ring. A worker holds at most cap bytes of buffers: when the writer (the disk) falls that far
+ * behind, the worker drops whole records rather than wait, counts them, and the writer says so on stderr at
+ * once; sg_reclog_close reports the count and the run prints it (nothing is lost silently). sg_reclog_open
+ * (dist/merge.c, tests) writes itself, one write(2) per 64 KiB.
  *
  * With --tokenizer the log is also where OSL is settled: after the join, sg_reclog_finalize counts each
- * record's text, writes the tokenizer count and the final OSL into the record's header in place, and adds the
- * record to the worker's metrics (the worker deferred them). The JSONL merge then reads final values.
+ * record's text, writes the tokenizer count and the final OSL into the record's fixed block in place, and adds
+ * the record to the worker's metrics (the worker deferred them). The JSONL merge then reads final values.
  *
- * The worker appends with one write(2) per 64 KiB; nothing is held in RAM beyond that buffer. After the run
- * sg_export_jsonl maps each log, checks it end to end, keeps a 24-byte index entry per measured record, sorts
- * those by intended time and writes the lines. Warmup records are kept in the log but never exported.
+ * After the run sg_export_jsonl maps each log, checks it end to end, keeps a 24-byte index entry per measured
+ * record, sorts those by intended time and writes the lines. Warmup records are kept in the log but never
+ * exported.
  *
  * JSONL conventions beyond the brief: times are ns relative to the earliest intended time in the output;
  * http_status and max_tokens are null when 0 (no response head / not asked).
@@ -26,16 +43,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RECLOG_MAGIC "SGRECLOG"
-#define RECLOG_VERSION 4u
+#define RECLOG_VERSION 5u
 #define RECLOG_BUF (64u * 1024u)
-#define REC_MARKER 0x31434552u /* "REC1" */
+#define REC_MARKER 0xA5u
 #define FLAG_STREAMING 1u
 #define FLAG_WARMUP 2u
 #define FLAG_TEXT 4u /* output text follows the events */
@@ -46,16 +68,24 @@
 #define FLAG_ALL 127u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
+/* The most a record's fields take before its events: 40-odd varints of at most 10 bytes and the message. */
+#define HEAD_MAX (512u + SG_RECORD_MSG)
+#define EVENT_MAX 5u /* a zigzag varint of a difference of two gaps between u32s: under 2^35 */
+#define FIN_SIZE 13u /* osl_tokenizer i32, osl u32, reasoning_tokens u32, osl_source u8 */
+#define BODY_MAX ((size_t)HEAD_MAX + (size_t)MAX_EVENTS * EVENT_MAX + SG_RECORD_TEXT_MAX + FIN_SIZE)
+
+/* Bits of the presence byte: which times are not 0. */
+enum { T_SENT, T_FIRST_BYTE, T_FIRST_TOKEN, T_SECOND_TOKEN, T_END, T_FIRST_OUTPUT, T__COUNT };
 
 struct file_header {
     char magic[8];
     uint32_t version;
-    uint32_t rec_size;
+    uint32_t reserved;
 };
+_Static_assert(sizeof(struct file_header) == 16, "file header layout");
 
-/* Fixed-width fields in an order that leaves no padding, so the bytes on disk are exactly these. */
+/* One record's fields, decoded (the exporters read these). */
 struct wire_rec {
-    uint32_t marker;
     uint32_t worker;
     uint64_t id;
     uint32_t payload;
@@ -66,45 +96,253 @@ struct wire_rec {
     int64_t first_token_ns;
     int64_t second_token_ns;
     int64_t end_ns;
+    int64_t first_output_ns;
     int32_t http_status;
     uint8_t err_class;
     uint8_t osl_source;
     uint8_t flags;
-    uint8_t reserved;
     uint32_t isl;
     int32_t isl_server;
+    int32_t isl_cached;
     uint32_t osl;
     int32_t osl_server;
+    int32_t osl_tokenizer;
     uint32_t max_tokens;
     uint32_t content_events;
+    uint32_t reasoning_tokens;
+    uint32_t reasoning_events;
     uint32_t msg_len;
     uint32_t n_events;
     uint64_t response_bytes;
     uint32_t text_len;
-    int32_t osl_tokenizer;
-    int64_t first_output_ns;
-    uint32_t reasoning_tokens;
-    uint32_t reasoning_events;
+    uint32_t reasoning_text_len;
     uint64_t session;
     uint32_t turn;
-    uint32_t reasoning_text_len; /* the text's first bytes that are reasoning (FLAG_TEXT) */
-    int32_t isl_cached;          /* version 4 */
-    uint32_t reserved2;
 };
-_Static_assert(sizeof(struct file_header) == 16, "file header layout");
-_Static_assert(sizeof(struct wire_rec) == 168, "record header layout");
+
+/* ---------- varints ---------- */
+
+static inline uint64_t zz(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t unzz(uint64_t u)
+{
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+static inline unsigned char *put_v(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+static inline unsigned v_len(uint64_t v)
+{
+    unsigned n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* A varint at *p before end into *v; false when it runs past end or past 10 bytes. */
+static inline bool get_v(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    const unsigned char *q = *p;
+    uint64_t r = 0;
+    for (unsigned shift = 0; shift < 70 && q < end; shift += 7) {
+        unsigned char b = *q++;
+        r |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = r;
+            *p = q;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A decoder over one record's body: ok turns false at the first bad field and stays so. */
+typedef struct {
+    const unsigned char *p, *end;
+    bool ok;
+} dec_t;
+
+static inline uint64_t d_u64(dec_t *d)
+{
+    if (SG_LIKELY(d->p < d->end && *d->p < 0x80)) /* most fields are one byte */
+        return *d->p++;
+    uint64_t v = 0;
+    if (d->ok && !get_v(&d->p, d->end, &v))
+        d->ok = false;
+    return d->ok ? v : 0;
+}
+
+static inline uint32_t d_u32(dec_t *d)
+{
+    uint64_t v = d_u64(d);
+    if (v > UINT32_MAX)
+        d->ok = false;
+    return d->ok ? (uint32_t)v : 0;
+}
+
+static inline int32_t d_i32(dec_t *d)
+{
+    int64_t v = unzz(d_u64(d));
+    if (v < INT32_MIN || v > INT32_MAX)
+        d->ok = false;
+    return d->ok ? (int32_t)v : 0;
+}
+
+static const unsigned char *d_bytes(dec_t *d, size_t n)
+{
+    if (!d->ok || (size_t)(d->end - d->p) < n) {
+        d->ok = false;
+        return NULL;
+    }
+    const unsigned char *q = d->p;
+    d->p += n;
+    return q;
+}
+
+/* ---------- encoding ---------- */
+
+/* The record's fields up to its events (no marker, no length) into h (HEAD_MAX bytes); its length. */
+static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text, uint32_t text_len, uint32_t n_events,
+                          uint32_t msg_len)
+{
+    unsigned flags = (r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
+                     (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
+                     (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0);
+    const int64_t t[T__COUNT] = {r->sent_ns,         r->first_byte_ns, r->first_token_ns,
+                                 r->second_token_ns, r->end_ns,        r->first_output_ns};
+    unsigned present = 0;
+    for (unsigned i = 0; i < T__COUNT; i++)
+        present |= t[i] ? 1u << i : 0;
+    unsigned char *p = h;
+    p = put_v(p, flags);
+    *p++ = (unsigned char)present;
+    p = put_v(p, r->id);
+    p = put_v(p, r->worker);
+    p = put_v(p, r->payload);
+    p = put_v(p, r->model);
+    p = put_v(p, zz(r->intended_ns));
+    for (unsigned i = 0; i < T__COUNT; i++)
+        if (t[i]) /* the distance in two's complement: exact for any two times */
+            p = put_v(p, zz((int64_t)((uint64_t)t[i] - (uint64_t)r->intended_ns)));
+    p = put_v(p, zz(r->http_status));
+    *p++ = r->err_class;
+    p = put_v(p, r->isl);
+    p = put_v(p, zz(r->isl_server));
+    p = put_v(p, zz(r->isl_cached));
+    if (!has_text) { /* with text these are in the fixed block the OSL pass rewrites */
+        *p++ = r->osl_source;
+        p = put_v(p, r->osl);
+        p = put_v(p, zz(r->osl_tokenizer));
+        p = put_v(p, r->reasoning_tokens);
+    }
+    p = put_v(p, zz(r->osl_server));
+    p = put_v(p, r->max_tokens);
+    p = put_v(p, r->content_events);
+    p = put_v(p, r->reasoning_events);
+    p = put_v(p, r->response_bytes);
+    p = put_v(p, msg_len);
+    memcpy(p, r->err_msg, msg_len);
+    p += msg_len;
+    p = put_v(p, n_events);
+    if (r->in_session) {
+        p = put_v(p, r->session);
+        p = put_v(p, r->turn);
+    }
+    if (has_text) {
+        p = put_v(p, text_len);
+        p = put_v(p, r->reasoning_text_len <= text_len ? r->reasoning_text_len : 0);
+    }
+    return (size_t)(p - h);
+}
+
+static void encode_fin(unsigned char *f, int32_t osl_tokenizer, uint32_t osl, uint32_t reasoning_tokens,
+                       uint8_t osl_source)
+{
+    memcpy(f, &osl_tokenizer, 4);
+    memcpy(f + 4, &osl, 4);
+    memcpy(f + 8, &reasoning_tokens, 4);
+    f[12] = osl_source;
+}
+
+/* ---------- the writer thread (async logs) ---------- */
+
+typedef struct buf {
+    size_t len;
+    unsigned char data[RECLOG_BUF];
+} buf_t;
+
+/* Single producer, single consumer; capacity a power of two no smaller than the buffers that exist. */
+typedef struct {
+    _Atomic size_t head, tail;
+    size_t mask;
+    buf_t **slot;
+} ring_t;
+
+static void ring_push(ring_t *q, buf_t *b)
+{
+    size_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    q->slot[t & q->mask] = b;
+    atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+}
+
+static buf_t *ring_pop(ring_t *q)
+{
+    size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+    if (h == atomic_load_explicit(&q->tail, memory_order_acquire))
+        return NULL;
+    buf_t *b = q->slot[h & q->mask];
+    atomic_store_explicit(&q->head, h + 1, memory_order_release);
+    return b;
+}
+
+/* What the consumer could pop now (at least). */
+static size_t ring_count(ring_t *q)
+{
+    return atomic_load_explicit(&q->tail, memory_order_acquire) - atomic_load_explicit(&q->head, memory_order_relaxed);
+}
 
 struct sg_reclog {
     int fd;
-    int err; /* sticky: the first write error is what close reports */
-    size_t used;
-    unsigned char buf[RECLOG_BUF];
+    int err; /* sticky: the first error is what close reports (worker side) */
+    bool async;
+    int delay_ms; /* SURGE_TEST_WRITE_DELAY_MS: a slow disk, for tests */
+    char *path;
+    /* the buffer being filled; sync logs write it when full */
+    buf_t *cur;
+    /* async only */
+    ring_t full;  /* worker -> writer */
+    ring_t spare; /* writer -> worker: written buffers to reuse */
+    size_t n_bufs, max_bufs;
+    _Atomic int werr;         /* the writer's first write error */
+    _Atomic uint64_t dropped; /* records the worker dropped: no buffer was free */
+    uint64_t dropped_told;    /* writer side: how many it has reported */
+    _Atomic bool closing;     /* the worker pushed its last buffer */
+    sem_t done;               /* the writer wrote everything after closing */
+    buf_t **bufs;             /* every buffer, to free at close */
 };
 
-static int write_all(int fd, const unsigned char *p, size_t len)
+static int write_all(const sg_reclog_t *l, const unsigned char *p, size_t len)
 {
+    if (SG_UNLIKELY(l->delay_ms > 0)) { /* test-only: a disk this slow per write */
+        struct timespec ts = {l->delay_ms / 1000, (long)(l->delay_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+    }
     while (len) {
-        ssize_t n = write(fd, p, len);
+        ssize_t n = write(l->fd, p, len);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -116,11 +354,170 @@ static int write_all(int fd, const unsigned char *p, size_t len)
     return 0;
 }
 
-static int flush(sg_reclog_t *l)
+static struct {
+    pthread_mutex_t life; /* refs, start and stop (held across the join) */
+    unsigned refs;
+    pthread_t thread;
+    sem_t wake;
+    pthread_mutex_t mu; /* the registry and stop */
+    sg_reclog_t **logs;
+    size_t n_logs, cap_logs;
+    bool stop;
+} g_wr = {.life = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void writer_drain(sg_reclog_t *l)
 {
-    if (!l->err && l->used)
-        l->err = write_all(l->fd, l->buf, l->used);
-    l->used = 0;
+    buf_t *b;
+    while ((b = ring_pop(&l->full))) {
+        if (!atomic_load_explicit(&l->werr, memory_order_relaxed)) {
+            int e = write_all(l, b->data, b->len);
+            if (e)
+                atomic_store_explicit(&l->werr, e, memory_order_relaxed);
+        }
+        b->len = 0;
+        ring_push(&l->spare, b);
+    }
+    uint64_t dropped = atomic_load_explicit(&l->dropped, memory_order_relaxed);
+    if (dropped != l->dropped_told && !l->dropped_told)
+        fprintf(stderr,
+                "surge: the record writer is behind on %s: the worker holds %zu KiB of records and is dropping "
+                "new ones (counted; the per-request files will miss them)\n",
+                l->path, l->max_bufs * RECLOG_BUF >> 10);
+    l->dropped_told = dropped;
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    sg_reclog_t **snap = NULL;
+    size_t cap = 0;
+    for (;;) {
+        while (sem_wait(&g_wr.wake) != 0 && errno == EINTR) {
+        }
+        pthread_mutex_lock(&g_wr.mu);
+        bool stop = g_wr.stop;
+        size_t n = g_wr.n_logs;
+        if (n > cap) {
+            sg_reclog_t **ns = realloc(snap, n * sizeof(*ns));
+            if (ns) {
+                snap = ns;
+                cap = n;
+            }
+        }
+        n = n < cap ? n : cap; /* out of memory: the rest on a later wake */
+        if (n)
+            memcpy(snap, g_wr.logs, n * sizeof(*snap));
+        pthread_mutex_unlock(&g_wr.mu);
+        /* only this thread removes a log from the registry: the snapshot's logs stay valid */
+        for (size_t i = 0; i < n; i++) {
+            sg_reclog_t *l = snap[i];
+            bool closing = atomic_load_explicit(&l->closing, memory_order_acquire);
+            writer_drain(l);
+            if (!closing)
+                continue;
+            pthread_mutex_lock(&g_wr.mu);
+            for (size_t j = 0; j < g_wr.n_logs; j++)
+                if (g_wr.logs[j] == l) {
+                    g_wr.logs[j] = g_wr.logs[--g_wr.n_logs];
+                    break;
+                }
+            pthread_mutex_unlock(&g_wr.mu);
+            sem_post(&l->done);
+        }
+        if (stop)
+            break;
+    }
+    free(snap);
+    return NULL;
+}
+
+/* One more async log: the writer thread starts with the first. */
+static int writer_ref(void)
+{
+    pthread_mutex_lock(&g_wr.life);
+    int rc = 0;
+    if (!g_wr.refs) {
+        g_wr.stop = false;
+        if (sem_init(&g_wr.wake, 0, 0) != 0) {
+            rc = -errno;
+        } else if ((rc = -pthread_create(&g_wr.thread, NULL, writer_main, NULL)) != 0) {
+            sem_destroy(&g_wr.wake);
+        }
+    }
+    if (!rc)
+        g_wr.refs++;
+    pthread_mutex_unlock(&g_wr.life);
+    return rc;
+}
+
+/* One async log less: the writer thread ends with the last. */
+static void writer_unref(void)
+{
+    pthread_mutex_lock(&g_wr.life);
+    if (--g_wr.refs == 0) {
+        pthread_mutex_lock(&g_wr.mu);
+        g_wr.stop = true;
+        pthread_mutex_unlock(&g_wr.mu);
+        sem_post(&g_wr.wake);
+        pthread_join(g_wr.thread, NULL);
+        sem_destroy(&g_wr.wake);
+        free(g_wr.logs);
+        g_wr.logs = NULL;
+        g_wr.n_logs = g_wr.cap_logs = 0;
+    }
+    pthread_mutex_unlock(&g_wr.life);
+}
+
+static int writer_register(sg_reclog_t *l)
+{
+    pthread_mutex_lock(&g_wr.mu);
+    int rc = 0;
+    if (g_wr.n_logs == g_wr.cap_logs) {
+        size_t nc = g_wr.cap_logs ? g_wr.cap_logs * 2 : 16;
+        sg_reclog_t **nl = realloc(g_wr.logs, nc * sizeof(*nl));
+        if (nl) {
+            g_wr.logs = nl;
+            g_wr.cap_logs = nc;
+        } else {
+            rc = -ENOMEM;
+        }
+    }
+    if (!rc)
+        g_wr.logs[g_wr.n_logs++] = l;
+    pthread_mutex_unlock(&g_wr.mu);
+    return rc;
+}
+
+/* ---------- the worker's side ---------- */
+
+/* A buffer to fill: a written one back from the writer, else a new one while under the cap; NULL when none. */
+static buf_t *take_buf(sg_reclog_t *l)
+{
+    buf_t *b = ring_pop(&l->spare);
+    if (b || l->n_bufs == l->max_bufs)
+        return b;
+    b = malloc(sizeof(*b));
+    if (!b)
+        return NULL;
+    b->len = 0;
+    l->bufs[l->n_bufs++] = b;
+    return b;
+}
+
+/* The full current buffer out (sync: written; async: to the writer) and an empty one in its place. */
+static int next_buf(sg_reclog_t *l)
+{
+    if (!l->async) {
+        if (!l->err && l->cur->len)
+            l->err = write_all(l, l->cur->data, l->cur->len);
+        l->cur->len = 0;
+        return l->err;
+    }
+    ring_push(&l->full, l->cur);
+    sem_post(&g_wr.wake); /* once per 64 KiB: a futex wake only while the writer sleeps */
+    l->cur = take_buf(l);
+    if (!l->cur) /* append checked the room first: only malloc can fail here */
+        l->err = -ENOMEM;
     return l->err;
 }
 
@@ -128,38 +525,122 @@ static int put(sg_reclog_t *l, const void *data, size_t len)
 {
     const unsigned char *p = data;
     while (len) {
-        if (l->used == RECLOG_BUF && flush(l))
+        if (l->cur->len == RECLOG_BUF && next_buf(l))
             return l->err;
-        size_t n = RECLOG_BUF - l->used;
+        size_t n = RECLOG_BUF - l->cur->len;
         n = n < len ? n : len;
-        memcpy(l->buf + l->used, p, n);
-        l->used += n;
+        memcpy(l->cur->data + l->cur->len, p, n);
+        l->cur->len += n;
         p += n;
         len -= n;
     }
     return l->err;
 }
 
-sg_reclog_t *sg_reclog_open(const char *path, int *err)
+static void reclog_free(sg_reclog_t *l)
 {
-    sg_reclog_t *l = malloc(sizeof(*l));
+    if (l->async) {
+        for (size_t i = 0; i < l->n_bufs; i++)
+            free(l->bufs[i]);
+        free(l->bufs);
+        free(l->full.slot);
+        free(l->spare.slot);
+    } else {
+        free(l->cur);
+    }
+    free(l->path);
+    free(l);
+}
+
+static sg_reclog_t *reclog_new(const char *path, bool async, size_t cap_bytes, int *err)
+{
+    sg_reclog_t *l = calloc(1, sizeof(*l));
     if (!l) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    l->fd = -1;
+    l->async = async;
+    l->path = strdup(path);
+    const char *delay = getenv("SURGE_TEST_WRITE_DELAY_MS");
+    l->delay_ms = delay ? atoi(delay) : 0;
+    bool ok = l->path != NULL;
+    if (async) {
+        l->max_bufs = cap_bytes / RECLOG_BUF < 2 ? 2 : cap_bytes / RECLOG_BUF;
+        size_t ring = 1;
+        while (ring < l->max_bufs + 1)
+            ring <<= 1;
+        l->full.mask = l->spare.mask = ring - 1;
+        l->full.slot = calloc(ring, sizeof(buf_t *));
+        l->spare.slot = calloc(ring, sizeof(buf_t *));
+        l->bufs = calloc(l->max_bufs, sizeof(buf_t *));
+        ok = ok && l->full.slot && l->spare.slot && l->bufs && (l->cur = take_buf(l));
+    } else {
+        ok = ok && (l->cur = malloc(sizeof(*l->cur)));
+        if (ok)
+            l->cur->len = 0;
+    }
+    if (!ok) {
+        reclog_free(l);
         *err = -ENOMEM;
         return NULL;
     }
     l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (l->fd < 0) {
         *err = -errno;
-        free(l);
+        reclog_free(l);
         return NULL;
     }
-    l->err = 0;
-    l->used = 0;
-    struct file_header h = {.version = RECLOG_VERSION, .rec_size = sizeof(struct wire_rec)};
+    struct file_header h = {.version = RECLOG_VERSION};
     memcpy(h.magic, RECLOG_MAGIC, sizeof(h.magic));
     (void)put(l, &h, sizeof(h)); /* fits in the empty buffer */
     *err = 0;
     return l;
+}
+
+sg_reclog_t *sg_reclog_open(const char *path, int *err)
+{
+    return reclog_new(path, false, 0, err);
+}
+
+sg_reclog_t *sg_reclog_open_async(const char *path, size_t cap_bytes, int *err)
+{
+    sg_reclog_t *l = reclog_new(path, true, cap_bytes, err);
+    if (!l)
+        return NULL;
+    int rc = sem_init(&l->done, 0, 0) != 0 ? -errno : 0;
+    if (rc) {
+        close(l->fd);
+        reclog_free(l);
+        *err = rc;
+        return NULL;
+    }
+    if (!rc && !(rc = writer_ref()) && (rc = writer_register(l)))
+        writer_unref();
+    if (rc) {
+        sem_destroy(&l->done);
+        close(l->fd);
+        reclog_free(l);
+        *err = rc;
+        return NULL;
+    }
+    return l;
+}
+
+uint64_t sg_reclog_dropped(const sg_reclog_t *l)
+{
+    return l && l->async ? atomic_load_explicit(&((sg_reclog_t *)l)->dropped, memory_order_relaxed) : 0;
+}
+
+/* Room for need bytes without waiting for the writer: the current buffer, the written ones back, the ones not
+ * yet made. */
+static bool has_room(sg_reclog_t *l, size_t need)
+{
+    size_t room = RECLOG_BUF - l->cur->len;
+    if (room >= need)
+        return true;
+    size_t bufs = ring_count(&l->spare) + (l->max_bufs - l->n_bufs);
+    return bufs >= (need - room + RECLOG_BUF - 1) / RECLOG_BUF;
 }
 
 int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
@@ -169,48 +650,52 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
     uint32_t n_events = r->event_us ? r->n_events : 0;
     bool has_text = r->has_text && r->text_len <= SG_RECORD_TEXT_MAX && (r->text || !r->text_len);
     uint32_t text_len = has_text ? r->text_len : 0;
-    struct wire_rec w = {
-        .marker = REC_MARKER,
-        .worker = r->worker,
-        .id = r->id,
-        .payload = r->payload,
-        .model = r->model,
-        .intended_ns = r->intended_ns,
-        .sent_ns = r->sent_ns,
-        .first_byte_ns = r->first_byte_ns,
-        .first_token_ns = r->first_token_ns,
-        .second_token_ns = r->second_token_ns,
-        .end_ns = r->end_ns,
-        .http_status = r->http_status,
-        .err_class = r->err_class,
-        .osl_source = r->osl_source,
-        .flags =
-            (uint8_t)((r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
-                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
-                      (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0)),
-        .isl = r->isl,
-        .isl_server = r->isl_server,
-        .isl_cached = r->isl_cached,
-        .osl = r->osl,
-        .osl_server = r->osl_server,
-        .max_tokens = r->max_tokens,
-        .content_events = r->content_events,
-        .msg_len = (uint32_t)strnlen(r->err_msg, SG_RECORD_MSG - 1),
-        .n_events = n_events,
-        .response_bytes = r->response_bytes,
-        .text_len = text_len,
-        .osl_tokenizer = r->osl_tokenizer,
-        .first_output_ns = r->first_output_ns,
-        .reasoning_tokens = r->reasoning_tokens,
-        .reasoning_events = r->reasoning_events,
-        .session = r->session,
-        .turn = r->turn,
-        .reasoning_text_len = has_text && r->reasoning_text_len <= text_len ? r->reasoning_text_len : 0,
-    };
-    /* Small records are copied whole into the buffer; a long event list streams through it in pieces. */
-    if (put(l, &w, sizeof(w)) || put(l, r->err_msg, w.msg_len) ||
-        put(l, r->event_us, (size_t)n_events * sizeof(uint32_t)) || put(l, r->text, text_len))
+    uint32_t msg_len = (uint32_t)strnlen(r->err_msg, SG_RECORD_MSG - 1);
+    if (SG_UNLIKELY(n_events > MAX_EVENTS))
+        n_events = MAX_EVENTS; /* never: a record so long is corrupt to the reader */
+    unsigned char head[1 + 10 + HEAD_MAX];
+    size_t head_len = encode_head(head + 11, r, has_text, text_len, n_events, msg_len);
+    size_t ev_len = 0;
+    int64_t prev = 0, prev_gap = 0;
+    for (uint32_t i = 0; i < n_events; i++) {
+        int64_t gap = (int64_t)r->event_us[i] - prev;
+        ev_len += v_len(zz(gap - prev_gap));
+        prev = r->event_us[i];
+        prev_gap = gap;
+    }
+    size_t body = head_len + ev_len + text_len + (has_text ? FIN_SIZE : 0);
+    /* marker and length right before the head, so that they go out in one copy */
+    unsigned lv = v_len(body);
+    unsigned char *start = head + 11 - lv - 1;
+    start[0] = REC_MARKER;
+    put_v(start + 1, body);
+    if (l->async && !has_room(l, 1 + lv + body)) {
+        /* the writer is that far behind: drop the record whole, never wait (the writer reports the count) */
+        atomic_store_explicit(&l->dropped, atomic_load_explicit(&l->dropped, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+        return SG_RECLOG_DROPPED;
+    }
+    if (put(l, start, 1 + lv + head_len))
         return l->err;
+    unsigned char evbuf[256 * EVENT_MAX];
+    prev = prev_gap = 0;
+    for (uint32_t i = 0; i < n_events;) {
+        unsigned char *p = evbuf;
+        for (uint32_t end = n_events - i > 256 ? i + 256 : n_events; i < end; i++) {
+            int64_t gap = (int64_t)r->event_us[i] - prev;
+            p = put_v(p, zz(gap - prev_gap)); /* steady token gaps cost a byte each */
+            prev = r->event_us[i];
+            prev_gap = gap;
+        }
+        if (put(l, evbuf, (size_t)(p - evbuf)))
+            return l->err;
+    }
+    if (has_text) {
+        unsigned char fin[FIN_SIZE];
+        encode_fin(fin, r->osl_tokenizer, r->osl, r->reasoning_tokens, r->osl_source);
+        if (put(l, r->text, text_len) || put(l, fin, sizeof(fin)))
+            return l->err;
+    }
     return 0;
 }
 
@@ -218,14 +703,30 @@ int sg_reclog_close(sg_reclog_t *l)
 {
     if (!l)
         return 0;
-    int err = flush(l);
+    int err = l->err;
+    if (l->async) {
+        if (l->cur && l->cur->len) {
+            ring_push(&l->full, l->cur);
+            l->cur = NULL;
+        }
+        atomic_store_explicit(&l->closing, true, memory_order_release);
+        sem_post(&g_wr.wake);
+        while (sem_wait(&l->done) != 0 && errno == EINTR) {
+        }
+        sem_destroy(&l->done);
+        writer_unref();
+        int werr = atomic_load_explicit(&l->werr, memory_order_relaxed);
+        err = err ? err : werr;
+    } else if (!err && l->cur->len) {
+        err = write_all(l, l->cur->data, l->cur->len);
+    }
     if (close(l->fd) != 0 && !err)
         err = -errno;
-    free(l);
+    reclog_free(l);
     return err;
 }
 
-/* ---------- merge into JSONL ---------- */
+/* ---------- reading ---------- */
 
 typedef struct {
     const unsigned char *base;
@@ -256,7 +757,7 @@ static int map_log(const char *path, mapped_t *mp, bool writable)
         close(fd);
         return SG_EPROTO;
     }
-    /* writable: the finalize pass patches headers in place, shared so the JSONL merge sees them */
+    /* writable: the finalize pass patches records in place, shared so the JSONL merge sees them */
     void *p = mmap(NULL, (size_t)st.st_size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
                    writable ? MAP_SHARED : MAP_PRIVATE, fd, 0);
     int err = p == MAP_FAILED ? -errno : 0;
@@ -272,54 +773,134 @@ static int check_file_header(const mapped_t *mp)
 {
     struct file_header h;
     memcpy(&h, mp->base, sizeof(h));
-    if (memcmp(h.magic, RECLOG_MAGIC, sizeof(h.magic)) != 0 || h.version != RECLOG_VERSION ||
-        h.rec_size != sizeof(struct wire_rec))
+    if (memcmp(h.magic, RECLOG_MAGIC, sizeof(h.magic)) != 0 || h.version != RECLOG_VERSION)
         return SG_EPROTO;
     return 0;
 }
 
-/* One record as it lies in a mapped log. msg, ev and text are unaligned and point into the map. */
+/* One record as it lies in a mapped log. msg, ev and text point into the map. */
 typedef struct {
     struct wire_rec w;
-    size_t off; /* of the header */
+    size_t off; /* of the marker */
     const char *msg;
-    const unsigned char *ev;
+    const unsigned char *ev;  /* n_events varints */
+    const unsigned char *fin; /* the fixed block (FLAG_TEXT), else NULL */
     const char *text;
 } rec_view_t;
 
+/* The record at off into v, checked end to end; the offset after it, or 0 when it is corrupt. */
+static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
+{
+    const unsigned char *p = mp->base + off, *end = mp->base + mp->size;
+    uint64_t body;
+    if (*p++ != REC_MARKER || !get_v(&p, end, &body) || body > BODY_MAX || (uint64_t)(end - p) < body)
+        return 0;
+    dec_t d = {p, p + body, true};
+    struct wire_rec *w = &v->w;
+    memset(w, 0, sizeof(*w));
+    uint64_t flags = d_u64(&d);
+    w->flags = (uint8_t)flags;
+    const unsigned char *pb = d_bytes(&d, 1);
+    unsigned present = pb ? *pb : 0;
+    w->id = d_u64(&d);
+    w->worker = d_u32(&d);
+    w->payload = d_u32(&d);
+    w->model = d_u32(&d);
+    w->intended_ns = unzz(d_u64(&d));
+    int64_t *t[T__COUNT] = {&w->sent_ns,         &w->first_byte_ns, &w->first_token_ns,
+                            &w->second_token_ns, &w->end_ns,        &w->first_output_ns};
+    for (unsigned i = 0; i < T__COUNT; i++)
+        if (present & (1u << i))
+            *t[i] = (int64_t)((uint64_t)w->intended_ns + (uint64_t)unzz(d_u64(&d)));
+    w->http_status = d_i32(&d);
+    const unsigned char *ec = d_bytes(&d, 1);
+    w->err_class = ec ? *ec : 0;
+    w->isl = d_u32(&d);
+    w->isl_server = d_i32(&d);
+    w->isl_cached = d_i32(&d);
+    bool text = flags & FLAG_TEXT;
+    if (!text) {
+        const unsigned char *os = d_bytes(&d, 1);
+        w->osl_source = os ? *os : 0;
+        w->osl = d_u32(&d);
+        w->osl_tokenizer = d_i32(&d);
+        w->reasoning_tokens = d_u32(&d);
+    }
+    w->osl_server = d_i32(&d);
+    w->max_tokens = d_u32(&d);
+    w->content_events = d_u32(&d);
+    w->reasoning_events = d_u32(&d);
+    w->response_bytes = d_u64(&d);
+    w->msg_len = d_u32(&d);
+    if (w->msg_len >= SG_RECORD_MSG)
+        return 0;
+    v->msg = (const char *)d_bytes(&d, w->msg_len);
+    w->n_events = d_u32(&d);
+    if (flags & FLAG_SESSION) {
+        w->session = d_u64(&d);
+        w->turn = d_u32(&d);
+    }
+    if (text) {
+        w->text_len = d_u32(&d);
+        w->reasoning_text_len = d_u32(&d);
+    }
+    if (!d.ok || present >> T__COUNT || w->n_events > MAX_EVENTS || w->text_len > SG_RECORD_TEXT_MAX ||
+        w->reasoning_text_len > w->text_len)
+        return 0;
+    v->ev = d.p;
+    for (uint32_t i = 0; i < w->n_events && d.ok; i++) {
+        int64_t delta = unzz(d_u64(&d));
+        (void)delta;
+    }
+    v->text = (const char *)d_bytes(&d, w->text_len);
+    v->fin = text ? d_bytes(&d, FIN_SIZE) : NULL;
+    if (!d.ok || d.p != d.end)
+        return 0;
+    if (v->fin) {
+        memcpy(&w->osl_tokenizer, v->fin, 4);
+        memcpy(&w->osl, v->fin + 4, 4);
+        memcpy(&w->reasoning_tokens, v->fin + 8, 4);
+        w->osl_source = v->fin[12];
+    }
+    if (w->err_class >= SG_ERRC__COUNT || w->osl_source > SG_OSL_EVENTS || (flags & ~(uint64_t)FLAG_ALL) ||
+        w->osl_tokenizer < -1)
+        return 0;
+    v->off = off;
+    return (size_t)(d.end - mp->base);
+}
+
 /* The record at off, already checked by next_rec (scan_log checks every indexed record before the output exists):
- * write_line reads it without checking it again. */
+ * decoded again, which cannot fail. */
 static void rec_at(const mapped_t *mp, size_t off, rec_view_t *v)
 {
-    memcpy(&v->w, mp->base + off, sizeof(v->w));
-    v->off = off;
-    v->msg = (const char *)mp->base + off + sizeof(v->w);
-    v->ev = mp->base + off + sizeof(v->w) + v->w.msg_len;
-    v->text = (const char *)v->ev + (size_t)v->w.n_events * sizeof(uint32_t);
+    (void)decode_at(mp, off, v);
 }
 
 /* The record at *off, checked, and *off moved past it. 1: got one; 0: end of the log; SG_EPROTO: corrupt. */
 static int next_rec(const mapped_t *mp, size_t *off, rec_view_t *v)
 {
-    size_t o = *off;
-    if (o >= mp->size)
+    if (*off >= mp->size)
         return 0;
-    if (mp->size - o < sizeof(v->w))
+    size_t next = decode_at(mp, *off, v);
+    if (!next)
         return SG_EPROTO;
-    memcpy(&v->w, mp->base + o, sizeof(v->w));
-    const struct wire_rec *w = &v->w;
-    size_t body = (size_t)w->msg_len + (size_t)w->n_events * sizeof(uint32_t) + (size_t)w->text_len;
-    if (w->marker != REC_MARKER || w->msg_len >= SG_RECORD_MSG || w->n_events > MAX_EVENTS ||
-        w->text_len > SG_RECORD_TEXT_MAX || (w->text_len && !(w->flags & FLAG_TEXT)) ||
-        w->reasoning_text_len > w->text_len || w->err_class >= SG_ERRC__COUNT || w->osl_source > SG_OSL_EVENTS ||
-        (w->flags & ~FLAG_ALL) || w->osl_tokenizer < -1 || mp->size - o - sizeof(*w) < body)
-        return SG_EPROTO;
-    v->off = o;
-    v->msg = (const char *)mp->base + o + sizeof(*w);
-    v->ev = mp->base + o + sizeof(*w) + w->msg_len;
-    v->text = (const char *)v->ev + (size_t)w->n_events * sizeof(uint32_t);
-    *off = o + sizeof(*w) + body;
+    *off = next;
     return 1;
+}
+
+/* The event offsets of a view, one after another. */
+typedef struct {
+    const unsigned char *p;
+    int64_t prev, prev_gap;
+} ev_iter_t;
+
+static inline uint32_t ev_next(ev_iter_t *it)
+{
+    uint64_t u = 0;
+    (void)get_v(&it->p, it->p + 10, &u); /* checked by decode_at */
+    it->prev_gap += unzz(u);
+    it->prev += it->prev_gap;
+    return (uint32_t)it->prev;
 }
 
 /* Check one log end to end and append its measured records to the index. */
@@ -336,8 +917,8 @@ static int scan_log(const mapped_t *mp, uint32_t log, idx_t **idx, size_t *n, si
         if (v.w.flags & FLAG_WARMUP)
             continue;
         if (*n == *cap) {
-            /* first: room for as many records as the log can hold (no re-copying while it fills) */
-            size_t nc = *cap ? *cap * 2 : mp->size / sizeof(struct wire_rec) + 1;
+            /* first: room for as many records as the log can hold at 40 bytes each (few re-copies while it fills) */
+            size_t nc = *cap ? *cap * 2 : mp->size / 40 + 1;
             idx_t *ni = realloc(*idx, nc * sizeof(*ni));
             if (!ni)
                 return -ENOMEM;
@@ -349,7 +930,7 @@ static int scan_log(const mapped_t *mp, uint32_t log, idx_t **idx, size_t *n, si
     return rc;
 }
 
-/* A log record as an sg_record_t; its events copied into *events (aligned, grown as needed). 0 or -ENOMEM. */
+/* A log record as an sg_record_t; its events decoded into *events (grown as needed). 0 or -ENOMEM. */
 static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, uint32_t *events_cap)
 {
     const struct wire_rec *w = &v->w;
@@ -391,7 +972,7 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.response_bytes = w->response_bytes;
     memcpy(r.err_msg, v->msg, w->msg_len);
     r.err_msg[w->msg_len] = '\0';
-    if (w->n_events) { /* the log's copy is unaligned: metrics read an aligned one */
+    if (w->n_events) {
         if (w->n_events > *events_cap) {
             uint32_t *ne = realloc(*events, (size_t)w->n_events * sizeof(*ne));
             if (!ne)
@@ -399,7 +980,9 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
             *events = ne;
             *events_cap = w->n_events;
         }
-        memcpy(*events, v->ev, (size_t)w->n_events * sizeof(**events));
+        ev_iter_t it = {v->ev, 0, 0};
+        for (uint32_t i = 0; i < w->n_events; i++)
+            (*events)[i] = ev_next(&it);
         r.event_us = *events;
         r.n_events = w->n_events;
     }
@@ -454,7 +1037,7 @@ int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_
                 r.reasoning_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
                 w->reasoning_tokens = r.reasoning_tokens;
             }
-            memcpy((unsigned char *)mp.base + v.off, w, sizeof(*w));
+            encode_fin((unsigned char *)v.fin, w->osl_tokenizer, w->osl, w->reasoning_tokens, w->osl_source);
         }
         if (m)
             sg_metrics_add(m, &r);
@@ -575,11 +1158,9 @@ static int render_models(model_json_t *out, const char *const *names, size_t n)
 }
 
 /* The whole record as one line; a no-op after an output error (the buffer reports it). */
-static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t base, const model_json_t *models,
-                       size_t n_models)
+static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, const model_json_t *models, size_t n_models)
 {
-    rec_view_t v;
-    rec_at(mp, off, &v);
+    const rec_view_t v = *vp;
     const struct wire_rec *w = &v.w;
     bool ok = w->err_class == SG_ERRC_NONE;
     bool named = models && w->model < n_models && models[w->model].len > sizeof(",\"model\":") - 1;
@@ -674,14 +1255,14 @@ static void write_line(sg_outbuf_t *ob, const mapped_t *mp, size_t off, int64_t 
     ob->len += (size_t)(p - start);
     if (w->first_token_ns) {
         int64_t first_ns = w->first_token_ns - w->intended_ns;
+        ev_iter_t it = {v.ev, 0, 0};
         for (uint32_t i = 0; i < w->n_events;) {
             uint32_t end = w->n_events - i > TOKEN_TIMES_PER_ROOM ? i + TOKEN_TIMES_PER_ROOM : w->n_events;
             p = start = sg_outbuf_room(ob, (size_t)(end - i) * TOKEN_TIME_MAX);
             if (!p)
                 return;
             for (; i < end; i++) {
-                uint32_t us;
-                memcpy(&us, v.ev + (size_t)i * sizeof(us), sizeof(us)); /* events follow the message: unaligned */
+                uint32_t us = ev_next(&it);
                 int64_t ns = first_ns + (int64_t)us * 1000;
                 /* round to the microsecond: 3 decimals of ms */
                 int64_t rounded_us = ns >= 0 ? (ns + 500) / 1000 : -((-ns + 500) / 1000);
@@ -865,12 +1446,12 @@ static int outputs_close(outputs_t *o, int rc)
 static int write_record(outputs_t *o, const mapped_t *mp, size_t off, int64_t base, const model_json_t *models,
                         const sg_records_out_t *out)
 {
-    write_line(&o->surge, mp, off, base, models, out->n_models);
+    rec_view_t v;
+    rec_at(mp, off, &v); /* decoded once for both lines */
+    write_line(&o->surge, &v, base, models, out->n_models);
     if (!o->with_aiperf)
         return 0;
-    rec_view_t v;
     sg_record_t r;
-    rec_at(mp, off, &v);
     int rc = rec_decode(&v, &r, &o->events, &o->events_cap);
     if (!rc)
         sg_aiperf_record_line(&o->aiperf, &r, out->wall_offset_ns);

@@ -297,11 +297,23 @@ SG_WUR int sg_export_inputs(const char *path, size_t n, sg_body_at_fn body_at, v
 
 typedef struct sg_reclog sg_reclog_t;
 
-/* Creates/truncates path. NULL with *err = -errno on failure. */
+/* Creates/truncates path; the caller's thread writes it (one write(2) per 64 KiB). NULL with *err = -errno. */
 SG_WUR sg_reclog_t *sg_reclog_open(const char *path, int *err);
-/* Buffered append (one write(2) per 64 KiB or so). 0 or -errno. */
+/*
+ * The same for a measuring thread: appends never touch the disk. Full 64 KiB buffers go through a lock-free ring
+ * to one writer thread for the process (started with the first such log, ended with the last). The log holds at
+ * most cap_bytes of buffers (at least 2): past that, while the writer is behind, whole records are dropped and
+ * counted (sg_reclog_dropped; the writer says so on stderr), never waited for. SURGE_TEST_WRITE_DELAY_MS
+ * (test-only) delays every write of every record log by that many ms: a slow disk.
+ */
+SG_WUR sg_reclog_t *sg_reclog_open_async(const char *path, size_t cap_bytes, int *err);
+#define SG_RECLOG_CAP_DEFAULT (64u << 20)
+/* Buffered append. 0, SG_RECLOG_DROPPED (an async log whose writer is behind: counted, not an error) or -errno. */
+#define SG_RECLOG_DROPPED 1
 SG_WUR int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r);
-/* Flush and close. 0 or -errno. */
+/* Records an async log dropped so far (0 for sg_reclog_open's). */
+uint64_t sg_reclog_dropped(const sg_reclog_t *l);
+/* Flush and close (async: waits until the writer has written everything). 0 or -errno. */
 SG_WUR int sg_reclog_close(sg_reclog_t *l);
 /* Counts the tokens of len bytes of text; a negative SG_E* code on failure. */
 typedef ssize_t (*sg_token_count_fn)(void *ctx, const char *text, size_t len);
