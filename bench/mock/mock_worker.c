@@ -1437,9 +1437,9 @@ static void on_recv(sg_op_t *op, const sg_ev_t *ev)
         if (!c->closing && !c->read_stopped) {
             c->recv_ns = sg_now_ns();
             if (c->tls)
-                tls_recv(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+                tls_recv(c, sg_loop_data(&w->loop, ev), (size_t)res);
             else
-                conn_recv(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+                conn_recv(c, sg_loop_data(&w->loop, ev), (size_t)res);
         }
         sg_loop_buf_release(&w->loop, bid);
     } else if (res == -ENOBUFS) {
