@@ -1146,6 +1146,13 @@ static int point_collect(profile_t *p, point_t *pt)
             run->point_ids = (st.issued + 1) * streams;
         pt->resent += st.resent_measured;
         pt->silent_closes += st.silent_closes;
+        pt->rx_stamps |= st.rx_stamps;
+        pt->rx_stamped += st.rx_stamped;
+        pt->rx_unstamped += st.rx_unstamped;
+        pt->stamp_refused += st.stamp_refused;
+        pt->clock_steps += st.clock_steps;
+        if (st.clock_step_max_ns > pt->clock_step_max_ns)
+            pt->clock_step_max_ns = st.clock_step_max_ns;
         pt->no_reuse_after[0] |= st.no_reuse_after_whole;
         pt->no_reuse_after[1] |= st.no_reuse_after_stream;
         if (p->cfg.verbose)
@@ -1421,6 +1428,12 @@ static int point_report(profile_t *p, point_t *pt)
         .n_slo_checks = cfg->n_slo_checks,
         .resent_count = pt->resent,
         .silent_closes = pt->silent_closes,
+        .timestamp_source = sg_timestamp_source(pt->rx_stamps, pt->rx_stamped, pt->rx_unstamped),
+        .rx_stamped = pt->rx_stamped,
+        .rx_unstamped = pt->rx_unstamped,
+        .stamp_refused = pt->stamp_refused,
+        .clock_steps = pt->clock_steps,
+        .clock_step_max_ns = pt->clock_step_max_ns,
         .no_reuse_after_whole = pt->no_reuse_after[0],
         .no_reuse_after_stream = pt->no_reuse_after[1],
         .wall_offset_ns = wall_offset_ns(),
