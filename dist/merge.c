@@ -309,7 +309,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     }
 
     /* what the run was: the first part's configuration, the parts' counters summed */
-    uint64_t warmup = 0, resent = 0, silent = 0, stamped = 0, unstamped = 0, refused = 0, steps = 0;
+    uint64_t warmup = 0, resent = 0, silent = 0, stamped = 0, unstamped = 0, refused = 0, steps = 0, shared = 0;
     double step_max_ms = 0;
     bool stamps_asked = false, stamps_known = false;
     double cpu = 0;
@@ -334,6 +334,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
             unstamped += (uint64_t)num_at(ts, "user_reads", NULL);
             refused += (uint64_t)num_at(ts, "refused_connections", NULL);
             steps += (uint64_t)num_at(ts, "clock_steps", NULL);
+            shared += (uint64_t)num_at(ts, "events_sharing_a_read", NULL);
             if (num_at(ts, "clock_step_max_ms", NULL) > step_max_ms)
                 step_max_ms = num_at(ts, "clock_step_max_ms", NULL);
         }
@@ -406,6 +407,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .rx_unstamped = unstamped,
         .stamp_refused = refused,
         .clock_steps = steps,
+        .events_shared = shared,
         .clock_step_max_ns = (int64_t)(step_max_ms * 1e6),
         .tokenizer = tokenizer,
         .isl_source = isl_source,

@@ -99,7 +99,7 @@ typedef struct {
     uint64_t silent_closes;
     /* receive times (sg_worker_stats_t): the workers' counts summed */
     bool rx_stamps;
-    uint64_t rx_stamped, rx_unstamped, stamp_refused, clock_steps;
+    uint64_t rx_stamped, rx_unstamped, stamp_refused, clock_steps, events_shared;
     int64_t clock_step_max_ns;
     bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
     double client_cpu_s;

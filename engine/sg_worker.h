@@ -89,6 +89,7 @@ typedef struct {
     uint64_t stamp_refused;    /* connections whose SO_TIMESTAMPING was refused */
     uint64_t clock_steps;      /* CLOCK_REALTIME steps seen during the run */
     int64_t clock_step_max_ns; /* the largest, absolute */
+    uint64_t events_shared;    /* content events that shared their read's time with the one before */
 } sg_worker_stats_t;
 void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out);
 void sg_worker_free(sg_worker_t *w);

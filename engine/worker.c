@@ -520,13 +520,7 @@ static void *worker_main(void *arg)
     /* --timestamps kernel: every connection stamps its reads (wk_conn_open), receives carry the stamps */
     w->loop.rx_stamps = !w->cfg->user_timestamps;
     w->clock_check_ns = sg_now_ns() + CLOCK_CHECK_NS;
-    /* The kernel switches stamping on for the first socket that asks, lazily (a deferred static key): reads
-     * before that come without stamps. A socket of our own asks now, during set-up, and holds it on. */
-    int stamp_hold = w->loop.rx_stamps ? socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0) : -1;
-    if (stamp_hold >= 0 && sg_loop_stamp_socket(stamp_hold) < 0) {
-        close(stamp_hold);
-        stamp_hold = -1;
-    }
+
     if (w->http2) {
         w->loop.before_submit = wk_h2_before_submit;
         w->loop.before_submit_arg = w;
@@ -602,8 +596,7 @@ static void *worker_main(void *arg)
     if (w->fatal)
         cancel_all(w, sg_now_ns());
 
-    if (stamp_hold >= 0)
-        close(stamp_hold);
+    w->events_shared = wk_events_shared;
     wk_conns_free_all(w);
     wk_h2_free_all(w);
     if (w->tls_ctx)
@@ -782,6 +775,7 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->stamp_refused = w->stamp_refused;
     out->clock_steps = w->clock_steps;
     out->clock_step_max_ns = w->clock_step_max_ns;
+    out->events_shared = w->events_shared;
 }
 
 void sg_worker_free(sg_worker_t *w)

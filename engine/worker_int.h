@@ -205,6 +205,7 @@ struct sg_worker {
     uint64_t clock_steps;      /* CLOCK_REALTIME moved against CLOCK_MONOTONIC by more than CLOCK_STEP_NS */
     int64_t clock_step_max_ns; /* the largest of those moves, absolute */
     int64_t clock_check_ns;    /* when the offset is read again */
+    uint64_t events_shared;    /* wk_events_shared of this worker's thread, once it is done */
 
     /* https:// (NULL for http://): this worker's context, where reconnects find their sessions to resume */
     sg_tls_ctx_t *tls_ctx;
@@ -240,6 +241,9 @@ struct sg_worker {
 
 /* Receive time of the completion being handled: every event in one read shares it (see docs/metrics.md). */
 extern __thread int64_t wk_t_recv_ns;
+/* Content events that shared their time with the one before of the same response: the kernel stamps a read, not
+ * each segment, so events that arrived apart but were read together carry the last one's arrival. */
+extern __thread uint64_t wk_events_shared;
 
 /* A read's receive time: the kernel's stamp, or (none came) the clock now, counted as such. */
 static inline int64_t wk_read_time(sg_worker_t *w, const sg_ev_t *ev)

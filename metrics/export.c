@@ -671,6 +671,9 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
             fprintf(out, " (the client's clock when it handled each read)");
         else
             fprintf(out, " (the kernel gave no stamps: the client's clock when it handled each read)");
+        if (info->events_shared)
+            fprintf(out, "; %" PRIu64 " content events came in one read with the one before and carry its time",
+                    info->events_shared);
         if (info->clock_steps)
             fprintf(out, "; the realtime clock was stepped %" PRIu64 " times during the run (largest %.3f ms)",
                     info->clock_steps, (double)info->clock_step_max_ns / 1e6);
@@ -1097,6 +1100,7 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = rc ? rc : set(t, "refused_connections", json_integer((json_int_t)info->stamp_refused));
         rc = rc ? rc : set(t, "clock_steps", json_integer((json_int_t)info->clock_steps));
         rc = rc ? rc : set(t, "clock_step_max_ms", real((double)info->clock_step_max_ns / 1e6));
+        rc = rc ? rc : set(t, "events_sharing_a_read", json_integer((json_int_t)info->events_shared));
     }
     rc = rc ? rc : set(root, "error_summary", error_summary(m));
     if (!rc) {

@@ -221,6 +221,7 @@ typedef struct {
     const char *timestamp_source;
     uint64_t rx_stamped, rx_unstamped, stamp_refused, clock_steps;
     int64_t clock_step_max_ns;
+    uint64_t events_shared; /* content events that shared their read's time with the one before */
     const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */
     const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
     uint64_t silent_closes; /* kept-alive connections the server closed right after a response, unannounced */
