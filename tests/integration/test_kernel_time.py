@@ -22,8 +22,9 @@ from profiling import profile
 
 TTFT_MS, ITL_MS, TOKENS, REQUESTS = 5, 20, 10, 16
 # Chunk time minus the mock's send time: loopback delivery is 10-60 us here; the mock notes the time just before
-# the send it renders for, so a busy mock host (sanitizers, other jobs on its core) adds some: p99 60-130 us,
-# once 730 us, on the 2-core development machines. User-space times under two hogs: p99 5-10 ms there.
+# the send it renders for, so a busy mock host (sanitizers, other jobs on its core) adds some: p99 50-160 us,
+# once 730 us, on the 2-core development machines, TSan builds included. User-space times under two hogs: p99
+# 2.6-17 ms there.
 BOUND_P99_US = 1500
 BOUND_MEDIAN_US = 250
 HOGS = int(os.environ.get("HOGS", "2"))  # busy loops on the client's CPU
@@ -52,18 +53,29 @@ def chunk_errors(h, r, send_log, what):
     h.check(len(streams) == REQUESTS and all(len(st) == TOKENS for st in streams),
             what + ": the mock logged %d streams of %d tokens" % (REQUESTS, TOKENS), [len(st) for st in streams])
     errs, coalesced = [], 0
+    client = []
     for rec in r.records:
         times = [origin + rec["intended_ns"] + t * 1e6 for t in rec["token_times_ms"]]
-        if not h.check(len(times) == TOKENS, what + ": %d chunk times per request" % TOKENS, rec["token_times_ms"]):
+        if h.check(len(times) == TOKENS, what + ": %d chunk times per request" % TOKENS, rec["token_times_ms"]):
+            client.append(times)
+    # Requests overlap (concurrency 2, often started together): pair each record with one stream of the log,
+    # closest pairs first, by the summed distance of all their token times (the first token alone is ambiguous
+    # between two streams started at once)
+    cost = sorted((sum(abs(c - m) for c, m in zip(times, st)), i, j)
+                  for i, times in enumerate(client) for j, st in enumerate(streams) if len(st) == len(times))
+    used_c, used_s = set(), set()
+    for _, i, j in cost:
+        if i in used_c or j in used_s:
             continue
-        # requests overlap (concurrency 2): each record's stream is the one whose first token went nearest
-        st = min(streams, key=lambda st: abs(st[0] - times[0]))
+        used_c.add(i)
+        used_s.add(j)
+        times, st = client[i], streams[j]
         for k, c in enumerate(times):
-            j = k
-            while j + 1 < len(st) and abs(c - st[j + 1]) < abs(c - st[j]):
-                j += 1
-            errs.append((c - st[j]) / 1e3)
-            coalesced += j > k
+            n = k
+            while n + 1 < len(st) and abs(c - st[n + 1]) < abs(c - st[n]):
+                n += 1
+            errs.append((c - st[n]) / 1e3)
+            coalesced += n > k
     errs.sort()
     return errs, coalesced
 
@@ -123,7 +135,8 @@ def main(h):
         print("kernel stamps under the hog: chunk time - mock send time: min %.0f us, median %.0f, p99 %.0f, "
               "max %.0f (%d chunks, %d read together with a later one)"
               % (errs[0], med, p99, errs[-1], len(errs), coalesced))
-        h.check(coalesced <= len(errs) // 5, "kernel: most chunks read on their own (%d of %d were not)"
+        # (under TSan, two hogs: up to 27 of 160 were not)
+        h.check(coalesced <= len(errs) // 2, "kernel: most chunks read on their own (%d of %d were not)"
                 % (coalesced, len(errs)))
         h.check(abs(med) <= BOUND_MEDIAN_US, "kernel: median chunk time within %d us of the mock's send (%.0f us)"
                 % (BOUND_MEDIAN_US, med))
