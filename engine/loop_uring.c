@@ -268,7 +268,8 @@ int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns)
 {
     struct sg_loop_uring *u = l->u;
     publish_buffers(u);
-    int64_t sleep = sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
+    int64_t now = sg_now_ns();
+    int64_t sleep = sg_loop_sleep_ns(l, deadline_ns, now);
     int err;
     if (sleep == 0) {
         /* Close or past: submit and poll, never sleep, so the caller can act on time. */
@@ -285,7 +286,10 @@ int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns)
     }
     if (err < 0 && err != -EINTR && err != -EAGAIN && err != -EBUSY)
         return err;
-    return dispatch(l, sg_now_ns()); /* the time sends (and others) completed by, once per batch */
+    /* Sends complete inside the io_uring_enter that submits them (loopback or not, the bytes go to the socket
+     * there): the clock read just before it is their time, however long the wait that follows (a batching
+     * window included). A send that had to wait for room completed during that wait: up to it earlier. */
+    return dispatch(l, now);
 }
 
 /* ---------------- the probe ---------------- */

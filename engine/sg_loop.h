@@ -40,8 +40,9 @@ typedef struct {
     bool buf;     /* a receive filled buffer bid: give it back with sg_loop_buf_release */
     bool more;    /* a multishot operation stays armed */
     /* A receive on a loop with rx_stamps: when the kernel received the segment (the last one, when the read
-     * took several), on CLOCK_MONOTONIC through rt_off_ns; 0 when the kernel gave no stamp. A send: when the
-     * loop saw it complete (the clock read once the kernel call that did it returned). Otherwise 0. */
+     * took several), on CLOCK_MONOTONIC through rt_off_ns; 0 when the kernel gave no stamp. A send: when it
+     * went (io_uring: the clock read just before the io_uring_enter that submitted it, or in whose wait it
+     * completed; epoll: right after send(2) returned). Otherwise 0 or that time. */
     int64_t t_ns;
 } sg_ev_t;
 

@@ -206,6 +206,7 @@ typedef struct {
     int fds[8];
     int n_fds;
     bool more;
+    int64_t t_ns; /* the last completion's time (sends: when it went) */
 } one_t;
 
 static void on_one(sg_op_t *op, const sg_ev_t *ev)
@@ -215,6 +216,7 @@ static void on_one(sg_op_t *op, const sg_ev_t *ev)
         o->bad++;
     o->res = ev->res;
     o->more = ev->more;
+    o->t_ns = ev->t_ns;
     o->count++;
     if (ev->res >= 0 && o->n_fds < 8)
         o->fds[o->n_fds++] = ev->res;
@@ -309,6 +311,8 @@ static void test_tcp(sg_io_backend_t be, bool stamps)
     }
     CHECK_EQ_INT(off, BIG);
     CHECK_EQ_INT(rx.got, BIG);
+    /* a send completion says when it went: after the run began, not after now */
+    CHECK(snd.t_ns > end - 10000000000LL && snd.t_ns <= sg_now_ns());
     CHECK_EQ_INT(rx.bad, 0);
     CHECK_EQ_INT(snd.bad, 0);
     CHECK(sends > 1); /* the kernel took it in pieces */
