@@ -449,6 +449,17 @@ static void test_clock_sync(void)
     CHECK(l.rt_off_ns != 0);
     int64_t moved = sg_loop_clock_sync(&l);
     CHECK(moved < 1000000);
+    /* a step of the realtime clock shows as the offset moving by it (here the loop's copy is moved instead), and
+     * later stamps map with the new offset */
+    int64_t off = l.rt_off_ns;
+    l.rt_off_ns -= 5000000;
+    moved = sg_loop_clock_sync(&l);
+    CHECK(moved > 4900000 && moved < 5100000);
+    CHECK(l.rt_off_ns - off < 100000 && off - l.rt_off_ns < 100000);
+    struct timespec ts = {.tv_sec = 100, .tv_nsec = 5};
+    CHECK(sg_loop_map_stamp(&l, &ts) == 100000000005LL - l.rt_off_ns);
+    ts = (struct timespec){0};
+    CHECK(sg_loop_map_stamp(&l, &ts) == 0);
     sg_loop_destroy(&l);
 }
 
