@@ -148,8 +148,8 @@ SG_WUR int sg_loop_run_once(sg_loop_t *l, int64_t deadline_ns);
  * Kernel receive stamps. sg_loop_stamp_socket turns on software receive stamps for fd (SO_TIMESTAMPING with
  * SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE): 0 or -errno. sg_loop_clock_sync reads the offset
  * of CLOCK_REALTIME (what the stamps are in) over CLOCK_MONOTONIC into l->rt_off_ns and returns how far it
- * moved since the last read (0 the first time): a move of more than a few microseconds in a short while is a
- * step of the realtime clock (NTP, an operator), not the slewing NTP does.
+ * moved since the last read (0 the first time): a move larger than NTP's slewing allows in the time between
+ * two reads (0.5 ms a second) is a step of the realtime clock (NTP stepping it, an operator).
  */
 int sg_loop_stamp_socket(int fd);
 int64_t sg_loop_clock_sync(sg_loop_t *l);
