@@ -317,6 +317,9 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     bool split_known[2] = {true, true}; /* every part has that split (older parts' summaries did not) */
     static const char *const split_keys[4] = {"client_cpu_time_user", "client_cpu_time_system", "process_cpu_time_user",
                                               "process_cpu_time_system"};
+    uint64_t stamped = 0, unstamped = 0, refused = 0, steps = 0, shared = 0;
+    double step_max_ms = 0;
+    bool stamps_asked = false, stamps_known = false;
     bool interrupted = mg->interrupted, reuse_whole = false, reuse_stream = false, mixed = false;
     const char *backend = json_string_value(json_object_get(parts[0].summary, "io_backend"));
     for (size_t i = 0; i < n; i++) {
@@ -333,6 +336,19 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         reuse_whole |= json_is_true(json_object_get(ka, "no_reuse_after_whole"));
         reuse_stream |= json_is_true(json_object_get(ka, "no_reuse_after_stream"));
         interrupted |= json_is_true(json_object_get(s, "was_interrupted"));
+        json_t *ts = json_object_get(s, "timestamps");
+        if (json_is_object(ts)) {
+            const char *src = json_string_value(json_object_get(s, "timestamp_source"));
+            stamps_known = true;
+            stamps_asked |= src && strcmp(src, "user") != 0;
+            stamped += (uint64_t)num_at(ts, "kernel_reads", NULL);
+            unstamped += (uint64_t)num_at(ts, "user_reads", NULL);
+            refused += (uint64_t)num_at(ts, "refused_connections", NULL);
+            steps += (uint64_t)num_at(ts, "clock_steps", NULL);
+            shared += (uint64_t)num_at(ts, "events_sharing_a_read", NULL);
+            if (num_at(ts, "clock_step_max_ms", NULL) > step_max_ms)
+                step_max_ms = num_at(ts, "clock_step_max_ms", NULL);
+        }
         const char *b = json_string_value(json_object_get(s, "io_backend"));
         mixed |= !b || !backend || strcmp(b, backend) != 0;
     }
@@ -450,6 +466,13 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .n_stalls = n_stalls,
         .stalls_dropped = stalls_dropped,
         .io_backend = mixed ? "mixed" : backend,
+        .timestamp_source = stamps_known ? sg_timestamp_source(stamps_asked, stamped, unstamped) : NULL,
+        .rx_stamped = stamped,
+        .rx_unstamped = unstamped,
+        .stamp_refused = refused,
+        .clock_steps = steps,
+        .events_shared = shared,
+        .clock_step_max_ns = (int64_t)(step_max_ms * 1e6),
         .tokenizer = tokenizer,
         .isl_source = isl_source,
         .silent_closes = silent,

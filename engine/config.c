@@ -105,6 +105,7 @@ enum {
     OPT_BURSTINESS,
     OPT_IO_BACKEND,
     OPT_EXPORT_LEVEL,
+    OPT_TIMESTAMPS,
     OPT_WORLD_SIZE,
     OPT_RANK,
     OPT_COORDINATOR,
@@ -259,6 +260,7 @@ static const struct option long_options[] = {
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
     {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
+    {"timestamps", required_argument, NULL, OPT_TIMESTAMPS},
     {"world-size", required_argument, NULL, OPT_WORLD_SIZE},
     {"rank", required_argument, NULL, OPT_RANK},
     {"coordinator", required_argument, NULL, OPT_COORDINATOR},
@@ -1442,6 +1444,11 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if ((cfg->io_backend = sg_io_backend_parse(arg)) < 0)
             return fail(opt, "expected auto, io_uring or epoll, got \"%s\"", arg);
         return 0;
+    case OPT_TIMESTAMPS:
+        if (strcmp(arg, "kernel") != 0 && strcmp(arg, "user") != 0)
+            return fail(opt, "expected kernel or user, got \"%s\"", arg);
+        cfg->user_timestamps = strcmp(arg, "user") == 0;
+        return 0;
     case OPT_MAX_ERROR_RATE:
         return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
     case OPT_GOODPUT:
@@ -2248,6 +2255,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "server_metrics_url", scrape);
     json_object_set_new(o, "server_metrics_interval", json_real(cfg->server_metrics_interval_s));
     json_object_set_new(o, "io_backend", json_string(sg_io_backend_name(cfg->io_backend)));
+    json_object_set_new(o, "timestamps", json_string(cfg->user_timestamps ? "user" : "kernel"));
     json_object_set_new(o, "world_size", cfg->world_size ? json_integer(cfg->world_size) : json_null());
     json_object_set_new(o, "rank", cfg->rank >= 0 ? json_integer(cfg->rank) : json_null());
     json_object_set_new(o, "coordinator", cfg->coordinator ? json_string(cfg->coordinator) : json_null());
@@ -2611,6 +2619,11 @@ void sg_config_usage(FILE *out)
                  "                                the workers' I/O (default: $SURGE_IO_BACKEND, else auto:\n"
                  "                                io_uring where the kernel and any seccomp profile allow it,\n"
                  "                                else epoll, with a line saying why)\n"
+                 "      --timestamps kernel|user  where receive times come from (default kernel): the kernel's\n"
+                 "                                software receive stamp of each read, so TTFT, ITL and the rest\n"
+                 "                                do not depend on when the client got the CPU; user: the clock\n"
+                 "                                read when the worker handles the read (the summary's\n"
+                 "                                timestamp_source says which ran)\n"
                  "  -v, --verbose                 more detail on stderr\n"
                  "      --version                 print the version and exit\n"
                  "  -h, --help                    print this help and exit\n"

@@ -5,11 +5,13 @@
 #include "loop_int.h"
 
 #include <errno.h>
+#include <linux/net_tstamp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *sg_io_backend_name(sg_io_backend_t b)
@@ -51,6 +53,7 @@ int sg_loop_init(sg_loop_t *l, sg_io_backend_t backend, unsigned entries, unsign
     memset(l, 0, sizeof(*l));
     l->wake_fd = -1;
     l->spin_ns = 50000;
+    sg_loop_clock_sync(l);
     if (buf_count == 0 || (buf_count & (buf_count - 1)) || buf_count > 32768 || buf_size == 0 ||
         (backend != SG_IO_URING && backend != SG_IO_EPOLL))
         return -EINVAL;
@@ -170,6 +173,26 @@ int sg_loop_run_once(sg_loop_t *l, int64_t deadline_ns)
     if (l->before_submit)
         l->before_submit(l->before_submit_arg);
     return l->e ? sg_epoll_run_once(l, deadline_ns) : sg_uring_run_once(l, deadline_ns);
+}
+
+int sg_loop_stamp_socket(int fd)
+{
+    int v = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &v, sizeof v) < 0 ? -errno : 0;
+}
+
+int64_t sg_loop_clock_sync(sg_loop_t *l)
+{
+    /* the realtime read between two monotonic ones, against their midpoint: a few tens of ns of uncertainty */
+    struct timespec m1, rt, m2;
+    clock_gettime(CLOCK_MONOTONIC, &m1);
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &m2);
+    int64_t mid = ((int64_t)m1.tv_sec * 1000000000LL + m1.tv_nsec + (int64_t)m2.tv_sec * 1000000000LL + m2.tv_nsec) / 2;
+    int64_t off = (int64_t)rt.tv_sec * 1000000000LL + rt.tv_nsec - mid;
+    int64_t moved = l->rt_off_ns ? off - l->rt_off_ns : 0;
+    l->rt_off_ns = off;
+    return moved < 0 ? -moved : moved;
 }
 
 void sg_loop_wake(sg_loop_t *l)

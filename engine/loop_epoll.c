@@ -152,6 +152,7 @@ void sg_epoll_send(sg_loop_t *l, sg_op_t *op, int fd, const void *p, size_t n)
         ssize_t r = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
             queue_done(e, op, r >= 0 ? (int)r : -errno, false);
+            e->done[e->n_done - 1].ev.t_ns = sg_now_ns(); /* when it went */
             return;
         }
         f->flags &= ~F_WRITE;
@@ -175,6 +176,7 @@ void sg_epoll_sendmsg(sg_loop_t *l, sg_op_t *op, int fd, const struct msghdr *ms
         ssize_t r = sendmsg(fd, msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
             queue_done(e, op, r >= 0 ? (int)r : -errno, false);
+            e->done[e->n_done - 1].ev.t_ns = sg_now_ns(); /* when it went */
             return;
         }
         f->flags &= ~F_WRITE;
@@ -287,8 +289,26 @@ static int do_write(sg_loop_t *l, int fd)
         res = r >= 0 ? (int)r : -errno;
     }
     f->wr = NULL;
-    deliver(op, res, false);
+    sg_ev_t ev = {.res = res, .t_ns = sg_now_ns()};
+    op->fn(op, &ev);
     return 1;
+}
+
+/* recv with the kernel's receive stamp (rx_stamps): *t_ns is left 0 when the read came without one. */
+static ssize_t recv_stamped(sg_loop_t *l, int fd, char *buf, int64_t *t_ns)
+{
+    union {
+        char b[SG_LOOP_CTRL_BYTES];
+        struct cmsghdr align;
+    } ctrl;
+    struct iovec iov = {.iov_base = buf, .iov_len = l->buf_size};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.b, .msg_controllen = sizeof ctrl.b};
+    ssize_t r = recvmsg(fd, &msg, MSG_DONTWAIT);
+    if (r > 0)
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+            if ((*t_ns = sg_loop_cmsg_stamp(l, c)) != 0)
+                break;
+    return r;
 }
 
 /* Receives (or accepts) for the armed operation, a few a turn. Returns the completions delivered. */
@@ -329,7 +349,9 @@ static int do_read(sg_loop_t *l, int fd)
             return n + 1;
         }
         unsigned bid = e->free_bids[e->n_free - 1];
-        ssize_t r = recv(fd, sg_loop_buf(l, bid), l->buf_size, MSG_DONTWAIT);
+        int64_t t_ns = 0;
+        ssize_t r = l->rx_stamps ? recv_stamped(l, fd, sg_loop_buf(l, bid), &t_ns)
+                                 : recv(fd, sg_loop_buf(l, bid), l->buf_size, MSG_DONTWAIT);
         if (r > 0) {
             e->n_free--;
             if (++e->bufs_held > e->bufs_peak)
@@ -337,7 +359,7 @@ static int do_read(sg_loop_t *l, int fd)
             bool drained = (size_t)r < l->buf_size && !(f->flags & F_HUP);
             if (drained)
                 f->flags &= ~F_READ; /* the next bytes arrive as a new edge */
-            sg_ev_t ev = {.res = (int)r, .bid = bid, .buf = true, .more = true};
+            sg_ev_t ev = {.res = (int)r, .bid = bid, .buf = true, .more = true, .t_ns = t_ns};
             op->fn(op, &ev);
             n++;
             f = &e->fds[fd];

@@ -24,6 +24,10 @@ struct sg_loop_uring {
     uint64_t wake_val;
     sg_op_t wake_op;
     sg_loop_t *l;
+    /* rx_stamps: what every multishot recvmsg asks for (no address, room for one SCM_TIMESTAMPING); the kernel
+     * reads it when the SQE is submitted */
+    struct msghdr rx_msg;
+    unsigned rx_off; /* where the payload starts in each buffer: io_uring_recvmsg_out, then the control room */
 };
 
 static struct io_uring_sqe *get_sqe(struct sg_loop_uring *u, sg_op_t *op)
@@ -128,6 +132,8 @@ int sg_uring_init(sg_loop_t *l, unsigned entries)
         return err;
     }
     l->u = u;
+    u->rx_msg.msg_controllen = SG_LOOP_CTRL_BYTES;
+    u->rx_off = (unsigned)(sizeof(struct io_uring_recvmsg_out) + SG_LOOP_CTRL_BYTES);
     add_buffers(l, l->buf_count < SG_LOOP_BUFS_FIRST ? l->buf_count : SG_LOOP_BUFS_FIRST);
     publish_buffers(u);
     u->wake_op.fn = on_wake;
@@ -162,7 +168,10 @@ void sg_uring_connect(sg_loop_t *l, sg_op_t *op, int fd, const struct sockaddr *
 void sg_uring_recv(sg_loop_t *l, sg_op_t *op, int fd)
 {
     struct io_uring_sqe *sqe = get_sqe(l->u, op);
-    io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
+    if (l->rx_stamps)
+        io_uring_prep_recvmsg_multishot(sqe, fd, &l->u->rx_msg, 0);
+    else
+        io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = SG_LOOP_BGID;
 }
@@ -199,7 +208,33 @@ unsigned sg_uring_bufs_live(const sg_loop_t *l)
     return l->u->buf_live;
 }
 
-static int dispatch(sg_loop_t *l)
+/*
+ * A recvmsg completion's buffer: io_uring_recvmsg_out, the control data (room for SG_LOOP_CTRL_BYTES, of which
+ * the kernel says how much it used), then the payload, at the same offset in every buffer. The event is made to
+ * look like a plain receive's, with the payload's offset and the stamp. End of stream arrives as a buffer with no
+ * payload: the buffer goes straight back and the event says 0.
+ */
+static void recvmsg_event(sg_loop_t *l, sg_ev_t *ev)
+{
+    struct sg_loop_uring *u = l->u;
+    char *b = sg_loop_buf(l, ev->bid);
+    struct io_uring_recvmsg_out *o = io_uring_recvmsg_validate(b, ev->res, &u->rx_msg);
+    unsigned payload = o ? (unsigned)io_uring_recvmsg_payload_length(o, ev->res, &u->rx_msg) : 0;
+    if (SG_UNLIKELY(payload == 0)) {
+        sg_uring_buf_release(l, ev->bid);
+        ev->res = 0;
+        ev->buf = false;
+        return;
+    }
+    for (struct cmsghdr *c = io_uring_recvmsg_cmsg_firsthdr(o, &u->rx_msg); c;
+         c = io_uring_recvmsg_cmsg_nexthdr(o, &u->rx_msg, c))
+        if ((ev->t_ns = sg_loop_cmsg_stamp(l, c)) != 0)
+            break;
+    ev->res = (int)payload;
+    ev->off = u->rx_off;
+}
+
+static int dispatch(sg_loop_t *l, int64_t now)
 {
     struct sg_loop_uring *u = l->u;
     struct io_uring_cqe *cqe;
@@ -215,6 +250,11 @@ static int dispatch(sg_loop_t *l)
                           .bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT,
                           .buf = cqe->flags & IORING_CQE_F_BUFFER,
                           .more = cqe->flags & IORING_CQE_F_MORE};
+            /* only receives take buffers; on a stamping loop they are recvmsg's */
+            if (ev.buf && l->rx_stamps)
+                recvmsg_event(l, &ev);
+            else if (!ev.buf)
+                ev.t_ns = now;
             op->fn(op, &ev);
         }
         n++;
@@ -228,7 +268,8 @@ int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns)
 {
     struct sg_loop_uring *u = l->u;
     publish_buffers(u);
-    int64_t sleep = sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
+    int64_t now = sg_now_ns();
+    int64_t sleep = sg_loop_sleep_ns(l, deadline_ns, now);
     int err;
     if (sleep == 0) {
         /* Close or past: submit and poll, never sleep, so the caller can act on time. */
@@ -245,7 +286,10 @@ int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns)
     }
     if (err < 0 && err != -EINTR && err != -EAGAIN && err != -EBUSY)
         return err;
-    return dispatch(l);
+    /* Sends complete inside the io_uring_enter that submits them (loopback or not, the bytes go to the socket
+     * there): the clock read just before it is their time, however long the wait that follows (a batching
+     * window included). A send that had to wait for room completed during that wait: up to it earlier. */
+    return dispatch(l, now);
 }
 
 /* ---------------- the probe ---------------- */

@@ -755,6 +755,17 @@ static int prepare_io(profile_t *p)
     if (p->cfg.io_backend == SG_IO_AUTO && b == SG_IO_EPOLL)
         fprintf(stderr, "surge: io_uring is unavailable (%s); using epoll\n", why);
     p->run.io_backend = b;
+    /* --timestamps kernel: the kernel switches receive stamping on lazily when the first socket asks (a deferred
+     * static key; a busy CPU can delay it by milliseconds), and reads before that come unstamped. A socket of our
+     * own asks now, long before the first connection, and holds it on for the life of the process. */
+    static int stamp_hold = -1;
+    if (!p->cfg.user_timestamps && stamp_hold < 0) {
+        stamp_hold = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (stamp_hold >= 0 && sg_loop_stamp_socket(stamp_hold) < 0) {
+            close(stamp_hold);
+            stamp_hold = -1; /* refused: the connections will be refused too, and say so */
+        }
+    }
     return EXIT_OK;
 }
 
@@ -1322,6 +1333,14 @@ static int point_collect(profile_t *p, point_t *pt)
             run->point_ids = (st.issued + 1) * streams;
         pt->resent += st.resent_measured;
         pt->silent_closes += st.silent_closes;
+        pt->rx_stamps |= st.rx_stamps;
+        pt->rx_stamped += st.rx_stamped;
+        pt->rx_unstamped += st.rx_unstamped;
+        pt->stamp_refused += st.stamp_refused;
+        pt->clock_steps += st.clock_steps;
+        pt->events_shared += st.events_shared;
+        if (st.clock_step_max_ns > pt->clock_step_max_ns)
+            pt->clock_step_max_ns = st.clock_step_max_ns;
         pt->no_reuse_after[0] |= st.no_reuse_after_whole;
         pt->no_reuse_after[1] |= st.no_reuse_after_stream;
         if (p->cfg.verbose)
@@ -1614,6 +1633,13 @@ static int point_report(profile_t *p, point_t *pt)
         .n_slo_checks = cfg->n_slo_checks,
         .resent_count = pt->resent,
         .silent_closes = pt->silent_closes,
+        .timestamp_source = sg_timestamp_source(pt->rx_stamps, pt->rx_stamped, pt->rx_unstamped),
+        .rx_stamped = pt->rx_stamped,
+        .rx_unstamped = pt->rx_unstamped,
+        .stamp_refused = pt->stamp_refused,
+        .clock_steps = pt->clock_steps,
+        .events_shared = pt->events_shared,
+        .clock_step_max_ns = pt->clock_step_max_ns,
         .no_reuse_after_whole = pt->no_reuse_after[0],
         .no_reuse_after_stream = pt->no_reuse_after[1],
         .wall_offset_ns = wall_offset_ns(),

@@ -97,6 +97,10 @@ typedef struct {
     uint64_t warmup;
     uint64_t resent; /* measured requests sent more than once (sg_worker_stats_t.resent_measured) */
     uint64_t silent_closes;
+    /* receive times (sg_worker_stats_t): the workers' counts summed */
+    bool rx_stamps;
+    uint64_t rx_stamped, rx_unstamped, stamp_refused, clock_steps, events_shared;
+    int64_t clock_step_max_ns;
     bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
     double client_cpu_s;    /* the load phase's CPU (start instant to the last worker's end), user + system */
     double client_cpu_user_s, client_cpu_sys_s;

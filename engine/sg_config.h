@@ -69,7 +69,8 @@ typedef struct {
     double request_timeout_s; /* per request, from send; also bounds the drain */
     uint64_t random_seed;
     unsigned workers;
-    int io_backend; /* sg_io_backend_t (sg_loop.h): --io-backend, else $SURGE_IO_BACKEND, else auto */
+    int io_backend;       /* sg_io_backend_t (sg_loop.h): --io-backend, else $SURGE_IO_BACKEND, else auto */
+    bool user_timestamps; /* --timestamps user: receive times from the clock at the callback, not the kernel */
     /* one run over several processes (dist/): 0 / -1 / NULL when not given (the launcher's environment may say) */
     uint32_t world_size;
     int32_t rank;

@@ -36,8 +36,14 @@ typedef enum { SG_IO_AUTO = 0, SG_IO_URING = 1, SG_IO_EPOLL = 2 } sg_io_backend_
 typedef struct {
     int res;      /* bytes sent or received, 0 (connect done, or end of stream), a new descriptor, or -errno */
     unsigned bid; /* the buffer holding the bytes, when buf */
+    unsigned off; /* where in buffer bid the res received bytes start (sg_loop_data): past the control data */
     bool buf;     /* a receive filled buffer bid: give it back with sg_loop_buf_release */
     bool more;    /* a multishot operation stays armed */
+    /* A receive on a loop with rx_stamps: when the kernel received the segment (the last one, when the read
+     * took several), on CLOCK_MONOTONIC through rt_off_ns; 0 when the kernel gave no stamp. A send: when it
+     * went (io_uring: the clock read just before the io_uring_enter that submitted it, or in whose wait it
+     * completed; epoll: right after send(2) returned). Otherwise 0 or that time. */
+    int64_t t_ns;
 } sg_ev_t;
 
 typedef struct sg_op sg_op_t;
@@ -64,6 +70,12 @@ typedef struct {
      * per batch). */
     void (*before_submit)(void *arg);
     void *before_submit_arg;
+    /* Set before the first sg_loop_recv, never changed after: receives use recvmsg and hand back the kernel's
+     * software receive stamp of each read (sg_ev_t.t_ns) for sockets with SO_TIMESTAMPING's
+     * SOF_TIMESTAMPING_RX_SOFTWARE on (sg_loop_stamp_socket). Off (the mock server), receives are plain recv. */
+    bool rx_stamps;
+    /* CLOCK_REALTIME minus CLOCK_MONOTONIC, as sg_loop_clock_sync last read it: the kernel's stamps are realtime */
+    int64_t rt_off_ns;
 } sg_loop_t;
 
 /* Receive buffers io_uring gets at first; every receive that finds none (ENOBUFS) doubles the number, up to
@@ -115,6 +127,11 @@ static inline char *sg_loop_buf(sg_loop_t *l, unsigned bid)
 {
     return l->bufs + (size_t)bid * l->buf_size;
 }
+/* The ev->res bytes a receive completion delivered. */
+static inline char *sg_loop_data(sg_loop_t *l, const sg_ev_t *ev)
+{
+    return sg_loop_buf(l, ev->bid) + ev->off;
+}
 void sg_loop_buf_release(sg_loop_t *l, unsigned bid);
 /* Receive buffers in use so far: handed to io_uring, or ever held at once under epoll. */
 unsigned sg_loop_bufs_live(const sg_loop_t *l);
@@ -126,6 +143,22 @@ unsigned sg_loop_bufs_live(const sg_loop_t *l);
  * Returns the number of completions dispatched, or -errno.
  */
 SG_WUR int sg_loop_run_once(sg_loop_t *l, int64_t deadline_ns);
+
+/*
+ * Kernel receive stamps. sg_loop_stamp_socket turns on software receive stamps for fd (SO_TIMESTAMPING with
+ * SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE): 0 or -errno. sg_loop_clock_sync reads the offset
+ * of CLOCK_REALTIME (what the stamps are in) over CLOCK_MONOTONIC into l->rt_off_ns and returns how far it
+ * moved since the last read (0 the first time): a move larger than NTP's slewing allows in the time between
+ * two reads (0.5 ms a second) is a step of the realtime clock (NTP stepping it, an operator).
+ */
+int sg_loop_stamp_socket(int fd);
+int64_t sg_loop_clock_sync(sg_loop_t *l);
+/* A timespec of SCM_TIMESTAMPING onto CLOCK_MONOTONIC ns; 0 when it is zero (no stamp). */
+static inline int64_t sg_loop_map_stamp(const sg_loop_t *l, const struct timespec *ts)
+{
+    int64_t rt = (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+    return rt ? rt - l->rt_off_ns : 0;
+}
 
 /* Thread-safe: make the owner's sg_loop_run_once return soon, so it rechecks its state. */
 void sg_loop_wake(sg_loop_t *l);

@@ -103,6 +103,13 @@ typedef struct {
     uint64_t tls_resumed;     /* handshakes that resumed a session of an earlier connection */
     uint64_t tls_failures;    /* handshakes that failed */
     uint64_t records_dropped; /* per-request records the record log dropped: its writer was behind */
+    /* receive times (--timestamps): reads that carried the kernel's stamp, reads that fell back to the clock */
+    bool rx_stamps; /* kernel stamps were asked for */
+    uint64_t rx_stamped, rx_unstamped;
+    uint64_t stamp_refused;    /* connections whose SO_TIMESTAMPING was refused */
+    uint64_t clock_steps;      /* CLOCK_REALTIME steps seen during the run */
+    int64_t clock_step_max_ns; /* the largest, absolute */
+    uint64_t events_shared;    /* content events that shared their read's time with the one before */
 } sg_worker_stats_t;
 void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out);
 void sg_worker_free(sg_worker_t *w);

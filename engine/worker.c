@@ -550,6 +550,29 @@ static void preopen(sg_worker_t *w)
  * wakeup on a busy VM can be late by tens of microseconds). */
 #define START_SPIN_NS 200000
 
+/*
+ * The kernel's receive stamps are CLOCK_REALTIME, mapped onto the run's CLOCK_MONOTONIC through an offset read at
+ * the loop's start (sg_loop_clock_sync). Read again every CLOCK_CHECK_NS: NTP's slewing moves it by at most 0.5 ms
+ * a second (50 us per check), so a move past CLOCK_STEP_NS is a step (NTP stepping, an operator, a VM resumed).
+ * Stamps from then on map with the new offset; those between the step and its detection, at most CLOCK_CHECK_NS
+ * of them, mapped with the old one. Steps are counted for the summary.
+ */
+#define CLOCK_CHECK_NS 100000000LL
+#define CLOCK_STEP_NS 1000000LL
+
+static void clock_check(sg_worker_t *w, int64_t now)
+{
+    w->clock_check_ns = now + CLOCK_CHECK_NS;
+    if (!w->loop.rx_stamps)
+        return;
+    int64_t moved = sg_loop_clock_sync(&w->loop);
+    if (moved > CLOCK_STEP_NS) {
+        w->clock_steps++;
+        if (moved > w->clock_step_max_ns)
+            w->clock_step_max_ns = moved;
+    }
+}
+
 static void *worker_main(void *arg)
 {
     sg_worker_t *w = arg;
@@ -568,6 +591,10 @@ static void *worker_main(void *arg)
         atomic_store(&w->progress.finished, 1);
         return NULL;
     }
+    /* --timestamps kernel: every connection stamps its reads (wk_conn_open), receives carry the stamps */
+    w->loop.rx_stamps = !w->cfg->user_timestamps;
+    w->clock_check_ns = sg_now_ns() + CLOCK_CHECK_NS;
+
     if (w->http2) {
         w->loop.before_submit = wk_h2_before_submit;
         w->loop.before_submit_arg = w;
@@ -624,6 +651,8 @@ static void *worker_main(void *arg)
             check_timeouts(w, now);
         if (now >= w->setup_check_ns)
             wk_conns_expire_setup(w, now);
+        if (SG_UNLIKELY(now >= w->clock_check_ns))
+            clock_check(w, now);
         publish(w, now);
         int64_t deadline = INT64_MAX;
         if (SG_UNLIKELY(w->sess))
@@ -648,6 +677,7 @@ static void *worker_main(void *arg)
     if (w->fatal)
         cancel_all(w, sg_now_ns());
 
+    w->events_shared = wk_events_shared;
     wk_conns_free_all(w);
     wk_h2_free_all(w);
     if (w->tls_ctx)
@@ -831,6 +861,13 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->tls_resumed = w->tls_resumed;
     out->tls_failures = w->tls_failures;
     out->records_dropped = w->records_dropped;
+    out->rx_stamps = w->loop.rx_stamps;
+    out->rx_stamped = w->rx_stamped;
+    out->rx_unstamped = w->rx_unstamped;
+    out->stamp_refused = w->stamp_refused;
+    out->clock_steps = w->clock_steps;
+    out->clock_step_max_ns = w->clock_step_max_ns;
+    out->events_shared = w->events_shared;
 }
 
 void sg_worker_free(sg_worker_t *w)

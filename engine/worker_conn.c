@@ -242,6 +242,7 @@ static void tls_on_eof(sg_conn_t *c, int res)
     if (res == 0) {
         /* Records the filter still holds go first. A close without close_notify is then an ordinary EOF, as
          * over plaintext: the HTTP framing tells whether the response was complete. */
+        wk_t_recv_ns = sg_now_ns(); /* an end of stream comes without a stamp */
         tls_on_data(c, NULL, 0);
         if (c->state == C_CLOSING)
             return;
@@ -249,7 +250,7 @@ static void tls_on_eof(sg_conn_t *c, int res)
     conn_lost(c, res);
 }
 
-static void tls_on_sent(sg_conn_t *c, int res)
+static void tls_on_sent(sg_conn_t *c, int res, int64_t t_ns)
 {
     c->tls_sending = false;
     if (c->state == C_CLOSING)
@@ -260,6 +261,11 @@ static void tls_on_sent(sg_conn_t *c, int res)
     }
     sg_tls_out_consume(c->tls, (size_t)res);
     tls_kick(c);
+    /* the last of the request's ciphertext is out: when it left is its send time */
+    if (c->unsent && !c->tls_sending && c->rs.req) {
+        c->unsent = false;
+        wk_mark_sent(c->rs.req, t_ns);
+    }
     /* an HTTP/2 session waits for its frames to be out before it drains more, as over plaintext */
     if (!c->tls_sending && c->sending && c->h2)
         wk_h2_on_sent(c, (int)(c->wlen - c->woff));
@@ -332,7 +338,9 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
     sg_h1_resp_reset(&c->h1);
     sg_sse_reset(&c->rs.sse);
     r->conn = c;
-    r->rec.sent_ns = sg_now_ns(); /* https://: when the bytes go to TLS, the handshake long done */
+    /* provisional (timeouts count from it): wk_mark_sent stamps when its last byte has left */
+    r->rec.sent_ns = sg_now_ns();
+    c->unsent = true;
     wk_fl_append(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
     if (c->tls) {
@@ -477,9 +485,9 @@ static void handle_data(sg_conn_t *c, const char *data, size_t len)
         wk_conn_close(c);
         return;
     }
-    wk_t_recv_ns = sg_now_ns();
+    /* wk_t_recv_ns: the receive time of the read these bytes came in (on_recv) */
     if (r->rec.first_byte_ns == 0)
-        r->rec.first_byte_ns = wk_t_recv_ns;
+        wk_first_byte(r, wk_t_recv_ns);
     ssize_t n = sg_h1_resp_feed(&c->h1, data, len, &wk_h1_cb, &c->rs);
     if (n < 0) {
         wk_set_error(r, SG_ERRC_PROTOCOL, "malformed HTTP response: %s", sg_strerror((int)n));
@@ -526,10 +534,12 @@ static void on_recv(sg_op_t *op, const sg_ev_t *ev)
         unsigned bid = ev->bid;
         w->bytes_received += (uint64_t)res; /* the controller's sign that the server is alive (sg_worker.h) */
         if (c->state != C_CLOSING) {
+            /* every event in these bytes, through TLS records and HTTP/2 frames, gets the read's time */
+            wk_t_recv_ns = wk_read_time(w, ev);
             if (c->tls)
-                tls_on_data(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+                tls_on_data(c, sg_loop_data(&w->loop, ev), (size_t)res);
             else
-                handle_data(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+                handle_data(c, sg_loop_data(&w->loop, ev), (size_t)res);
         }
         sg_loop_buf_release(&w->loop, bid);
     } else if (res == 0 || (res < 0 && res != -ENOBUFS && res != -ECANCELED)) {
@@ -557,7 +567,7 @@ static void on_send(sg_op_t *op, const sg_ev_t *ev)
     sg_conn_t *c = SG_CONTAINER_OF(op, sg_conn_t, send_op);
     int res = ev->res;
     if (c->tls) {
-        tls_on_sent(c, res);
+        tls_on_sent(c, res, ev->t_ns);
         wk_conn_put(c);
         return;
     }
@@ -571,8 +581,12 @@ static void on_send(sg_op_t *op, const sg_ev_t *ev)
             conn_lost(c, res);
         } else {
             c->send_off += (size_t)res;
-            if (c->send_off < c->rs.req->payload->len)
+            if (c->send_off < c->rs.req->payload->len) {
                 conn_send(c); /* short send: the rest */
+            } else if (c->unsent) {
+                c->unsent = false;
+                wk_mark_sent(c->rs.req, ev->t_ns);
+            }
         }
     }
     wk_conn_put(c);
@@ -646,6 +660,9 @@ sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup)
         w->last_connect_err = -ENOMEM;
         return NULL;
     }
+    /* kernel receive stamps on every read of it (--timestamps kernel); refused, its reads use the clock */
+    if (w->loop.rx_stamps && sg_loop_stamp_socket(fd) < 0)
+        w->stamp_refused++;
     c->w = w;
     c->fd = fd;
     c->for_setup = for_setup;

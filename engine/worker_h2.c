@@ -135,7 +135,7 @@ static int h2_cb_head(void *ud, void *sud, int status, bool event_stream)
     if (!rs->req)
         return -1; /* nobody waits for it any more: reset */
     if (rs->req->rec.first_byte_ns == 0)
-        rs->req->rec.first_byte_ns = wk_t_recv_ns;
+        wk_first_byte(rs->req, wk_t_recv_ns);
     if (rs->w->grpc)
         return wk_grpc_on_head(rs, status);
     sg_h1_resp_head_t head = {.status = status, .content_length = -1, .event_stream = event_stream};
@@ -148,7 +148,7 @@ static int h2_cb_data(void *ud, void *sud, const char *data, size_t len)
     if (!rs->req)
         return -1;
     if (rs->req->rec.first_byte_ns == 0)
-        rs->req->rec.first_byte_ns = wk_t_recv_ns;
+        wk_first_byte(rs->req, wk_t_recv_ns);
     if (rs->w->grpc)
         return wk_grpc_on_data(rs, data, len);
     return wk_on_body(rs, data, len);
@@ -355,7 +355,7 @@ int wk_h2_conn_ready(sg_conn_t *c)
 void wk_h2_handle_data(sg_conn_t *c, const char *data, size_t len)
 {
     sg_worker_t *w = c->w;
-    wk_t_recv_ns = sg_now_ns();
+    /* wk_t_recv_ns is the read's (on_recv): nghttp2's callbacks all run inside this feed */
     int err = sg_h2_feed(c->h2, data, len);
     if (err < 0) {
         wk_h2_conn_lost(c, err);

@@ -118,6 +118,7 @@ struct sg_conn {
     /* https://: the TLS filter; the connection stays C_CONNECTING until its handshake is done */
     sg_tls_conn_t *tls;
     bool tls_sending; /* ciphertext from sg_tls_out_peek is in flight on send_op */
+    bool unsent;      /* HTTP/1.1: the request's last byte has not left yet (its sent_ns is provisional) */
     bool last_stream; /* HTTP/1.1: the last response it carried was an event stream (the reuse policy's kind) */
     /* --http2 */
     sg_h2_t *h2;
@@ -194,6 +195,17 @@ struct sg_worker {
     int64_t setup_timeout_ns; /* sg_worker_setup_timeout_s */
     int64_t setup_check_ns;   /* no connection's set-up is due before this (INT64_MAX: none being set up) */
     uint64_t bytes_received;  /* published in progress.bytes_received */
+    /*
+     * Receive times (docs/metrics.md, "Timestamps"): with kernel stamps on (loop.rx_stamps, --timestamps kernel)
+     * each read's time is the kernel's receive stamp; reads without one (the first segments after stamping is
+     * switched on, or sockets that refused it) fall back to the clock read at the callback, and are counted.
+     */
+    uint64_t rx_stamped, rx_unstamped;
+    uint64_t stamp_refused;    /* connections whose SO_TIMESTAMPING was refused */
+    uint64_t clock_steps;      /* CLOCK_REALTIME moved against CLOCK_MONOTONIC by more than CLOCK_STEP_NS */
+    int64_t clock_step_max_ns; /* the largest of those moves, absolute */
+    int64_t clock_check_ns;    /* when the offset is read again */
+    uint64_t events_shared;    /* wk_events_shared of this worker's thread, once it is done */
 
     /* https:// (NULL for http://): this worker's context, where reconnects find their sessions to resume */
     sg_tls_ctx_t *tls_ctx;
@@ -240,6 +252,38 @@ struct sg_worker {
 
 /* Receive time of the completion being handled: every event in one read shares it (see docs/metrics.md). */
 extern __thread int64_t wk_t_recv_ns;
+/* Content events that shared their time with the one before of the same response: the kernel stamps a read, not
+ * each segment, so events that arrived apart but were read together carry the last one's arrival. */
+extern __thread uint64_t wk_events_shared;
+
+/* A read's receive time: the kernel's stamp, or (none came) the clock now, counted as such. */
+static inline int64_t wk_read_time(sg_worker_t *w, const sg_ev_t *ev)
+{
+    if (SG_LIKELY(ev->t_ns)) {
+        w->rx_stamped++;
+        return ev->t_ns;
+    }
+    if (w->loop.rx_stamps)
+        w->rx_unstamped++;
+    return sg_now_ns();
+}
+
+/* The request's first response byte came at t. No answer precedes its question: a send time read after the
+ * kernel call that sent it can be later than the stamp of a very quick answer, and gives way to it. */
+static inline void wk_first_byte(sg_req_t *r, int64_t t)
+{
+    r->rec.first_byte_ns = t;
+    if (t < r->rec.sent_ns)
+        r->rec.sent_ns = t;
+}
+
+/* The request's last byte left at t (a send completion's time; 0: unknown, the provisional time stays). */
+static inline void wk_mark_sent(sg_req_t *r, int64_t t)
+{
+    if (!t)
+        return;
+    r->rec.sent_ns = r->rec.first_byte_ns && r->rec.first_byte_ns < t ? r->rec.first_byte_ns : t;
+}
 
 /* worker.c: requests */
 void wk_set_error(sg_req_t *r, sg_err_class_t cls, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -34,6 +34,7 @@ int wk_body_append(resp_t *c, const char *data, size_t len, size_t cap_limit)
 }
 
 __thread int64_t wk_t_recv_ns;
+__thread uint64_t wk_events_shared;
 
 void wk_apply_decoded(sg_req_t *r, const sg_oai_result_t *res)
 {
@@ -170,7 +171,10 @@ int wk_add_content_event(sg_req_t *r, int64_t t)
         r->events_cap = ncap;
     }
     int64_t off_us = (t - rec->first_token_ns) / 1000;
-    r->events[rec->n_events++] = off_us > UINT32_MAX ? UINT32_MAX : (uint32_t)off_us;
+    uint32_t us = off_us > UINT32_MAX ? UINT32_MAX : (uint32_t)off_us;
+    if (rec->n_events && r->events[rec->n_events - 1] == us)
+        wk_events_shared++; /* came in the same read as the one before (or within the same microsecond) */
+    r->events[rec->n_events++] = us;
     rec->content_events++;
     return 0;
 }

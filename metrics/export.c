@@ -700,6 +700,25 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
         fprintf(out, "Output tokens per client CPU-second: %s (whole process), %s (load phase)\n", a, b);
     }
     put_stalls(out, info);
+    if (info && info->timestamp_source) {
+        fprintf(out, "Timestamps: %s", info->timestamp_source);
+        if (strcmp(info->timestamp_source, "mixed") == 0)
+            fprintf(out, " (%" PRIu64 " reads stamped by the kernel, %" PRIu64 " timed by the client's clock)",
+                    info->rx_stamped, info->rx_unstamped);
+        else if (strcmp(info->timestamp_source, "kernel") == 0)
+            fprintf(out, " (the kernel's receive stamp of every read)");
+        else if (info->rx_stamped + info->rx_unstamped == 0 && info->stamp_refused == 0)
+            fprintf(out, " (the client's clock when it handled each read)");
+        else
+            fprintf(out, " (the kernel gave no stamps: the client's clock when it handled each read)");
+        if (info->events_shared)
+            fprintf(out, "; %" PRIu64 " content events came in one read with the one before and carry its time",
+                    info->events_shared);
+        if (info->clock_steps)
+            fprintf(out, "; the realtime clock was stepped %" PRIu64 " times during the run (largest %.3f ms)",
+                    info->clock_steps, (double)info->clock_step_max_ns / 1e6);
+        fputc('\n', out);
+    }
     put_clamped(out, m);
     if (sg_metrics_per_user_undefined(m))
         fprintf(out,
@@ -1170,6 +1189,17 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = rc ? rc : set(root, "client_stalls", stalls_summary(info));
     if (info && info->io_backend)
         rc = rc ? rc : set(root, "io_backend", json_string(info->io_backend));
+    if (info && info->timestamp_source) {
+        rc = rc ? rc : set(root, "timestamp_source", json_string(info->timestamp_source));
+        json_t *t = json_object();
+        rc = rc ? rc : set(root, "timestamps", t);
+        rc = rc ? rc : set(t, "kernel_reads", json_integer((json_int_t)info->rx_stamped));
+        rc = rc ? rc : set(t, "user_reads", json_integer((json_int_t)info->rx_unstamped));
+        rc = rc ? rc : set(t, "refused_connections", json_integer((json_int_t)info->stamp_refused));
+        rc = rc ? rc : set(t, "clock_steps", json_integer((json_int_t)info->clock_steps));
+        rc = rc ? rc : set(t, "clock_step_max_ms", real((double)info->clock_step_max_ns / 1e6));
+        rc = rc ? rc : set(t, "events_sharing_a_read", json_integer((json_int_t)info->events_shared));
+    }
     rc = rc ? rc : set(root, "error_summary", error_summary(m));
     if (!rc) {
         json_t *src = json_object();
@@ -1363,4 +1393,9 @@ int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *
         return err;
     }
     return sg_outfile_commit(&of);
+}
+
+const char *sg_timestamp_source(bool asked, uint64_t stamped, uint64_t unstamped)
+{
+    return !asked || stamped == 0 ? "user" : unstamped ? "mixed" : "kernel";
 }

@@ -234,6 +234,13 @@ typedef struct {
     size_t n_stalls;
     uint64_t stalls_dropped; /* windows past what the workers keep (SG_STALL_WINDOWS_MAX each), not listed */
     const char *io_backend;  /* the workers' I/O: "io_uring" or "epoll"; NULL = unknown */
+    /* Where receive times came from (docs/metrics.md, "Timestamps"): sg_timestamp_source's name, NULL = unknown;
+     * reads stamped by the kernel and reads timed by the client's clock; connections that refused stamps; steps
+     * of CLOCK_REALTIME seen during the run and the largest */
+    const char *timestamp_source;
+    uint64_t rx_stamped, rx_unstamped, stamp_refused, clock_steps;
+    int64_t clock_step_max_ns;
+    uint64_t events_shared; /* content events that shared their read's time with the one before */
     const char *tokenizer;   /* sg_tok_describe() of --tokenizer, NULL without one */
     const char *isl_source;  /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
     uint64_t silent_closes;  /* kept-alive connections the server closed right after a response, unannounced */
@@ -254,6 +261,10 @@ typedef struct {
      * (sg_prompt_reuse_line); NULL: not known (then neither is written) */
     const char *prompt_reuse_json;
 } sg_run_info_t;
+
+/* "kernel" (every read carried the kernel's stamp), "user" (none did, or none were asked for: --timestamps
+ * user), "mixed" (some fell back to the client's clock) */
+const char *sg_timestamp_source(bool asked, uint64_t stamped, uint64_t unstamped);
 
 /*
  * The "prompt_reuse" object: cache_bust ("first_turn_prefix" or "none"), requests (sent, warmup included),

@@ -127,6 +127,7 @@ int sg_mock_main(int argc, char **argv)
     int port = o.port;
     s->opts = o;
     s->record_fd = -1;
+    s->send_log_fd = -1;
     s->ttft_ns = llround(o.ttft_ms * 1e6);
     s->itl_ns = llround(o.itl_ms * 1e6);
     if ((o.max_batch && !(s->batch = sg_mock_batch_new(o.max_batch))) || !(s->load = sg_mock_load_new(o.workers)) ||
@@ -201,6 +202,14 @@ int sg_mock_main(int argc, char **argv)
         s->record_fd = open(o.record_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
         if (s->record_fd < 0) {
             fprintf(stderr, "surge mock: --record: cannot open %s: %s\n", o.record_path, strerror(errno));
+            goto out;
+        }
+    }
+
+    if (o.send_log_path) {
+        s->send_log_fd = open(o.send_log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (s->send_log_fd < 0) {
+            fprintf(stderr, "surge mock: --send-log: cannot open %s: %s\n", o.send_log_path, strerror(errno));
             goto out;
         }
     }
@@ -328,6 +337,8 @@ out:
             close(fds[i]);
     if (s->record_fd >= 0)
         close(s->record_fd);
+    if (s->send_log_fd >= 0)
+        close(s->send_log_fd);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     sg_mock_batch_free(s->batch);

@@ -31,6 +31,7 @@ typedef struct {
     double error_rate, drop_rate;
     double stall_start_ms, stall_ms;
     const char *record_path;         /* NULL: no record */
+    const char *send_log_path;       /* --send-log: NULL: none */
     const char *port_file;           /* NULL: none */
     double exit_after_s;             /* 0: run until a signal */
     const char *tokenizer;           /* NULL: usage counts words (prompt) and the one-token words sent (completion) */
@@ -334,6 +335,7 @@ typedef struct sg_mock_server {
     int64_t ttft_ns, itl_ns;
     int64_t stall_start_ns, stall_end_ns; /* equal: no stall window */
     int record_fd;                        /* -1: no record */
+    int send_log_fd;                      /* --send-log; -1: none */
     sg_tokenizer_t *tok;                  /* --tokenizer, NULL without; each worker has its own encoder */
     sg_tls_opts_t tls_opts;               /* --tls: each worker makes its own server context from these */
     uint64_t max_conns;

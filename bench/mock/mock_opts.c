@@ -86,6 +86,9 @@ static const char usage_text[] =
     "                       else epoll, with a line saying why)\n"
     "  --record FILE        append one JSON line per completion request received (the other APIs' lines add\n"
     "                       \"api\" and \"inputs\")\n"
+    "  --send-log FILE      one JSON line per streamed token over HTTP/1.1, {\"id\":N,\"k\":K,\"t_ns\":T}: the\n"
+    "                       response's id number, the token's index, and CLOCK_MONOTONIC ns when it was\n"
+    "                       rendered for the send that follows at once (to check a client's timing on this host)\n"
     "  --port-file FILE     write the bound port to FILE (atomically) once listening\n"
     "  --exit-after SEC     stop after SEC seconds, as on SIGINT\n"
     "  --quiet              print neither the listening line nor the exit summary\n"
@@ -195,6 +198,7 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--stall-start-ms",
                                             "--stall-ms",
                                             "--record",
+                                            "--send-log",
                                             "--port-file",
                                             "--exit-after",
                                             "--tokenizer",
@@ -266,6 +270,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             if (!*val)
                 return bad(name, val, "expected a file name");
             o->record_path = val;
+        } else if (strcmp(name, "--send-log") == 0) {
+            if (!*val)
+                return bad(name, val, "expected a file name");
+            o->send_log_path = val;
         } else if (strcmp(name, "--port-file") == 0) {
             if (!*val)
                 return bad(name, val, "expected a file name");

@@ -118,6 +118,7 @@ struct sg_mock_worker {
 
     sg_mock_buf_t rec;
     int64_t rec_first_ns;
+    sg_mock_buf_t slog; /* --send-log lines not yet written */
 
     /* --tokenizer: this thread's encoder, a scratch buffer, and the count of the last n-token text */
     sg_tok_enc_t *enc;
@@ -566,9 +567,8 @@ static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice
 }
 
 /* Write whole lines with one O_APPEND write each, so lines from several workers never interleave. */
-static void record_flush(sg_mock_worker_t *w)
+static void buf_flush(sg_mock_buf_t *b, int fd)
 {
-    sg_mock_buf_t *b = &w->rec;
     if (b->oom) {
         /* a partial line may sit at the end; keep only complete lines */
         while (b->len && b->p[b->len - 1] != '\n')
@@ -577,7 +577,7 @@ static void record_flush(sg_mock_worker_t *w)
     }
     size_t off = 0;
     while (off < b->len) {
-        ssize_t n = write(w->srv->record_fd, b->p + off, b->len - off);
+        ssize_t n = write(fd, b->p + off, b->len - off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -591,6 +591,28 @@ static void record_flush(sg_mock_worker_t *w)
         b->p = NULL;
         b->cap = 0;
     }
+}
+
+static void record_flush(sg_mock_worker_t *w)
+{
+    buf_flush(&w->rec, w->srv->record_fd);
+    if (w->slog.len)
+        buf_flush(&w->slog, w->srv->send_log_fd);
+}
+
+/* --send-log: token k of response id goes out now (rendered into the output the same loop turn sends). */
+static void send_log(sg_mock_worker_t *w, const sg_mock_job_t *j)
+{
+    sg_mock_buf_t *b = &w->slog;
+    if (!b->len && !w->rec.len)
+        w->rec_first_ns = sg_now_ns();
+    SG_MOCK_BUF_LIT(b, "{\"id\":");
+    sg_mock_buf_u64(b, j->serial);
+    SG_MOCK_BUF_LIT(b, ",\"k\":");
+    sg_mock_buf_u64(b, j->k);
+    SG_MOCK_BUF_LIT(b, ",\"t_ns\":");
+    sg_mock_buf_u64(b, (uint64_t)sg_now_ns());
+    SG_MOCK_BUF_LIT(b, "}\n");
 }
 
 static uint32_t tokens_for(const sg_mock_server_t *s, int64_t max_tokens)
@@ -949,6 +971,8 @@ static bool job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
                 return false;
             }
             sg_mock_render_token(conn_out(c), j, j->k);
+            if (SG_UNLIKELY(s->send_log_fd >= 0))
+                send_log(w, j);
             j->k++;
         }
         sg_mock_render_stream_end(conn_out(c), j);
@@ -1437,9 +1461,9 @@ static void on_recv(sg_op_t *op, const sg_ev_t *ev)
         if (!c->closing && !c->read_stopped) {
             c->recv_ns = sg_now_ns();
             if (c->tls)
-                tls_recv(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+                tls_recv(c, sg_loop_data(&w->loop, ev), (size_t)res);
             else
-                conn_recv(c, sg_loop_buf(&w->loop, bid), (size_t)res);
+                conn_recv(c, sg_loop_data(&w->loop, ev), (size_t)res);
         }
         sg_loop_buf_release(&w->loop, bid);
     } else if (res == -ENOBUFS) {
@@ -1599,7 +1623,8 @@ static void *worker_main(void *arg)
         if (!w->accept_armed && now >= w->accept_retry_ns)
             accept_arm(w);
         flush_dirty(w, now);
-        if (w->rec.len && (w->rec.len >= RECORD_FLUSH_BYTES || now - w->rec_first_ns >= RECORD_FLUSH_NS))
+        size_t rec_len = w->rec.len + w->slog.len;
+        if (rec_len && (rec_len >= RECORD_FLUSH_BYTES || now - w->rec_first_ns >= RECORD_FLUSH_NS))
             record_flush(w);
     }
 
@@ -1609,7 +1634,7 @@ static void *worker_main(void *arg)
     for (conn_t *c = w->conns; c; c = c->next) {
         shutdown(c->fd, SHUT_RDWR);
     }
-    if (w->rec.len)
+    if (w->rec.len || w->slog.len)
         record_flush(w);
     if (w->tls_ctx)
         sg_tls_thread_done();
@@ -1705,6 +1730,7 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     free(w->pool);
     free(w->heap);
     free(w->rec.p);
+    free(w->slog.p);
     free(w->scratch.p);
     sg_tok_enc_free(w->enc);
     sg_kserve_dec_free(w->kdec);
