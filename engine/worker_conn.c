@@ -640,6 +640,17 @@ sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup)
         w->last_connect_err = fd;
         return NULL;
     }
+    if (w->run->n_local_addrs) {
+        /* --local-address: the next source in turn; the kernel picks the port at connect time, per 4-tuple */
+        int err = sg_tcp_bind_source(fd, &w->run->local_addrs[w->next_src]);
+        if (++w->next_src == w->run->n_local_addrs)
+            w->next_src = 0;
+        if (err < 0) {
+            close(fd);
+            w->last_connect_err = err;
+            return NULL;
+        }
+    }
     sg_conn_t *c = calloc(1, sizeof(*c));
     if (!c) {
         close(fd);
@@ -732,7 +743,7 @@ void wk_conn_dispatch(sg_worker_t *w)
      * wk_conn_put dispatches again once one is freed. */
     while (w->n_fresh > w->n_connecting + w->n_closing && w->n_conns >= w->max_conns && w->idle_head)
         wk_conn_close(w->idle_head);
-    while (w->n_connecting < want && w->n_conns < w->max_conns) {
+    while (w->n_connecting < want && w->n_connecting < CONNECT_WINDOW && w->n_conns < w->max_conns) {
         if (!wk_conn_open(w, false)) {
             wk_fail_waiting_head(w, w->last_connect_err);
             uint64_t left = w->n_waiting + w->n_fresh;

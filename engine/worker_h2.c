@@ -485,7 +485,7 @@ void wk_h2_dispatch(sg_worker_t *w)
         if (want > room)
             want = room;
     }
-    while (want > w->n_connecting * w->h2_per_conn && w->n_conns < w->max_conns) {
+    while (want > w->n_connecting * w->h2_per_conn && w->n_connecting < CONNECT_WINDOW && w->n_conns < w->max_conns) {
         if (!wk_conn_open(w, false)) {
             wk_fail_waiting_head(w, w->last_connect_err);
             want = w->n_waiting < want ? w->n_waiting : want;

@@ -25,7 +25,11 @@
 #define MAX_BODY_BYTES (16u << 20) /* one non-streamed body */
 #define ERR_BODY_SAMPLE 200        /* bytes of an error body kept for the message */
 #define SETUP_CONNECT_NS (SG_WORKER_SETUP_WAIT_S * 1000000000LL)
-#define FIXED_PREOPEN 4           /* connections opened before a fixed schedule starts, per worker */
+#define FIXED_PREOPEN 4 /* connections opened before a fixed schedule starts, per worker */
+/* Connections a worker has being set up (connect, TLS handshake) at once: opening is paced by their completions, so
+ * that thousands of connections wanted at once do not go out as one burst of SYNs that overflows the server's accept
+ * queue (docs/architecture.md, "Connection opening"). */
+#define CONNECT_WINDOW 64
 #define TLS_PLAIN_BUF (32u << 10) /* decrypted bytes handed to the protocol per sg_tls_read (a record is <= 16 KiB) */
 
 /* A connection's set-up (connect, TLS handshake) is given up after this, or --request-timeout when shorter. */
@@ -181,6 +185,7 @@ struct sg_worker {
     uint64_t n_closing; /* closed, their descriptors held until the ring returns their operations */
     uint64_t max_conns;
     int last_connect_err;
+    size_t next_src; /* --local-address: index of the source address the next connection is bound to */
     uint64_t conns_opened, conns_peak, connect_failures, resent, resent_measured;
     /*
      * HTTP/1.1 servers that close kept-alive connections right after a response without saying so (llama-server

@@ -219,7 +219,7 @@ int sg_mock_main(int argc, char **argv)
         }
     }
     for (unsigned i = 0; i < o.workers; i++) {
-        int fd = sg_tcp_listen(&addr, 4096);
+        int fd = sg_tcp_listen(&addr, (int)o.backlog);
         if (fd < 0) {
             sg_addr_format(&addr, where, sizeof(where));
             fprintf(stderr, "surge mock: cannot listen on %s: %s\n", where, sg_strerror(fd));
