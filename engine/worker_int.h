@@ -45,6 +45,10 @@ typedef struct wk_sessions wk_sessions_t; /* session.c: a worker's sessions */
  * per-worker free list). The parser callbacks below work on it, whatever the protocol.
  */
 typedef struct resp resp_t;
+struct wk_grpc_state {
+    sg_grpc_dec_t dec;
+    sg_grpc_meta_t meta;
+};
 struct resp {
     sg_worker_t *w;
     sg_req_t *req; /* NULL once the request was finished elsewhere (timeout, cancel) */
@@ -59,8 +63,9 @@ struct resp {
     bool grpc_body;     /* the head was HTTP 200 with a gRPC content-type: DATA holds gRPC messages */
     bool grpc_stop;     /* a message could not be decoded: the rest of the DATA is ignored */
     uint32_t grpc_msgs; /* response messages received */
-    sg_grpc_dec_t gdec;
-    sg_grpc_meta_t gmeta;
+    /* the gRPC decoder and call metadata (730 bytes): only a --service-kind triton worker's streams have them, in
+     * the same allocation (resp_alloc); NULL on every other response, HTTP/1.1 connections' included */
+    struct wk_grpc_state *g;
     /* a multi-turn session's turn is rendered when due, not in the run's table: the stream keeps its own copy of
      * the request (nghttp2 reads the header values and the body from it) until it closes */
     char *turn_bytes;
