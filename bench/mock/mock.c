@@ -206,7 +206,7 @@ int sg_mock_main(int argc, char **argv)
     }
 
     char where[128];
-    if (o.port != 0) {
+    if (o.port != 0 && !o.reuse_port) {
         /*
          * SO_REUSEPORT would let us join a port that another process (an older mock, a real server) already
          * listens on, and silently split its connections with it. Bind once without it first, to fail loudly.

@@ -66,6 +66,8 @@ static const char usage_text[] =
     "  --tls-cert-out FILE  write the self-signed certificate made by --tls to FILE (PEM)\n"
     "  --tls-alpn LIST      ALPN protocols accepted, preferred first (default h2,http/1.1; http/1.1 alone makes\n"
     "                       an HTTP/1.1-only TLS server)\n"
+    "  --reuse-port         with --port P: join P where another mock already listens (SO_REUSEPORT), the kernel\n"
+    "                       spreading connections over the processes (without it a taken port is an error)\n"
     "  --backlog N          each listening socket's accept queue (listen(2)'s backlog; the kernel caps it at\n"
     "                       net.core.somaxconn) (default 4096)\n"
     "  --close-after N      HTTP/1.1: close every connection after its N-th response, right after the last byte\n"
@@ -159,6 +161,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
         }
         if (strcmp(arg, "--tls") == 0) {
             o->tls = true;
+            continue;
+        }
+        if (strcmp(arg, "--reuse-port") == 0) {
+            o->reuse_port = true;
             continue;
         }
         if (strcmp(arg, "--no-usage") == 0) {
