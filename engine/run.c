@@ -595,6 +595,17 @@ static const char *not_h2_advice(const sg_config_t *cfg)
                        : "drop --http2 to speak HTTP/1.1 to it";
 }
 
+/* Ports in net.ipv4.ip_local_port_range (the ones a connect picks from), or 0 when it cannot be read. */
+static uint64_t local_port_count(void)
+{
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    unsigned lo = 0, hi = 0;
+    int n = f ? fscanf(f, "%u %u", &lo, &hi) : 0;
+    if (f)
+        fclose(f);
+    return n == 2 && hi >= lo ? (uint64_t)(hi - lo + 1) : 0;
+}
+
 /*
  * --local-address: its addresses (the syntax was checked with the flags), each of the target's family and an
  * address of this host, which a bind tells (EADDRNOTAVAIL otherwise). One line and -1 on the first that is not.
@@ -777,6 +788,19 @@ static int prepare_output(profile_t *p)
                 "surge: warning: RLIMIT_NOFILE (%llu) leaves room for fewer connections than the %llu requests asked "
                 "to be in flight; the rest will wait, and that shows as schedule lag (raise it with ulimit -n)\n",
                 (unsigned long long)run->nofile, (unsigned long long)want_conns);
+    /* each source address has the ephemeral range's ports towards the one server address:port */
+    uint64_t ports = local_port_count();
+    uint64_t sources = run->n_local_addrs ? run->n_local_addrs : 1;
+    uint64_t mine = p->dist_opts.world > 1 ? want_conns / p->dist_opts.world : want_conns;
+    if (mine > run->nofile)
+        mine = run->nofile; /* no more are opened at once */
+    if (ports && mine > ports * sources)
+        fprintf(stderr,
+                "surge: warning: %llu connections to %s need more source ports than %llu source address%s "
+                "(%llu each, net.ipv4.ip_local_port_range); the rest will fail to connect: give more with "
+                "--local-address\n",
+                (unsigned long long)mine, run->addr_text, (unsigned long long)sources,
+                sources == 1 ? " gives" : "es give", (unsigned long long)ports);
     return EXIT_OK;
 }
 
