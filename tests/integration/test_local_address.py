@@ -83,6 +83,43 @@ def check_sources(h):
                     cfg.get("local_address"))
 
 
+def check_ipv6(h):
+    """IPv6: ::1 as the source towards a mock on [::1] (loopback has no other IPv6 address to spread over)."""
+    try:
+        socket.socket(socket.AF_INET6).bind(("::1", 0))
+    except OSError:
+        print("note: no IPv6 loopback here, the IPv6 case is not run")
+        return
+    with h.mock("--host", "::1", "--ttft-ms", 1, "--itl-ms", 1) as m:
+        url = "http://[::1]:%d" % m.port
+        r = profile(h, url, "--local-address", "::1", "--concurrency", 4, "--request-count", 8, "--streaming")
+        h.check(r.summary is not None and r.summary["error_request_count"]["avg"] == 0 and
+                r.summary["request_count"]["avg"] == 8, "--local-address ::1 to [::1]: 8 requests, no error",
+                r.stderr[-1500:])
+        r = profile(h, url, "--local-address", "127.0.0.2", "--request-count", 4, check_rc=2)
+        h.check("is IPv4 but the target" in r.stderr, "an IPv4 source for an IPv6 target: said so", r.stderr[-500:])
+
+
+def check_reuse_port(h):
+    """mock --reuse-port: a second mock process joins the first's port and takes part of the connections (what
+    bench/streams100k.py does past one process's RLIMIT_NOFILE); without it, a taken port is an error."""
+    with h.mock("--ttft-ms", 1, "--itl-ms", 1, record=True) as m1:
+        try:
+            with h.mock("--port", m1.port):
+                h.check(False, "a second mock on a taken port without --reuse-port fails")
+        except harness.MockError as e:
+            h.check("cannot listen" in str(e), "a second mock on a taken port without --reuse-port fails", str(e))
+        with h.mock("--port", m1.port, "--reuse-port", "--ttft-ms", 1, "--itl-ms", 1, record=True) as m2:
+            h.check(m2.port == m1.port, "--reuse-port: the second mock listens on the first's port", m2.port)
+            # 32 connections from 8 sources: the kernel's hash gives each listener some (all to one: p = 2^-31)
+            r = profile(h, m1.url, "--local-address", "127.0.0.2-127.0.0.9", "--concurrency", 32, "--request-count",
+                        32)
+            time.sleep(0.2)  # the record reaches its file within 50 ms
+            n1, n2 = len(m1.records()), len(m2.records())
+            h.check(n1 + n2 == 32 and n1 > 0 and n2 > 0, "--reuse-port: both mocks served part of the requests",
+                    (n1, n2, r.stderr[-500:]))
+
+
 def check_rejected(h):
     with h.mock("--ttft-ms", 1, "--itl-ms", 1, record=True) as m:
         cases = [("127.0.0.9-127.0.0.2", "ends before it starts"),
@@ -124,6 +161,8 @@ def main(h):
         h.skip("no /proc/net/tcp")
     check_rejected(h)
     check_sources(h)
+    check_ipv6(h)
+    check_reuse_port(h)
     check_paced(h)
 
 
