@@ -146,6 +146,10 @@ def main():
     if tokens:
         print("client CPU: %.2f s for %.0f tokens: %.2f us per token (%.0f tokens per client CPU-second), "
               "connection set-up and close included" % (cpu, tokens, cpu / tokens * 1e6, tokens / cpu))
+        load_cpu = stat(summary, "client_cpu_time")
+        if load_cpu:
+            print("  load phase alone (the summary's client_cpu_time, summed over ranks): %.2f s, %.2f us per token"
+                  % (load_cpu, load_cpu / tokens * 1e6))
     shutil.rmtree(tmp, ignore_errors=True)
     good = ok == a.streams and errors == 0 and all(o[0] == 0 for o in out)
     print("result: %s" % ("PASS" if good else "FAIL"))
