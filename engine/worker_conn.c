@@ -23,6 +23,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Issue 22's budget: at most 2 KiB of client memory per in-flight HTTP/1.1 stream (bench/README.md, 1.3 KiB
+ * measured), of which a connection and a request are most; the rest is its token times and allocator overhead. */
+_Static_assert(sizeof(sg_conn_t) + sizeof(sg_req_t) <= 1536, "an in-flight stream's structs fit its memory budget");
+
 /* A connection that never carried a request idles on its own list: only those may take a re-send. */
 static sg_conn_t **idle_list(sg_worker_t *w, const sg_conn_t *c)
 {
