@@ -5,8 +5,10 @@ against a server whose accept queue holds 64 opens them all, and every request s
 dropped SYNs and handshakes cost 180 of the 1,500 requests, reset, and 21 s, where paced took 8 s). Also IPv6
 (::1), and the mock's --reuse-port that bench/streams100k.py uses to run several mocks on one port."""
 import os
+import signal
 import socket
 import subprocess
+import threading
 import time
 
 import harness
@@ -142,6 +144,52 @@ def check_rejected(h):
         h.check(not m.records(), "nothing was sent to the server by the rejected runs", len(m.records()))
 
 
+def syn_sent(port):
+    """Client sockets still waiting for the answer to their SYN (SYN_SENT) towards 127.0.0.1:port."""
+    n = 0
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if fields[2] == "0100007F:%04X" % port and fields[3] == "02":
+                n += 1
+    return n
+
+
+def check_window(h):
+    """The window itself, deterministically: a server that accepts the start-up check's connection and then
+    nothing, its accept queue full, drops every further SYN, so connects stay pending; one worker wanting 400
+    connections has at most 64 of them pending at once (CONNECT_WINDOW), and does fill its window."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    held = []
+    t = threading.Thread(target=lambda: held.append(srv.accept()), daemon=True)  # the start-up check's
+    t.start()
+    cmd = [h.surge, "profile", "-m", "m", "-u", "127.0.0.1:%d" % port, "--artifact-dir", h.path("window"),
+           "--no-progress", "--workers", "1", "--concurrency", "400", "--request-count", "400",
+           "--request-timeout", "5"]
+    most = 0
+    with open(h.path("window.err"), "w") as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 2.5
+        while p.poll() is None and time.monotonic() < deadline:
+            most = max(most, syn_sent(port))
+            time.sleep(0.01)
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    srv.close()
+    for c, _ in held:
+        c.close()
+    h.check(32 <= most <= 64, "connection window: at most 64 connects pending at once, and the window used "
+            "(most seen %d)" % most, open(h.path("window.err")).read()[-1000:])
+
+
 def check_paced(h):
     # 1,500 connections at once against an accept queue of 64 (mock --backlog): opened in a window of 64, every
     # connect succeeds and every request too
@@ -164,6 +212,7 @@ def main(h):
     check_sources(h)
     check_ipv6(h)
     check_reuse_port(h)
+    check_window(h)
     check_paced(h)
 
 
