@@ -12,6 +12,7 @@
 #include "sg_kserve.h"
 #include "sg_loop.h"
 #include "sg_opts.h"
+#include "sg_tcp.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -56,6 +57,7 @@ enum {
     OPT_STREAMING,
     OPT_HTTP2,
     OPT_MAX_CONNECTIONS,
+    OPT_LOCAL_ADDRESS,
     OPT_API_KEY,
     OPT_EXTRA_INPUTS,
     OPT_REQUEST_RATE,
@@ -157,6 +159,7 @@ static const struct option long_options[] = {
     {"streaming", no_argument, NULL, OPT_STREAMING},
     {"http2", no_argument, NULL, OPT_HTTP2},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"local-address", required_argument, NULL, OPT_LOCAL_ADDRESS},
     {"header", required_argument, NULL, OPT_HEADER},
     {"api-key", required_argument, NULL, OPT_API_KEY},
     {"extra-inputs", required_argument, NULL, OPT_EXTRA_INPUTS},
@@ -1268,6 +1271,16 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return 0;
     case OPT_MAX_CONNECTIONS:
         return parse_u32(opt, arg, 1, 1000000, &cfg->max_connections);
+    case OPT_LOCAL_ADDRESS: {
+        /* the syntax now; whether each address is this host's is the start-up check's (run.c) */
+        sg_addr_t *v;
+        size_t nv;
+        char why[256];
+        if (sg_tcp_local_parse(arg, &v, &nv, why, sizeof why) < 0)
+            return fail(opt, "%s (in \"%s\")", why, arg);
+        free(v);
+        return set_str(&cfg->local_address, arg);
+    }
     case OPT_MAX_CONCURRENCY:
         st->max_concurrency_given = true;
         return parse_u32(opt, arg, 1, 10000000, &cfg->max_concurrency);
@@ -2024,6 +2037,7 @@ void sg_config_free(sg_config_t *cfg)
     free(cfg->tokenizer);
     free(cfg->input_file);
     free(cfg->cacert);
+    free(cfg->local_address);
     free(cfg->client_cert);
     free(cfg->client_key);
     free(cfg->artifact_dir);
@@ -2136,6 +2150,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "batch_size", json_integer(cfg->batch_size));
     json_object_set_new(o, "http2", json_boolean(cfg->http2));
     json_object_set_new(o, "max_connections", cfg->max_connections ? json_integer(cfg->max_connections) : json_null());
+    json_object_set_new(o, "local_address", cfg->local_address ? json_string(cfg->local_address) : json_null());
     json_object_set_new(o, "headers", headers);
     json_object_set_new(o, "extra_inputs", extra ? extra : json_object());
     if (cfg->request_rate > 0) {
@@ -2394,6 +2409,11 @@ void sg_config_usage(FILE *out)
                  "                                streams are re-sent (up to 8 times)\n"
                  "      --max-connections N       connections to the target over all workers (default: as\n"
                  "                                demand needs)\n"
+                 "      --local-address LIST      source addresses of the connections, taken in turn: a comma-\n"
+                 "                                separated list of addresses, ranges FIRST-LAST and CIDR blocks\n"
+                 "                                (e.g. 127.0.0.2-127.0.0.9 or 127.0.0.0/29); each gives ~28k\n"
+                 "                                more connections to one server address:port. Each must be an\n"
+                 "                                address of this host (default: the kernel's choice)\n"
                  "  -H, --header 'Name: value'    extra HTTP header on every request; repeatable\n"
                  "      --api-key KEY             send 'Authorization: Bearer KEY'\n"
                  "      --cacert FILE             https://: trust the CA certificates in FILE (PEM) instead of\n"

@@ -22,7 +22,9 @@ int sg_preflight_connect(const sg_run_t *run, int timeout_ms, int *fd_out)
     if (fd < 0)
         return -errno;
     int err = 0;
-    if (connect(fd, (const struct sockaddr *)&run->addr.addr, run->addr.len) < 0) {
+    if (run->n_local_addrs) /* from the first source address, as the run's first connection is */
+        err = sg_tcp_bind_source(fd, &run->local_addrs[0]);
+    if (err == 0 && connect(fd, (const struct sockaddr *)&run->addr.addr, run->addr.len) < 0) {
         if (errno != EINPROGRESS) {
             err = -errno;
         } else {

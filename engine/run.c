@@ -659,6 +659,51 @@ static const char *not_h2_advice(const sg_config_t *cfg)
                        : "drop --http2 to speak HTTP/1.1 to it";
 }
 
+/* Ports in net.ipv4.ip_local_port_range (the ones a connect picks from), or 0 when it cannot be read. */
+static uint64_t local_port_count(void)
+{
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    unsigned lo = 0, hi = 0;
+    int n = f ? fscanf(f, "%u %u", &lo, &hi) : 0;
+    if (f)
+        fclose(f);
+    return n == 2 && hi >= lo ? (uint64_t)(hi - lo + 1) : 0;
+}
+
+/*
+ * --local-address: its addresses (the syntax was checked with the flags), each of the target's family and an
+ * address of this host, which a bind tells (EADDRNOTAVAIL otherwise). One line and -1 on the first that is not.
+ */
+static int check_local_addrs(const sg_config_t *cfg, sg_run_t *run)
+{
+    char err[256];
+    if (sg_tcp_local_parse(cfg->local_address, &run->local_addrs, &run->n_local_addrs, err, sizeof err) < 0) {
+        fprintf(stderr, "surge: --local-address %s: %s\n", cfg->local_address, err);
+        return -1;
+    }
+    for (size_t i = 0; i < run->n_local_addrs; i++) {
+        const sg_addr_t *a = &run->local_addrs[i];
+        char ip[64];
+        sg_addr_format_ip(a, ip, sizeof ip);
+        if (a->addr.ss_family != run->addr.addr.ss_family) {
+            fprintf(stderr, "surge: --local-address: %s is %s but the target %s is %s\n", ip,
+                    a->addr.ss_family == AF_INET ? "IPv4" : "IPv6", run->addr_text,
+                    run->addr.addr.ss_family == AF_INET ? "IPv4" : "IPv6");
+            return -1;
+        }
+        int fd = socket(a->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int rc = fd < 0 ? -errno : sg_tcp_bind_source(fd, a);
+        if (fd >= 0)
+            close(fd);
+        if (rc < 0) {
+            fprintf(stderr, "surge: --local-address: cannot send from %s: %s%s\n", ip, sg_strerror(rc),
+                    rc == -EADDRNOTAVAIL ? " (it is not an address of this host)" : "");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /*
  * Resolve the target and check it before anything is measured (sg_preflight.h): it accepts a connection, over
  * https:// its TLS handshake succeeds and tells which protocol the run speaks, and under HTTP/2 it answers the
@@ -685,6 +730,8 @@ static int prepare_target(profile_t *p)
             return EXIT_USAGE;
         }
     }
+    if (cfg->local_address && check_local_addrs(cfg, run) < 0)
+        return EXIT_USAGE;
     int pfd = -1;
     int perr = sg_preflight_connect(run, SG_PREFLIGHT_MS, cfg->tls || cfg->http2 ? &pfd : NULL);
     if (perr < 0) {
@@ -816,6 +863,19 @@ static int prepare_output(profile_t *p)
                 "surge: warning: RLIMIT_NOFILE (%llu) leaves room for fewer connections than the %llu requests asked "
                 "to be in flight; the rest will wait, and that shows as schedule lag (raise it with ulimit -n)\n",
                 (unsigned long long)run->nofile, (unsigned long long)want_conns);
+    /* each source address has the ephemeral range's ports towards the one server address:port */
+    uint64_t ports = local_port_count();
+    uint64_t sources = run->n_local_addrs ? run->n_local_addrs : 1;
+    uint64_t mine = p->dist_opts.world > 1 ? want_conns / p->dist_opts.world : want_conns;
+    if (mine > run->nofile)
+        mine = run->nofile; /* no more are opened at once */
+    if (ports && mine > ports * sources)
+        fprintf(stderr,
+                "surge: warning: %llu connections to %s need more source ports than %llu source address%s "
+                "(%llu each, net.ipv4.ip_local_port_range); the rest will fail to connect: give more with "
+                "--local-address\n",
+                (unsigned long long)mine, run->addr_text, (unsigned long long)sources,
+                sources == 1 ? " gives" : "es give", (unsigned long long)ports);
     return EXIT_OK;
 }
 
@@ -1751,6 +1811,7 @@ static void profile_free(profile_t *p)
         for (size_t i = 0; i < p->payloads.n; i++)
             sg_h2_req_free(&p->run.h2_reqs[i]);
     free(p->run.h2_reqs);
+    free(p->run.local_addrs);
     sg_workload_free(&p->payloads);
     sg_conv_free(&p->convs);
     sg_input_free(&p->input);

@@ -44,6 +44,7 @@ typedef struct {
     int backend;              /* sg_kserve_backend_t: --backend tensorrtllm (default) or vllm; triton only */
     bool http2;               /* --http2: h2c with prior knowledge, many streams per connection */
     uint32_t max_connections; /* --max-connections: per target, over all workers; 0 = as demand needs */
+    char *local_address;      /* --local-address as given (syntax checked: sg_tcp_local_parse); NULL = none */
     char **headers;           /* -H "Name: value", validated; NULL-terminated */
     size_t n_headers;
     char *extra_inputs_json; /* JSON object text merged into every body ("{}" when none) */

@@ -52,6 +52,10 @@ typedef struct sg_run {
     size_t schedule_n;
     sg_addr_t addr;
     char addr_text[64];
+    /* --local-address: the source addresses connections are bound to in turn (IP_BIND_ADDRESS_NO_PORT), each checked
+     * to be this host's at start-up; NULL / 0 without the flag (the kernel picks the source) */
+    sg_addr_t *local_addrs;
+    size_t n_local_addrs;
     char *artifact_dir;
     uint64_t nofile;                   /* RLIMIT_NOFILE after raising it */
     int io_backend;                    /* sg_io_backend_t the workers' loops use: io_uring or epoll (sg_loop_pick) */

@@ -515,14 +515,27 @@ static void preopen(sg_worker_t *w)
         n = (n + w->h2_per_conn - 1) / w->h2_per_conn;
     if (n > w->max_conns)
         n = w->max_conns;
+    /* At most CONNECT_WINDOW being set up at once, the next opened as one is done; each connection is waited for
+     * up to SETUP_CONNECT_NS from when it was opened. */
     uint64_t opened = 0;
-    for (uint64_t i = 0; i < n; i++, opened++)
-        if (!wk_conn_open(w, true))
+    bool open_failed = false;
+    int64_t until = 0;
+    for (;;) {
+        bool more = false;
+        while (opened < n && !open_failed && w->n_connecting < CONNECT_WINDOW) {
+            if (!wk_conn_open(w, true)) {
+                open_failed = true;
+                break;
+            }
+            opened++;
+            more = true;
+        }
+        if (more)
+            until = sg_now_ns() + SETUP_CONNECT_NS;
+        /* HTTP/2: set-up ends with the server's SETTINGS, so the first requests keep to its stream limit (sent
+         * before it, they would go out against nghttp2's assumed 100 and come back refused) */
+        if (!(w->n_connecting > 0 || (w->http2 && wk_h2_awaiting_settings(w))) || sg_now_ns() >= until)
             break;
-    int64_t until = sg_now_ns() + SETUP_CONNECT_NS;
-    /* HTTP/2: set-up ends with the server's SETTINGS, so the first requests keep to its stream limit (sent
-     * before it, they would go out against nghttp2's assumed 100 and come back refused) */
-    while ((w->n_connecting > 0 || (w->http2 && wk_h2_awaiting_settings(w))) && sg_now_ns() < until) {
         int err = sg_loop_run_once(&w->loop, until < w->setup_check_ns ? until : w->setup_check_ns);
         if (err < 0) {
             fatal(w, err, "event loop wait");
@@ -750,6 +763,8 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
         w->max_conns = share(cfg->max_connections, index, n);
     if (w->max_conns == 0)
         w->max_conns = 1;
+    if (run->n_local_addrs) /* workers start at different sources, so few connections still use them all */
+        w->next_src = index % run->n_local_addrs;
     w->http2 = run->http2;
     w->grpc = cfg->triton;
     w->h2_per_conn = 100; /* RFC 9113's recommended minimum, until a peer's SETTINGS say otherwise */

@@ -25,11 +25,11 @@
 
 void wk_grpc_resp_reset(resp_t *rs)
 {
-    if (rs->gdec.max_msg == 0)
-        sg_grpc_dec_init(&rs->gdec, 0);
+    if (rs->g->dec.max_msg == 0)
+        sg_grpc_dec_init(&rs->g->dec, 0);
     else
-        sg_grpc_dec_reset(&rs->gdec);
-    sg_grpc_meta_init(&rs->gmeta);
+        sg_grpc_dec_reset(&rs->g->dec);
+    sg_grpc_meta_init(&rs->g->meta);
     rs->grpc_body = false;
     rs->grpc_stop = false;
     rs->grpc_msgs = 0;
@@ -37,8 +37,8 @@ void wk_grpc_resp_reset(resp_t *rs)
 
 void wk_grpc_resp_free(resp_t *rs)
 {
-    if (rs->gdec.max_msg)
-        sg_grpc_dec_free(&rs->gdec);
+    if (rs->g && rs->g->dec.max_msg)
+        sg_grpc_dec_free(&rs->g->dec);
 }
 
 void wk_grpc_free_all(sg_worker_t *w)
@@ -55,7 +55,7 @@ int wk_grpc_on_field(void *ud, void *stream_ud, const char *name, size_t name_le
     resp_t *rs = stream_ud;
     if (!rs->req)
         return 0; /* abandoned: on_head resets it */
-    if (sg_grpc_meta_header(&rs->gmeta, name, name_len, value, value_len) < 0)
+    if (sg_grpc_meta_header(&rs->g->meta, name, name_len, value, value_len) < 0)
         wk_set_error(rs->req, SG_ERRC_PROTOCOL, "malformed %.*s: \"%.*s\"", (int)name_len, name,
                      (int)(value_len > 40 ? 40 : value_len), value);
     return 0;
@@ -65,7 +65,7 @@ int wk_grpc_on_head(resp_t *rs, int status)
 {
     sg_req_t *r = rs->req;
     r->rec.http_status = status;
-    rs->grpc_body = status == 200 && rs->gmeta.content_type_grpc;
+    rs->grpc_body = status == 200 && rs->g->meta.content_type_grpc;
     return 0;
 }
 
@@ -117,11 +117,11 @@ int wk_grpc_on_data(resp_t *rs, const char *data, size_t len)
     }
     if (rs->grpc_stop)
         return 0;
-    int err = sg_grpc_dec_feed(&rs->gdec, data, len, &dec_cb, rs);
+    int err = sg_grpc_dec_feed(&rs->g->dec, data, len, &dec_cb, rs);
     if (err < 0) {
         /* the request has failed; read on to the end of the stream so the session stays in step */
         if (err == SG_EPROTO || err == SG_ETOOBIG)
-            wk_set_error(r, SG_ERRC_PROTOCOL, "gRPC framing: %s", rs->gdec.err);
+            wk_set_error(r, SG_ERRC_PROTOCOL, "gRPC framing: %s", rs->g->dec.err);
         else
             wk_set_error(r, SG_ERRC_PROTOCOL, "gRPC response: %s", sg_strerror(err));
         rs->grpc_stop = true;
@@ -134,11 +134,11 @@ void wk_grpc_on_complete(resp_t *rs)
     sg_req_t *r = rs->req;
     sg_record_t *rec = &r->rec;
     char msg[SG_RECORD_MSG];
-    switch (sg_grpc_meta_result(&rs->gmeta, msg, sizeof(msg))) {
+    switch (sg_grpc_meta_result(&rs->g->meta, msg, sizeof(msg))) {
     case SG_GRPC_CALL_OK:
         if (rs->grpc_stop)
             break;
-        if (sg_grpc_dec_pending(&rs->gdec))
+        if (sg_grpc_dec_pending(&rs->g->dec))
             wk_set_error(r, SG_ERRC_PROTOCOL, "the call ended inside a gRPC message");
         else if (!rs->w->cfg->streaming && rs->grpc_msgs == 0)
             wk_set_error(r, SG_ERRC_PROTOCOL, "ModelInfer ended with grpc-status 0 but no response message");

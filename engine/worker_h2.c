@@ -22,6 +22,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+_Static_assert(sizeof(resp_t) % _Alignof(struct wk_grpc_state) == 0, "the gRPC state after a resp_t is aligned");
+
 static resp_t *resp_alloc(sg_worker_t *w)
 {
     resp_t *rs = w->free_resps;
@@ -29,9 +31,12 @@ static resp_t *resp_alloc(sg_worker_t *w)
         w->free_resps = rs->next_free;
         sg_sse_reset(&rs->sse);
     } else {
-        rs = calloc(1, sizeof(*rs));
+        /* a triton stream's gRPC state rides behind it (resp_t's size keeps it aligned) */
+        rs = calloc(1, sizeof(*rs) + (w->grpc ? sizeof(struct wk_grpc_state) : 0));
         if (!rs)
             return NULL;
+        if (w->grpc)
+            rs->g = (struct wk_grpc_state *)(rs + 1);
         rs->w = w;
         sg_sse_init(&rs->sse, MAX_EVENT_BYTES);
     }
@@ -485,7 +490,7 @@ void wk_h2_dispatch(sg_worker_t *w)
         if (want > room)
             want = room;
     }
-    while (want > w->n_connecting * w->h2_per_conn && w->n_conns < w->max_conns) {
+    while (want > w->n_connecting * w->h2_per_conn && w->n_connecting < CONNECT_WINDOW && w->n_conns < w->max_conns) {
         if (!wk_conn_open(w, false)) {
             wk_fail_waiting_head(w, w->last_connect_err);
             want = w->n_waiting < want ? w->n_waiting : want;

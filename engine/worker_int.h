@@ -25,7 +25,11 @@
 #define MAX_BODY_BYTES (16u << 20) /* one non-streamed body */
 #define ERR_BODY_SAMPLE 200        /* bytes of an error body kept for the message */
 #define SETUP_CONNECT_NS (SG_WORKER_SETUP_WAIT_S * 1000000000LL)
-#define FIXED_PREOPEN 4           /* connections opened before a fixed schedule starts, per worker */
+#define FIXED_PREOPEN 4 /* connections opened before a fixed schedule starts, per worker */
+/* Connections a worker has being set up (connect, TLS handshake) at once: opening is paced by their completions, so
+ * that thousands of connections wanted at once do not go out as one burst of SYNs that overflows the server's accept
+ * queue (docs/architecture.md, "Connection opening"). */
+#define CONNECT_WINDOW 64
 #define TLS_PLAIN_BUF (32u << 10) /* decrypted bytes handed to the protocol per sg_tls_read (a record is <= 16 KiB) */
 
 /* A connection's set-up (connect, TLS handshake) is given up after this, or --request-timeout when shorter. */
@@ -41,6 +45,10 @@ typedef struct wk_sessions wk_sessions_t; /* session.c: a worker's sessions */
  * per-worker free list). The parser callbacks below work on it, whatever the protocol.
  */
 typedef struct resp resp_t;
+struct wk_grpc_state {
+    sg_grpc_dec_t dec;
+    sg_grpc_meta_t meta;
+};
 struct resp {
     sg_worker_t *w;
     sg_req_t *req; /* NULL once the request was finished elsewhere (timeout, cancel) */
@@ -55,8 +63,9 @@ struct resp {
     bool grpc_body;     /* the head was HTTP 200 with a gRPC content-type: DATA holds gRPC messages */
     bool grpc_stop;     /* a message could not be decoded: the rest of the DATA is ignored */
     uint32_t grpc_msgs; /* response messages received */
-    sg_grpc_dec_t gdec;
-    sg_grpc_meta_t gmeta;
+    /* the gRPC decoder and call metadata (730 bytes): only a --service-kind triton worker's streams have them, in
+     * the same allocation (resp_alloc); NULL on every other response, HTTP/1.1 connections' included */
+    struct wk_grpc_state *g;
     /* a multi-turn session's turn is rendered when due, not in the run's table: the stream keeps its own copy of
      * the request (nghttp2 reads the header values and the body from it) until it closes */
     char *turn_bytes;
@@ -182,6 +191,7 @@ struct sg_worker {
     uint64_t n_closing; /* closed, their descriptors held until the ring returns their operations */
     uint64_t max_conns;
     int last_connect_err;
+    size_t next_src; /* --local-address: index of the source address the next connection is bound to */
     uint64_t conns_opened, conns_peak, connect_failures, resent, resent_measured;
     /*
      * HTTP/1.1 servers that close kept-alive connections right after a response without saying so (llama-server

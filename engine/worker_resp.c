@@ -163,7 +163,7 @@ int wk_add_content_event(sg_req_t *r, int64_t t)
     else if (rec->second_token_ns == 0)
         rec->second_token_ns = t;
     if (rec->n_events == r->events_cap) {
-        uint32_t ncap = r->events_cap ? r->events_cap * 2 : 64;
+        uint32_t ncap = r->events_cap ? r->events_cap * 2 : 16;
         uint32_t *ne = realloc(r->events, ncap * sizeof(*ne));
         if (!ne)
             return SG_ENOMEM;

@@ -215,7 +215,7 @@ int sg_mock_main(int argc, char **argv)
     }
 
     char where[128];
-    if (o.port != 0) {
+    if (o.port != 0 && !o.reuse_port) {
         /*
          * SO_REUSEPORT would let us join a port that another process (an older mock, a real server) already
          * listens on, and silently split its connections with it. Bind once without it first, to fail loudly.
@@ -228,7 +228,7 @@ int sg_mock_main(int argc, char **argv)
         }
     }
     for (unsigned i = 0; i < o.workers; i++) {
-        int fd = sg_tcp_listen(&addr, 4096);
+        int fd = sg_tcp_listen(&addr, (int)o.backlog);
         if (fd < 0) {
             sg_addr_format(&addr, where, sizeof(where));
             fprintf(stderr, "surge mock: cannot listen on %s: %s\n", where, sg_strerror(fd));

@@ -40,6 +40,8 @@ typedef struct {
     bool prefix_cache;               /* usage reports prompt_tokens_details.cached_tokens (mock_pcache.c) */
     bool quiet;
     uint32_t max_streams; /* HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS per connection */
+    uint32_t backlog;     /* --backlog: each listening socket's accept queue (listen(2)'s backlog) */
+    bool reuse_port;      /* --reuse-port: share --port with other mock processes already listening on it */
     bool tls;             /* --tls, or implied by --tls-cert/--tls-key: serve TLS only */
     const char *tls_cert; /* PEM chain; NULL with tls: a self-signed certificate made at start */
     const char *tls_key;

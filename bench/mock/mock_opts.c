@@ -66,6 +66,10 @@ static const char usage_text[] =
     "  --tls-cert-out FILE  write the self-signed certificate made by --tls to FILE (PEM)\n"
     "  --tls-alpn LIST      ALPN protocols accepted, preferred first (default h2,http/1.1; http/1.1 alone makes\n"
     "                       an HTTP/1.1-only TLS server)\n"
+    "  --reuse-port         with --port P: join P where another mock already listens (SO_REUSEPORT), the kernel\n"
+    "                       spreading connections over the processes (without it a taken port is an error)\n"
+    "  --backlog N          each listening socket's accept queue (listen(2)'s backlog; the kernel caps it at\n"
+    "                       net.core.somaxconn) (default 4096)\n"
     "  --close-after N      HTTP/1.1: close every connection after its N-th response, right after the last byte\n"
     "                       (default 0: keep connections open while the client does)\n"
     "  --close-notice HOW   what the responses say about that close: connection (default: the last one carries\n"
@@ -137,6 +141,7 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
     o->ttft_ms = 20;
     o->itl_ms = 5;
     o->workers = 1;
+    o->backlog = 4096;
     o->max_streams = SG_MOCK_DEFAULT_STREAMS;
     o->embedding_dim = SG_MOCK_DEFAULT_EMBEDDING_DIM;
     const char *be = getenv("SURGE_IO_BACKEND");
@@ -159,6 +164,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
         }
         if (strcmp(arg, "--tls") == 0) {
             o->tls = true;
+            continue;
+        }
+        if (strcmp(arg, "--reuse-port") == 0) {
+            o->reuse_port = true;
             continue;
         }
         if (strcmp(arg, "--no-usage") == 0) {
@@ -209,6 +218,7 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--tls-cert-out",
                                             "--tls-alpn",
                                             "--close-after",
+                                            "--backlog",
                                             "--close-notice",
                                             "--close-delay-ms",
                                             "--max-batch",
@@ -289,6 +299,10 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             if (!*val || errno || *end || v < -(1LL << 30) || v > (1LL << 30))
                 return bad(name, val, "expected an integer (tokens, may be negative)");
             o->usage_completion_offset = v;
+        } else if (strcmp(name, "--backlog") == 0) {
+            if (!parse_uint(val, 1u << 20, &u) || u == 0)
+                return bad(name, val, "expected a queue length 1..1048576");
+            o->backlog = (uint32_t)u;
         } else if (strcmp(name, "--max-concurrent-streams") == 0) {
             if (!parse_uint(val, 1u << 20, &u) || u == 0)
                 return bad(name, val, "expected a stream count 1..1048576");
