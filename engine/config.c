@@ -103,6 +103,7 @@ enum {
     OPT_SERVER_METRICS_INTERVAL,
     OPT_BURSTINESS,
     OPT_IO_BACKEND,
+    OPT_COALESCE_US,
     OPT_WORLD_SIZE,
     OPT_RANK,
     OPT_COORDINATOR,
@@ -255,6 +256,7 @@ static const struct option long_options[] = {
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
     {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
+    {"coalesce-us", required_argument, NULL, OPT_COALESCE_US},
     {"world-size", required_argument, NULL, OPT_WORLD_SIZE},
     {"rank", required_argument, NULL, OPT_RANK},
     {"coordinator", required_argument, NULL, OPT_COORDINATOR},
@@ -1421,6 +1423,8 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if ((cfg->io_backend = sg_io_backend_parse(arg)) < 0)
             return fail(opt, "expected auto, io_uring or epoll, got \"%s\"", arg);
         return 0;
+    case OPT_COALESCE_US:
+        return parse_u32(opt, arg, 0, SG_COALESCE_US_MAX, &cfg->coalesce_us);
     case OPT_MAX_ERROR_RATE:
         return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
     case OPT_GOODPUT:
@@ -1456,6 +1460,7 @@ static int set_defaults(sg_config_t *cfg)
     cfg->request_timeout_s = 600;
     cfg->benchmark_grace_s = -1;
     cfg->workers = usable_cpus();
+    cfg->coalesce_us = SG_COALESCE_US_DEFAULT;
     cfg->isl_mean = 550;
     cfg->num_prompts = 100;
     cfg->osl_mean = -1;
@@ -2221,6 +2226,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "server_metrics_url", scrape);
     json_object_set_new(o, "server_metrics_interval", json_real(cfg->server_metrics_interval_s));
     json_object_set_new(o, "io_backend", json_string(sg_io_backend_name(cfg->io_backend)));
+    json_object_set_new(o, "coalesce_us", json_integer(cfg->coalesce_us));
     json_object_set_new(o, "world_size", cfg->world_size ? json_integer(cfg->world_size) : json_null());
     json_object_set_new(o, "rank", cfg->rank >= 0 ? json_integer(cfg->rank) : json_null());
     json_object_set_new(o, "coordinator", cfg->coordinator ? json_string(cfg->coordinator) : json_null());
@@ -2575,6 +2581,11 @@ void sg_config_usage(FILE *out)
                  "                                the workers' I/O (default: $SURGE_IO_BACKEND, else auto:\n"
                  "                                io_uring where the kernel and any seccomp profile allow it,\n"
                  "                                else epoll, with a line saying why)\n"
+                 "      --coalesce-us N           let a worker hold received data up to N microseconds so it\n"
+                 "                                wakes once per batch rather than per segment (default 1000;\n"
+                 "                                0 = off). Never past a due send; shrunk to 1/100 of the\n"
+                 "                                requests' mean latency, so fast exchanges and closed loops do\n"
+                 "                                not wait on it (docs/architecture.md, the event loop)\n"
                  "  -v, --verbose                 more detail on stderr\n"
                  "      --version                 print the version and exit\n"
                  "  -h, --help                    print this help and exit\n"

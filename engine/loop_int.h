@@ -21,6 +21,9 @@ int sg_uring_flush(sg_loop_t *l);
 void sg_uring_buf_release(sg_loop_t *l, unsigned bid);
 unsigned sg_uring_bufs_live(const sg_loop_t *l);
 int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns);
+bool sg_uring_min_wait(const sg_loop_t *l);
+/* Tests: coalesce by the sleep fallback (off) even where the kernel has the minimum wait (on: where it has it). */
+void sg_uring_set_min_wait(sg_loop_t *l, bool on);
 
 /* epoll */
 int sg_epoll_init(sg_loop_t *l);
@@ -46,5 +49,19 @@ static inline int64_t sg_loop_sleep_ns(const sg_loop_t *l, int64_t deadline_ns, 
         return 0;
     return deadline_ns - now - l->spin_ns / 2;
 }
+
+/* The window (ns) a turn that would sleep `sleep` (as sg_loop_sleep_ns says) may hold completions for: 0 when
+ * coalescing is off, the deadline is to be polled for (sleep 0) or the window is under a microsecond; never
+ * longer than the sleep, so that no deadline is overslept. */
+static inline int64_t sg_loop_window_ns(const sg_loop_t *l, int64_t sleep)
+{
+    int64_t w = l->coalesce_ns;
+    if (w < 1000 || sleep == 0)
+        return 0;
+    return sleep > 0 && sleep < w ? sleep : w;
+}
+
+/* Sleep ns (the fallback's window): clock_nanosleep on CLOCK_MONOTONIC, never cut short by a signal. */
+void sg_loop_nap(int64_t ns);
 
 #endif

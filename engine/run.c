@@ -1146,6 +1146,11 @@ static int point_collect(profile_t *p, point_t *pt)
             run->point_ids = (st.issued + 1) * streams;
         pt->resent += st.resent_measured;
         pt->silent_closes += st.silent_closes;
+        pt->loop_turns += st.loop_turns;
+        pt->loop_completions += st.loop_completions;
+        pt->loop_coalesced += st.loop_coalesced;
+        if (st.coalesce_method)
+            pt->coalesce_method = st.coalesce_method;
         pt->no_reuse_after[0] |= st.no_reuse_after_whole;
         pt->no_reuse_after[1] |= st.no_reuse_after_stream;
         if (p->cfg.verbose)
@@ -1413,6 +1418,11 @@ static int point_report(profile_t *p, point_t *pt)
         .has_slos = cfg->n_slos > 0,
         .client_cpu_s = pt->client_cpu_s,
         .io_backend = sg_io_backend_name((sg_io_backend_t)p->run.io_backend),
+        .coalesce_us = cfg->coalesce_us,
+        .coalesce_method = pt->coalesce_method,
+        .loop_turns = pt->loop_turns,
+        .loop_completions = pt->loop_completions,
+        .loop_coalesced = pt->loop_coalesced,
         .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
         .isl_source = p->run.tok ? "tokenizer" : "words",

@@ -64,6 +64,24 @@ typedef struct {
      * per batch). */
     void (*before_submit)(void *arg);
     void *before_submit_arg;
+    /*
+     * Coalesced wake-ups: how long the next sg_loop_run_once may hold completions back so that it hands over
+     * more of them per wake-up. 0 (the default: the mock server keeps it) is off. The owner sets it before each
+     * call (the client worker's adaptive window, worker.c); the loop never holds anything past deadline_ns's
+     * sleep (the window is cut to end where the sleep would), and holds nothing when the deadline is close
+     * enough to poll for. How, per backend:
+     *   - io_uring with IORING_FEAT_MIN_TIMEOUT: one io_uring_enter asks for many completions, the deadline as
+     *     its timeout and the window as its minimum wait: the kernel returns once the window has passed (from
+     *     the start of the wait) if any completion is there, else at the first one after it.
+     *   - otherwise (io_uring without it, epoll): when the previous turn found two or more completions (they
+     *     come faster than turns), the turn first sleeps the window, then waits as usual; a single completion
+     *     per turn (sparse traffic) costs no extra sleep.
+     */
+    int64_t coalesce_ns;
+    /* Counts since sg_loop_init, for the summary: turns (sg_loop_run_once calls), the completions they
+     * dispatched, and the turns that held completions back (a minimum wait or a sleep of the window). */
+    uint64_t turns, completions, coalesced;
+    int last_n; /* completions the previous turn dispatched */
 } sg_loop_t;
 
 /* Receive buffers io_uring gets at first; every receive that finds none (ENOBUFS) doubles the number, up to
@@ -126,6 +144,10 @@ unsigned sg_loop_bufs_live(const sg_loop_t *l);
  * Returns the number of completions dispatched, or -errno.
  */
 SG_WUR int sg_loop_run_once(sg_loop_t *l, int64_t deadline_ns);
+
+/* How this loop coalesces when asked (coalesce_ns > 0): "io_uring_min_wait" (IORING_FEAT_MIN_TIMEOUT) or
+ * "sleep" (the fallback above). */
+const char *sg_loop_coalesce_method(const sg_loop_t *l);
 
 /* Thread-safe: make the owner's sg_loop_run_once return soon, so it rechecks its state. */
 void sg_loop_wake(sg_loop_t *l);

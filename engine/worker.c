@@ -233,6 +233,10 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     rec->text_len = rec->has_text ? r->text_len : 0;
     rec->reasoning_text_len = rec->has_text && !r->reasoning_mixed ? r->reasoning_len : 0;
     rec->resent = r->retried || r->h2_resends;
+    if (rec->sent_ns && rec->end_ns > rec->sent_ns) {
+        int64_t e2e = rec->end_ns - rec->sent_ns;
+        w->e2e_avg_ns = w->e2e_avg_ns ? w->e2e_avg_ns + (e2e - w->e2e_avg_ns) / 16 : e2e;
+    }
     wk_record_done(w, rec);
     if (SG_UNLIKELY(r->sess)) {
         /* the session decides what comes next (its next turn after a delay, or, once it ends, a new session) */
@@ -479,6 +483,30 @@ static void preopen(sg_worker_t *w)
  * wakeup on a busy VM can be late by tens of microseconds). */
 #define START_SPIN_NS 200000
 
+/* The coalescing window is at most this fraction (1/N) of the requests' mean sent-to-end time. */
+#define COALESCE_SHARE 100
+
+/*
+ * Coalesced wake-ups: how long the loop's next wait may hold completions back (sg_loop.h, coalesce_ns) so that
+ * a worker receiving many slow streams wakes once per batch of segments instead of once per segment. The loop
+ * already ends the window before any deadline (a due send, a session's next turn, a timeout), so an open loop
+ * sends on time. What the loop cannot know is that a held completion ends a request: a closed loop's next
+ * request starts when it is handled, and a request's end is seen late by up to the window. So:
+ *   - the window is at most 1/COALESCE_SHARE of the requests' mean sent-to-end time (before any has finished,
+ *     of the oldest in flight's age so far): a closed loop of 2 s streams gets the whole window and loses at
+ *     most 1/100 of its rate; a fast exchange (a whole answer in 100 us) gets none;
+ *   - none while requests wait for a connection or a re-send waits (what a completion frees is wanted now),
+ *     and none with nothing in flight (nothing to coalesce).
+ */
+static int64_t coalesce_window(const sg_worker_t *w, int64_t now)
+{
+    if (!w->coalesce_ns || !w->fl_head || w->wait_head || w->fresh_head)
+        return 0;
+    int64_t est = w->e2e_avg_ns ? w->e2e_avg_ns : now - w->fl_head->rec.sent_ns;
+    int64_t cap = est / COALESCE_SHARE;
+    return cap < w->coalesce_ns ? cap : w->coalesce_ns;
+}
+
 static void *worker_main(void *arg)
 {
     sg_worker_t *w = arg;
@@ -494,6 +522,7 @@ static void *worker_main(void *arg)
         atomic_store(&w->progress.finished, 1);
         return NULL;
     }
+    w->coalesce_method = sg_loop_coalesce_method(&w->loop);
     if (w->http2) {
         w->loop.before_submit = wk_h2_before_submit;
         w->loop.before_submit_arg = w;
@@ -503,6 +532,8 @@ static void *worker_main(void *arg)
     while (!atomic_load(&w->run->go))
         usleep(100);
 
+    /* the loop's counts cover the load, not the connections opened ahead of it */
+    w->loop.turns = w->loop.completions = w->loop.coalesced = 0;
     int64_t start = w->run->start_ns;
     if (w->cfg->fixed_schedule) {
         sg_sched_init_fixed(&w->sched, w->run->schedule_ns, w->run->schedule_n, w->cfg->fixed_schedule_speedup,
@@ -560,6 +591,7 @@ static void *worker_main(void *arg)
             deadline = w->fl_head->rec.sent_ns + w->timeout_ns;
         if (w->setup_check_ns < deadline)
             deadline = w->setup_check_ns;
+        w->loop.coalesce_ns = coalesce_window(w, now);
         err = sg_loop_run_once(&w->loop, deadline);
         if (err < 0)
             fatal(w, err, "event loop wait");
@@ -621,6 +653,7 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->quota = cfg->request_count ? share(cfg->request_count, index, n) + w->warmup_quota : UINT64_MAX;
     w->stop_issue_ns = INT64_MAX;
     w->timeout_ns = (int64_t)llround(cfg->request_timeout_s * 1e9);
+    w->coalesce_ns = (int64_t)cfg->coalesce_us * 1000;
     w->setup_timeout_ns = (int64_t)llround(sg_worker_setup_timeout_s(cfg) * 1e9);
     w->setup_check_ns = INT64_MAX;
     uint64_t reserve = 64;
@@ -739,6 +772,10 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->tls_full = w->tls_full;
     out->tls_resumed = w->tls_resumed;
     out->tls_failures = w->tls_failures;
+    out->loop_turns = w->loop.turns;
+    out->loop_completions = w->loop.completions;
+    out->loop_coalesced = w->loop.coalesced;
+    out->coalesce_method = w->coalesce_method;
 }
 
 void sg_worker_free(sg_worker_t *w)

@@ -171,6 +171,11 @@ struct sg_worker {
     sg_req_t *fl_head, *fl_tail;
     uint64_t n_in_flight;
     int64_t timeout_ns;
+    /* Coalesced wake-ups (worker.c, coalesce_window): the longest window (--coalesce-us; 0 = off), and the mean
+     * sent-to-end time of the requests finished so far (an average over about the last 16; 0 before the first) */
+    int64_t coalesce_ns;
+    int64_t e2e_avg_ns;
+    const char *coalesce_method; /* sg_loop_coalesce_method, read once the loop is up */
 
     /* connections */
     sg_conn_t *idle_head;       /* idle after a response, most recent first */
