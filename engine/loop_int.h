@@ -50,15 +50,27 @@ static inline int64_t sg_loop_sleep_ns(const sg_loop_t *l, int64_t deadline_ns, 
     return deadline_ns - now - l->spin_ns / 2;
 }
 
-/* The window (ns) a turn that would sleep `sleep` (as sg_loop_sleep_ns says) may hold completions for: 0 when
- * coalescing is off, the deadline is to be polled for (sleep 0) or the window is under a microsecond; never
- * longer than the sleep, so that no deadline is overslept. */
+/* Windows cut shorter than this by a deadline are not worth a wait of their own: the turn waits as usual. */
+#define SG_LOOP_WINDOW_MIN_NS 20000
+
+/*
+ * The window (ns) a turn that would sleep `sleep` (as sg_loop_sleep_ns says) may hold completions for: 0 when
+ * coalescing is off, the deadline is to be polled for (sleep 0) or the window is under a microsecond. With a
+ * deadline, at most half the sleep: the batch a window gathers must be handled before the deadline, and
+ * handling a window's arrivals takes the window times the worker's busy share (under 1), so the other half is
+ * room enough; the turns that follow halve what is left again, down to SG_LOOP_WINDOW_MIN_NS.
+ */
 static inline int64_t sg_loop_window_ns(const sg_loop_t *l, int64_t sleep)
 {
     int64_t w = l->coalesce_ns;
     if (w < 1000 || sleep == 0)
         return 0;
-    return sleep > 0 && sleep < w ? sleep : w;
+    if (sleep > 0 && sleep / 2 < w) {
+        if (sleep / 2 < SG_LOOP_WINDOW_MIN_NS)
+            return 0;
+        w = sleep / 2;
+    }
+    return w;
 }
 
 /* Sleep ns (the fallback's window): clock_nanosleep on CLOCK_MONOTONIC, never cut short by a signal. */
