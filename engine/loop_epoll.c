@@ -426,6 +426,8 @@ int sg_epoll_run_once(sg_loop_t *l, int64_t deadline_ns)
     struct sg_loop_epoll *e = l->e;
     int64_t sleep = e->n_done || e->n_ready ? 0 : sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
     int64_t window = l->last_n >= 2 ? sg_loop_window_ns(l, sleep) : 0;
+    if (sleep != 0)
+        l->waits++;
     if (window) {
         /* coalescing (sg_loop.h): completions come faster than turns, so let more of them gather first */
         l->coalesced++;

@@ -285,6 +285,8 @@ int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns)
     int64_t sleep = sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
     int64_t window = sg_loop_window_ns(l, sleep);
     int err;
+    if (sleep != 0)
+        l->waits++;
     if (window && u->min_wait) {
         l->coalesced++;
         err = submit_and_wait_min(u, sleep, window);

@@ -1147,6 +1147,7 @@ static int point_collect(profile_t *p, point_t *pt)
         pt->resent += st.resent_measured;
         pt->silent_closes += st.silent_closes;
         pt->loop_turns += st.loop_turns;
+        pt->loop_waits += st.loop_waits;
         pt->loop_completions += st.loop_completions;
         pt->loop_coalesced += st.loop_coalesced;
         if (st.coalesce_method)
@@ -1421,6 +1422,7 @@ static int point_report(profile_t *p, point_t *pt)
         .coalesce_us = cfg->coalesce_us,
         .coalesce_method = pt->coalesce_method,
         .loop_turns = pt->loop_turns,
+        .loop_waits = pt->loop_waits,
         .loop_completions = pt->loop_completions,
         .loop_coalesced = pt->loop_coalesced,
         .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,

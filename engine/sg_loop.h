@@ -78,9 +78,10 @@ typedef struct {
      *     per turn (sparse traffic) costs no extra sleep.
      */
     int64_t coalesce_ns;
-    /* Counts since sg_loop_init, for the summary: turns (sg_loop_run_once calls), the completions they
-     * dispatched, and the turns that held completions back (a minimum wait or a sleep of the window). */
-    uint64_t turns, completions, coalesced;
+    /* Counts since sg_loop_init (the owner may zero them), for the summary: turns (sg_loop_run_once calls), the
+     * turns that waited (the others polled: something was pending, or the deadline within spin_ns), the
+     * completions they dispatched, and the turns that held completions back (a minimum wait or a sleep). */
+    uint64_t turns, waits, completions, coalesced;
     int last_n; /* completions the previous turn dispatched */
 } sg_loop_t;
 

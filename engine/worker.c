@@ -533,7 +533,7 @@ static void *worker_main(void *arg)
         usleep(100);
 
     /* the loop's counts cover the load, not the connections opened ahead of it */
-    w->loop.turns = w->loop.completions = w->loop.coalesced = 0;
+    w->loop.turns = w->loop.waits = w->loop.completions = w->loop.coalesced = 0;
     int64_t start = w->run->start_ns;
     if (w->cfg->fixed_schedule) {
         sg_sched_init_fixed(&w->sched, w->run->schedule_ns, w->run->schedule_n, w->cfg->fixed_schedule_speedup,
@@ -773,6 +773,7 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->tls_resumed = w->tls_resumed;
     out->tls_failures = w->tls_failures;
     out->loop_turns = w->loop.turns;
+    out->loop_waits = w->loop.waits;
     out->loop_completions = w->loop.completions;
     out->loop_coalesced = w->loop.coalesced;
     out->coalesce_method = w->coalesce_method;

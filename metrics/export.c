@@ -660,10 +660,11 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
                 sent ? info->client_cpu_s * 1e6 / (double)sent : 0.0, info->io_backend ? ", " : "",
                 info->io_backend ? info->io_backend : "");
     }
-    if (info && info->coalesce_method && info->loop_turns)
-        fprintf(out, "Client wake-ups: %" PRIu64 " (%.1f completions each; --coalesce-us %u%s%s)\n", info->loop_turns,
-                (double)info->loop_completions / (double)info->loop_turns, info->coalesce_us,
-                info->coalesce_us ? ", " : "", info->coalesce_us ? info->coalesce_method : "");
+    if (info && info->coalesce_method && info->loop_waits)
+        fprintf(out,
+                "Client wake-ups: %" PRIu64 " (%.1f completions each; %" PRIu64 " coalesced, --coalesce-us %u%s%s)\n",
+                info->loop_waits, (double)info->loop_completions / (double)info->loop_waits, info->loop_coalesced,
+                info->coalesce_us, info->coalesce_us ? ", " : "", info->coalesce_us ? info->coalesce_method : "");
     put_clamped(out, m);
     if (sg_metrics_per_user_undefined(m))
         fprintf(out,
@@ -1081,12 +1082,13 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = set(root, "client_wakeups", o);
         rc = rc ? rc : set(o, "coalesce_us", json_integer((json_int_t)info->coalesce_us));
         rc = rc ? rc : set(o, "method", json_string(info->coalesce_method));
-        rc = rc ? rc : set(o, "wakeups", json_integer((json_int_t)info->loop_turns));
+        rc = rc ? rc : set(o, "turns", json_integer((json_int_t)info->loop_turns));
+        rc = rc ? rc : set(o, "wakeups", json_integer((json_int_t)info->loop_waits));
         rc = rc ? rc : set(o, "coalesced", json_integer((json_int_t)info->loop_coalesced));
         rc = rc ? rc : set(o, "completions", json_integer((json_int_t)info->loop_completions));
         rc = rc ? rc
                 : set(o, "completions_per_wakeup",
-                      real(info->loop_turns ? (double)info->loop_completions / (double)info->loop_turns : 0));
+                      real(info->loop_waits ? (double)info->loop_completions / (double)info->loop_waits : 0));
     }
     rc = rc ? rc : set(root, "error_summary", error_summary(m));
     if (!rc) {
