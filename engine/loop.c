@@ -174,7 +174,6 @@ int sg_loop_run_once(sg_loop_t *l, int64_t deadline_ns)
     l->turns++;
     if (n > 0)
         l->completions += (uint64_t)n;
-    l->last_n = n;
     return n;
 }
 

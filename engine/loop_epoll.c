@@ -424,13 +424,16 @@ static int ep_wait(struct sg_loop_epoll *e, int64_t sleep_ns)
 int sg_epoll_run_once(sg_loop_t *l, int64_t deadline_ns)
 {
     struct sg_loop_epoll *e = l->e;
-    int64_t sleep = e->n_done || e->n_ready ? 0 : sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
-    int64_t window = l->last_n >= 2 ? sg_loop_window_ns(l, sleep) : 0;
-    if (sleep != 0)
+    int64_t t0 = sg_now_ns();
+    int64_t sleep = e->n_done || e->n_ready ? 0 : sg_loop_sleep_ns(l, deadline_ns, t0);
+    int64_t window = l->dense ? sg_loop_window_ns(l, sleep) : 0;
+    bool waits = sleep != 0;
+    if (waits)
         l->waits++;
     if (window) {
-        /* coalescing (sg_loop.h): completions come faster than turns, so let more of them gather first */
+        /* coalescing (sg_loop.h): completions come more often than once a window, so let more of them gather */
         l->coalesced++;
+        l->coalesced_ns += (uint64_t)window;
         sg_loop_nap(window);
         sleep = sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
     }
@@ -440,6 +443,8 @@ int sg_epoll_run_once(sg_loop_t *l, int64_t deadline_ns)
             return -errno;
         nev = 0;
     }
+    if (waits)
+        sg_loop_note_density(l, t0, window, nev > 0);
     /* note the whole batch first (see the top of the file) */
     for (int i = 0; i < nev; i++) {
         int fd = (int)e->evs[i].data.u64;

@@ -50,9 +50,6 @@ static inline int64_t sg_loop_sleep_ns(const sg_loop_t *l, int64_t deadline_ns, 
     return deadline_ns - now - l->spin_ns / 2;
 }
 
-/* Windows cut shorter than this by a deadline are not worth a wait of their own: the turn waits as usual. */
-#define SG_LOOP_WINDOW_MIN_NS 20000
-
 /*
  * The window (ns) a turn that would sleep `sleep` (as sg_loop_sleep_ns says) may hold completions for: 0 when
  * coalescing is off, the deadline is to be polled for (sleep 0) or the window is under a microsecond. With a
@@ -71,6 +68,13 @@ static inline int64_t sg_loop_window_ns(const sg_loop_t *l, int64_t sleep)
         w = sleep / 2;
     }
     return w;
+}
+
+/* After a turn of the sleep fallback that waited (began at t0, napped nap ns first, got: completions were there
+ * when the wait returned): whether the next one naps first (sg_loop_t.dense). */
+static inline void sg_loop_note_density(sg_loop_t *l, int64_t t0, int64_t nap, bool got)
+{
+    l->dense = got && l->coalesce_ns && sg_now_ns() - t0 < nap + l->coalesce_ns;
 }
 
 /* Sleep ns (the fallback's window): clock_nanosleep on CLOCK_MONOTONIC, never cut short by a signal. */

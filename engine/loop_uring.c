@@ -282,19 +282,24 @@ int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns)
 {
     struct sg_loop_uring *u = l->u;
     publish_buffers(u);
-    int64_t sleep = sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
-    int64_t window = sg_loop_window_ns(l, sleep);
+    int64_t t0 = sg_now_ns();
+    int64_t sleep = sg_loop_sleep_ns(l, deadline_ns, t0);
+    int64_t window = sg_loop_window_ns(l, sleep), nap = 0;
+    bool waits = sleep != 0;
     int err;
-    if (sleep != 0)
+    if (waits)
         l->waits++;
     if (window && u->min_wait) {
         l->coalesced++;
+        l->coalesced_ns += (uint64_t)window;
         err = submit_and_wait_min(u, sleep, window);
         goto done;
     }
-    if (window && l->last_n >= 2) {
-        /* the fallback: completions come faster than turns, so let more of them gather first */
+    if (window && l->dense) {
+        /* the fallback: completions come more often than once a window, so let more of them gather first */
         l->coalesced++;
+        l->coalesced_ns += (uint64_t)window;
+        nap = window;
         sg_loop_nap(window);
         sleep = sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
     }
@@ -311,6 +316,8 @@ int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns)
         if (err == -ETIME)
             err = 0;
     }
+    if (waits)
+        sg_loop_note_density(l, t0, nap, io_uring_cq_ready(&u->ring) > 0);
 done:
     if (err < 0 && err != -EINTR && err != -EAGAIN && err != -EBUSY)
         return err;

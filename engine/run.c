@@ -1150,6 +1150,7 @@ static int point_collect(profile_t *p, point_t *pt)
         pt->loop_waits += st.loop_waits;
         pt->loop_completions += st.loop_completions;
         pt->loop_coalesced += st.loop_coalesced;
+        pt->loop_coalesced_ns += st.loop_coalesced_ns;
         if (st.coalesce_method)
             pt->coalesce_method = st.coalesce_method;
         pt->no_reuse_after[0] |= st.no_reuse_after_whole;
@@ -1425,6 +1426,7 @@ static int point_report(profile_t *p, point_t *pt)
         .loop_waits = pt->loop_waits,
         .loop_completions = pt->loop_completions,
         .loop_coalesced = pt->loop_coalesced,
+        .loop_coalesced_ns = pt->loop_coalesced_ns,
         .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
         .isl_source = p->run.tok ? "tokenizer" : "words",

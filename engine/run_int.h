@@ -97,7 +97,7 @@ typedef struct {
     uint64_t warmup;
     uint64_t resent; /* measured requests sent more than once (sg_worker_stats_t.resent_measured) */
     uint64_t silent_closes;
-    uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced; /* the workers' loops (sg_worker_stats_t) */
+    uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns; /* sg_worker_stats_t */
     const char *coalesce_method;
     bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
     double client_cpu_s;

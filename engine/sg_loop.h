@@ -73,16 +73,17 @@ typedef struct {
      *   - io_uring with IORING_FEAT_MIN_TIMEOUT: one io_uring_enter asks for many completions, the deadline as
      *     its timeout and the window as its minimum wait: the kernel returns once the window has passed (from
      *     the start of the wait) if any completion is there, else at the first one after it.
-     *   - otherwise (io_uring without it, epoll): when the previous turn found two or more completions (they
-     *     come faster than turns), the turn first sleeps the window, then waits as usual; a single completion
-     *     per turn (sparse traffic) costs no extra sleep.
+     *   - otherwise (io_uring without it, epoll): when the previous wait found completions within a window of
+     *     its start (they come more often than once a window), the turn first sleeps the window, then waits as
+     *     usual; sparse traffic (a wait that lasts longer than a window) costs no extra sleep.
      */
     int64_t coalesce_ns;
     /* Counts since sg_loop_init (the owner may zero them), for the summary: turns (sg_loop_run_once calls), the
      * turns that waited (the others polled: something was pending, or the deadline within spin_ns), the
-     * completions they dispatched, and the turns that held completions back (a minimum wait or a sleep). */
-    uint64_t turns, waits, completions, coalesced;
-    int last_n; /* completions the previous turn dispatched */
+     * completions they dispatched, the turns that held completions back (a minimum wait or a sleep), and the
+     * sum of those turns' windows (ns). */
+    uint64_t turns, waits, completions, coalesced, coalesced_ns;
+    bool dense; /* the sleep fallback: the last wait found completions within a window of its start (loop_int.h) */
 } sg_loop_t;
 
 /* Receive buffers io_uring gets at first; every receive that finds none (ENOBUFS) doubles the number, up to
@@ -91,6 +92,10 @@ typedef struct {
  * epoll backend hands out the most recently released buffer first, so it touches only as many as it holds at
  * once. */
 #define SG_LOOP_BUFS_FIRST 64
+
+/* Coalescing windows shorter than this are not worth a wait of their own (a deadline's cut, the worker's
+ * adaptive window): the turn waits as usual. */
+#define SG_LOOP_WINDOW_MIN_NS 20000
 
 const char *sg_io_backend_name(sg_io_backend_t b); /* "auto", "io_uring", "epoll" */
 int sg_io_backend_parse(const char *s);            /* the name's backend, or -1 */

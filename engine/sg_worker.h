@@ -84,8 +84,8 @@ typedef struct {
     uint64_t tls_resumed;  /* handshakes that resumed a session of an earlier connection */
     uint64_t tls_failures; /* handshakes that failed */
     /* the event loop from the start instant on (sg_loop_t's counts): its turns, those that waited (the others
-     * polled), the completions they handed over, and the turns that coalesced (--coalesce-us) */
-    uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced;
+     * polled), the completions they handed over, the turns that coalesced (--coalesce-us) and their windows' sum */
+    uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns;
     const char *coalesce_method; /* sg_loop_coalesce_method; NULL when the loop never came up */
 } sg_worker_stats_t;
 void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out);

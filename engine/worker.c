@@ -504,7 +504,9 @@ static int64_t coalesce_window(const sg_worker_t *w, int64_t now)
         return 0;
     int64_t est = w->e2e_avg_ns ? w->e2e_avg_ns : now - w->fl_head->rec.sent_ns;
     int64_t cap = est / COALESCE_SHARE;
-    return cap < w->coalesce_ns ? cap : w->coalesce_ns;
+    if (cap >= w->coalesce_ns)
+        return w->coalesce_ns;
+    return cap < SG_LOOP_WINDOW_MIN_NS ? 0 : cap; /* a few microseconds are not worth a wait of their own */
 }
 
 static void *worker_main(void *arg)
@@ -533,7 +535,7 @@ static void *worker_main(void *arg)
         usleep(100);
 
     /* the loop's counts cover the load, not the connections opened ahead of it */
-    w->loop.turns = w->loop.waits = w->loop.completions = w->loop.coalesced = 0;
+    w->loop.turns = w->loop.waits = w->loop.completions = w->loop.coalesced = w->loop.coalesced_ns = 0;
     int64_t start = w->run->start_ns;
     if (w->cfg->fixed_schedule) {
         sg_sched_init_fixed(&w->sched, w->run->schedule_ns, w->run->schedule_n, w->cfg->fixed_schedule_speedup,
@@ -776,6 +778,7 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->loop_waits = w->loop.waits;
     out->loop_completions = w->loop.completions;
     out->loop_coalesced = w->loop.coalesced;
+    out->loop_coalesced_ns = w->loop.coalesced_ns;
     out->coalesce_method = w->coalesce_method;
 }
 

@@ -1085,6 +1085,10 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = rc ? rc : set(o, "turns", json_integer((json_int_t)info->loop_turns));
         rc = rc ? rc : set(o, "wakeups", json_integer((json_int_t)info->loop_waits));
         rc = rc ? rc : set(o, "coalesced", json_integer((json_int_t)info->loop_coalesced));
+        rc = rc ? rc
+                : set(o, "mean_window_us",
+                      real(info->loop_coalesced ? (double)info->loop_coalesced_ns / 1e3 / (double)info->loop_coalesced
+                                                : 0));
         rc = rc ? rc : set(o, "completions", json_integer((json_int_t)info->loop_completions));
         rc = rc ? rc
                 : set(o, "completions_per_wakeup",

@@ -509,7 +509,7 @@ static void test_coalesce(sg_io_backend_t be, bool min_wait)
         wfd[i] = sv[i][1];
         arm(&l, &rx[i]);
     }
-    /* Prime: two bytes ready at once make a turn of two completions (the sleep path coalesces after such turns). */
+    /* Two bytes ready before the first turn: every receive has delivered before the timed part below. */
     for (int i = 0; i < 2; i++)
         CHECK_EQ_INT(write(wfd[i], "x", 1), 1);
     co_drain(&l, rx, 2, 1);
@@ -518,7 +518,7 @@ static void test_coalesce(sg_io_backend_t be, bool min_wait)
 
     /* 1. Six bytes, 1 ms apart, on six sockets: all six from one turn, which returns at about the window. */
     l.coalesce_ns = CO_WINDOW_NS;
-    l.last_n = 2; /* as the priming turn left it, whatever its batching */
+    l.dense = true; /* the sleep path naps after a wait that found completions within a window */
     uint64_t coalesced0 = l.coalesced;
     writer_t wr = {.fds = wfd, .n = CO_PAIRS, .gap_us = 1000};
     pthread_t t;
@@ -543,7 +543,7 @@ static void test_coalesce(sg_io_backend_t be, bool min_wait)
      * the one turn is back by the deadline. */
     for (int round = 0; round < 2; round++) {
         l.coalesce_ns = CO_WINDOW_NS;
-        l.last_n = 2;
+        l.dense = true;
         size_t got0 = rx[0].got;
         wr.n = round == 0 ? 1 : 0;
         wr.gap_us = 2000;
