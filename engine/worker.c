@@ -235,7 +235,9 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     rec->resent = r->retried || r->h2_resends;
     if (rec->sent_ns && rec->end_ns > rec->sent_ns) {
         int64_t e2e = rec->end_ns - rec->sent_ns;
+        int64_t gap = e2e / (rec->content_events > 1 ? rec->content_events : 1);
         w->e2e_avg_ns = w->e2e_avg_ns ? w->e2e_avg_ns + (e2e - w->e2e_avg_ns) / 16 : e2e;
+        w->gap_avg_ns = w->gap_avg_ns ? w->gap_avg_ns + (gap - w->gap_avg_ns) / 16 : gap;
     }
     wk_record_done(w, rec);
     if (SG_UNLIKELY(r->sess)) {
@@ -483,8 +485,10 @@ static void preopen(sg_worker_t *w)
  * wakeup on a busy VM can be late by tens of microseconds). */
 #define START_SPIN_NS 200000
 
-/* The coalescing window is at most this fraction (1/N) of the requests' mean sent-to-end time. */
+/* The coalescing window is at most this fraction (1/N) of the requests' mean sent-to-end time, and half the mean
+ * gap between one request's content events. */
 #define COALESCE_SHARE 100
+#define COALESCE_GAP_SHARE 2
 
 /*
  * Coalesced wake-ups: how long the loop's next wait may hold completions back (sg_loop.h, coalesce_ns) so that
@@ -495,6 +499,8 @@ static void preopen(sg_worker_t *w)
  *   - the window is at most 1/COALESCE_SHARE of the requests' mean sent-to-end time (before any has finished,
  *     of the oldest in flight's age so far): a closed loop of 2 s streams gets the whole window and loses at
  *     most 1/100 of its rate; a fast exchange (a whole answer in 100 us) gets none;
+ *   - and at most half the mean gap between a stream's chunks: a receive runs when the window ends, so two
+ *     segments of one stream held in one window would be read together, as one chunk with one receive time;
  *   - none while requests wait for a connection or a re-send waits (what a completion frees is wanted now),
  *     and none with nothing in flight (nothing to coalesce).
  */
@@ -504,6 +510,8 @@ static int64_t coalesce_window(const sg_worker_t *w, int64_t now)
         return 0;
     int64_t est = w->e2e_avg_ns ? w->e2e_avg_ns : now - w->fl_head->rec.sent_ns;
     int64_t cap = est / COALESCE_SHARE;
+    if (w->gap_avg_ns && w->gap_avg_ns / COALESCE_GAP_SHARE < cap)
+        cap = w->gap_avg_ns / COALESCE_GAP_SHARE;
     if (cap >= w->coalesce_ns)
         return w->coalesce_ns;
     return cap < SG_LOOP_WINDOW_MIN_NS ? 0 : cap; /* a few microseconds are not worth a wait of their own */
