@@ -11,7 +11,7 @@
  *     drained (the next data is a new edge), unless it had hung up, when we read on to the end.
  *   - Waits use epoll_pwait2's nanosecond timeout, or a timerfd's where a seccomp profile or an old kernel lacks
  *     it, with the same final spin as io_uring's. Coalescing (coalesce_ns) sleeps the window before the wait
- *     when the previous turn found several completions (sg_loop.h).
+ *     when the previous wait found completions within a window of its start (sg_loop.h).
  * Completions from the kernel's events are dispatched after the whole batch of events is noted, so a descriptor
  * closed and reused by a callback never takes the events of its predecessor.
  */

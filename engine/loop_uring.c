@@ -16,7 +16,7 @@
 
 #define SG_LOOP_BGID 1
 
-/* Kernels since 6.12; liburing 2.3's headers predate it (and name getevents_arg's min_wait_usec `pad`). */
+/* Kernels since 6.12; liburing 2.3's headers predate it. */
 #ifdef IORING_FEAT_MIN_TIMEOUT
 #define SG_FEAT_MIN_TIMEOUT IORING_FEAT_MIN_TIMEOUT
 #else
@@ -267,11 +267,18 @@ static int submit_and_wait_min(struct sg_loop_uring *u, int64_t sleep, int64_t w
     if (sleep < 0)
         sleep = 1000000000LL; /* no deadline: wake once a second, harmlessly */
     struct __kernel_timespec ts = {.tv_sec = sleep / 1000000000LL, .tv_nsec = sleep % 1000000000LL};
-    struct io_uring_getevents_arg arg;
-    memset(&arg, 0, sizeof(arg));
-    arg.sigmask_sz = _NSIG / 8;
-    arg.pad = (__u32)(window / 1000); /* min_wait_usec */
-    arg.ts = (uint64_t)(uintptr_t)&ts;
+    /* struct io_uring_getevents_arg as the kernel reads it: liburing 2.3 names min_wait_usec `pad`, later
+     * versions min_wait_usec, so surge spells the layout out itself */
+    struct {
+        uint64_t sigmask;
+        uint32_t sigmask_sz;
+        uint32_t min_wait_usec;
+        uint64_t ts;
+    } arg = {.sigmask = 0,
+             .sigmask_sz = _NSIG / 8,
+             .min_wait_usec = (uint32_t)(window / 1000),
+             .ts = (uint64_t)(uintptr_t)&ts};
+    _Static_assert(sizeof(arg) == sizeof(struct io_uring_getevents_arg), "io_uring_getevents_arg's layout");
     unsigned submit = sq_flush(&u->ring);
     int err = io_uring_enter2((unsigned)u->ring.ring_fd, submit, *u->ring.cq.kring_entries,
                               IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, (sigset_t *)&arg, sizeof(arg));

@@ -67,9 +67,9 @@ typedef struct {
     /*
      * Coalesced wake-ups: how long the next sg_loop_run_once may hold completions back so that it hands over
      * more of them per wake-up. 0 (the default: the mock server keeps it) is off. The owner sets it before each
-     * call (the client worker's adaptive window, worker.c); the loop never holds anything past deadline_ns's
-     * sleep (the window is cut to end where the sleep would), and holds nothing when the deadline is close
-     * enough to poll for. How, per backend:
+     * call (the client worker's adaptive window, worker.c). The loop never holds anything past deadline_ns: with
+     * a deadline the window ends at most halfway to it, so that the batch is handled before it is due, and none
+     * under SG_LOOP_WINDOW_MIN_NS is waited for (loop_int.h, sg_loop_window_ns). How, per backend:
      *   - io_uring with IORING_FEAT_MIN_TIMEOUT: one io_uring_enter asks for many completions, the deadline as
      *     its timeout and the window as its minimum wait: the kernel returns once the window has passed (from
      *     the start of the wait) if any completion is there, else at the first one after it.
