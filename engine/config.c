@@ -1424,6 +1424,10 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "expected auto, io_uring or epoll, got \"%s\"", arg);
         return 0;
     case OPT_COALESCE_US:
+        if (strcmp(arg, "auto") == 0) {
+            cfg->coalesce_us = SG_COALESCE_AUTO;
+            return 0;
+        }
         return parse_u32(opt, arg, 0, SG_COALESCE_US_MAX, &cfg->coalesce_us);
     case OPT_MAX_ERROR_RATE:
         return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
@@ -1460,7 +1464,7 @@ static int set_defaults(sg_config_t *cfg)
     cfg->request_timeout_s = 600;
     cfg->benchmark_grace_s = -1;
     cfg->workers = usable_cpus();
-    cfg->coalesce_us = SG_COALESCE_US_DEFAULT;
+    cfg->coalesce_us = SG_COALESCE_AUTO;
     cfg->isl_mean = 550;
     cfg->num_prompts = 100;
     cfg->osl_mean = -1;
@@ -2226,7 +2230,8 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "server_metrics_url", scrape);
     json_object_set_new(o, "server_metrics_interval", json_real(cfg->server_metrics_interval_s));
     json_object_set_new(o, "io_backend", json_string(sg_io_backend_name(cfg->io_backend)));
-    json_object_set_new(o, "coalesce_us", json_integer(cfg->coalesce_us));
+    json_object_set_new(o, "coalesce_us",
+                        cfg->coalesce_us == SG_COALESCE_AUTO ? json_string("auto") : json_integer(cfg->coalesce_us));
     json_object_set_new(o, "world_size", cfg->world_size ? json_integer(cfg->world_size) : json_null());
     json_object_set_new(o, "rank", cfg->rank >= 0 ? json_integer(cfg->rank) : json_null());
     json_object_set_new(o, "coordinator", cfg->coordinator ? json_string(cfg->coordinator) : json_null());
@@ -2581,11 +2586,13 @@ void sg_config_usage(FILE *out)
                  "                                the workers' I/O (default: $SURGE_IO_BACKEND, else auto:\n"
                  "                                io_uring where the kernel and any seccomp profile allow it,\n"
                  "                                else epoll, with a line saying why)\n"
-                 "      --coalesce-us N           let a worker hold received data up to N microseconds so it\n"
-                 "                                wakes once per batch rather than per segment (default 1000;\n"
-                 "                                0 = off). Never past a due send; shrunk to 1/100 of the\n"
-                 "                                requests' mean latency, so fast exchanges and closed loops do\n"
-                 "                                not wait on it (docs/architecture.md, the event loop)\n"
+                 "      --coalesce-us N|auto      let a worker hold received data up to N microseconds so it\n"
+                 "                                wakes once per batch rather than per segment (0 = off;\n"
+                 "                                default auto: 1000 where receive times are the kernel's\n"
+                 "                                stamps, 0 where they are taken in user space, which the\n"
+                 "                                window would delay). Never past a due send; shrunk to 1/100\n"
+                 "                                of the requests' mean latency, so fast exchanges and closed\n"
+                 "                                loops do not wait on it (docs/architecture.md, event loop)\n"
                  "  -v, --verbose                 more detail on stderr\n"
                  "      --version                 print the version and exit\n"
                  "  -h, --help                    print this help and exit\n"

@@ -1153,6 +1153,8 @@ static int point_collect(profile_t *p, point_t *pt)
         pt->loop_coalesced_ns += st.loop_coalesced_ns;
         if (st.coalesce_method)
             pt->coalesce_method = st.coalesce_method;
+        if (st.coalesce_us > pt->coalesce_us)
+            pt->coalesce_us = st.coalesce_us;
         pt->no_reuse_after[0] |= st.no_reuse_after_whole;
         pt->no_reuse_after[1] |= st.no_reuse_after_stream;
         if (p->cfg.verbose)
@@ -1420,7 +1422,7 @@ static int point_report(profile_t *p, point_t *pt)
         .has_slos = cfg->n_slos > 0,
         .client_cpu_s = pt->client_cpu_s,
         .io_backend = sg_io_backend_name((sg_io_backend_t)p->run.io_backend),
-        .coalesce_us = cfg->coalesce_us,
+        .coalesce_us = pt->coalesce_us,
         .coalesce_method = pt->coalesce_method,
         .loop_turns = pt->loop_turns,
         .loop_waits = pt->loop_waits,

@@ -99,6 +99,7 @@ typedef struct {
     uint64_t silent_closes;
     uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns; /* sg_worker_stats_t */
     const char *coalesce_method;
+    uint32_t coalesce_us;   /* the workers' window bound, auto resolved (the largest) */
     bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
     double client_cpu_s;
     bool interrupted;

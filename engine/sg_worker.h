@@ -87,6 +87,7 @@ typedef struct {
      * polled), the completions they handed over, the turns that coalesced (--coalesce-us) and their windows' sum */
     uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns;
     const char *coalesce_method; /* sg_loop_coalesce_method; NULL when the loop never came up */
+    uint32_t coalesce_us;        /* the window's bound this worker used (--coalesce-us, auto resolved) */
 } sg_worker_stats_t;
 void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out);
 void sg_worker_free(sg_worker_t *w);

@@ -176,6 +176,9 @@ struct sg_worker {
      * the mean gap between a request's content events (that time over their count) */
     int64_t coalesce_ns;
     int64_t e2e_avg_ns, gap_avg_ns;
+    /* Receive times are the kernel's stamps (issue 22's receive path sets it once its loop is up), so holding a
+     * completion does not move them: what --coalesce-us auto needs to turn the window on */
+    bool rx_kernel_times;
     const char *coalesce_method; /* sg_loop_coalesce_method, read once the loop is up */
 
     /* connections */

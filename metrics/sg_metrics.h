@@ -215,9 +215,10 @@ typedef struct {
     bool has_slos;
     double client_cpu_s;    /* CPU time surge spent from the start instant to the last response; 0 = unknown */
     const char *io_backend; /* the workers' I/O: "io_uring" or "epoll"; NULL = unknown */
-    /* the workers' wake-ups: --coalesce-us, how the loops coalesce (sg_loop_coalesce_method; NULL = unknown: no
-     * "client_wakeups" then), and from the start instant their loops' turns, the turns that waited (wake-ups; the
-     * others polled), the completions handed over, the turns that coalesced and the sum of their windows (ns) */
+    /* the workers' wake-ups: --coalesce-us (auto resolved), how the loops coalesce (sg_loop_coalesce_method; NULL =
+     * unknown: no "client_wakeups" then), and from the start instant their loops' turns, the turns that waited
+     * (wake-ups; the others polled), the completions handed over, the turns that coalesced and the sum of their windows
+     * (ns) */
     uint32_t coalesce_us;
     const char *coalesce_method;
     uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns;

@@ -5,7 +5,8 @@
      worker coalesces (client_wakeups: coalesced turns, several completions per wake-up) and the schedule holds:
      schedule lag p50 and p90 a small fraction of the window (a window not cut short before each due send would
      make them milliseconds);
-  2. --coalesce-us 0: no turn coalesces, about one completion per wake-up, the summary says 0;
+  2. --coalesce-us 0: no turn coalesces, fewer completions per wake-up, the summary says 0; the default, auto,
+     is 1000 with the kernel's receive stamps (timestamp_source "kernel") and 0 with user-space times;
   3. a closed loop of fast whole answers: the window shrinks to 1/100 of their latency (to nothing when that is
      under 20 us), even with a 10 ms window asked for;
   4. bad values exit 2 before anything is sent.
@@ -52,6 +53,17 @@ def main(h):
             print("window 8 ms: %s; console: %s" % (w, [x for x in r.stdout.splitlines() if "wake-ups" in x]))
             h.check("Client wake-ups:" in r.stdout and "--coalesce-us 8000" in r.stdout,
                     "the console's wake-ups line", r.stdout[-800:])
+
+        # default (auto): a window only where receive times are the kernel's stamps
+        r = profile(h, m.url, *load)
+        wa = wakeups(h, r, "default window")
+        if wa:
+            want = 1000 if r.summary.get("timestamp_source") == "kernel" else 0
+            h.check(wa["coalesce_us"] == want and r.summary["input_config"].get("coalesce_us") == "auto",
+                    "--coalesce-us auto: %d with timestamp_source %s" % (want, r.summary.get("timestamp_source")),
+                    (wa, r.summary["input_config"].get("coalesce_us")))
+            if want == 0:
+                h.check(wa["coalesced"] == 0, "no turn coalesces with user-space receive times", wa)
 
         # 2. window off
         r = profile(h, m.url, *load, "--coalesce-us", 0)
