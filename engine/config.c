@@ -1428,6 +1428,8 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             cfg->coalesce_us = SG_COALESCE_AUTO;
             return 0;
         }
+        if (!isdigit((unsigned char)arg[0]))
+            return fail(opt, "expected auto or microseconds from 0 to %u, got \"%s\"", SG_COALESCE_US_MAX, arg);
         return parse_u32(opt, arg, 0, SG_COALESCE_US_MAX, &cfg->coalesce_us);
     case OPT_MAX_ERROR_RATE:
         return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
