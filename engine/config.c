@@ -108,6 +108,7 @@ enum {
     OPT_IO_BACKEND,
     OPT_EXPORT_LEVEL,
     OPT_TIMESTAMPS,
+    OPT_COALESCE_US,
     OPT_WORLD_SIZE,
     OPT_RANK,
     OPT_COORDINATOR,
@@ -264,6 +265,7 @@ static const struct option long_options[] = {
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
     {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
     {"timestamps", required_argument, NULL, OPT_TIMESTAMPS},
+    {"coalesce-us", required_argument, NULL, OPT_COALESCE_US},
     {"world-size", required_argument, NULL, OPT_WORLD_SIZE},
     {"rank", required_argument, NULL, OPT_RANK},
     {"coordinator", required_argument, NULL, OPT_COORDINATOR},
@@ -1462,6 +1464,14 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "expected kernel or user, got \"%s\"", arg);
         cfg->user_timestamps = strcmp(arg, "user") == 0;
         return 0;
+    case OPT_COALESCE_US:
+        if (strcmp(arg, "auto") == 0) {
+            cfg->coalesce_us = SG_COALESCE_AUTO;
+            return 0;
+        }
+        if (!isdigit((unsigned char)arg[0]))
+            return fail(opt, "expected auto or microseconds from 0 to %u, got \"%s\"", SG_COALESCE_US_MAX, arg);
+        return parse_u32(opt, arg, 0, SG_COALESCE_US_MAX, &cfg->coalesce_us);
     case OPT_MAX_ERROR_RATE:
         return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
     case OPT_GOODPUT:
@@ -1498,6 +1508,7 @@ static int set_defaults(sg_config_t *cfg)
     cfg->stall_threshold_ms = 100;
     cfg->benchmark_grace_s = -1;
     cfg->workers = usable_cpus();
+    cfg->coalesce_us = SG_COALESCE_AUTO;
     cfg->isl_mean = 550;
     cfg->num_prompts = 100;
     cfg->osl_mean = -1;
@@ -2271,6 +2282,8 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "server_metrics_interval", json_real(cfg->server_metrics_interval_s));
     json_object_set_new(o, "io_backend", json_string(sg_io_backend_name(cfg->io_backend)));
     json_object_set_new(o, "timestamps", json_string(cfg->user_timestamps ? "user" : "kernel"));
+    json_object_set_new(o, "coalesce_us",
+                        cfg->coalesce_us == SG_COALESCE_AUTO ? json_string("auto") : json_integer(cfg->coalesce_us));
     json_object_set_new(o, "world_size", cfg->world_size ? json_integer(cfg->world_size) : json_null());
     json_object_set_new(o, "rank", cfg->rank >= 0 ? json_integer(cfg->rank) : json_null());
     json_object_set_new(o, "coordinator", cfg->coordinator ? json_string(cfg->coordinator) : json_null());
@@ -2644,6 +2657,13 @@ void sg_config_usage(FILE *out)
                  "                                do not depend on when the client got the CPU; user: the clock\n"
                  "                                read when the worker handles the read (the summary's\n"
                  "                                timestamp_source says which ran)\n"
+                 "      --coalesce-us N|auto      let a worker hold received data up to N microseconds so it\n"
+                 "                                wakes once per batch rather than per segment (0 = off;\n"
+                 "                                default auto: 1000 where receive times are the kernel's\n"
+                 "                                stamps, 0 where they are taken in user space, which the\n"
+                 "                                window would delay). Never past a due send; shrunk to 1/100\n"
+                 "                                of the requests' mean latency, so fast exchanges and closed\n"
+                 "                                loops do not wait on it (docs/architecture.md, event loop)\n"
                  "  -v, --verbose                 more detail on stderr\n"
                  "      --version                 print the version and exit\n"
                  "  -h, --help                    print this help and exit\n"

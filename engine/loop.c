@@ -172,7 +172,24 @@ int sg_loop_run_once(sg_loop_t *l, int64_t deadline_ns)
 {
     if (l->before_submit)
         l->before_submit(l->before_submit_arg);
-    return l->e ? sg_epoll_run_once(l, deadline_ns) : sg_uring_run_once(l, deadline_ns);
+    int n = l->e ? sg_epoll_run_once(l, deadline_ns) : sg_uring_run_once(l, deadline_ns);
+    l->turns++;
+    if (n > 0)
+        l->completions += (uint64_t)n;
+    return n;
+}
+
+const char *sg_loop_coalesce_method(const sg_loop_t *l)
+{
+    return l->u && sg_uring_min_wait(l) ? "io_uring_min_wait" : "sleep";
+}
+
+void sg_loop_nap(int64_t ns)
+{
+    int64_t at = sg_now_ns() + ns;
+    struct timespec ts = {.tv_sec = at / 1000000000LL, .tv_nsec = at % 1000000000LL};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
 }
 
 int sg_loop_stamp_socket(int fd)

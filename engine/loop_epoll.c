@@ -10,7 +10,8 @@
  *     buffers a turn so that one busy connection does not starve the rest. A short read means the socket is
  *     drained (the next data is a new edge), unless it had hung up, when we read on to the end.
  *   - Waits use epoll_pwait2's nanosecond timeout, or a timerfd's where a seccomp profile or an old kernel lacks
- *     it, with the same final spin as io_uring's.
+ *     it, with the same final spin as io_uring's. Coalescing (coalesce_ns) sleeps the window before the wait
+ *     when the previous wait found completions within a window of its start (sg_loop.h).
  * Completions from the kernel's events are dispatched after the whole batch of events is noted, so a descriptor
  * closed and reused by a callback never takes the events of its predecessor.
  */
@@ -445,13 +446,27 @@ static int ep_wait(struct sg_loop_epoll *e, int64_t sleep_ns)
 int sg_epoll_run_once(sg_loop_t *l, int64_t deadline_ns)
 {
     struct sg_loop_epoll *e = l->e;
-    int64_t sleep = e->n_done || e->n_ready ? 0 : sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
+    int64_t t0 = sg_now_ns();
+    int64_t sleep = e->n_done || e->n_ready ? 0 : sg_loop_sleep_ns(l, deadline_ns, t0);
+    int64_t window = l->dense ? sg_loop_window_ns(l, sleep) : 0;
+    bool waits = sleep != 0;
+    if (waits)
+        l->waits++;
+    if (window) {
+        /* coalescing (sg_loop.h): completions come more often than once a window, so let more of them gather */
+        l->coalesced++;
+        l->coalesced_ns += (uint64_t)window;
+        sg_loop_nap(window);
+        sleep = sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
+    }
     int nev = ep_wait(e, sleep);
     if (nev < 0) {
         if (errno != EINTR)
             return -errno;
         nev = 0;
     }
+    if (waits)
+        sg_loop_note_density(l, t0, window, nev > 0);
     /* note the whole batch first (see the top of the file) */
     for (int i = 0; i < nev; i++) {
         int fd = (int)e->evs[i].data.u64;

@@ -23,6 +23,9 @@ int sg_uring_flush(sg_loop_t *l);
 void sg_uring_buf_release(sg_loop_t *l, unsigned bid);
 unsigned sg_uring_bufs_live(const sg_loop_t *l);
 int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns);
+bool sg_uring_min_wait(const sg_loop_t *l);
+/* Tests: coalesce by the sleep fallback (off) even where the kernel has the minimum wait (on: where it has it). */
+void sg_uring_set_min_wait(sg_loop_t *l, bool on);
 
 /* epoll */
 int sg_epoll_init(sg_loop_t *l);
@@ -63,5 +66,35 @@ static inline int64_t sg_loop_sleep_ns(const sg_loop_t *l, int64_t deadline_ns, 
         return 0;
     return deadline_ns - now - l->spin_ns / 2;
 }
+
+/*
+ * The window (ns) a turn that would sleep `sleep` (as sg_loop_sleep_ns says) may hold completions for: 0 when
+ * coalescing is off, the deadline is to be polled for (sleep 0) or the window is under a microsecond. With a
+ * deadline, at most half the sleep: the batch a window gathers must be handled before the deadline, and
+ * handling a window's arrivals takes the window times the worker's busy share (under 1), so the other half is
+ * room enough; the turns that follow halve what is left again, down to SG_LOOP_WINDOW_MIN_NS.
+ */
+static inline int64_t sg_loop_window_ns(const sg_loop_t *l, int64_t sleep)
+{
+    int64_t w = l->coalesce_ns;
+    if (w < 1000 || sleep == 0)
+        return 0;
+    if (sleep > 0 && sleep / 2 < w) {
+        if (sleep / 2 < SG_LOOP_WINDOW_MIN_NS)
+            return 0;
+        w = sleep / 2;
+    }
+    return w;
+}
+
+/* After a turn of the sleep fallback that waited (began at t0, napped nap ns first, got: completions were there
+ * when the wait returned): whether the next one naps first (sg_loop_t.dense). */
+static inline void sg_loop_note_density(sg_loop_t *l, int64_t t0, int64_t nap, bool got)
+{
+    l->dense = got && l->coalesce_ns && sg_now_ns() - t0 < nap + l->coalesce_ns;
+}
+
+/* Sleep ns (the fallback's window): clock_nanosleep on CLOCK_MONOTONIC, never cut short by a signal. */
+void sg_loop_nap(int64_t ns);
 
 #endif

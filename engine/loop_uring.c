@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,13 @@
 
 #define SG_LOOP_BGID 1
 
+/* Kernels since 6.12; liburing 2.3's headers predate it. */
+#ifdef IORING_FEAT_MIN_TIMEOUT
+#define SG_FEAT_MIN_TIMEOUT IORING_FEAT_MIN_TIMEOUT
+#else
+#define SG_FEAT_MIN_TIMEOUT (1U << 15)
+#endif
+
 struct sg_loop_uring {
     struct io_uring ring;
     struct io_uring_buf_ring *br;
@@ -22,6 +30,7 @@ struct sg_loop_uring {
     unsigned buf_live;      /* of the buffers, those handed to the kernel so far */
     unsigned bufs_released; /* releases not yet published to the kernel */
     uint64_t wake_val;
+    bool min_wait; /* IORING_FEAT_MIN_TIMEOUT: coalesce with the kernel's minimum wait (sg_loop.h) */
     sg_op_t wake_op;
     sg_loop_t *l;
     /* rx_stamps: what every multishot recvmsg asks for (no address, room for one SCM_TIMESTAMPING); the kernel
@@ -131,6 +140,7 @@ int sg_uring_init(sg_loop_t *l, unsigned entries)
         free(u);
         return err;
     }
+    u->min_wait = u->ring.features & SG_FEAT_MIN_TIMEOUT;
     l->u = u;
     u->rx_msg.msg_controllen = SG_LOOP_CTRL_BYTES;
     u->rx_off = (unsigned)(sizeof(struct io_uring_recvmsg_out) + SG_LOOP_CTRL_BYTES);
@@ -264,13 +274,84 @@ static int dispatch(sg_loop_t *l, int64_t now)
     return (int)n;
 }
 
+bool sg_uring_min_wait(const sg_loop_t *l)
+{
+    return l->u->min_wait;
+}
+
+void sg_uring_set_min_wait(sg_loop_t *l, bool on)
+{
+    l->u->min_wait = on && (l->u->ring.features & SG_FEAT_MIN_TIMEOUT);
+}
+
+/* What liburing's io_uring_submit does before its io_uring_enter (2.3's __io_uring_flush_sq, not exported): make
+ * the SQEs queued so far visible to the kernel; the count it has yet to consume. No SQPOLL here. */
+static unsigned sq_flush(struct io_uring *ring)
+{
+    struct io_uring_sq *sq = &ring->sq;
+    unsigned tail = sq->sqe_tail;
+    if (sq->sqe_head != tail) {
+        sq->sqe_head = tail;
+        io_uring_smp_store_release(sq->ktail, tail);
+    }
+    return tail - io_uring_smp_load_acquire(sq->khead);
+}
+
+/*
+ * Submit, then wait for as many completions as the CQ holds, at most `sleep` ns (< 0: no deadline), returning
+ * once `window` ns have passed since the wait began if any completion is there (IORING_FEAT_MIN_TIMEOUT). The
+ * timeout is always given: without one the kernel would end the wait at the window even with nothing to show.
+ */
+static int submit_and_wait_min(struct sg_loop_uring *u, int64_t sleep, int64_t window)
+{
+    if (sleep < 0)
+        sleep = 1000000000LL; /* no deadline: wake once a second, harmlessly */
+    struct __kernel_timespec ts = {.tv_sec = sleep / 1000000000LL, .tv_nsec = sleep % 1000000000LL};
+    /* struct io_uring_getevents_arg as the kernel reads it: liburing 2.3 names min_wait_usec `pad`, later
+     * versions min_wait_usec, so surge spells the layout out itself */
+    struct {
+        uint64_t sigmask;
+        uint32_t sigmask_sz;
+        uint32_t min_wait_usec;
+        uint64_t ts;
+    } arg = {.sigmask = 0,
+             .sigmask_sz = _NSIG / 8,
+             .min_wait_usec = (uint32_t)(window / 1000),
+             .ts = (uint64_t)(uintptr_t)&ts};
+    _Static_assert(sizeof(arg) == sizeof(struct io_uring_getevents_arg), "io_uring_getevents_arg's layout");
+    unsigned submit = sq_flush(&u->ring);
+    int err = io_uring_enter2((unsigned)u->ring.ring_fd, submit, *u->ring.cq.kring_entries,
+                              IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, (sigset_t *)&arg, sizeof(arg));
+    return err == -ETIME ? 0 : err;
+}
+
 int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns)
 {
     struct sg_loop_uring *u = l->u;
     publish_buffers(u);
-    int64_t now = sg_now_ns();
+    int64_t now = sg_now_ns(); /* also the send time of what this turn submits (dispatch, below) */
     int64_t sleep = sg_loop_sleep_ns(l, deadline_ns, now);
+    int64_t window = sg_loop_window_ns(l, sleep), nap = 0;
+    bool waits = sleep != 0;
     int err;
+    if (waits)
+        l->waits++;
+    if (window && u->min_wait) {
+        l->coalesced++;
+        l->coalesced_ns += (uint64_t)window;
+        err = submit_and_wait_min(u, sleep, window);
+        goto done;
+    }
+    if (window && l->dense) {
+        /* the fallback: completions come more often than once a window, so let more of them gather first; what is
+         * queued goes to the kernel before the nap, so a send leaves now (its time is `now`) */
+        (void)io_uring_submit(&u->ring);
+        l->coalesced++;
+        l->coalesced_ns += (uint64_t)window;
+        nap = window;
+        sg_loop_nap(window);
+        sleep = sg_loop_sleep_ns(l, deadline_ns, sg_now_ns());
+    }
     if (sleep == 0) {
         /* Close or past: submit and poll, never sleep, so the caller can act on time. */
         err = io_uring_submit_and_get_events(&u->ring);
@@ -284,6 +365,9 @@ int sg_uring_run_once(sg_loop_t *l, int64_t deadline_ns)
         if (err == -ETIME)
             err = 0;
     }
+    if (waits)
+        sg_loop_note_density(l, now, nap, io_uring_cq_ready(&u->ring) > 0);
+done:
     if (err < 0 && err != -EINTR && err != -EAGAIN && err != -EBUSY)
         return err;
     /* Sends complete inside the io_uring_enter that submits them (loopback or not, the bytes go to the socket

@@ -1401,6 +1401,15 @@ static int point_collect(profile_t *p, point_t *pt)
         pt->events_shared += st.events_shared;
         if (st.clock_step_max_ns > pt->clock_step_max_ns)
             pt->clock_step_max_ns = st.clock_step_max_ns;
+        pt->loop_turns += st.loop_turns;
+        pt->loop_waits += st.loop_waits;
+        pt->loop_completions += st.loop_completions;
+        pt->loop_coalesced += st.loop_coalesced;
+        pt->loop_coalesced_ns += st.loop_coalesced_ns;
+        if (st.coalesce_method)
+            pt->coalesce_method = st.coalesce_method;
+        if (st.coalesce_us > pt->coalesce_us)
+            pt->coalesce_us = st.coalesce_us;
         pt->no_reuse_after[0] |= st.no_reuse_after_whole;
         pt->no_reuse_after[1] |= st.no_reuse_after_stream;
         if (p->cfg.verbose)
@@ -1685,6 +1694,13 @@ static int point_report(profile_t *p, point_t *pt)
         .n_stalls = pt->n_stalls,
         .stalls_dropped = pt->stalls_dropped,
         .io_backend = sg_io_backend_name((sg_io_backend_t)p->run.io_backend),
+        .coalesce_us = pt->coalesce_us,
+        .coalesce_method = pt->coalesce_method,
+        .loop_turns = pt->loop_turns,
+        .loop_waits = pt->loop_waits,
+        .loop_completions = pt->loop_completions,
+        .loop_coalesced = pt->loop_coalesced,
+        .loop_coalesced_ns = pt->loop_coalesced_ns,
         .tokenizer = p->run.tok ? sg_tok_describe(p->run.tok) : NULL,
         /* the payload build counts prompt tokens with --tokenizer when one is given, else words */
         .isl_source = p->run.tok ? "tokenizer" : "words",

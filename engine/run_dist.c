@@ -86,7 +86,7 @@ static char *fingerprint(const profile_t *p)
     static const char *const own[] = {"artifact_dir", "workers",    "verbose", "io_backend",  "generate_plots",
                                       "overwrite",    "world_size", "rank",    "coordinator", "coordinator_timeout",
                                       "tokenizer",    "input_file", "cacert",  "cert",        "key",
-                                      "local_address"};
+                                      "local_address", "coalesce_us"};
     for (size_t i = 0; i < SG_ARRAY_LEN(own); i++)
         json_object_del(o, own[i]);
     char hex[24];

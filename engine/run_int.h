@@ -101,6 +101,9 @@ typedef struct {
     bool rx_stamps;
     uint64_t rx_stamped, rx_unstamped, stamp_refused, clock_steps, events_shared;
     int64_t clock_step_max_ns;
+    uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns; /* sg_worker_stats_t */
+    const char *coalesce_method;
+    uint32_t coalesce_us;   /* the workers' window bound, auto resolved (the largest) */
     bool no_reuse_after[2]; /* some worker stopped reusing connections after [0] whole, [1] streamed answers */
     double client_cpu_s;    /* the load phase's CPU (start instant to the last worker's end), user + system */
     double client_cpu_user_s, client_cpu_sys_s;

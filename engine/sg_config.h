@@ -20,6 +20,12 @@ typedef enum { SG_SEARCH_NONE = 0, SG_SEARCH_MAX_RATE, SG_SEARCH_MAX_CONCURRENCY
 
 #define SG_MAX_SCRAPE_URLS 8 /* --server-metrics-url given at most this many times */
 
+/* --coalesce-us: `auto` (the default), the window auto means where receive times are the kernel's (docs/
+ * architecture.md gives the measurements behind it; 0 where they are taken in user space), and the most it takes */
+#define SG_COALESCE_AUTO UINT32_MAX
+#define SG_COALESCE_US_DEFAULT 1000u
+#define SG_COALESCE_US_MAX 100000u
+
 typedef struct {
     /* endpoint */
     char **models; /* -m/--model, repeatable; at least one */
@@ -72,6 +78,7 @@ typedef struct {
     unsigned workers;
     int io_backend;       /* sg_io_backend_t (sg_loop.h): --io-backend, else $SURGE_IO_BACKEND, else auto */
     bool user_timestamps; /* --timestamps user: receive times from the clock at the callback, not the kernel */
+    uint32_t coalesce_us; /* --coalesce-us: the workers' longest coalescing window; 0 = off, SG_COALESCE_AUTO */
     /* one run over several processes (dist/): 0 / -1 / NULL when not given (the launcher's environment may say) */
     uint32_t world_size;
     int32_t rank;

@@ -76,6 +76,26 @@ typedef struct {
     bool rx_stamps;
     /* CLOCK_REALTIME minus CLOCK_MONOTONIC, as sg_loop_clock_sync last read it: the kernel's stamps are realtime */
     int64_t rt_off_ns;
+    /*
+     * Coalesced wake-ups: how long the next sg_loop_run_once may hold completions back so that it hands over
+     * more of them per wake-up. 0 (the default: the mock server keeps it) is off. The owner sets it before each
+     * call (the client worker's adaptive window, worker.c). The loop never holds anything past deadline_ns: with
+     * a deadline the window ends at most halfway to it, so that the batch is handled before it is due, and none
+     * under SG_LOOP_WINDOW_MIN_NS is waited for (loop_int.h, sg_loop_window_ns). How, per backend:
+     *   - io_uring with IORING_FEAT_MIN_TIMEOUT: one io_uring_enter asks for many completions, the deadline as
+     *     its timeout and the window as its minimum wait: the kernel returns once the window has passed (from
+     *     the start of the wait) if any completion is there, else at the first one after it.
+     *   - otherwise (io_uring without it, epoll): when the previous wait found completions within a window of
+     *     its start (they come more often than once a window), the turn first sleeps the window, then waits as
+     *     usual; sparse traffic (a wait that lasts longer than a window) costs no extra sleep.
+     */
+    int64_t coalesce_ns;
+    /* Counts since sg_loop_init (the owner may zero them), for the summary: turns (sg_loop_run_once calls), the
+     * turns that waited (the others polled: something was pending, or the deadline within spin_ns), the
+     * completions they dispatched, the turns that held completions back (a minimum wait or a sleep), and the
+     * sum of those turns' windows (ns). */
+    uint64_t turns, waits, completions, coalesced, coalesced_ns;
+    bool dense; /* the sleep fallback: the last wait found completions within a window of its start (loop_int.h) */
 } sg_loop_t;
 
 /* Receive buffers io_uring gets at first; every receive that finds none (ENOBUFS) doubles the number, up to
@@ -84,6 +104,10 @@ typedef struct {
  * epoll backend hands out the most recently released buffer first, so it touches only as many as it holds at
  * once. */
 #define SG_LOOP_BUFS_FIRST 64
+
+/* Coalescing windows shorter than this are not worth a wait of their own (a deadline's cut, the worker's
+ * adaptive window): the turn waits as usual. */
+#define SG_LOOP_WINDOW_MIN_NS 20000
 
 const char *sg_io_backend_name(sg_io_backend_t b); /* "auto", "io_uring", "epoll" */
 int sg_io_backend_parse(const char *s);            /* the name's backend, or -1 */
@@ -159,6 +183,9 @@ static inline int64_t sg_loop_map_stamp(const sg_loop_t *l, const struct timespe
     int64_t rt = (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec;
     return rt ? rt - l->rt_off_ns : 0;
 }
+/* How this loop coalesces when asked (coalesce_ns > 0): "io_uring_min_wait" (IORING_FEAT_MIN_TIMEOUT) or
+ * "sleep" (the fallback above). */
+const char *sg_loop_coalesce_method(const sg_loop_t *l);
 
 /* Thread-safe: make the owner's sg_loop_run_once return soon, so it rechecks its state. */
 void sg_loop_wake(sg_loop_t *l);

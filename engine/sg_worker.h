@@ -110,6 +110,11 @@ typedef struct {
     uint64_t clock_steps;      /* CLOCK_REALTIME steps seen during the run */
     int64_t clock_step_max_ns; /* the largest, absolute */
     uint64_t events_shared;    /* content events that shared their read's time with the one before */
+    /* the event loop from the start instant on (sg_loop_t's counts): its turns, those that waited (the others
+     * polled), the completions they handed over, the turns that coalesced (--coalesce-us) and their windows' sum */
+    uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns;
+    const char *coalesce_method; /* sg_loop_coalesce_method; NULL when the loop never came up */
+    uint32_t coalesce_us;        /* the window's bound this worker used (--coalesce-us, auto resolved) */
 } sg_worker_stats_t;
 void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out);
 void sg_worker_free(sg_worker_t *w);

@@ -237,6 +237,12 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     rec->text_len = rec->has_text ? r->text_len : 0;
     rec->reasoning_text_len = rec->has_text && !r->reasoning_mixed ? r->reasoning_len : 0;
     rec->resent = r->retried || r->h2_resends;
+    if (rec->sent_ns && rec->end_ns > rec->sent_ns) {
+        int64_t e2e = rec->end_ns - rec->sent_ns;
+        int64_t gap = e2e / (rec->content_events > 1 ? rec->content_events : 1);
+        w->e2e_avg_ns = w->e2e_avg_ns ? w->e2e_avg_ns + (e2e - w->e2e_avg_ns) / 16 : e2e;
+        w->gap_avg_ns = w->gap_avg_ns ? w->gap_avg_ns + (gap - w->gap_avg_ns) / 16 : gap;
+    }
     wk_record_done(w, rec);
     if (SG_UNLIKELY(r->sess)) {
         /* the session decides what comes next (its next turn after a delay, or, once it ends, a new session) */
@@ -586,6 +592,38 @@ static void clock_check(sg_worker_t *w, int64_t now)
     }
 }
 
+/* The coalescing window is at most this fraction (1/N) of the requests' mean sent-to-end time, and half the mean
+ * gap between one request's content events. */
+#define COALESCE_SHARE 100
+#define COALESCE_GAP_SHARE 2
+
+/*
+ * Coalesced wake-ups: how long the loop's next wait may hold completions back (sg_loop.h, coalesce_ns) so that
+ * a worker receiving many slow streams wakes once per batch of segments instead of once per segment. The loop
+ * already ends the window before any deadline (a due send, a session's next turn, a timeout), so an open loop
+ * sends on time. What the loop cannot know is that a held completion ends a request: a closed loop's next
+ * request starts when it is handled, and a request's end is seen late by up to the window. So:
+ *   - the window is at most 1/COALESCE_SHARE of the requests' mean sent-to-end time (before any has finished,
+ *     of the oldest in flight's age so far): a closed loop of 2 s streams gets the whole window and loses at
+ *     most 1/100 of its rate; a fast exchange (a whole answer in 100 us) gets none;
+ *   - and at most half the mean gap between a stream's chunks: a receive runs when the window ends, so two
+ *     segments of one stream held in one window would be read together, as one chunk with one receive time;
+ *   - none while requests wait for a connection or a re-send waits (what a completion frees is wanted now),
+ *     and none with nothing in flight (nothing to coalesce).
+ */
+static int64_t coalesce_window(const sg_worker_t *w, int64_t now)
+{
+    if (!w->coalesce_ns || !w->fl_head || w->wait_head || w->fresh_head)
+        return 0;
+    int64_t est = w->e2e_avg_ns ? w->e2e_avg_ns : now - w->fl_head->rec.sent_ns;
+    int64_t cap = est / COALESCE_SHARE;
+    if (w->gap_avg_ns && w->gap_avg_ns / COALESCE_GAP_SHARE < cap)
+        cap = w->gap_avg_ns / COALESCE_GAP_SHARE;
+    if (cap >= w->coalesce_ns)
+        return w->coalesce_ns;
+    return cap < SG_LOOP_WINDOW_MIN_NS ? 0 : cap; /* a few microseconds are not worth a wait of their own */
+}
+
 static void *worker_main(void *arg)
 {
     sg_worker_t *w = arg;
@@ -608,6 +646,13 @@ static void *worker_main(void *arg)
     w->loop.rx_stamps = !w->cfg->user_timestamps;
     w->clock_check_ns = sg_now_ns() + CLOCK_CHECK_NS;
 
+    w->rx_kernel_times = w->loop.rx_stamps; /* --coalesce-us auto needs to know */
+    w->coalesce_method = sg_loop_coalesce_method(&w->loop);
+    /* --coalesce-us auto: a window only where it cannot delay a receive time (measured: +1 ms on TTFT p50 with
+     * user-space times and a 1 ms window) */
+    w->coalesce_ns = w->cfg->coalesce_us != SG_COALESCE_AUTO ? (int64_t)w->cfg->coalesce_us * 1000
+                     : w->rx_kernel_times                    ? (int64_t)SG_COALESCE_US_DEFAULT * 1000
+                                                             : 0;
     if (w->http2) {
         w->loop.before_submit = wk_h2_before_submit;
         w->loop.before_submit_arg = w;
@@ -617,6 +662,8 @@ static void *worker_main(void *arg)
     while (!atomic_load(&w->run->go))
         usleep(100);
 
+    /* the loop's counts cover the load, not the connections opened ahead of it */
+    w->loop.turns = w->loop.waits = w->loop.completions = w->loop.coalesced = w->loop.coalesced_ns = 0;
     int64_t start = w->run->start_ns;
     if (w->cfg->fixed_schedule) {
         sg_sched_init_fixed(&w->sched, w->run->schedule_ns, w->run->schedule_n, w->cfg->fixed_schedule_speedup,
@@ -680,6 +727,7 @@ static void *worker_main(void *arg)
             deadline = w->setup_check_ns;
         if (w->stall_bound_ns)
             deadline = stall_before_wait(w, now, deadline);
+        w->loop.coalesce_ns = coalesce_window(w, now);
         err = sg_loop_run_once(&w->loop, deadline);
         if (err < 0)
             fatal(w, err, "event loop wait");
@@ -883,6 +931,13 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->clock_steps = w->clock_steps;
     out->clock_step_max_ns = w->clock_step_max_ns;
     out->events_shared = w->events_shared;
+    out->loop_turns = w->loop.turns;
+    out->loop_waits = w->loop.waits;
+    out->loop_completions = w->loop.completions;
+    out->loop_coalesced = w->loop.coalesced;
+    out->loop_coalesced_ns = w->loop.coalesced_ns;
+    out->coalesce_method = w->coalesce_method;
+    out->coalesce_us = (uint32_t)(w->coalesce_ns / 1000);
 }
 
 void sg_worker_free(sg_worker_t *w)

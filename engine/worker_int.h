@@ -181,6 +181,15 @@ struct sg_worker {
     sg_req_t *fl_head, *fl_tail;
     uint64_t n_in_flight;
     int64_t timeout_ns;
+    /* Coalesced wake-ups (worker.c, coalesce_window): the longest window (--coalesce-us; 0 = off), and over the
+     * requests finished so far (an average over about the last 16; 0 before the first) their sent-to-end time and
+     * the mean gap between a request's content events (that time over their count) */
+    int64_t coalesce_ns;
+    int64_t e2e_avg_ns, gap_avg_ns;
+    /* Receive times are the kernel's stamps (issue 22's receive path sets it once its loop is up), so holding a
+     * completion does not move them: what --coalesce-us auto needs to turn the window on */
+    bool rx_kernel_times;
+    const char *coalesce_method; /* sg_loop_coalesce_method, read once the loop is up */
 
     /* connections */
     sg_conn_t *idle_head;       /* idle after a response, most recent first */

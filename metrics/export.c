@@ -719,6 +719,11 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
                     info->clock_steps, (double)info->clock_step_max_ns / 1e6);
         fputc('\n', out);
     }
+    if (info && info->coalesce_method && info->loop_waits)
+        fprintf(out,
+                "Client wake-ups: %" PRIu64 " (%.1f completions each; %" PRIu64 " coalesced, --coalesce-us %u%s%s)\n",
+                info->loop_waits, (double)info->loop_completions / (double)info->loop_waits, info->loop_coalesced,
+                info->coalesce_us, info->coalesce_us ? ", " : "", info->coalesce_us ? info->coalesce_method : "");
     put_clamped(out, m);
     if (sg_metrics_per_user_undefined(m))
         fprintf(out,
@@ -1199,6 +1204,23 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = rc ? rc : set(t, "clock_steps", json_integer((json_int_t)info->clock_steps));
         rc = rc ? rc : set(t, "clock_step_max_ms", real((double)info->clock_step_max_ns / 1e6));
         rc = rc ? rc : set(t, "events_sharing_a_read", json_integer((json_int_t)info->events_shared));
+    }
+    if (info && info->coalesce_method && !rc) {
+        json_t *o = json_object();
+        rc = set(root, "client_wakeups", o);
+        rc = rc ? rc : set(o, "coalesce_us", json_integer((json_int_t)info->coalesce_us));
+        rc = rc ? rc : set(o, "method", json_string(info->coalesce_method));
+        rc = rc ? rc : set(o, "turns", json_integer((json_int_t)info->loop_turns));
+        rc = rc ? rc : set(o, "wakeups", json_integer((json_int_t)info->loop_waits));
+        rc = rc ? rc : set(o, "coalesced", json_integer((json_int_t)info->loop_coalesced));
+        rc = rc ? rc
+                : set(o, "mean_window_us",
+                      real(info->loop_coalesced ? (double)info->loop_coalesced_ns / 1e3 / (double)info->loop_coalesced
+                                                : 0));
+        rc = rc ? rc : set(o, "completions", json_integer((json_int_t)info->loop_completions));
+        rc = rc ? rc
+                : set(o, "completions_per_wakeup",
+                      real(info->loop_waits ? (double)info->loop_completions / (double)info->loop_waits : 0));
     }
     rc = rc ? rc : set(root, "error_summary", error_summary(m));
     if (!rc) {

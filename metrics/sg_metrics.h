@@ -241,6 +241,13 @@ typedef struct {
     uint64_t rx_stamped, rx_unstamped, stamp_refused, clock_steps;
     int64_t clock_step_max_ns;
     uint64_t events_shared; /* content events that shared their read's time with the one before */
+    /* the workers' wake-ups: --coalesce-us (auto resolved), how the loops coalesce (sg_loop_coalesce_method; NULL =
+     * unknown: no "client_wakeups" then), and from the start instant their loops' turns, the turns that waited
+     * (wake-ups; the others polled), the completions handed over, the turns that coalesced and the sum of their windows
+     * (ns) */
+    uint32_t coalesce_us;
+    const char *coalesce_method;
+    uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns;
     const char *tokenizer;   /* sg_tok_describe() of --tokenizer, NULL without one */
     const char *isl_source;  /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
     uint64_t silent_closes;  /* kept-alive connections the server closed right after a response, unannounced */

@@ -6,9 +6,12 @@
  *   - a completion never comes from inside the call that started the operation;
  *   - cancel ends a pending receive and a pending connect once with -ECANCELED;
  *   - a refused connect, a send on a reset connection, a wake from another thread and a deadline;
- *   - a descriptor closed and its number reused at once gets its own events only.
+ *   - a descriptor closed and its number reused at once gets its own events only;
+ *   - coalescing: completions arriving within the window come back from one turn, and a deadline inside the
+ *     window is not overslept (io_uring's kernel minimum wait, and the sleep of epoll and older kernels).
  */
 #define _GNU_SOURCE
+#include "loop_int.h" /* sg_uring_set_min_wait */
 #include "sg_loop.h"
 #include "test.h"
 
@@ -562,6 +565,136 @@ static void test_wake_deadline(sg_io_backend_t be)
     sg_loop_destroy(&l);
 }
 
+/* Writes one byte to each of n sockets, gap_us apart, starting gap_us after it starts. */
+typedef struct {
+    int *fds;
+    int n;
+    int gap_us;
+} writer_t;
+
+static void *writer(void *arg)
+{
+    writer_t *wr = arg;
+    for (int i = 0; i < wr->n; i++) {
+        usleep((useconds_t)wr->gap_us);
+        if (write(wr->fds[i], "x", 1) != 1)
+            fprintf(stderr, "test_loop: writer: write failed\n");
+    }
+    return NULL;
+}
+
+#define CO_PAIRS 6
+#define CO_WINDOW_NS 100000000LL /* 100 ms: the writes below take about 6 ms */
+
+/* Turns until every one of the receives has its byte; returns the turns taken. */
+static int co_drain(sg_loop_t *l, rx_t *rx, int n, size_t want)
+{
+    int turns = 0;
+    for (;;) {
+        bool all = true;
+        for (int i = 0; i < n; i++)
+            all = all && rx[i].got >= want;
+        if (all || turns > 1000)
+            return turns;
+        CHECK(sg_loop_run_once(l, sg_now_ns() + 1000000000LL) >= 0);
+        turns++;
+    }
+}
+
+/*
+ * Coalescing (coalesce_ns): bytes arriving on several sockets within the window come back from one
+ * sg_loop_run_once, and a deadline inside the window is kept all the same. `how` names the path: io_uring's
+ * kernel minimum wait, or the sleep (epoll, and io_uring told not to use the minimum wait).
+ */
+static void test_coalesce(sg_io_backend_t be, bool min_wait)
+{
+    const char *how = be == SG_IO_EPOLL ? "epoll" : min_wait ? "io_uring min-wait" : "io_uring sleep";
+    sg_loop_t l;
+    int err = sg_loop_init(&l, be, 64, 64, 4096);
+    CHECK_EQ_INT(err, 0);
+    if (err)
+        return;
+    if (be == SG_IO_URING) {
+        sg_uring_set_min_wait(&l, min_wait);
+        if (min_wait && !sg_uring_min_wait(&l)) {
+            fprintf(stderr, "test_loop: this kernel has no IORING_FEAT_MIN_TIMEOUT: the min-wait path is not tested\n");
+            sg_loop_destroy(&l);
+            return;
+        }
+        CHECK_EQ_STR(sg_loop_coalesce_method(&l), strlen(sg_loop_coalesce_method(&l)),
+                     min_wait ? "io_uring_min_wait" : "sleep");
+    }
+    int sv[CO_PAIRS][2], wfd[CO_PAIRS];
+    rx_t rx[CO_PAIRS];
+    memset(rx, 0, sizeof rx);
+    for (int i = 0; i < CO_PAIRS; i++) {
+        CHECK_EQ_INT(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv[i]), 0);
+        rx[i].op.fn = on_rx;
+        rx[i].l = &l;
+        rx[i].fd = sv[i][0];
+        rx[i].next = 'x';
+        wfd[i] = sv[i][1];
+        arm(&l, &rx[i]);
+    }
+    bool sleeps = be == SG_IO_EPOLL || !min_wait;
+
+    /* 1. Six bytes, 1 ms apart, on six sockets: all six from one turn, which returns at about the window. The
+     * sleep path naps after a wait that found completions within a window of its start: say it did. */
+    l.coalesce_ns = CO_WINDOW_NS;
+    l.dense = true;
+    uint64_t coalesced0 = l.coalesced;
+    writer_t wr = {.fds = wfd, .n = CO_PAIRS, .gap_us = 1000};
+    pthread_t t;
+    int64_t t0 = sg_now_ns();
+    CHECK_EQ_INT(pthread_create(&t, NULL, writer, &wr), 0);
+    int n = sg_loop_run_once(&l, INT64_MAX);
+    int64_t took = sg_now_ns() - t0;
+    pthread_join(t, NULL);
+    if (n != CO_PAIRS)
+        fprintf(stderr,
+                "test_loop: %s: one coalescing turn handed over %d of %d completions after %.1f ms (window %.0f ms)\n",
+                how, n, CO_PAIRS, (double)took / 1e6, (double)CO_WINDOW_NS / 1e6);
+    CHECK_EQ_INT(n, CO_PAIRS);
+    CHECK(l.coalesced == coalesced0 + 1);
+    if (sleeps)
+        CHECK(l.dense);            /* completions within a window of the wait's start: the next turn naps too */
+    co_drain(&l, rx, CO_PAIRS, 1); /* (a miss above: collect the rest) */
+    for (int i = 0; i < CO_PAIRS; i++) {
+        CHECK_EQ_INT(rx[i].bad, 0);
+        rx[i].next = 'x';
+    }
+
+    /* 2. A deadline 10 ms away inside the 100 ms window, a byte arriving 2 ms in (round 0) or nothing (round 1):
+     * the one turn is back by the deadline. */
+    for (int round = 0; round < 2; round++) {
+        l.coalesce_ns = CO_WINDOW_NS;
+        l.dense = true;
+        size_t got0 = rx[0].got;
+        wr.n = round == 0 ? 1 : 0;
+        wr.gap_us = 2000;
+        int64_t deadline = sg_now_ns() + 10000000;
+        CHECK_EQ_INT(pthread_create(&t, NULL, writer, &wr), 0);
+        CHECK(sg_loop_run_once(&l, deadline) >= 0);
+        int64_t now = sg_now_ns();
+        pthread_join(t, NULL);
+        /* without the cut it is 90 ms late; on a busy 2-core machine a turn came 8.5 ms late: bound 30 ms */
+        if (now - deadline >= 30000000)
+            fprintf(stderr, "test_loop: %s: deadline inside the window overslept by %.2f ms (bound 30 ms)\n", how,
+                    (double)(now - deadline) / 1e6);
+        CHECK(now - deadline < 30000000);
+        if (sleeps && round == 1)
+            CHECK(!l.dense); /* a wait that found nothing: sparse traffic, the next turn waits without a nap */
+        co_drain(&l, rx, 1, got0 + (size_t)wr.n);
+    }
+    for (int i = 0; i < CO_PAIRS; i++) {
+        CHECK_EQ_INT(rx[i].bad, 0);
+        close(sv[i][1]);
+    }
+    for (int i = 0; i < CO_PAIRS; i++)
+        sg_loop_close(&l, sv[i][0]);
+    sg_loop_destroy(&l);
+}
+
 int main(void)
 {
     char why[256];
@@ -583,6 +716,9 @@ int main(void)
         test_rx_stamp(bes[i]);
         test_cancel(bes[i]);
         test_wake_deadline(bes[i]);
+        test_coalesce(bes[i], true);
+        if (bes[i] == SG_IO_URING)
+            test_coalesce(bes[i], false);
         if (test_failures != before)
             fprintf(stderr, "test_loop: %d failure(s) on %s\n", test_failures - before, be_name);
     }
