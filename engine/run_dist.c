@@ -83,9 +83,9 @@ static char *fingerprint(const profile_t *p)
     free(text);
     if (!o)
         return NULL;
-    static const char *const own[] = {"artifact_dir", "workers",    "verbose", "io_backend",  "generate_plots",
-                                      "overwrite",    "world_size", "rank",    "coordinator", "coordinator_timeout",
-                                      "tokenizer",    "input_file", "cacert",  "cert",        "key",
+    static const char *const own[] = {"artifact_dir",  "workers",    "verbose", "io_backend",  "generate_plots",
+                                      "overwrite",     "world_size", "rank",    "coordinator", "coordinator_timeout",
+                                      "tokenizer",     "input_file", "cacert",  "cert",        "key",
                                       "local_address", "coalesce_us"};
     for (size_t i = 0; i < SG_ARRAY_LEN(own); i++)
         json_object_del(o, own[i]);

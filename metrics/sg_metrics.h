@@ -248,9 +248,9 @@ typedef struct {
     uint32_t coalesce_us;
     const char *coalesce_method;
     uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns;
-    const char *tokenizer;   /* sg_tok_describe() of --tokenizer, NULL without one */
-    const char *isl_source;  /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
-    uint64_t silent_closes;  /* kept-alive connections the server closed right after a response, unannounced */
+    const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */
+    const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
+    uint64_t silent_closes; /* kept-alive connections the server closed right after a response, unannounced */
     bool no_reuse_after_stream, no_reuse_after_whole; /* so connections were not reused after those responses */
     /* --slo: the checks and their verdicts on m (sg_slo.h), n_slo_checks of each; none when 0 */
     const struct sg_slo_check *slo_checks;
