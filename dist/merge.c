@@ -20,6 +20,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,6 +319,9 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     static const char *const split_keys[4] = {"client_cpu_time_user", "client_cpu_time_system", "process_cpu_time_user",
                                               "process_cpu_time_system"};
     uint64_t stamped = 0, unstamped = 0, refused = 0, steps = 0, shared = 0;
+    const char *wake_method = NULL; /* the parts' client_wakeups, summed */
+    uint32_t wake_us = 0;
+    uint64_t wake_turns = 0, wake_waits = 0, wake_completions = 0, wake_coalesced = 0, wake_coalesced_ns = 0;
     double step_max_ms = 0;
     bool stamps_asked = false, stamps_known = false;
     bool interrupted = mg->interrupted, reuse_whole = false, reuse_stream = false, mixed = false;
@@ -348,6 +352,20 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
             shared += (uint64_t)num_at(ts, "events_sharing_a_read", NULL);
             if (num_at(ts, "clock_step_max_ms", NULL) > step_max_ms)
                 step_max_ms = num_at(ts, "clock_step_max_ms", NULL);
+        }
+        json_t *cw = json_object_get(s, "client_wakeups");
+        if (json_is_object(cw)) { /* the parts' loops: counts add up; the window bound is the largest */
+            const char *meth = json_string_value(json_object_get(cw, "method"));
+            if (meth && !wake_method)
+                wake_method = meth;
+            double us = num_at(cw, "coalesce_us", NULL);
+            wake_us = us > wake_us ? (uint32_t)us : wake_us;
+            wake_turns += (uint64_t)num_at(cw, "turns", NULL);
+            wake_waits += (uint64_t)num_at(cw, "wakeups", NULL);
+            wake_completions += (uint64_t)num_at(cw, "completions", NULL);
+            uint64_t c = (uint64_t)num_at(cw, "coalesced", NULL);
+            wake_coalesced += c;
+            wake_coalesced_ns += (uint64_t)llround(num_at(cw, "mean_window_us", NULL) * 1e3 * (double)c);
         }
         const char *b = json_string_value(json_object_get(s, "io_backend"));
         mixed |= !b || !backend || strcmp(b, backend) != 0;
@@ -467,6 +485,13 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .stalls_dropped = stalls_dropped,
         .io_backend = mixed ? "mixed" : backend,
         .timestamp_source = stamps_known ? sg_timestamp_source(stamps_asked, stamped, unstamped) : NULL,
+        .coalesce_method = wake_method,
+        .coalesce_us = wake_us,
+        .loop_turns = wake_turns,
+        .loop_waits = wake_waits,
+        .loop_completions = wake_completions,
+        .loop_coalesced = wake_coalesced,
+        .loop_coalesced_ns = wake_coalesced_ns,
         .rx_stamped = stamped,
         .rx_unstamped = unstamped,
         .stamp_refused = refused,
