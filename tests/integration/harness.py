@@ -254,6 +254,11 @@ class Harness:
     def near(self, value, want, tol, what):
         return self.check(abs(value - want) <= tol, "%s: %.3f within %.3f of %.3f" % (what, value, tol, want))
 
+    def within(self, value, lo, hi, what):
+        """value in [lo, hi], the figure and both bounds in the message: for a server-side delay, which load can
+        only lengthen (a lower bound that stays tight, an upper one with room for a busy host)."""
+        return self.check(lo <= value <= hi, "%s: %.3f in [%.3f, %.3f]" % (what, value, lo, hi))
+
     def skip(self, reason):
         raise Skip(reason)
 
