@@ -1,5 +1,5 @@
 /*
- * The mock server's pieces, shared between its files only (nothing outside bench/mock includes this):
+ * The mock server's pieces, shared between its files only (nothing outside mock/ includes this):
  * options (mock_opts.c), response and record rendering (mock_render.c: chat and completions, and the HTTP
  * framing every API shares), the other APIs' answers (mock_api.c: embeddings, rankings, Responses, Anthropic
  * Messages, TGI generate), the per-thread worker with its connections and timed jobs (mock_worker.c), and the
