@@ -488,7 +488,7 @@ static void conn_flush_tls(conn_t *c, int64_t now)
         }
         c->out.len = 0;
     }
-    if (c->close_after_flush && !c->tls_closed) {
+    if (c->close_after_flush && !c->tls_closed && !c->abort_close) { /* a reset has no close_notify */
         c->tls_closed = true;
         int e = sg_tls_close(c->tls); /* close_notify goes with the last bytes; failing, the close just goes */
         (void)e;
@@ -1325,6 +1325,7 @@ static bool h2_cut(conn_t *c, sg_mock_job_t *j, size_t before)
     if (j->resp_bytes < at || !j->started)
         return false;
     b->len -= (size_t)(j->resp_bytes - at);
+    j->h2_eof = false; /* the stream never ends: the connection does */
     sg_h2srv_resume(c->h2, j->h2_id);
     c->h2_cut = true;
     c->read_stopped = true;
