@@ -395,7 +395,7 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
         return bad(have_notice ? "--close-notice" : "--close-delay-ms", NULL,
                    "needs --close-after (the responses a connection serves)");
     double per_req = 0, per_conn = 0;
-    unsigned crashes = 0;
+    unsigned crashes = 0, read_stalls = 0;
     for (unsigned k = 0; k < o->n_faults; k++) {
         const sg_mock_fault_t *f = &o->faults[k];
         if (sg_mock_fault_per_request(f->kind))
@@ -403,13 +403,14 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
         else if (sg_mock_fault_per_conn(f->kind))
             per_conn += f->fraction;
         crashes += f->kind == SG_MOCK_FAULT_CRASH;
+        read_stalls += f->kind == SG_MOCK_FAULT_STALL_READ;
     }
     if (per_req > 1 + 1e-9)
         return bad("--fault", NULL, "the per-request faults' fractions add up to more than 1");
     if (per_conn > 1 + 1e-9)
         return bad("--fault", NULL, "the per-connection faults' fractions add up to more than 1");
-    if (crashes > 1)
-        return bad("--fault", NULL, "at most one crash");
+    if (crashes > 1 || read_stalls > 1)
+        return bad("--fault", NULL, crashes > 1 ? "at most one crash" : "at most one stall-read");
     if (have_stall_start && !have_stall)
         return bad("--stall-start-ms", NULL, "needs --stall-ms (the length of the window)");
     return 0;
