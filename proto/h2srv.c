@@ -281,6 +281,17 @@ void sg_h2srv_reset(sg_h2srv_t *s, int32_t id, uint32_t error_code)
     nghttp2_submit_rst_stream(s->ng, NGHTTP2_FLAG_NONE, id, error_code);
 }
 
+int sg_h2srv_goaway(sg_h2srv_t *s, uint32_t error_code)
+{
+    int rv = error_code == NGHTTP2_NO_ERROR
+                 ? nghttp2_submit_goaway(s->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(s->ng),
+                                         NGHTTP2_NO_ERROR, NULL, 0)
+                 : nghttp2_session_terminate_session(s->ng, error_code);
+    if (rv == 0)
+        return 0;
+    return rv == NGHTTP2_ERR_NOMEM ? SG_ENOMEM : SG_EPROTO;
+}
+
 int sg_h2srv_feed(sg_h2srv_t *s, const char *data, size_t len)
 {
     ssize_t n = nghttp2_session_mem_recv(s->ng, (const uint8_t *)data, len);

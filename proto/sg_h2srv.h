@@ -75,6 +75,12 @@ void sg_h2srv_resume(sg_h2srv_t *s, int32_t id);
 /* RST_STREAM with error_code; on_close follows. */
 void sg_h2srv_reset(sg_h2srv_t *s, int32_t id, uint32_t error_code);
 
+/*
+ * GOAWAY naming the last stream processed. NO_ERROR is graceful: the streams up to it go on, later ones are
+ * refused, and the session is done once they are answered. Any other code ends the session once the GOAWAY is
+ * sent (its streams are lost). 0, SG_ENOMEM or SG_EPROTO.
+ */
+SG_WUR int sg_h2srv_goaway(sg_h2srv_t *s, uint32_t error_code);
 /* Feed received bytes (all are consumed). 0, or SG_EPROTO / SG_ENOMEM (drain the GOAWAY, then close). */
 SG_WUR int sg_h2srv_feed(sg_h2srv_t *s, const char *data, size_t len);
 /* Append every byte the session wants to send to *buf (grown with realloc). 0, SG_ENOMEM or SG_EPROTO. */

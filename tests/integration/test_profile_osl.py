@@ -8,7 +8,7 @@ import json
 import harness
 from profiling import HttpServer, profile
 
-# The mock's output: these words in a cycle, one per token it sends (bench/mock/mock_render.c).
+# The mock's output: these words in a cycle, one per token it sends (mock/mock_render.c).
 WORDS = [" the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " with", " was", " on", " be",
          " at", " by"]
 OSL = 21  # not a multiple of the cycle: the text ends mid-cycle

@@ -16,7 +16,7 @@ GAP_ROWS = ["Time To First Token (ms)", "Time To Second Token (ms)", "Request La
             "Input Sequence Length (tokens)"]
 GAP_VALUES = ["Output Token Throughput (tokens/sec)", "Request Throughput (per sec)", "Request Count (count)"]
 
-# The mock's output words, one per token (bench/mock/mock_render.c).
+# The mock's output words, one per token (mock/mock_render.c).
 WORDS = [" the", " of", " and", " to", " in", " is", " that", " for", " it", " as", " with", " was", " on", " be",
          " at", " by"]
 

@@ -1,5 +1,5 @@
 /*
- * The mock server's pieces, shared between its files only (nothing outside bench/mock includes this):
+ * The mock server's pieces, shared between its files only (nothing outside mock/ includes this):
  * options (mock_opts.c), response and record rendering (mock_render.c: chat and completions, and the HTTP
  * framing every API shares), the other APIs' answers (mock_api.c: embeddings, rankings, Responses, Anthropic
  * Messages, TGI generate), the per-thread worker with its connections and timed jobs (mock_worker.c), and the
@@ -12,6 +12,7 @@
 #include "sg_h2srv.h"
 #include "sg_loop.h"
 #include "sg_openai.h"
+#include "sg_tcp.h"
 #include "sg_tls.h"
 #include "sg_tokenizer.h"
 #include "sg_workload.h"
@@ -21,6 +22,47 @@
 #include <string.h>
 
 /* ---------- options ---------- */
+
+/* --fault KIND[:ARGS][@FRACTION] (mock_fault.c, docs/mock.md#faults) */
+typedef enum {
+    SG_MOCK_FAULT_NONE = 0,
+    /* per request (a completion request draws at most one of these): */
+    SG_MOCK_FAULT_RST,         /* HTTP/2: RST_STREAM code at half the tokens; HTTP/1.1: a TCP reset there */
+    SG_MOCK_FAULT_STALL_WRITE, /* nothing is written for a ms before token b (default 0) */
+    SG_MOCK_FAULT_CUT,         /* the connection is closed after a bytes of the response (SG_MOCK_AT_HEAD: its head) */
+    SG_MOCK_FAULT_HALF_CLOSE,  /* shutdown(SHUT_WR) after a bytes of the response; reading goes on */
+    /* per connection (a new connection draws at most one of these): */
+    SG_MOCK_FAULT_TRICKLE, /* every send is at most a bytes, b ms apart */
+    SG_MOCK_FAULT_BWCAP,   /* at most a bytes/s */
+    SG_MOCK_FAULT_GOAWAY,  /* after a requests, GOAWAY (b: the error code; 0 = NO_ERROR, graceful) */
+    /* at a time, on every connection (no fraction): */
+    SG_MOCK_FAULT_CRASH,      /* at a ms, every connection closes and the port stops listening; again after b ms */
+    SG_MOCK_FAULT_STALL_READ, /* from a ms for b ms nothing received is read; it is taken at the window's end */
+    SG_MOCK_FAULT_KINDS
+} sg_mock_fault_kind_t;
+
+#define SG_MOCK_AT_HEAD INT64_MAX /* cut, half-close: at the end of the response head */
+#define SG_MOCK_MAX_FAULTS 16
+
+typedef struct {
+    uint8_t kind; /* sg_mock_fault_kind_t */
+    double fraction;
+    int64_t a, b; /* the arguments, as above */
+} sg_mock_fault_t;
+
+/* Parse one --fault value into f; NULL, or what is wrong (static text). */
+const char *sg_mock_fault_parse(const char *val, sg_mock_fault_t *f);
+/* The kind's name as --fault spells it (and --record lines say). */
+const char *sg_mock_fault_name(int kind);
+/* Does the kind apply per request, per connection, or at a time? */
+static inline bool sg_mock_fault_per_request(int kind)
+{
+    return kind >= SG_MOCK_FAULT_RST && kind <= SG_MOCK_FAULT_HALF_CLOSE;
+}
+static inline bool sg_mock_fault_per_conn(int kind)
+{
+    return kind >= SG_MOCK_FAULT_TRICKLE && kind <= SG_MOCK_FAULT_GOAWAY;
+}
 
 typedef struct {
     const char *host;
@@ -59,6 +101,8 @@ typedef struct {
     uint32_t embedding_dim;     /* floats per embedding (--embedding-dim) */
     uint32_t reasoning_tokens;  /* the first this many output tokens are reasoning (chat, responses, messages) */
     bool reasoning_field_short; /* chat's reasoning goes in "reasoning" (vLLM's newer name), not "reasoning_content" */
+    sg_mock_fault_t faults[SG_MOCK_MAX_FAULTS]; /* --fault, in the order given */
+    unsigned n_faults;
 } sg_mock_opts_t;
 
 typedef enum {
@@ -185,9 +229,15 @@ struct sg_mock_job {
     int64_t ttft_ns;  /* its first token is due this long after start_ns (--ttft-ms plus the prefill) */
     int64_t due_ns;   /* when the next thing is to be rendered */
     uint32_t heap_idx;
-    uint32_t n;       /* completion tokens */
-    uint32_t k;       /* next token to render (streams) */
-    uint32_t drop_at; /* streams: token index at which the connection is cut; SG_MOCK_NO_DROP: never */
+    uint32_t n;         /* completion tokens */
+    uint32_t k;         /* next token to render (streams) */
+    uint32_t drop_at;   /* streams: token index at which the connection is cut; SG_MOCK_NO_DROP: never */
+    uint8_t fault;      /* sg_mock_fault_kind_t drawn for this request (--fault); NONE */
+    uint8_t fault_idx;  /* its --fault entry */
+    uint32_t stall_at;  /* --fault stall-write: the token (0: the first) that waits stall_ns more, and the rest */
+    int64_t stall_ns;   /* 0: no write stall */
+    int64_t cut_at;     /* --fault cut / half-close: response bytes before the cut (SG_MOCK_AT_HEAD); -1: none */
+    int64_t resp_bytes; /* bytes of this response rendered so far (only counted while cut_at >= 0) */
     uint64_t prompt_words;
     uint64_t usage_prompt;     /* what usage reports: prompt_tokens */
     int64_t usage_cached;      /* --prefix-cache: prompt_tokens_details.cached_tokens; -1: not reported */
@@ -318,8 +368,10 @@ typedef struct {
     uint64_t requests;    /* HTTP requests parsed */
     uint64_t completions; /* completion requests (any outcome after the body was scanned) */
     uint64_t streamed;
-    uint64_t errors; /* injected 500s */
-    uint64_t drops;  /* connections cut on purpose */
+    uint64_t errors;                      /* injected 500s */
+    uint64_t drops;                       /* connections cut on purpose */
+    uint64_t faults[SG_MOCK_FAULT_KINDS]; /* --fault: requests (per-request kinds), connections, or events hit */
+    uint64_t crash_conns, crash_lost;     /* --fault crash: connections closed, requests left unanswered */
 } sg_mock_stats_t;
 
 typedef struct sg_mock_worker sg_mock_worker_t;
@@ -336,6 +388,8 @@ typedef struct sg_mock_server {
     int64_t start_ns;
     int64_t ttft_ns, itl_ns;
     int64_t stall_start_ns, stall_end_ns; /* equal: no stall window */
+    sg_addr_t listen_addr;                /* where the workers listen (again, after --fault crash) */
+    double req_fault_sum, conn_fault_sum; /* --fault: the fractions of the per-request and per-connection kinds */
     int record_fd;                        /* -1: no record */
     int send_log_fd;                      /* --send-log; -1: none */
     sg_tokenizer_t *tok;                  /* --tokenizer, NULL without; each worker has its own encoder */

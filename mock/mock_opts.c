@@ -38,6 +38,31 @@ static const char usage_text[] =
     "                       HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection (default 128)\n"
     "  --stall-start-ms S   with --stall-ms: start of a window, from server start, in which nothing is sent\n"
     "  --stall-ms D         length of that window; what falls due inside it goes out at its end\n"
+    "  --fault KIND[:ARGS][@FRACTION]\n"
+    "                       a scripted fault (repeatable; docs/mock.md#faults). Per completion request, each\n"
+    "                       request drawing at most one (FRACTION default 1; the fractions add up to at most 1):\n"
+    "                         rst[:CODE]         HTTP/2: RST_STREAM CODE (default internal; a number or a name:\n"
+    "                                            cancel, refused_stream, ...) after half the tokens (non-streamed:\n"
+    "                                            instead of the answer); HTTP/1.1: a TCP reset there\n"
+    "                         stall-write:MS[,K] nothing is written for MS before token K (default 0, the first)\n"
+    "                         cut[:BYTES|head]   the connection closes after BYTES of the response (default\n"
+    "                                            head: its head); HTTP/2 counts the stream's body bytes\n"
+    "                         half-close[:BYTES|head]  the same with shutdown(SHUT_WR): reading goes on\n"
+    "                       Per connection, each drawing at most one:\n"
+    "                         trickle:BYTES,MS   every send at most BYTES, MS apart\n"
+    "                         bwcap:BPS          at most BPS bytes/s\n"
+    "                         goaway[:N[,CODE]]  HTTP/2: GOAWAY after the N-th request (default 1); CODE no\n"
+    "                                            (default) is graceful: the streams up to it are answered, then\n"
+    "                                            the close; another code ends the connection at once.\n"
+    "                                            HTTP/1.1: the N-th answer says Connection: close (graceful) or\n"
+    "                                            the N-th request is not answered and the connection closes\n"
+    "                       At a time, on every connection:\n"
+    "                         crash:AT[,DOWN]    AT ms after the start every connection closes and the port stops\n"
+    "                                            listening (connects are refused), as when the server is killed;\n"
+    "                                            with DOWN, it listens again on the same port DOWN ms later\n"
+    "                         stall-read:AT,MS   from AT ms, for MS ms, nothing received is read: requests in\n"
+    "                                            that window are taken (and timed) at its end\n"
+    "                       --record lines of requests a fault hit say \"fault\": KIND\n"
     "  --tokenizer T        count usage with this tokenizer (a tokenizer.json, a *.tiktoken file, a directory or\n"
     "                       a cached Hugging Face model id, as surge profile --tokenizer): prompt_tokens is the\n"
     "                       count of the last message's content (completions: the prompt), completion_tokens the\n"
@@ -226,7 +251,8 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--io-backend",
                                             "--reasoning-tokens",
                                             "--reasoning-field",
-                                            "--embedding-dim"};
+                                            "--embedding-dim",
+                                            "--fault"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -367,6 +393,13 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             if (!parse_uint(val, SG_MOCK_MAX_EMBEDDING_DIM, &u) || u == 0)
                 return bad(name, val, "expected a dimension 1..16384");
             o->embedding_dim = (uint32_t)u;
+        } else if (strcmp(name, "--fault") == 0) {
+            if (o->n_faults == SG_MOCK_MAX_FAULTS)
+                return bad(name, val, "at most 16 --fault flags");
+            const char *why = sg_mock_fault_parse(val, &o->faults[o->n_faults]);
+            if (why)
+                return bad(name, val, why);
+            o->n_faults++;
         } else if (strcmp(name, "--exit-after") == 0) {
             if (!parse_double(val, 0, 1e9, &d) || d <= 0)
                 return bad(name, val, "expected seconds > 0");
@@ -383,6 +416,23 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
     if ((have_notice || have_delay) && !o->close_after)
         return bad(have_notice ? "--close-notice" : "--close-delay-ms", NULL,
                    "needs --close-after (the responses a connection serves)");
+    double per_req = 0, per_conn = 0;
+    unsigned crashes = 0, read_stalls = 0;
+    for (unsigned k = 0; k < o->n_faults; k++) {
+        const sg_mock_fault_t *f = &o->faults[k];
+        if (sg_mock_fault_per_request(f->kind))
+            per_req += f->fraction;
+        else if (sg_mock_fault_per_conn(f->kind))
+            per_conn += f->fraction;
+        crashes += f->kind == SG_MOCK_FAULT_CRASH;
+        read_stalls += f->kind == SG_MOCK_FAULT_STALL_READ;
+    }
+    if (per_req > 1 + 1e-9)
+        return bad("--fault", NULL, "the per-request faults' fractions add up to more than 1");
+    if (per_conn > 1 + 1e-9)
+        return bad("--fault", NULL, "the per-connection faults' fractions add up to more than 1");
+    if (crashes > 1 || read_stalls > 1)
+        return bad("--fault", NULL, crashes > 1 ? "at most one crash" : "at most one stall-read");
     if (have_stall_start && !have_stall)
         return bad("--stall-start-ms", NULL, "needs --stall-ms (the length of the window)");
     return 0;

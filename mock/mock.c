@@ -253,6 +253,13 @@ int sg_mock_main(int argc, char **argv)
     sigaddset(&stop_set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_set, &old_set);
 
+    s->listen_addr = addr;
+    for (unsigned k = 0; k < o.n_faults; k++) {
+        if (sg_mock_fault_per_request(o.faults[k].kind))
+            s->req_fault_sum += o.faults[k].fraction;
+        else if (sg_mock_fault_per_conn(o.faults[k].kind))
+            s->conn_fault_sum += o.faults[k].fraction;
+    }
     s->start_ns = sg_now_ns();
     s->stall_start_ns = s->stall_end_ns = INT64_MAX;
     if (o.stall_ms > 0) {
@@ -322,6 +329,26 @@ stop:
                 "%llu connections dropped\n",
                 (unsigned long long)st.requests, (unsigned long long)st.completions, (unsigned long long)st.streamed,
                 (unsigned long long)st.errors, (unsigned long long)st.drops);
+    if (exit_code == 0 && !o.quiet && o.n_faults) {
+        char line[512];
+        size_t n = 0;
+        for (int k = 1; k < SG_MOCK_FAULT_KINDS; k++) {
+            if (!st.faults[k])
+                continue;
+            const char *unit = sg_mock_fault_per_request(k)    ? "requests"
+                               : k == SG_MOCK_FAULT_CRASH      ? "workers crashed"
+                               : k == SG_MOCK_FAULT_STALL_READ ? "connections held"
+                                                               : "connections";
+            n += (size_t)snprintf(line + n, sizeof line - n, "%s %s %llu %s", n ? "," : "", sg_mock_fault_name(k),
+                                  (unsigned long long)st.faults[k], unit);
+            if (n >= sizeof line)
+                break;
+        }
+        fprintf(stderr, "surge mock: faults:%s\n", n ? line : " none hit");
+        if (st.faults[SG_MOCK_FAULT_CRASH])
+            fprintf(stderr, "surge mock: the crash closed %llu connections; %llu requests were never answered\n",
+                    (unsigned long long)st.crash_conns, (unsigned long long)st.crash_lost);
+    }
     if (exit_code == 0 && !o.quiet && s->batch) {
         uint64_t admitted, waited;
         double mean_ms, max_ms;

@@ -88,6 +88,20 @@ struct sg_mock_conn {
     sg_h2srv_t *h2;                 /* HTTP/2 connections only */
     sg_tls_conn_t *tls;             /* --tls only */
     bool tls_closed;                /* our close_notify is queued */
+    /* --fault (docs/mock.md#faults) */
+    bool half_close_after_flush; /* half-close: shutdown(SHUT_WR) once what is rendered has been sent */
+    bool abort_close;            /* rst over HTTP/1.1: the close is a TCP reset (SO_LINGER 0) */
+    bool h2_cut;                 /* HTTP/2 cut / half-close: one more drain, then nothing more is framed */
+    bool h2_frozen;
+    bool half_closed;  /* the write side is shut: nothing more is sent; the peer's close ends it */
+    bool held_listed;  /* stall-read: in the worker's list of connections with received bytes held back */
+    bool held_fault;   /* the requests being parsed came out of a stall-read window */
+    uint8_t fault;     /* the per-connection fault drawn at accept (trickle, bwcap, goaway); NONE */
+    uint8_t fault_idx; /* its --fault entry */
+    uint32_t reqs;     /* requests received on this connection (goaway counts them) */
+    int64_t pace_bytes, pace_gap_ns, pace_next_ns; /* trickle, bwcap: at most pace_bytes per send, this far apart */
+    conn_t *held_next;
+    sg_mock_buf_t held; /* stall-read: received bytes not yet read */
 };
 
 struct sg_mock_worker {
@@ -131,6 +145,13 @@ struct sg_mock_worker {
 
     sg_mock_stats_t st;
     struct sg_kserve_dec *kdec; /* gRPC requests; created on the first call */
+
+    /* --fault */
+    uint64_t jobs_live;                     /* requests in progress: a crash leaves them unanswered */
+    int64_t pace_wake_ns;                   /* the earliest paced connection's next send */
+    int64_t crash_ns, restart_ns;           /* INT64_MAX: none (to come) */
+    int64_t rstall_start_ns, rstall_end_ns; /* stall-read window; equal: none */
+    conn_t *held;                           /* connections whose received bytes wait for the window's end */
 };
 
 static inline bool in_stall(const sg_mock_server_t *s, int64_t now)
@@ -224,6 +245,12 @@ static sg_mock_job_t *job_new(sg_mock_worker_t *w)
     j->k = 0;
     j->n = 0;
     j->drop_at = SG_MOCK_NO_DROP;
+    j->fault = SG_MOCK_FAULT_NONE;
+    j->fault_idx = 0;
+    j->stall_at = 0;
+    j->stall_ns = 0;
+    j->cut_at = -1;
+    j->resp_bytes = 0;
     j->prompt_words = 0;
     j->include_usage = false;
     j->send_usage = false;
@@ -252,11 +279,13 @@ static sg_mock_job_t *job_new(sg_mock_worker_t *w)
     j->h2_eof = false;
     j->h2_body.len = 0;
     j->h2_body.oom = false;
+    w->jobs_live++;
     return j;
 }
 
 static void job_free(sg_mock_worker_t *w, sg_mock_job_t *j)
 {
+    w->jobs_live--;
     if (j->heap_idx != SG_MOCK_NOT_IN_HEAP)
         heap_remove(w, j);
     if (j->head != j->head_inline)
@@ -340,15 +369,22 @@ static void conn_close(conn_t *c)
         return;
     c->closing = true;
     conn_discard_jobs(c);
-    /* FIN to the peer now; the multishot receive then ends with 0, and a cancel makes sure of it */
-    shutdown(c->fd, SHUT_RDWR);
+    if (c->abort_close) {
+        /* --fault rst over HTTP/1.1: the close that follows sends a reset, not a FIN */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        shutdown(c->fd, SHUT_RD);
+    } else {
+        /* FIN to the peer now; the multishot receive then ends with 0, and a cancel makes sure of it */
+        shutdown(c->fd, SHUT_RDWR);
+    }
     if (c->recv_armed)
         sg_loop_cancel(&c->w->loop, &c->recv_op, c->fd);
 }
 
 static void conn_maybe_free(conn_t *c)
 {
-    if (!c->closing || c->recv_armed || c->send_inflight || c->dirty)
+    if (!c->closing || c->recv_armed || c->send_inflight || c->dirty || c->held_listed)
         return;
     sg_mock_worker_t *w = c->w;
     sg_loop_close(&w->loop, c->fd);
@@ -363,6 +399,7 @@ static void conn_maybe_free(conn_t *c)
     sg_tls_conn_free(c->tls);
     buf_release(w, &c->out);
     buf_release(w, &c->wire);
+    free(c->held.p);
     atomic_fetch_sub_explicit(&w->srv->conns_open, 1, memory_order_relaxed);
     free(c);
 }
@@ -387,16 +424,54 @@ static void conn_arm_recv(conn_t *c)
     c->recv_armed = true;
 }
 
+/* One send, at most pace_bytes long on a trickle or bwcap connection. */
+static void conn_send(conn_t *c, const void *p, size_t n, int64_t now)
+{
+    if (c->pace_bytes) {
+        if (n > (size_t)c->pace_bytes)
+            n = (size_t)c->pace_bytes;
+        c->pace_next_ns = now + c->pace_gap_ns;
+    }
+    sg_loop_send(&c->w->loop, &c->send_op, c->fd, p, n);
+    c->send_inflight = true;
+}
+
+/* A paced connection whose next send is not due yet stays on the dirty list; the loop wakes for it. */
+static bool conn_paced(conn_t *c, int64_t now)
+{
+    if (!c->pace_bytes || now >= c->pace_next_ns)
+        return false;
+    mark_dirty(c);
+    if (c->pace_next_ns < c->w->pace_wake_ns)
+        c->w->pace_wake_ns = c->pace_next_ns;
+    return true;
+}
+
+/* HTTP/2: move what the session has to send into the pending buffer (after a cut, once more and no more). */
+static void conn_h2_drain(conn_t *c)
+{
+    sg_mock_buf_t *b = conn_out(c);
+    if (!c->h2_frozen && !b->oom && sg_h2srv_want_write(c->h2) && sg_h2srv_drain(c->h2, &b->p, &b->len, &b->cap) < 0)
+        b->oom = true;
+    if (c->h2_cut)
+        c->h2_frozen = true;
+    if (b->len == 0 && (sg_h2srv_done(c->h2) || c->h2_frozen) && !c->half_close_after_flush && !c->half_closed)
+        c->close_after_flush = true; /* GOAWAY exchanged, or the session broke, or cut */
+}
+
+/* half-close: everything rendered is out; the write side ends, reading goes on until the peer closes. */
+static void conn_half_close(conn_t *c)
+{
+    c->half_close_after_flush = false;
+    c->half_closed = true;
+    shutdown(c->fd, SHUT_WR);
+}
+
 /* --tls: encrypt the pending bytes and send the ciphertext (one send in flight). */
 static void conn_flush_tls(conn_t *c, int64_t now)
 {
-    if (c->h2) {
-        sg_mock_buf_t *b = conn_out(c);
-        if (!b->oom && sg_h2srv_want_write(c->h2) && sg_h2srv_drain(c->h2, &b->p, &b->len, &b->cap) < 0)
-            b->oom = true;
-        if (b->len == 0 && sg_h2srv_done(c->h2))
-            c->close_after_flush = true;
-    }
+    if (c->h2)
+        conn_h2_drain(c);
     if (SG_UNLIKELY(c->out.oom)) {
         conn_close(c);
         return;
@@ -414,7 +489,7 @@ static void conn_flush_tls(conn_t *c, int64_t now)
         }
         c->out.len = 0;
     }
-    if (c->close_after_flush && !c->tls_closed) {
+    if (c->close_after_flush && !c->tls_closed && !c->abort_close) { /* a reset has no close_notify */
         c->tls_closed = true;
         int e = sg_tls_close(c->tls); /* close_notify goes with the last bytes; failing, the close just goes */
         (void)e;
@@ -425,16 +500,17 @@ static void conn_flush_tls(conn_t *c, int64_t now)
     if (n == 0) {
         if (c->close_after_flush)
             conn_close(c);
+        else if (c->half_close_after_flush)
+            conn_half_close(c);
         return;
     }
-    sg_loop_send(&c->w->loop, &c->send_op, c->fd, p, n);
-    c->send_inflight = true;
+    conn_send(c, p, n, now);
 }
 
 /* Hand the pending bytes to the kernel unless a send is in flight or the stall window holds them. */
 static void conn_flush(conn_t *c, int64_t now)
 {
-    if (c->closing || c->send_inflight)
+    if (c->closing || c->send_inflight || conn_paced(c, now))
         return;
     if (c->tls) {
         conn_flush_tls(c, now);
@@ -446,20 +522,16 @@ static void conn_flush(conn_t *c, int64_t now)
             mark_dirty(c);
             return;
         }
-        sg_loop_send(&c->w->loop, &c->send_op, c->fd, c->wire.p + c->wire_off, c->wire.len - c->wire_off);
-        c->send_inflight = true;
+        conn_send(c, c->wire.p + c->wire_off, c->wire.len - c->wire_off, now);
         return;
     }
-    if (c->h2) {
-        sg_mock_buf_t *b = conn_out(c);
-        if (!b->oom && sg_h2srv_want_write(c->h2) && sg_h2srv_drain(c->h2, &b->p, &b->len, &b->cap) < 0)
-            b->oom = true;
-        if (b->len == 0 && sg_h2srv_done(c->h2))
-            c->close_after_flush = true; /* GOAWAY exchanged, or the session broke */
-    }
+    if (c->h2)
+        conn_h2_drain(c);
     if (c->out.len == 0) {
         if (c->close_after_flush)
             conn_close(c);
+        else if (c->half_close_after_flush)
+            conn_half_close(c);
         return;
     }
     if (in_stall(c->w->srv, now)) {
@@ -475,8 +547,7 @@ static void conn_flush(conn_t *c, int64_t now)
     c->out = t;
     c->out.len = 0;
     c->wire_off = 0;
-    sg_loop_send(&c->w->loop, &c->send_op, c->fd, c->wire.p, c->wire.len);
-    c->send_inflight = true;
+    conn_send(c, c->wire.p, c->wire.len, now);
 }
 
 static void on_send(sg_op_t *op, const sg_ev_t *ev)
@@ -509,7 +580,8 @@ static void on_send(sg_op_t *op, const sg_ev_t *ev)
         head->blocked = false;
         conn_pump(c, now);
     }
-    if (c->out.len || c->close_after_flush || (c->h2 && sg_h2srv_want_write(c->h2))) {
+    if (c->out.len || c->close_after_flush || c->half_close_after_flush || (c->h2_cut && !c->half_closed) ||
+        (c->h2 && sg_h2srv_want_write(c->h2))) {
         conn_flush(c, now);
     } else if (!c->q_head) {
         conn_trim(c);
@@ -534,7 +606,7 @@ static bool ends_with(sg_slice_t s, const char *lit)
 /* One --record line. a: the other APIs' scan (their API's name and input count go in too); NULL for chat and
  * completions. */
 static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice_t path, const sg_oai_request_t *r,
-                           const sg_api_request_t *a)
+                           const sg_api_request_t *a, int fault)
 {
     sg_mock_buf_t *b = &w->rec;
     sg_mock_record_head(b, &w->rec_first_ns, now, w->idx, c->serial, path);
@@ -554,6 +626,11 @@ static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice
     SG_MOCK_BUF_LIT(b, ",\"prompt\":\"");
     if (r->prompt.base)
         sg_mock_buf_json_raw(b, r->prompt);
+    if (fault != SG_MOCK_FAULT_NONE) {
+        SG_MOCK_BUF_LIT(b, "\",\"fault\":\"");
+        const char *name = sg_mock_fault_name(fault);
+        sg_mock_buf_mem(b, name, strlen(name));
+    }
     if (a) {
         SG_MOCK_BUF_LIT(b, "\",\"api\":\"");
         const char *name = sg_mock_api_name(a->kind);
@@ -742,6 +819,53 @@ static bool scan_api(const sg_mock_server_t *s, sg_mock_job_t *j, int *kind, sg_
     return true;
 }
 
+/* The per-request --fault this request draws (one uniform draw over the kinds' fractions, in flag order), set up
+ * on j; NONE for most. */
+static int draw_request_fault(sg_mock_worker_t *w, sg_mock_job_t *j)
+{
+    const sg_mock_server_t *s = w->srv;
+    if (s->req_fault_sum <= 0)
+        return SG_MOCK_FAULT_NONE;
+    double u = sg_rng_uniform(&w->rng), acc = 0;
+    for (unsigned k = 0; k < s->opts.n_faults; k++) {
+        const sg_mock_fault_t *f = &s->opts.faults[k];
+        if (!sg_mock_fault_per_request(f->kind))
+            continue;
+        acc += f->fraction;
+        if (u > acc)
+            continue;
+        j->fault = f->kind;
+        j->fault_idx = (uint8_t)k;
+        if (f->kind == SG_MOCK_FAULT_STALL_WRITE) {
+            j->stall_ns = f->a;
+            j->stall_at = (uint32_t)f->b;
+        } else if (f->kind == SG_MOCK_FAULT_CUT || f->kind == SG_MOCK_FAULT_HALF_CLOSE) {
+            j->cut_at = f->a;
+        }
+        w->st.faults[f->kind]++;
+        return f->kind;
+    }
+    return SG_MOCK_FAULT_NONE;
+}
+
+/* What --record says of a request with no fault of its own: its connection's (trickle, bwcap, the request that
+ * goaway answers), or stall-read when it was taken out of that window. */
+static int conn_fault_now(const conn_t *c)
+{
+    if (c->held_fault)
+        return SG_MOCK_FAULT_STALL_READ;
+    if (c->fault == SG_MOCK_FAULT_GOAWAY)
+        return c->reqs == (uint64_t)c->w->srv->opts.faults[c->fault_idx].a ? SG_MOCK_FAULT_GOAWAY : SG_MOCK_FAULT_NONE;
+    return c->fault;
+}
+
+/* When token k of j is due (a write stall shifts it and those after it). */
+static inline int64_t token_due(const sg_mock_server_t *s, const sg_mock_job_t *j, uint32_t k)
+{
+    int64_t due = j->start_ns + j->ttft_ns + s->itl_ns * (int64_t)k;
+    return k >= j->stall_at ? due + j->stall_ns : due;
+}
+
 /*
  * Make j the answer to a request for API kind (a POST): the body's scan, --record, the --error-rate and
  * --drop-rate draws, the timing. 0, or SG_ENOMEM.
@@ -764,8 +888,9 @@ static int build_answer(conn_t *c, sg_mock_job_t *j, int kind, sg_slice_t full_p
         return 0;
     }
     w->st.completions++;
+    int fault = draw_request_fault(w, j);
     if (s->record_fd >= 0)
-        record_request(w, c, now, full_path, &r, api ? &a : NULL);
+        record_request(w, c, now, full_path, &r, api ? &a : NULL, fault ? fault : conn_fault_now(c));
     if (s->opts.error_rate > 0 && sg_rng_uniform(&w->rng) <= s->opts.error_rate) {
         w->st.errors++;
         if (api)
@@ -775,6 +900,8 @@ static int build_answer(conn_t *c, sg_mock_job_t *j, int kind, sg_slice_t full_p
         return 0;
     }
     bool drop = s->opts.drop_rate > 0 && sg_rng_uniform(&w->rng) <= s->opts.drop_rate;
+    if (fault)
+        drop = fault == SG_MOCK_FAULT_RST; /* one fault per request: rst cuts where --drop-rate does */
     /* embeddings and rankings generate nothing: answered whole once the prompt is read (the TTFT) */
     bool generates = kind <= SG_OAI_COMPLETIONS || kind >= SG_OAI_RESPONSES;
     j->kind = (uint8_t)kind;
@@ -809,7 +936,7 @@ static int build_answer(conn_t *c, sg_mock_job_t *j, int kind, sg_slice_t full_p
             j->drop_at = j->n / 2;
     } else {
         j->type = SG_MOCK_JOB_FULL;
-        j->due_ns = j->start_ns + j->ttft_ns + (j->n ? s->itl_ns * (int64_t)(j->n - 1) : 0);
+        j->due_ns = j->start_ns + j->ttft_ns + (j->n ? s->itl_ns * (int64_t)(j->n - 1) : 0) + j->stall_ns;
         j->drop_full = drop;
     }
     return 0;
@@ -884,15 +1011,40 @@ static void keep_alive_faults(conn_t *c, sg_mock_job_t *j)
     j->close_linger = o->close_delay_ns > 0;
 }
 
+/* --fault goaway: this connection's request count reached the fault's N (counted once, when it fires). */
+static bool goaway_now(conn_t *c)
+{
+    if (c->fault != SG_MOCK_FAULT_GOAWAY || c->reqs != (uint64_t)c->w->srv->opts.faults[c->fault_idx].a)
+        return false;
+    c->w->st.faults[SG_MOCK_FAULT_GOAWAY]++;
+    return true;
+}
+
 static int on_request(void *ud, const sg_h1_request_t *req)
 {
     conn_t *c = ud;
     if (c->read_stopped || c->closing)
         return SG_EABORT;
+    c->reqs++;
     sg_mock_job_t *j = build_job(c, req->method, req->path, req->body, req->keep_alive, c->recv_ns);
     if (!j)
         return SG_ENOMEM;
     keep_alive_faults(c, j);
+    if (goaway_now(c)) {
+        /* HTTP/1.1's GOAWAY: the graceful one is Connection: close on this answer; with an error code this request
+         * is not answered and the connection closes */
+        if (c->w->srv->opts.faults[c->fault_idx].b == 0) {
+            j->close_after = true;
+            j->close_silent = false;
+        } else {
+            job_free(c->w, j);
+            conn_discard_jobs(c);
+            c->read_stopped = true;
+            c->close_after_flush = true;
+            mark_dirty(c);
+            return SG_EABORT;
+        }
+    }
     conn_enqueue(c, j, c->recv_ns);
     if (j->close_after || c->close_after_flush || c->closing) {
         c->read_stopped = true;
@@ -906,7 +1058,10 @@ static const sg_h1_req_cb_t req_cb = {.on_request = on_request};
 /* The connection is cut on purpose (--drop-rate): what was rendered goes out, then FIN. */
 static void conn_drop(conn_t *c)
 {
-    c->w->st.drops++;
+    if (c->q_head && c->q_head->fault == SG_MOCK_FAULT_RST)
+        c->abort_close = true;
+    else
+        c->w->st.drops++;
     conn_discard_jobs(c);
     c->close_after_flush = true;
     c->read_stopped = true;
@@ -956,7 +1111,7 @@ static bool job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
         return true;
     default:
         while (j->k < j->n) {
-            int64_t due = j->start_ns + j->ttft_ns + s->itl_ns * (int64_t)j->k;
+            int64_t due = token_due(s, j, j->k);
             if (due > now) {
                 j->due_ns = due;
                 goto wait;
@@ -986,14 +1141,44 @@ wait:
     return false;
 }
 
+/*
+ * --fault cut / half-close over HTTP/1.1: count the bytes of j's response rendered since before (the pending
+ * buffer's length then); once they reach the cut, drop what lies past it and end the connection (cut) or its write
+ * side (half-close) after the rest is sent. true when j is gone.
+ */
+static bool h1_cut(conn_t *c, sg_mock_job_t *j, size_t before)
+{
+    size_t added = c->out.len - before;
+    if (j->cut_at == SG_MOCK_AT_HEAD && added) {
+        const char *e = memmem(c->out.p + before, added, "\r\n\r\n", 4);
+        j->cut_at = j->resp_bytes + (e ? (int64_t)(e + 4 - (c->out.p + before)) : (int64_t)added);
+    }
+    j->resp_bytes += (int64_t)added;
+    if (j->resp_bytes < j->cut_at)
+        return false;
+    c->out.len -= (size_t)(j->resp_bytes - j->cut_at);
+    if (j->fault == SG_MOCK_FAULT_CUT)
+        c->close_after_flush = true;
+    else
+        c->half_close_after_flush = true;
+    conn_discard_jobs(c);
+    c->read_stopped = true;
+    mark_dirty(c);
+    return true;
+}
+
 /* Run the head job and, as each finishes, the next one in order. */
 static void conn_pump(conn_t *c, int64_t now)
 {
     sg_mock_job_t *j;
     while ((j = c->q_head) && !c->closing && j->heap_idx == SG_MOCK_NOT_IN_HEAP && !j->blocked) {
+        bool cutting = j->cut_at >= 0;
+        size_t before = c->out.len;
         bool done = job_run(c, j, now);
         if (c->out.len)
             mark_dirty(c);
+        if (cutting && !c->closing && c->q_head == j && h1_cut(c, j, before))
+            return;
         if (!done)
             break;
         c->q_head = j->next;
@@ -1030,8 +1215,12 @@ static void conn_pump(conn_t *c, int64_t now)
 /* The stream is over for us: reset it (the job is freed by on_close). */
 static void h2_drop(conn_t *c, sg_mock_job_t *j)
 {
-    c->w->st.drops++;
-    sg_h2srv_reset(c->h2, j->h2_id, NGHTTP2_INTERNAL_ERROR);
+    uint32_t code = NGHTTP2_INTERNAL_ERROR;
+    if (j->fault == SG_MOCK_FAULT_RST)
+        code = (uint32_t)c->w->srv->opts.faults[j->fault_idx].a;
+    else
+        c->w->st.drops++;
+    sg_h2srv_reset(c->h2, j->h2_id, code);
     mark_dirty(c);
 }
 
@@ -1078,7 +1267,7 @@ static enum h2_tok h2_tokens(conn_t *c, sg_mock_job_t *j, int64_t now, bool grpc
     const sg_mock_server_t *s = c->w->srv;
     sg_mock_buf_t *b = &j->h2_body;
     while (j->k < j->n) {
-        int64_t due = j->start_ns + j->ttft_ns + s->itl_ns * (int64_t)j->k;
+        int64_t due = token_due(s, j, j->k);
         if (due > now) {
             j->due_ns = due;
             sg_h2srv_resume(c->h2, j->h2_id);
@@ -1147,12 +1336,36 @@ static bool h2_grpc_run(conn_t *c, sg_mock_job_t *j, int64_t now)
     }
 }
 
+/*
+ * --fault cut / half-close over HTTP/2: the stream's body bytes count (head: none); once they reach the cut, what
+ * lies past it is dropped, the session is drained once more and the connection ends (cut) or its write side does
+ * (half-close). true when it did.
+ */
+static bool h2_cut(conn_t *c, sg_mock_job_t *j, size_t before)
+{
+    sg_mock_buf_t *b = &j->h2_body;
+    int64_t at = j->cut_at == SG_MOCK_AT_HEAD ? 0 : j->cut_at;
+    j->resp_bytes += (int64_t)(b->len - before);
+    if (j->resp_bytes < at || !j->started)
+        return false;
+    b->len -= (size_t)(j->resp_bytes - at);
+    j->h2_eof = false; /* the stream never ends: the connection does */
+    sg_h2srv_resume(c->h2, j->h2_id);
+    c->h2_cut = true;
+    c->read_stopped = true;
+    if (j->fault == SG_MOCK_FAULT_HALF_CLOSE)
+        c->half_close_after_flush = true;
+    mark_dirty(c);
+    return true;
+}
+
 /* Render what the stream's job has due; it waits in the heap for the rest. The HTTP/2 twin of job_run. */
 static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
 {
-    if (c->closing)
+    if (c->closing || c->h2_cut)
         return; /* freed with the session */
     sg_mock_buf_t *b = &j->h2_body;
+    size_t before = b->len;
     switch (j->type) {
     case SG_MOCK_JOB_STATIC: {
         int status;
@@ -1184,6 +1397,7 @@ static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
         }
         sg_mock_render_full(b, j);
         j->h2_eof = true;
+        j->started = true;
         h2_respond(c, j, 200, "application/json", (int64_t)b->len, false);
         break;
     case SG_MOCK_JOB_GRPC_STATUS:
@@ -1214,9 +1428,13 @@ static void h2_job_run(conn_t *c, sg_mock_job_t *j, int64_t now)
     }
     if (SG_UNLIKELY(b->oom))
         sg_h2srv_reset(c->h2, j->h2_id, NGHTTP2_INTERNAL_ERROR);
+    else if (j->cut_at >= 0)
+        h2_cut(c, j, before);
     mark_dirty(c);
     return;
 wait:
+    if (j->cut_at >= 0 && h2_cut(c, j, before))
+        return;
     if (heap_push(c->w, j) < 0)
         h2_drop(c, j);
 }
@@ -1251,6 +1469,7 @@ static int h2_on_request(void *ud, int32_t id, sg_slice_t method, sg_slice_t pat
 {
     conn_t *c = ud;
     sg_mock_job_t *j;
+    c->reqs++;
     if (sg_mock_grpc_path(path)) {
         j = h2_grpc_job(c, path, body);
     } else {
@@ -1262,6 +1481,11 @@ static int h2_on_request(void *ud, int32_t id, sg_slice_t method, sg_slice_t pat
     j->h2_id = id;
     j->close_after = false; /* a stream ends by itself; the connection stays */
     sg_h2srv_set_stream_ud(c->h2, id, j);
+    if (goaway_now(c)) {
+        int e = sg_h2srv_goaway(c->h2, (uint32_t)c->w->srv->opts.faults[c->fault_idx].b);
+        (void)e; /* out of memory: the connection just goes on */
+        mark_dirty(c);
+    }
     h2_job_run(c, j, c->recv_ns);
     return 0;
 }
@@ -1448,6 +1672,47 @@ static void tls_recv(conn_t *c, const char *data, size_t len)
     }
 }
 
+/* --fault stall-read: keep received bytes unread until the window ends (release_held). */
+static void conn_hold(conn_t *c, const char *data, size_t len)
+{
+    sg_mock_buf_mem(&c->held, data, len);
+    if (c->held.oom) {
+        conn_close(c);
+        return;
+    }
+    if (!c->held_listed) {
+        c->held_listed = true;
+        c->held_next = c->w->held;
+        c->w->held = c;
+    }
+}
+
+/* The stall-read window is over: read what it held, as if it had all arrived now. */
+static void release_held(sg_mock_worker_t *w, int64_t now)
+{
+    conn_t *c = w->held;
+    w->held = NULL;
+    while (c) {
+        conn_t *next = c->held_next;
+        c->held_listed = false;
+        c->held_next = NULL;
+        if (!c->closing && !c->read_stopped && c->held.len) {
+            w->st.faults[SG_MOCK_FAULT_STALL_READ]++;
+            c->recv_ns = now;
+            c->held_fault = true;
+            if (c->tls)
+                tls_recv(c, c->held.p, c->held.len);
+            else
+                conn_recv(c, c->held.p, c->held.len);
+            c->held_fault = false;
+        }
+        free(c->held.p);
+        c->held = (sg_mock_buf_t){0};
+        conn_maybe_free(c);
+        c = next;
+    }
+}
+
 static void on_recv(sg_op_t *op, const sg_ev_t *ev)
 {
     conn_t *c = SG_CONTAINER_OF(op, conn_t, recv_op);
@@ -1460,7 +1725,9 @@ static void on_recv(sg_op_t *op, const sg_ev_t *ev)
         unsigned bid = ev->bid;
         if (!c->closing && !c->read_stopped) {
             c->recv_ns = sg_now_ns();
-            if (c->tls)
+            if (c->held_listed || (c->recv_ns >= w->rstall_start_ns && c->recv_ns < w->rstall_end_ns))
+                conn_hold(c, sg_loop_data(&w->loop, ev), (size_t)res);
+            else if (c->tls)
                 tls_recv(c, sg_loop_data(&w->loop, ev), (size_t)res);
             else
                 conn_recv(c, sg_loop_data(&w->loop, ev), (size_t)res);
@@ -1484,6 +1751,35 @@ static void accept_arm(sg_mock_worker_t *w)
     w->accept_armed = true;
 }
 
+/* The per-connection --fault a new connection draws (trickle, bwcap, goaway), or none. */
+static void draw_conn_fault(conn_t *c)
+{
+    sg_mock_worker_t *w = c->w;
+    const sg_mock_opts_t *o = &w->srv->opts;
+    double u = sg_rng_uniform(&w->rng), acc = 0;
+    for (unsigned k = 0; k < o->n_faults; k++) {
+        const sg_mock_fault_t *f = &o->faults[k];
+        if (!sg_mock_fault_per_conn(f->kind))
+            continue;
+        acc += f->fraction;
+        if (u > acc)
+            continue;
+        c->fault = f->kind;
+        c->fault_idx = (uint8_t)k;
+        if (f->kind == SG_MOCK_FAULT_TRICKLE) {
+            c->pace_bytes = f->a;
+            c->pace_gap_ns = f->b;
+        } else if (f->kind == SG_MOCK_FAULT_BWCAP) {
+            /* sends of a fiftieth of a second's bytes, 20 ms apart (fewer and longer when that is under 1 byte) */
+            c->pace_bytes = f->a >= 50 ? f->a / 50 : 1;
+            c->pace_gap_ns = (int64_t)((double)c->pace_bytes * 1e9 / (double)f->a);
+        }
+        if (f->kind != SG_MOCK_FAULT_GOAWAY) /* goaway counts when it fires */
+            w->st.faults[f->kind]++;
+        return;
+    }
+}
+
 static void on_accept(sg_op_t *op, const sg_ev_t *ev)
 {
     sg_mock_worker_t *w = SG_CONTAINER_OF(op, sg_mock_worker_t, accept_op);
@@ -1496,8 +1792,8 @@ static void on_accept(sg_op_t *op, const sg_ev_t *ev)
     if (ev->res < 0)
         return;
     int fd = ev->res;
-    if (atomic_load_explicit(&s->stop, memory_order_relaxed)) {
-        close(fd);
+    if (atomic_load_explicit(&s->stop, memory_order_relaxed) || w->listen_fd < 0) {
+        close(fd); /* stopping, or crashed (--fault crash) */
         return;
     }
     /* the descriptor budget is shared by all workers: past it, new connections are closed at once */
@@ -1526,6 +1822,8 @@ static void on_accept(sg_op_t *op, const sg_ev_t *ev)
         return;
     }
     c->serial = atomic_fetch_add_explicit(&s->conn_serial, 1, memory_order_relaxed);
+    if (s->conn_fault_sum > 0)
+        draw_conn_fault(c);
     sg_h1_req_init(&c->parser, SG_MOCK_MAX_REQUEST);
     c->next = w->conns;
     if (w->conns)
@@ -1540,6 +1838,7 @@ static void flush_dirty(sg_mock_worker_t *w, int64_t now)
 {
     conn_t *c = w->dirty;
     w->dirty = NULL;
+    w->pace_wake_ns = INT64_MAX;
     if (in_stall(w->srv, now)) {
         /* nothing leaves in the window; keep the list, the loop wakes at its end */
         w->dirty = c;
@@ -1562,11 +1861,65 @@ static int64_t next_deadline(const sg_mock_worker_t *w, int64_t now)
         d = w->heap[0]->due_ns;
     if (w->dirty && in_stall(w->srv, now) && w->srv->stall_end_ns < d)
         d = w->srv->stall_end_ns;
-    if (!w->accept_armed && w->accept_retry_ns < d)
+    if (!w->accept_armed && w->listen_fd >= 0 && w->accept_retry_ns < d)
         d = w->accept_retry_ns;
+    if (w->dirty && w->pace_wake_ns < d)
+        d = w->pace_wake_ns;
+    if (w->crash_ns < d)
+        d = w->crash_ns;
+    if (w->listen_fd < 0 && w->restart_ns < d)
+        d = w->restart_ns;
+    if (w->held && w->rstall_end_ns < d)
+        d = w->rstall_end_ns;
     if (w->rec.len && w->rec_first_ns + RECORD_FLUSH_NS < d)
         d = w->rec_first_ns + RECORD_FLUSH_NS;
     return d;
+}
+
+/* --fault crash: what a killed server does. Every connection closes at once, the listening socket goes (so
+ * connects are refused), and the requests in progress are never answered. */
+static void worker_crash(sg_mock_worker_t *w, int64_t now)
+{
+    w->crash_ns = INT64_MAX;
+    if (w->accept_armed)
+        sg_loop_cancel(&w->loop, &w->accept_op, w->listen_fd);
+    sg_loop_close(&w->loop, w->listen_fd);
+    w->listen_fd = -1;
+    uint64_t lost = w->jobs_live, conns = 0;
+    for (conn_t *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->closing)
+            continue;
+        conns++;
+        conn_close(c);
+        conn_maybe_free(c);
+    }
+    w->st.faults[SG_MOCK_FAULT_CRASH]++;
+    w->st.crash_conns += conns;
+    w->st.crash_lost += lost;
+    if (!w->srv->opts.quiet) {
+        fprintf(stderr,
+                "surge mock: worker %u crashed at %.3f s: %llu connections closed, %llu requests unanswered%s\n",
+                w->idx, (double)(now - w->srv->start_ns) / 1e9, (unsigned long long)conns, (unsigned long long)lost,
+                w->restart_ns == INT64_MAX ? "; it stays down" : "");
+    }
+}
+
+/* --fault crash with DOWN: listen on the same port again. */
+static void worker_restart(sg_mock_worker_t *w, int64_t now)
+{
+    int fd = sg_tcp_listen(&w->srv->listen_addr, 4096);
+    if (fd < 0) {
+        fprintf(stderr, "surge mock: worker %u cannot listen again: %s; retrying\n", w->idx, sg_strerror(fd));
+        w->restart_ns = now + 100 * 1000000LL;
+        return;
+    }
+    w->restart_ns = INT64_MAX;
+    w->listen_fd = fd;
+    accept_arm(w);
+    if (!w->srv->opts.quiet)
+        fprintf(stderr, "surge mock: worker %u listening again at %.3f s\n", w->idx,
+                (double)(now - w->srv->start_ns) / 1e9);
 }
 
 static void worker_report(sg_mock_worker_t *w)
@@ -1620,7 +1973,13 @@ static void *worker_main(void *arg)
             else
                 conn_pump(j->conn, now);
         }
-        if (!w->accept_armed && now >= w->accept_retry_ns)
+        if (now >= w->crash_ns)
+            worker_crash(w, now);
+        if (w->listen_fd < 0 && now >= w->restart_ns)
+            worker_restart(w, now);
+        if (w->held && now >= w->rstall_end_ns)
+            release_held(w, now);
+        if (!w->accept_armed && w->listen_fd >= 0 && now >= w->accept_retry_ns)
             accept_arm(w);
         flush_dirty(w, now);
         size_t rec_len = w->rec.len + w->slog.len;
@@ -1629,7 +1988,8 @@ static void *worker_main(void *arg)
     }
 
     /* stop: no more accepts, connections closed (the ring's teardown in finish completes the closes) */
-    close(w->listen_fd);
+    if (w->listen_fd >= 0)
+        close(w->listen_fd);
     w->listen_fd = -1;
     for (conn_t *c = w->conns; c; c = c->next) {
         shutdown(c->fd, SHUT_RDWR);
@@ -1667,6 +2027,19 @@ sg_mock_worker_t *sg_mock_worker_new(sg_mock_server_t *srv, unsigned idx, int li
         }
     }
     w->text_tokens = -1;
+    w->pace_wake_ns = INT64_MAX;
+    w->crash_ns = w->restart_ns = INT64_MAX;
+    w->rstall_start_ns = w->rstall_end_ns = INT64_MAX;
+    for (unsigned k = 0; k < srv->opts.n_faults; k++) {
+        const sg_mock_fault_t *f = &srv->opts.faults[k];
+        if (f->kind == SG_MOCK_FAULT_CRASH) {
+            w->crash_ns = srv->start_ns + f->a;
+            w->restart_ns = f->b >= 0 ? w->crash_ns + f->b : INT64_MAX;
+        } else if (f->kind == SG_MOCK_FAULT_STALL_READ) {
+            w->rstall_start_ns = srv->start_ns + f->a;
+            w->rstall_end_ns = w->rstall_start_ns + f->b;
+        }
+    }
     w->srv = srv;
     w->idx = idx;
     w->listen_fd = listen_fd;
@@ -1713,6 +2086,7 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
         sg_h1_req_free(&c->parser);
         free(c->out.p);
         free(c->wire.p);
+        free(c->held.p);
         atomic_fetch_sub_explicit(&w->srv->conns_open, 1, memory_order_relaxed);
         free(c);
         c = next;
@@ -1741,5 +2115,9 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     st->streamed += w->st.streamed;
     st->errors += w->st.errors;
     st->drops += w->st.drops;
+    for (int k = 0; k < SG_MOCK_FAULT_KINDS; k++)
+        st->faults[k] += w->st.faults[k];
+    st->crash_conns += w->st.crash_conns;
+    st->crash_lost += w->st.crash_lost;
     free(w);
 }
