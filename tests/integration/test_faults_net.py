@@ -12,7 +12,7 @@ import statistics
 import sys
 
 import harness
-from profiling import SLOW, profile, tol
+from profiling import profile, tol
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from faultproxy import FaultProxy  # noqa: E402
@@ -182,7 +182,9 @@ def case_link_down(h):
     if not ok or not h.check(len(downs) == 1, "link down: one outage", st["downs"]):
         return
     a, b = downs[0]
-    h.near(b - a, gap, 0.05 + (0.2 if SLOW else 0), "link down: the outage lasted (s)")
+    # the proxy's own timers (a descheduled proxy ends the outage late; the checks below use the window measured)
+    h.check(gap - 0.01 <= b - a <= gap + 0.5, "link down: the outage lasted %.3f s (%.1f s asked, + 0.5 s at most)"
+            % (b - a, gap))
     # the client's receive times: no token arrived inside the outage (a margin for a token written just before
     # it and read late by a descheduled client)
     inside, margin = [], tol(100) / 1000
