@@ -1,6 +1,7 @@
 """Network faults between surge and the mock, through tests/tools/faultproxy.py (this kernel has no netem):
 a delay, jitter, a bandwidth cap, the link down for 3 s in the middle of a streamed open-loop run (once waited
-out, once cut by --request-timeout) and loss-like delay spikes. Each case checks that every request is counted
+out, once cut by --request-timeout) and loss-like delay spikes; and real packet loss and reordering below TCP
+through tests/tools/tunloss.py (a TUN device in a namespace made with unshare -rn). Each case checks that every request is counted
 exactly once and matches what the server recorded (the same prompts, none twice, none it never got), the
 failure classes, that the run ends in its bound (no hang), its exit code, that its artifacts parse, and the
 latency effect of the fault, from the intended start."""
@@ -8,6 +9,8 @@ latency effect of the fault, from the intended start."""
 import collections
 import json
 import os
+import re
+import shutil
 import statistics
 import sys
 
@@ -242,13 +245,67 @@ def case_loss(h):
     h.check(itl >= 190, "loss spikes: inter chunk latency max %.0f ms shows the spike" % itl)
 
 
+TUN_LOSS = 0.05
+
+
+def case_tun_loss_inside(h):
+    """Run inside tunloss.py's namespace (see case_tun_loss): surge and the mock over the lossy TUN loop."""
+    n = 40
+    with h.mock("--host", "10.9.0.1", "--ttft-ms", TTFT, "--itl-ms", ITL, record=True) as m:
+        r = profile(h, "http://10.9.0.2:%d" % m.port, "--streaming", "--synthetic-input-tokens-mean", 20,
+                    "--num-prompts", n, "--request-count", n, "--concurrency", 4, "--output-tokens-mean", 16,
+                    timeout=120)
+        m.stop()
+        server = m.records()
+    ok = accounting(h, r, server, n, "packet loss")
+    if not ok:
+        return
+    h.check(all(x["content_events"] == 16 for x in ok), "packet loss: every stream whole")
+    # normally TTFT is about 20 ms and tokens 2 ms apart: a lost segment recovered by a retransmission timeout
+    # (200 ms at least) or a tail loss probe shows as a gap far above that somewhere
+    worst = max([x["time_to_first_token_ms"] for x in ok] +
+                [b - a for x in ok for a, b in zip(x["token_times_ms"], x["token_times_ms"][1:])])
+    h.check(worst >= 100, "packet loss: the worst TTFT or gap between tokens %.1f ms >= 100 ms (a retransmission)"
+            % worst)
+
+
+def case_tun_loss(h):
+    """5% of the IP packets dropped and 5% held 5 ms behind later ones, below TCP (tests/tools/tunloss.py: a TUN
+    device in a user and network namespace of its own); the checks run inside it, in this same file run again."""
+    tools = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
+    probe = h.run(["unshare", "-rn", "true"], timeout=30) if shutil.which("unshare") else None
+    if probe is None or probe.returncode != 0 or not os.path.exists("/dev/net/tun") or not shutil.which("ip"):
+        print("packet loss below TCP: not run here (needs unshare -rn, /dev/net/tun and ip): %s"
+              % (probe.stderr.strip() if probe else "no unshare"), flush=True)
+        return
+    env = dict(os.environ, SURGE_FAULTS_INSIDE_TUN="1")
+    r = h.run(["unshare", "-rn", sys.executable, os.path.join(tools, "tunloss.py"), "--loss", TUN_LOSS, "--reorder", 0.05,
+               "--reorder-ms", 5, "--seed", 5,
+               "--exit-after", 200, "--", sys.executable, os.path.abspath(__file__), h.surge], timeout=240, env=env)
+    sys.stdout.write(r.stdout)
+    if r.returncode == 75:  # the device could not be made (a container without CAP_NET_ADMIN in namespaces)
+        print("packet loss below TCP: not run here: %s" % r.stderr.strip()[-500:], flush=True)
+        return
+    h.check(r.returncode == 0, "packet loss: the checks inside the namespace pass", r.stderr[-3000:])
+    m = re.search(r"tunloss: (\d+) packets, (\d+) dropped, (\d+) reordered", r.stderr)
+    if h.check(m is not None, "packet loss: the loop's counters", r.stderr[-1000:]):
+        packets, dropped, reordered = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        h.check(dropped >= packets * TUN_LOSS * 0.5 and reordered >= packets * 0.05 * 0.5,
+                "packet loss: %d of %d packets dropped, %d reordered (5%% each asked, half at least)"
+                % (dropped, packets, reordered))
+
+
 def main(h):
+    if os.environ.get("SURGE_FAULTS_INSIDE_TUN"):
+        case_tun_loss_inside(h)
+        return
     case_delay(h)
     case_jitter(h)
     case_bandwidth(h)
     case_link_down(h)
     case_link_down_timeout(h)
     case_loss(h)
+    case_tun_loss(h)
 
 
 harness.main(main)

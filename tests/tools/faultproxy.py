@@ -20,8 +20,8 @@ segment and every byte behind it arrive one retransmission timeout (Linux's mini
 round trip (fast retransmit) late. --loss P emulates that: each chunk with probability P is held --loss-delay-ms
 (default 200) more, and the chunks behind it wait for it. Reordering inside one stream is invisible to the
 application except as the same kind of delay (the receiver's TCP waits for the gap to fill): use --loss with a
-small --loss-delay-ms. Neither changes what TCP's own congestion control does (no shrinking window); that would
-need packets dropped below TCP (a TUN device in a network namespace).
+small --loss-delay-ms. Neither changes what TCP's own congestion control does (no shrinking window); for that,
+tunloss.py beside this file drops packets below TCP (a TUN device in a network namespace).
 
 Link down (--down-at S --down-for D, or Proxy.link_down()): for D seconds nothing is read or written in either
 direction on any connection, and connections are kept; then forwarding resumes where it stopped. The senders'
