@@ -113,6 +113,8 @@ def case_delay(h):
     ttft = sorted(x["time_to_first_token_ms"] for x in ok)
     lo = 500 + TTFT
     h.check(ttft[0] >= lo - 1, "delay: TTFT min %.1f ms >= %d ms (mock %d + 500 injected)" % (ttft[0], lo, TTFT))
+    fs = r.summary["time_to_first_token_from_send"]["min"]
+    h.check(fs >= lo - 1, "delay: TTFT from send min %.1f ms >= %d ms too" % (fs, lo))
     # upper bounds: the median close to it; the max only loosely (a busy 2-core machine deschedules the proxy or
     # the client for a few hundred ms at times)
     mid = ttft[len(ttft) // 2]
