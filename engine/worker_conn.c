@@ -360,9 +360,16 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
  * (maybe_retry), soon after the response: within SILENT_CLOSE_WINDOW_NS, so that a server's idle timeout, which
  * closes later, does not count. After SG_SILENT_CLOSE_LIMIT of them in a row for one kind of response (streamed or
  * whole: llama-server keeps connections after whole answers), the worker closes connections after responses of that
- * kind instead of pooling them, for the rest of the run; a successful reuse in between resets the count. It does
- * not probe again later: a server does not change how it treats connections within a run, and each probe would put
- * a wasted attempt into some request's latency.
+ * kind instead of pooling them; a successful reuse in between resets the count. It does not probe again later: a
+ * server does not change how it treats connections within a run, and each probe would put a wasted attempt into some
+ * request's latency.
+ *
+ * A crash is not a habit. A server that dies closes every connection at once, and the closes look the same (the
+ * requests on them lost, idle ones FIN'd); what tells them apart is what follows: connects refused. A habit's lost
+ * request is re-sent on a fresh connection that the server accepts and answers. So a failed connect opens an
+ * unreachable window (wk_note_unreachable), and the first connect that succeeds after it (the server is back, maybe a
+ * new process with habits of its own) resets the learning (wk_note_reachable): counts to zero, connections pooled
+ * again after every kind of response. A later run of silent closes on the healthy server is learnt as before.
  */
 #define SILENT_CLOSE_WINDOW_NS 1000000000LL
 
@@ -434,6 +441,14 @@ static void keep_alive_hints(sg_conn_t *c, const sg_h1_resp_head_t *h)
         c->ka_idle_ns = ka_idle_ns(h->ka_timeout_s);
 }
 
+/* The server turned the connection down (as opposed to the client running out of something): a closed loop backs off
+ * after such a failure (worker.c). */
+static bool refusal(int err)
+{
+    return err == -ECONNREFUSED || err == -ECONNRESET || err == -ECONNABORTED || err == -EPIPE || err == -ENETUNREACH ||
+           err == -EHOSTUNREACH;
+}
+
 static void conn_lost(sg_conn_t *c, int res)
 {
     sg_worker_t *w = c->w;
@@ -450,6 +465,9 @@ static void conn_lost(sg_conn_t *c, int res)
         wk_t_recv_ns = now;
         int e = res == 0 ? sg_h1_resp_eof(&c->h1, &wk_h1_cb, &c->rs) : SG_EINCOMPLETE;
         if (!(e == 0 && c->rs.complete)) {
+            /* a connection that never carried a response, reset before any: the server turned it down (a FIN is
+             * the server's answer to this request, as a --drop-rate mock gives it, not a refusal) */
+            r->refused = c->served == 0 && !sg_h1_resp_started(&c->h1) && refusal(res);
             if (res == 0)
                 wk_set_error(r, SG_ERRC_DISCONNECT, "connection closed by the server %s",
                              sg_h1_resp_started(&c->h1) ? "in the middle of the response" : "before any response");
@@ -583,8 +601,70 @@ void wk_fail_waiting_head(sg_worker_t *w, int err)
     sg_req_t *r = wk_wait_pop_opened_for(w);
     if (!r)
         return;
+    r->refused = refusal(err);
     wk_set_error(r, SG_ERRC_CONNECT, "connect to %s: %s", w->run->addr_text, sg_strerror(err));
     wk_req_finish(w, r, sg_now_ns());
+}
+
+void wk_note_unreachable(sg_worker_t *w, int err, int64_t now)
+{
+    (void)err;
+    w->refused_total++;
+    atomic_store_explicit(&w->progress.refused, w->refused_total, memory_order_relaxed);
+    if (!w->unreach_start_ns) {
+        w->unreach_start_ns = now;
+        w->unreach_refused = 0;
+        w->unreach_waiting = 0;
+        /* the closes that came just before were the server going down, not its habit */
+        w->silent_streak[0] = w->silent_streak[1] = 0;
+        atomic_store_explicit(&w->progress.unreach_since_ns, now, memory_order_release);
+    }
+    w->unreach_refused++;
+    wk_unreach_peak(w);
+}
+
+void wk_unreach_peak(sg_worker_t *w)
+{
+    uint64_t waiting = w->n_waiting + w->n_fresh + w->n_backoff;
+    if (w->unreach_start_ns && waiting > w->unreach_waiting)
+        w->unreach_waiting = waiting;
+}
+
+/* The window closes: into the worker's list (published with unreach_n), or counted when the list is full. */
+static void unreach_close(sg_worker_t *w, int64_t now, bool recovered)
+{
+    if (w->n_unreach < SG_UNREACH_WINDOWS_MAX) {
+        w->unreach[w->n_unreach++] = (sg_unreach_win_t){
+            .start_ns = w->unreach_start_ns,
+            .end_ns = now,
+            .refused = w->unreach_refused,
+            .waiting = w->unreach_waiting,
+            .recovered = recovered,
+        };
+        atomic_store_explicit(&w->progress.unreach_n, w->n_unreach, memory_order_release);
+    } else {
+        w->unreach_dropped++;
+    }
+    w->unreach_start_ns = 0;
+    atomic_store_explicit(&w->progress.unreach_since_ns, 0, memory_order_release);
+}
+
+void wk_note_reachable(sg_worker_t *w, int64_t now)
+{
+    if (!w->unreach_start_ns)
+        return;
+    unreach_close(w, now, true);
+    /* the server is back: what was learnt about its keep-alive habit may have been the crash (note_silent_close) */
+    if (w->silent_streak[0] || w->silent_streak[1] || w->no_reuse_after[0] || w->no_reuse_after[1])
+        w->ka_relearned++;
+    w->silent_streak[0] = w->silent_streak[1] = 0;
+    w->no_reuse_after[0] = w->no_reuse_after[1] = false;
+}
+
+void wk_unreach_end(sg_worker_t *w, int64_t now)
+{
+    if (w->unreach_start_ns)
+        unreach_close(w, now, false);
 }
 
 /* Connected, and over TLS the handshake done: HTTP/2 opens its session, HTTP/1.1 goes idle. */
@@ -612,6 +692,7 @@ static void on_connect(sg_op_t *op, const sg_ev_t *ev)
             w->n_connecting--;
             w->last_connect_err = ev->res;
             w->connect_failures++;
+            wk_note_unreachable(w, ev->res, sg_now_ns());
             c->state = C_BUSY; /* so wk_conn_close does not count it twice */
             wk_conn_close(c);
             if (!c->for_setup)
@@ -620,6 +701,7 @@ static void on_connect(sg_op_t *op, const sg_ev_t *ev)
             wk_conn_dispatch(w);
             return;
         }
+        wk_note_reachable(w, sg_now_ns());
         recv_arm(c);
         if (w->tls_ctx) {
             tls_start(c); /* still connecting until the handshake is done */

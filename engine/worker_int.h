@@ -80,9 +80,11 @@ struct sg_req {
     bool reasoning_mixed;   /* reasoning came after answer text: reasoning_len is not all of it */
     bool shape_seen;        /* a stream event in the endpoint's own shape came (sg_oai_result_t.recognized) */
     bool in_flight;
-    bool retried;       /* re-sent once, on a fresh connection, after a kept-alive one turned out closed */
-    uint8_t h2_resends; /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */
-    resp_t *rs;         /* --http2: the stream's response */
+    bool refused;          /* failed because the server refused the connection or reset it before any response */
+    uint8_t slot_refusals; /* closed loop: such failures in a row of this request's slot before it */
+    bool retried;          /* re-sent once, on a fresh connection, after a kept-alive one turned out closed */
+    uint8_t h2_resends;    /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */
+    resp_t *rs;            /* --http2: the stream's response */
     int32_t stream_id;
     /* a turn of a multi-turn session (session.c): payload points at turn_payload, rendered for this turn */
     wk_sess_t *sess;
@@ -191,6 +193,24 @@ struct sg_worker {
     uint8_t silent_streak[2];
     bool no_reuse_after[2];
     uint64_t silent_closes;
+    uint64_t ka_relearned; /* times the learning above was reset when the server accepted connections again */
+    /*
+     * The server unreachable (worker_conn.c, wk_note_unreachable): a window from the first failed connect to the next
+     * one that succeeds. Closed loop: a refused request's slot backs off (worker.c) before its next request; the
+     * slots waiting sit in a min-heap by due time.
+     */
+    int64_t unreach_start_ns; /* the open window's start; 0: none open */
+    uint64_t unreach_refused, unreach_waiting, refused_total;
+    sg_unreach_win_t unreach[SG_UNREACH_WINDOWS_MAX];
+    uint32_t n_unreach;
+    uint64_t unreach_dropped;
+    struct wk_backoff {
+        int64_t due_ns;
+        uint32_t refusals;
+    } * backoff;
+    uint32_t n_backoff, backoff_cap;
+    uint8_t issue_refusals; /* the slot refusals of the closed-loop request being issued (new_request) */
+    uint64_t backoffs;
     int64_t setup_timeout_ns; /* sg_worker_setup_timeout_s */
     int64_t setup_check_ns;   /* no connection's set-up is due before this (INT64_MAX: none being set up) */
     uint64_t bytes_received;  /* published in progress.bytes_received */
@@ -297,6 +317,14 @@ void wk_conns_free_all(sg_worker_t *w);
 /* Give up connections whose set-up is past w->setup_timeout_ns (call when now reaches w->setup_check_ns). */
 void wk_conns_expire_setup(sg_worker_t *w, int64_t now);
 void wk_fail_waiting_head(sg_worker_t *w, int err);
+/* A connection attempt failed with err (-errno) at now / one succeeded: open, count, close the unreachable window;
+ * the keep-alive learning starts over when the server accepts connections again. */
+void wk_note_unreachable(sg_worker_t *w, int err, int64_t now);
+void wk_note_reachable(sg_worker_t *w, int64_t now);
+/* The worker stops: an open window ends here, not recovered. */
+void wk_unreach_end(sg_worker_t *w, int64_t now);
+/* Closed loop, worker.c: the most requests and backed-off slots waiting at once in the open window */
+void wk_unreach_peak(sg_worker_t *w);
 int wk_conn_send(sg_conn_t *c, const void *p, size_t n);
 
 /* worker_h2.c: HTTP/2 */
