@@ -232,6 +232,8 @@ static struct wk_backoff backoff_pop(sg_worker_t *w)
 /* Slots whose back-off is over issue their next request, intended then. */
 static void backoff_due(sg_worker_t *w, int64_t now)
 {
+    if (now >= w->stop_issue_ns)
+        w->issuing_done = true; /* --benchmark-duration is over: no slot issues again, none need wait */
     while (w->n_backoff && w->backoff[0].due_ns <= now && !w->issuing_done) {
         struct wk_backoff e = backoff_pop(w);
         w->issue_refusals = (uint8_t)e.refusals;
@@ -717,6 +719,8 @@ static void *worker_main(void *arg)
             deadline = w->next_arrival_ns;
         if (w->n_backoff && w->backoff[0].due_ns < deadline)
             deadline = w->backoff[0].due_ns;
+        if (w->n_backoff && w->stop_issue_ns < deadline)
+            deadline = w->stop_issue_ns;
         if (w->fl_head && w->fl_head->rec.sent_ns + w->timeout_ns < deadline)
             deadline = w->fl_head->rec.sent_ns + w->timeout_ns;
         if (w->setup_check_ns < deadline)

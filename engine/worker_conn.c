@@ -608,7 +608,9 @@ void wk_fail_waiting_head(sg_worker_t *w, int err)
 
 void wk_note_unreachable(sg_worker_t *w, int err, int64_t now)
 {
-    (void)err;
+    /* the client's own failures (no local port or address left, out of buffers) say nothing about the server */
+    if (!refusal(err) && err != -ETIMEDOUT)
+        return;
     w->refused_total++;
     atomic_store_explicit(&w->progress.refused, w->refused_total, memory_order_relaxed);
     if (!w->unreach_start_ns) {

@@ -137,6 +137,12 @@ struct sg_conn {
     sg_conn_t *all_prev;
 };
 
+/* A closed-loop slot waiting out its back-off (worker.c): its next request is due then. */
+struct wk_backoff {
+    int64_t due_ns;
+    uint32_t refusals; /* the slot's refused requests in a row */
+};
+
 struct sg_worker {
     sg_run_t *run;
     const sg_config_t *cfg;
@@ -204,10 +210,7 @@ struct sg_worker {
     sg_unreach_win_t unreach[SG_UNREACH_WINDOWS_MAX];
     uint32_t n_unreach;
     uint64_t unreach_dropped;
-    struct wk_backoff {
-        int64_t due_ns;
-        uint32_t refusals;
-    } * backoff;
+    struct wk_backoff *backoff;
     uint32_t n_backoff, backoff_cap;
     uint8_t issue_refusals; /* the slot refusals of the closed-loop request being issued (new_request) */
     uint64_t backoffs;
@@ -317,8 +320,9 @@ void wk_conns_free_all(sg_worker_t *w);
 /* Give up connections whose set-up is past w->setup_timeout_ns (call when now reaches w->setup_check_ns). */
 void wk_conns_expire_setup(sg_worker_t *w, int64_t now);
 void wk_fail_waiting_head(sg_worker_t *w, int err);
-/* A connection attempt failed with err (-errno) at now / one succeeded: open, count, close the unreachable window;
- * the keep-alive learning starts over when the server accepts connections again. */
+/* A connection attempt failed with err (-errno) at now / one succeeded: open, count, close the unreachable window
+ * (only errors that are the server's or the network's: refused, reset, unreachable, timed out); the keep-alive
+ * learning starts over when the server accepts connections again. */
 void wk_note_unreachable(sg_worker_t *w, int err, int64_t now);
 void wk_note_reachable(sg_worker_t *w, int64_t now);
 /* The worker stops: an open window ends here, not recovered. */
