@@ -366,10 +366,11 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
  *
  * A crash is not a habit. A server that dies closes every connection at once, and the closes look the same (the
  * requests on them lost, idle ones FIN'd); what tells them apart is what follows: connects refused. A habit's lost
- * request is re-sent on a fresh connection that the server accepts and answers. So a failed connect opens an
- * unreachable window (wk_note_unreachable), and the first connect that succeeds after it (the server is back, maybe a
- * new process with habits of its own) resets the learning (wk_note_reachable): counts to zero, connections pooled
- * again after every kind of response. A later run of silent closes on the healthy server is learnt as before.
+ * request is re-sent on a fresh connection that the server accepts and answers. So a failed connect (refused, reset,
+ * unreachable) opens an unreachable window (wk_note_unreachable) and resets the learning: counts to zero, connections
+ * pooled again after every kind of response; the first connect that succeeds after it (the server is back, maybe a
+ * new process with habits of its own) closes the window and resets it again (wk_note_reachable), and a later run of
+ * silent closes on the healthy server is learnt as before.
  */
 #define SILENT_CLOSE_WINDOW_NS 1000000000LL
 
@@ -606,6 +607,16 @@ void wk_fail_waiting_head(sg_worker_t *w, int err)
     wk_req_finish(w, r, sg_now_ns());
 }
 
+/* What note_silent_close learnt is forgotten: the counts go to zero, connections are pooled again after every kind of
+ * response. */
+static void ka_forget(sg_worker_t *w)
+{
+    if (w->silent_streak[0] || w->silent_streak[1] || w->no_reuse_after[0] || w->no_reuse_after[1])
+        w->ka_relearned++;
+    w->silent_streak[0] = w->silent_streak[1] = 0;
+    w->no_reuse_after[0] = w->no_reuse_after[1] = false;
+}
+
 void wk_note_unreachable(sg_worker_t *w, int err, int64_t now)
 {
     /* the client's own failures (no local port or address left, out of buffers) say nothing about the server */
@@ -618,7 +629,7 @@ void wk_note_unreachable(sg_worker_t *w, int err, int64_t now)
         w->unreach_refused = 0;
         w->unreach_waiting = 0;
         /* the closes that came just before were the server going down, not its habit */
-        w->silent_streak[0] = w->silent_streak[1] = 0;
+        ka_forget(w);
         atomic_store_explicit(&w->progress.unreach_since_ns, now, memory_order_release);
     }
     w->unreach_refused++;
@@ -656,11 +667,7 @@ void wk_note_reachable(sg_worker_t *w, int64_t now)
     if (!w->unreach_start_ns)
         return;
     unreach_close(w, now, true);
-    /* the server is back: what was learnt about its keep-alive habit may have been the crash (note_silent_close) */
-    if (w->silent_streak[0] || w->silent_streak[1] || w->no_reuse_after[0] || w->no_reuse_after[1])
-        w->ka_relearned++;
-    w->silent_streak[0] = w->silent_streak[1] = 0;
-    w->no_reuse_after[0] = w->no_reuse_after[1] = false;
+    ka_forget(w); /* the server is back, maybe a new process: it is learnt afresh */
 }
 
 void wk_unreach_end(sg_worker_t *w, int64_t now)

@@ -10,6 +10,7 @@
   streamed response) is still learnt after a restart.
 - Open loop: arrivals keep their schedule through the outage, each failing as its connect does; the window is
   reported the same way.
+- A server that never comes back: the run ends at its duration, says so, and blames no keep-alive habit.
 Both I/O backends for the closed loop."""
 import json
 import os
@@ -107,6 +108,8 @@ def check_window(h, r, what, max_late_s):
     stop = r["stop_t"] - start
     launch = r["launch_t"] - start
     back = r["back_t"] - start
+    print("%s: window %.3f..%.3f s (stop %.3f, restart launched %.3f, ready %.3f), %d refused, %d waiting"
+          % (what, w["start_s"], w["end_s"], stop, launch, back, w["refused"], w["slots_waiting"]))
     h.check(stop - 0.3 <= w["start_s"] <= stop + 0.5,
             "%s: the window starts at the stop (%.3f s; stop at %.3f s, bound -0.3/+0.5 s)" % (what, w["start_s"], stop))
     # the new mock listens between its launch and back_t (its port file seen); a backed-off slot tries again at
@@ -216,7 +219,46 @@ def open_loop(h):
     n = len(r["records"])
     h.check(abs(n - rate * 6) <= 1, "%s: every arrival issued (%d)" % (what, n))
     failed = r["summary"]["error_request_count"]["avg"]
-    h.check(failed <= rate * (OUTAGE_S + 1.0), "%s: failures about the arrivals in the outage (%d)" % (what, failed))
+    outage = r["back_t"] - r["stop_t"]
+    h.check(failed <= rate * (outage + 1.0), "%s: failures about the arrivals in the outage (%d, at most %d)"
+            % (what, failed, rate * (outage + 1.0)))
+
+
+def never_back(h):
+    """The server does not come back: the run still ends at its duration (backed-off slots do not hold it up), the
+    window is listed as not recovered, and the crash's closes are not blamed on the server's keep-alive habit."""
+    what = "never back"
+    m = h.mock("--ttft-ms", 30, "--itl-ms", 1)
+    m.start()
+    duration = 4
+    art = h.path("art-never-back")
+    cmd = [h.surge, "profile", "-m", "mock-model", "-u", m.url, "--artifact-dir", art, "--no-progress",
+           "--output-tokens-mean", 4, "--synthetic-input-tokens-mean", 16, "--concurrency", 16,
+           "--benchmark-duration", duration]
+    t0 = time.monotonic()
+    proc = subprocess.Popen([str(a) for a in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(STOP_AT_S)
+    m.stop()
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        h.check(False, "%s: the run ends within 60 s" % what)
+        return
+    took = time.monotonic() - t0
+    # set-up (the preflight, connections opened before the start) and the export come on top of the duration
+    h.check(took < duration + 2.5, "%s: the run ends at its duration (%.2f s, at most %.1f s)" % (what, took,
+                                                                                                 duration + 2.5))
+    h.check("still unreachable" in err and "closed kept-alive connections" not in err,
+            "%s: the end says the server is still unreachable, and blames no keep-alive habit" % what, err[-1500:])
+    path = os.path.join(art, "profile_export_surge.json")
+    s = json.load(open(path)) if os.path.exists(path) else {}
+    wins = s.get("server_unreachable", [])
+    h.check(len(wins) == 1 and wins[0]["recovered"] is False and wins[0]["end_s"] <= duration + 0.5,
+            "%s: one window, not recovered, ending with the run" % what, wins)
+    ka = s.get("keep_alive", {})
+    h.check(ka.get("reused_after_whole") is True, "%s: the keep-alive findings do not blame the server" % what, ka)
 
 
 def main(h):
@@ -224,6 +266,7 @@ def main(h):
     closed_loop(h, "epoll")
     habit_after_restart(h)
     open_loop(h)
+    never_back(h)
 
 
 if __name__ == "__main__":
