@@ -259,6 +259,17 @@ def never_back(h):
             "%s: one window, not recovered, ending with the run" % what, wins)
     ka = s.get("keep_alive", {})
     h.check(ka.get("reused_after_whole") is True, "%s: the keep-alive findings do not blame the server" % what, ka)
+    # surge merge keeps the windows (a run merged alone gives back its own)
+    out = h.path("merged-never-back")
+    p = h.run([h.surge, "merge", art, "-o", out, "-q"])
+    path = os.path.join(out, "profile_export_surge.json")
+    merged = json.load(open(path)).get("server_unreachable") if os.path.exists(path) else None
+    same = merged is not None and len(merged) == len(wins) and all(
+        all(abs(a[k] - b[k]) < 1e-6 if isinstance(a[k], float) else a[k] == b[k] for k in a)
+        for a, b in zip(wins, merged))
+    # exit 1: the merged run's failures are above --max-error-rate 0, as the run's were
+    h.check(p.returncode == 1 and same, "%s: surge merge keeps the window (exit %d)" % (what, p.returncode),
+            (merged, wins, p.stderr))
 
 
 def main(h):
