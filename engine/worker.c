@@ -318,19 +318,22 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
         atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
         return;
     }
-    bool refused = r->refused;
-    uint32_t refusals = r->slot_refusals;
+    uint32_t refusals = r->refused ? r->slot_refusals + 1u : 0;
     req_release(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
 
     /* Closed loop: the slot is free now, and that is the next request's intended start; after a refusal, once the
      * slot's back-off is over. */
-    if (w->rate == 0 && !w->issuing_done && !atomic_load_explicit(&w->run->stop, memory_order_relaxed)) {
-        if (refused)
-            backoff_push(w, now, refusals + 1);
-        else
-            wk_issue_closed(w, now);
-    }
+    if (w->rate == 0 && !w->issuing_done && !atomic_load_explicit(&w->run->stop, memory_order_relaxed))
+        wk_slot_free(w, now, refusals);
+}
+
+void wk_slot_free(sg_worker_t *w, int64_t now, uint32_t refusals)
+{
+    if (refusals)
+        backoff_push(w, now, refusals);
+    else
+        wk_issue_closed(w, now);
 }
 /* ---------------- schedule ---------------- */
 
@@ -351,7 +354,8 @@ sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended)
     rec->osl_server = -1;
     rec->no_output = w->no_output;
     rec->intended_ns = intended;
-    if (SG_UNLIKELY(w->stall_open)) /* issued late: due inside the open client stall */
+    r->slot_refusals = w->issue_refusals; /* a closed-loop slot back from its back-off (a session's first turn too) */
+    if (SG_UNLIKELY(w->stall_open))       /* issued late: due inside the open client stall */
         w->stall_cur.requests++;
     return r;
 }
@@ -372,7 +376,6 @@ static void new_request(sg_worker_t *w, int64_t intended)
     rec->streaming = r->payload->streaming; /* what was asked; the response's head says what it is */
     if (r->payload->uniq_len)               /* each request its own prompt start: no server cache holds it */
         sg_payload_uniq(w->run->payloads, r->payload, w->run->uniq_base + rec->id, r->uniq);
-    r->slot_refusals = w->issue_refusals;
     rec->warmup = k < w->warmup_quota;
     if (k == w->warmup_quota && w->cfg->benchmark_duration_s > 0)
         w->stop_issue_ns = wk_window_end(w, intended, w->warmup_quota > 0);

@@ -279,6 +279,9 @@ sg_req_t *wk_fresh_pop(sg_worker_t *w);
 sg_req_t *wk_wait_pop_opened_for(sg_worker_t *w);
 void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now);
 void wk_issue_closed(sg_worker_t *w, int64_t intended);
+/* Closed loop: a slot is free at now; refusals > 0: it ended on that many refused requests in a row, and backs off
+ * before its next request (else the next is issued at once). */
+void wk_slot_free(sg_worker_t *w, int64_t now, uint32_t refusals);
 /* A request slot with the fields every request has (id, worker, intended, the -1s), or NULL (w->fatal set). */
 sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended);
 /* A finished record into the worker's counts, metrics and record log (wk_req_finish's accounting; session.c also

@@ -10,7 +10,8 @@
   streamed response) is still learnt after a restart.
 - Open loop: arrivals keep their schedule through the outage, each failing as its connect does; the window is
   reported the same way.
-- A server that never comes back: the run ends at its duration, says so, and blames no keep-alive habit.
+- A server that never comes back: the run ends at its duration, says so, and blames no keep-alive habit; a closed
+  loop of multi-turn sessions backs off the same way.
 Both I/O backends for the closed loop."""
 import json
 import os
@@ -272,12 +273,48 @@ def never_back(h):
             (merged, wins, p.stderr))
 
 
+def sessions_down(h):
+    """Multi-turn sessions in a closed loop: a session whose turn is refused ends (its other turns counted, class
+    session) and its slot backs off before the next session, as a request's does."""
+    what = "sessions, server down"
+    m = h.mock("--ttft-ms", 5, "--itl-ms", 1)
+    m.start()
+    art = h.path("art-sessions-down")
+    cmd = [h.surge, "profile", "-m", "mock-model", "-u", m.url, "--artifact-dir", art, "--no-progress",
+           "--output-tokens-mean", 4, "--synthetic-input-tokens-mean", 8, "--conversation-turn-mean", 3,
+           "--concurrency", 4, "--benchmark-duration", 4, "--workers", 1]
+    proc = subprocess.Popen([str(a) for a in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(STOP_AT_S)
+    stop_t = time.monotonic()
+    m.stop()
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        h.check(False, "%s: the run ends within 60 s" % what)
+        return
+    down = time.monotonic() - stop_t
+    path = os.path.join(art, "profile_export_surge.json")
+    s = json.load(open(path)) if os.path.exists(path) else {}
+    by = {}
+    for g in s.get("error_summary", []):
+        by[g["class"]] = by.get(g["class"], 0) + g["count"]
+    # 4 slots, each 7 attempts in the first 1.27 s then one a second
+    bound = 4 * (7 + int(down + 1) + 2)
+    h.check(1 <= by.get("connect", 0) <= bound,
+            "%s: refused turns bounded (%d, at most %d)" % (what, by.get("connect", 0), bound), (by, err[-800:]))
+    h.check(len(s.get("server_unreachable", [])) == 1, "%s: the window is listed" % what,
+            s.get("server_unreachable"))
+
+
 def main(h):
     closed_loop(h, "io_uring")
     closed_loop(h, "epoll")
     habit_after_restart(h)
     open_loop(h)
     never_back(h)
+    sessions_down(h)
 
 
 if __name__ == "__main__":
