@@ -1185,7 +1185,7 @@ static void unreach_look(const profile_t *p, const point_t *pt, unreach_seen_t *
     }
     if (open && !us->said) {
         us->said = true;
-        us->since = since;
+        us->since = since > start_ns ? since : start_ns; /* connections opened in advance failed: from the start */
         us->recovered = false;
         us->back_ns = 0;
         watch_line_start(show);
@@ -1194,13 +1194,13 @@ static void unreach_look(const profile_t *p, const point_t *pt, unreach_seen_t *
                     "surge: server unreachable since +%.3f s: connections to %s fail (refused or reset); %llu "
                     "requests waiting; arrivals keep their schedule, each failing as its connect does (class "
                     "connect)\n",
-                    (double)(since - start_ns) / 1e9, p->run.addr_text, (unsigned long long)waiting);
+                    (double)(us->since - start_ns) / 1e9, p->run.addr_text, (unsigned long long)waiting);
         else
             fprintf(stderr,
                     "surge: server unreachable since +%.3f s: connections to %s fail (refused or reset); %llu slots "
                     "waiting, each backing off %d ms doubling to %d ms between attempts (each attempt counted as a "
                     "failed request, class connect)\n",
-                    (double)(since - start_ns) / 1e9, p->run.addr_text, (unsigned long long)(backing + waiting),
+                    (double)(us->since - start_ns) / 1e9, p->run.addr_text, (unsigned long long)(backing + waiting),
                     SG_BACKOFF_MIN_MS, SG_BACKOFF_MAX_MS);
         fflush(stderr);
     } else if (!open && us->said && us->recovered) {
@@ -1248,7 +1248,9 @@ static void unreach_collect(point_t *pt, int64_t start_ns)
         sg_unreach_t *cur = pt->n_unreach ? &pt->unreach[pt->n_unreach - 1] : NULL;
         if (!cur || all[i].start_ns > end) {
             cur = &pt->unreach[pt->n_unreach++];
-            *cur = (sg_unreach_t){.start_s = (double)(all[i].start_ns - start_ns) / 1e9, .recovered = true};
+            /* a window opened by the connections opened in advance starts, for the run, at its start */
+            int64_t from = all[i].start_ns > start_ns ? all[i].start_ns : start_ns;
+            *cur = (sg_unreach_t){.start_s = (double)(from - start_ns) / 1e9, .recovered = true};
             end = all[i].end_ns;
         }
         if (all[i].end_ns >= end) {
