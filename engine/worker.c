@@ -167,6 +167,85 @@ sg_req_t *wk_wait_pop_opened_for(sg_worker_t *w)
     return r ? r : wk_wait_pop(w);
 }
 
+/* ---------------- the server unreachable ---------------- */
+
+/* The server turned the connection down (as opposed to the client running out of something): a closed loop backs off
+ * after such a failure (worker.c). */
+bool wk_refusal(int err)
+{
+    return err == -ECONNREFUSED || err == -ECONNRESET || err == -ECONNABORTED || err == -EPIPE || err == -ENETUNREACH ||
+           err == -EHOSTUNREACH;
+}
+
+/* What note_silent_close learnt is forgotten: the counts go to zero, connections are pooled again after every kind of
+ * response. */
+static void ka_forget(sg_worker_t *w)
+{
+    if (w->silent_streak[0] || w->silent_streak[1] || w->no_reuse_after[0] || w->no_reuse_after[1])
+        w->ka_relearned++;
+    w->silent_streak[0] = w->silent_streak[1] = 0;
+    w->no_reuse_after[0] = w->no_reuse_after[1] = false;
+}
+
+void wk_note_unreachable(sg_worker_t *w, int err, int64_t now)
+{
+    /* the client's own failures (no local port or address left, out of buffers) say nothing about the server */
+    if (!wk_refusal(err) && err != -ETIMEDOUT)
+        return;
+    w->refused_total++;
+    atomic_store_explicit(&w->progress.refused, w->refused_total, memory_order_relaxed);
+    if (!w->unreach_start_ns) {
+        w->unreach_start_ns = now;
+        w->unreach_refused = 0;
+        w->unreach_waiting = 0;
+        /* the closes that came just before were the server going down, not its habit */
+        ka_forget(w);
+        atomic_store_explicit(&w->progress.unreach_since_ns, now, memory_order_release);
+    }
+    w->unreach_refused++;
+    wk_unreach_peak(w);
+}
+
+void wk_unreach_peak(sg_worker_t *w)
+{
+    uint64_t waiting = w->n_waiting + w->n_fresh + w->n_backoff;
+    if (w->unreach_start_ns && waiting > w->unreach_waiting)
+        w->unreach_waiting = waiting;
+}
+
+/* The window closes: into the worker's list (published with unreach_n), or counted when the list is full. */
+static void unreach_close(sg_worker_t *w, int64_t now, bool recovered)
+{
+    if (w->n_unreach < SG_UNREACH_WINDOWS_MAX) {
+        w->unreach[w->n_unreach++] = (sg_unreach_win_t){
+            .start_ns = w->unreach_start_ns,
+            .end_ns = now,
+            .refused = w->unreach_refused,
+            .waiting = w->unreach_waiting,
+            .recovered = recovered,
+        };
+        atomic_store_explicit(&w->progress.unreach_n, w->n_unreach, memory_order_release);
+    } else {
+        w->unreach_dropped++;
+    }
+    w->unreach_start_ns = 0;
+    atomic_store_explicit(&w->progress.unreach_since_ns, 0, memory_order_release);
+}
+
+void wk_note_reachable(sg_worker_t *w, int64_t now)
+{
+    if (!w->unreach_start_ns)
+        return;
+    unreach_close(w, now, true);
+    ka_forget(w); /* the server is back, maybe a new process: it is learnt afresh */
+}
+
+void wk_unreach_end(sg_worker_t *w, int64_t now)
+{
+    if (w->unreach_start_ns)
+        unreach_close(w, now, false);
+}
+
 /* ---------------- closed-loop back-off ---------------- */
 
 /*

@@ -201,9 +201,9 @@ struct sg_worker {
     uint64_t silent_closes;
     uint64_t ka_relearned; /* times the learning above was reset when the server accepted connections again */
     /*
-     * The server unreachable (worker_conn.c, wk_note_unreachable): a window from the first failed connect to the next
-     * one that succeeds. Closed loop: a refused request's slot backs off (worker.c) before its next request; the
-     * slots waiting sit in a min-heap by due time.
+     * The server unreachable (worker.c, wk_note_unreachable, called from worker_conn.c): a window from the first failed
+     * connect to the next one that succeeds. Closed loop: a refused request's slot backs off (worker.c) before its next
+     * request; the slots waiting sit in a min-heap by due time.
      */
     int64_t unreach_start_ns; /* the open window's start; 0: none open */
     uint64_t unreach_refused, unreach_waiting, refused_total;
@@ -312,7 +312,7 @@ int wk_on_body(void *ud, const char *data, size_t len);
 int wk_on_complete(void *ud);
 extern const sg_h1_resp_cb_t wk_h1_cb;
 
-/* worker_conn.c: connections */
+/* worker_conn.c: connections (the unreachable window's functions below are worker.c's) */
 void wk_idle_push(sg_worker_t *w, sg_conn_t *c);
 void wk_idle_remove(sg_worker_t *w, sg_conn_t *c);
 sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup);
@@ -323,6 +323,9 @@ void wk_conns_free_all(sg_worker_t *w);
 /* Give up connections whose set-up is past w->setup_timeout_ns (call when now reaches w->setup_check_ns). */
 void wk_conns_expire_setup(sg_worker_t *w, int64_t now);
 void wk_fail_waiting_head(sg_worker_t *w, int err);
+/* err (-errno) is the server turning a connection down (refused, reset, unreachable), not the client running out of
+ * something: a closed loop backs off after it */
+bool wk_refusal(int err);
 /* A connection attempt failed with err (-errno) at now / one succeeded: open, count, close the unreachable window
  * (only errors that are the server's or the network's: refused, reset, unreachable, timed out); the keep-alive
  * learning starts over when the server accepts connections again. */
