@@ -261,6 +261,8 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     sg_stall_t *stalls = NULL;
     size_t n_stalls = 0;
     uint64_t stalls_dropped = 0;
+    sg_unreach_t *unreach = NULL;
+    size_t n_unreach = 0;
     char *p_sjson = NULL, *p_scsv = NULL, *p_sjsonl = NULL, *p_ajson = NULL, *p_acsv = NULL, *p_ajsonl = NULL;
     json_t *cfg_out = NULL, *extra_o = NULL;
     if (!parts)
@@ -405,6 +407,47 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
             stalls[b] = stalls[b - 1];
             stalls[b - 1] = t;
         }
+    /* the parts' server_unreachable windows, on the one clock: those that overlap are one outage */
+    for (size_t i = 0; i < n; i++) {
+        json_t *ua = json_object_get(parts[i].summary, "server_unreachable");
+        size_t k;
+        json_t *u;
+        json_array_foreach(ua, k, u)
+        {
+            sg_unreach_t *grown = realloc(unreach, (n_unreach + 1) * sizeof(*unreach));
+            if (!grown)
+                goto oom;
+            unreach = grown;
+            unreach[n_unreach++] = (sg_unreach_t){
+                .start_s = num_at(u, "start_s", NULL),
+                .end_s = num_at(u, "end_s", NULL),
+                .refused = (uint64_t)num_at(u, "refused", NULL),
+                .waiting = (uint64_t)num_at(u, "slots_waiting", NULL),
+                .recovered = json_is_true(json_object_get(u, "recovered")),
+            };
+        }
+    }
+    for (size_t a = 1; a < n_unreach; a++)
+        for (size_t b = a; b > 0 && unreach[b].start_s < unreach[b - 1].start_s; b--) {
+            sg_unreach_t t = unreach[b];
+            unreach[b] = unreach[b - 1];
+            unreach[b - 1] = t;
+        }
+    size_t n_merged = 0;
+    for (size_t a = 0; a < n_unreach; a++) {
+        sg_unreach_t *cur = n_merged ? &unreach[n_merged - 1] : NULL;
+        if (!cur || unreach[a].start_s > cur->end_s) {
+            unreach[n_merged++] = unreach[a];
+            continue;
+        }
+        if (unreach[a].end_s >= cur->end_s) {
+            cur->end_s = unreach[a].end_s;
+            cur->recovered = unreach[a].recovered; /* the last to end says whether the server came back */
+        }
+        cur->refused += unreach[a].refused;
+        cur->waiting += unreach[a].waiting;
+    }
+    n_unreach = n_merged;
     if (!(cfg_out = json_deep_copy(cfg)))
         goto oom;
     json_object_set_new(cfg_out, "artifact_dir", json_string(mg->out_dir));
@@ -483,6 +526,8 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .stalls = stalls,
         .n_stalls = n_stalls,
         .stalls_dropped = stalls_dropped,
+        .unreach = unreach,
+        .n_unreach = n_unreach,
         .io_backend = mixed ? "mixed" : backend,
         .timestamp_source = stamps_known ? sg_timestamp_source(stamps_asked, stamped, unstamped) : NULL,
         .coalesce_method = wake_method,
@@ -594,6 +639,7 @@ out:
     json_decref(cfg_out);
     json_decref(extra_o);
     free(stalls);
+    free(unreach);
     free(input);
     free(extra);
     free(reuse_text);

@@ -1264,6 +1264,128 @@ static void stalls_collect(point_t *pt, int64_t start_ns)
         }
 }
 
+/*
+ * The controller's look at a server that stopped accepting connections, every 20 ms: one line as soon as any worker
+ * has a window open (its first failed connect), one when the windows close (a connect succeeded again), so a killed
+ * server is said while it happens, not at the end. Per worker: unreach_since_ns, refused, backing_off and the closed
+ * windows (unreach_n, acquire).
+ */
+typedef struct {
+    bool said;       /* the "unreachable" line for the window now open was said */
+    int64_t since;   /* its start (the earliest worker's) */
+    unsigned *seen;  /* per worker: closed windows already looked at */
+    bool recovered;  /* a window closed by a successful connect since the line */
+    int64_t back_ns; /* the latest such connect */
+} unreach_seen_t;
+
+static void unreach_look(const profile_t *p, const point_t *pt, unreach_seen_t *us, int64_t start_ns, int64_t now,
+                         bool show)
+{
+    if (!us->seen)
+        return;
+    bool open = false;
+    int64_t since = INT64_MAX;
+    uint64_t refused = 0, backing = 0, waiting = 0;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        const sg_worker_progress_t *wp = sg_worker_progress(pt->ws[i]);
+        int64_t s = atomic_load_explicit(&wp->unreach_since_ns, memory_order_acquire);
+        unsigned n = atomic_load_explicit(&wp->unreach_n, memory_order_acquire);
+        const sg_unreach_win_t *win = sg_worker_unreachable(pt->ws[i], NULL);
+        for (; us->seen[i] < n; us->seen[i]++)
+            if (win[us->seen[i]].recovered && us->said) {
+                us->recovered = true;
+                if (win[us->seen[i]].end_ns > us->back_ns)
+                    us->back_ns = win[us->seen[i]].end_ns;
+            }
+        refused += atomic_load_explicit(&wp->refused, memory_order_relaxed);
+        backing += atomic_load_explicit(&wp->backing_off, memory_order_relaxed);
+        waiting += atomic_load_explicit(&wp->waiting, memory_order_relaxed);
+        if (s) {
+            open = true;
+            since = s < since ? s : since;
+        }
+    }
+    if (open && !us->said) {
+        us->said = true;
+        us->since = since > start_ns ? since : start_ns; /* connections opened in advance failed: from the start */
+        us->recovered = false;
+        us->back_ns = 0;
+        watch_line_start(show);
+        if (pt->cfg.request_rate > 0 || pt->cfg.fixed_schedule)
+            fprintf(stderr,
+                    "surge: server unreachable since +%.3f s: connections to %s fail (refused or reset); %llu "
+                    "requests waiting; arrivals keep their schedule, each failing as its connect does (class "
+                    "connect)\n",
+                    (double)(us->since - start_ns) / 1e9, p->run.addr_text, (unsigned long long)waiting);
+        else
+            fprintf(stderr,
+                    "surge: server unreachable since +%.3f s: connections to %s fail (refused or reset); %llu slots "
+                    "waiting, each backing off %d ms doubling to %d ms between attempts (each attempt counted as a "
+                    "failed request, class connect)\n",
+                    (double)(us->since - start_ns) / 1e9, p->run.addr_text, (unsigned long long)(backing + waiting),
+                    SG_BACKOFF_MIN_MS, SG_BACKOFF_MAX_MS);
+        fflush(stderr);
+    } else if (!open && us->said && us->recovered) {
+        us->said = false;
+        watch_line_start(show);
+        fprintf(stderr,
+                "surge: server reachable again at +%.3f s: unreachable from +%.3f s (%.3f s), %llu connection "
+                "attempts refused so far in the run (listed in the summary's server_unreachable)\n",
+                (double)(us->back_ns - start_ns) / 1e9, (double)(us->since - start_ns) / 1e9,
+                (double)(us->back_ns - us->since) / 1e9, (unsigned long long)refused);
+        fflush(stderr);
+    }
+}
+
+/* After the join: every worker's windows, the overlapping ones merged, by start, into pt. */
+static void unreach_collect(point_t *pt, int64_t start_ns)
+{
+    size_t total = 0;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        uint64_t dropped;
+        sg_worker_unreachable(pt->ws[i], &dropped);
+        total += atomic_load(&sg_worker_progress(pt->ws[i])->unreach_n);
+        pt->unreach_dropped += dropped;
+    }
+    sg_unreach_win_t *all = total ? calloc(total, sizeof(*all)) : NULL;
+    if (!all || !(pt->unreach = calloc(total, sizeof(*pt->unreach)))) {
+        free(all);
+        pt->unreach_dropped += total;
+        return;
+    }
+    size_t k = 0;
+    for (unsigned i = 0; i < pt->n_workers; i++) {
+        unsigned n = atomic_load(&sg_worker_progress(pt->ws[i])->unreach_n);
+        memcpy(all + k, sg_worker_unreachable(pt->ws[i], NULL), n * sizeof(*all));
+        k += n;
+    }
+    for (size_t a = 1; a < k; a++) /* by start (insertion: there are few) */
+        for (size_t b = a; b > 0 && all[b].start_ns < all[b - 1].start_ns; b--) {
+            sg_unreach_win_t t = all[b];
+            all[b] = all[b - 1];
+            all[b - 1] = t;
+        }
+    int64_t end = 0;
+    for (size_t i = 0; i < k; i++) {
+        sg_unreach_t *cur = pt->n_unreach ? &pt->unreach[pt->n_unreach - 1] : NULL;
+        if (!cur || all[i].start_ns > end) {
+            cur = &pt->unreach[pt->n_unreach++];
+            /* a window opened by the connections opened in advance starts, for the run, at its start */
+            int64_t from = all[i].start_ns > start_ns ? all[i].start_ns : start_ns;
+            *cur = (sg_unreach_t){.start_s = (double)(from - start_ns) / 1e9, .recovered = true};
+            end = all[i].end_ns;
+        }
+        if (all[i].end_ns >= end) {
+            end = all[i].end_ns;
+            cur->recovered = all[i].recovered; /* the last to end says whether the server came back */
+        }
+        cur->end_s = (double)(end - start_ns) / 1e9;
+        cur->refused += all[i].refused;
+        cur->waiting += all[i].waiting;
+    }
+    free(all);
+}
+
 /* Release the workers at one start instant once all are set up, and wait for them, passing SIGINT on. */
 static void point_wait(profile_t *p, point_t *pt)
 {
@@ -1297,6 +1419,7 @@ static void point_wait(profile_t *p, point_t *pt)
     bool stop_sent = false;
     watch_t wt = {.quiet_since = run->start_ns, .report_at_s = WATCH_FIRST_S};
     stall_seen_t *seen = calloc(n, sizeof(*seen)); /* NULL on OOM: the lines are not said, the summary has them */
+    unreach_seen_t us = {.seen = calloc(n, sizeof(unsigned))}; /* NULL on OOM: as above */
     for (;;) {
         unsigned finished = 0;
         for (unsigned i = 0; i < n; i++)
@@ -1317,8 +1440,10 @@ static void point_wait(profile_t *p, point_t *pt)
         }
         int64_t now = sg_now_ns();
         watch(p, pt, &wt, now, show);
-        if (!g_interrupted)
+        if (!g_interrupted) {
             stall_look(pt, seen, run->start_ns, now, show);
+            unreach_look(p, pt, &us, run->start_ns, now, show);
+        }
         /* --benchmark-grace-period: what is still outstanding that long after the sending ended is cancelled */
         if (cfg->benchmark_grace_s >= 0 && wt.sending_over && !stop_sent && !atomic_load(&run->stop) &&
             now - wt.sending_over >= (int64_t)(cfg->benchmark_grace_s * 1e9)) {
@@ -1344,6 +1469,14 @@ static void point_wait(profile_t *p, point_t *pt)
     pt->client_cpu_s = pt->client_cpu_user_s + pt->client_cpu_sys_s;
     stall_look(pt, seen, run->start_ns, sg_now_ns(), show); /* the windows closed at the end */
     free(seen);
+    if (!g_interrupted)
+        unreach_look(p, pt, &us, run->start_ns, sg_now_ns(), show); /* a recovery just before the end */
+    if (us.said && !us.recovered && !g_interrupted) {
+        watch_line_start(show);
+        fprintf(stderr, "surge: the run ended with %s still unreachable (since +%.3f s)\n", p->run.addr_text,
+                (double)(us.since - run->start_ns) / 1e9);
+    }
+    free(us.seen);
     pt->interrupted = g_interrupted != 0 || p->dist_stopped;
     if (show)
         progress_line(ws, n, cfg, run->start_ns, true);
@@ -1368,6 +1501,11 @@ static void print_worker_stats(const sg_run_t *run, unsigned i, const sg_worker_
                 "streams refused and re-sent, %llu streams reset\n",
                 i, (unsigned long long)st.h2_streams_peak, (unsigned long long)st.h2_goaways,
                 (unsigned long long)st.h2_refused_resent, (unsigned long long)st.h2_resets);
+    if (st.backoffs || st.ka_relearned)
+        fprintf(stderr,
+                "surge: worker %u: server unreachable: %llu slot back-offs after a refused attempt, keep-alive "
+                "learning reset %llu times when the server came back\n",
+                i, (unsigned long long)st.backoffs, (unsigned long long)st.ka_relearned);
 }
 
 /*
@@ -1416,6 +1554,7 @@ static int point_collect(profile_t *p, point_t *pt)
             print_worker_stats(run, i, pt->ws[i]);
     }
     stalls_collect(pt, run->start_ns);
+    unreach_collect(pt, run->start_ns);
     if (run->tok) {
         const char **logs = calloc(pt->n_workers, sizeof(*logs));
         sg_metrics_t **wm = calloc(pt->n_workers, sizeof(*wm));
@@ -1693,6 +1832,9 @@ static int point_report(profile_t *p, point_t *pt)
         .stalls = pt->stalls,
         .n_stalls = pt->n_stalls,
         .stalls_dropped = pt->stalls_dropped,
+        .unreach = pt->unreach,
+        .n_unreach = pt->n_unreach,
+        .unreach_dropped = pt->unreach_dropped,
         .io_backend = sg_io_backend_name((sg_io_backend_t)p->run.io_backend),
         .coalesce_us = pt->coalesce_us,
         .coalesce_method = pt->coalesce_method,
@@ -1814,6 +1956,7 @@ void point_free(point_t *pt)
     free(pt->ws);
     sg_metrics_free(pt->merged);
     free(pt->stalls);
+    free(pt->unreach);
     free(pt->artifact_dir);
     free(pt->probe.sample_t);
     free(pt->probe.sample_n);

@@ -110,6 +110,9 @@ typedef struct {
     sg_stall_t *stalls; /* client stalls of every worker, by start (after point_collect) */
     size_t n_stalls;
     uint64_t stalls_dropped;
+    sg_unreach_t *unreach; /* windows the server was unreachable, merged over workers, by start (point_collect) */
+    size_t n_unreach;
+    uint64_t unreach_dropped;
     bool interrupted;
     bool grace_ended;           /* --benchmark-grace-period ran out: what was outstanding was cancelled */
     bool fatal;                 /* a worker failed, or the OSL pass or the merge did */

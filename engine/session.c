@@ -183,12 +183,13 @@ static const sg_turn_t *turn_of(const wk_sessions_t *S, const wk_sess_t *s, uint
     return &S->convs->turns[s->conv->first + k];
 }
 
-static void session_end(sg_worker_t *w, wk_sess_t *s, int64_t now)
+/* refusals: the slot's refused turns in a row (0: it did not end on one), for its back-off (wk_slot_free) */
+static void session_end(sg_worker_t *w, wk_sess_t *s, int64_t now, uint32_t refusals)
 {
     sess_free(s);
-    /* closed loop: a slot is a session, and it is free now */
+    /* closed loop: a slot is a session, and it is free now (after a back-off when the server refused it) */
     if (w->rate == 0 && !w->issuing_done && !atomic_load_explicit(&w->run->stop, memory_order_relaxed))
-        wk_issue_closed(w, now);
+        wk_slot_free(w, now, refusals);
 }
 
 /*
@@ -231,7 +232,7 @@ static void send_turn(sg_worker_t *w, wk_sess_t *s, int64_t intended)
     const sg_payload_table_t *pt = w->run->payloads;
     if (msgs_push(s, t->text, t->len) < 0) {
         fail_rest(w, s, s->turn, SG_ERRC_SESSION, "out of memory", intended);
-        session_end(w, s, intended);
+        session_end(w, s, intended, 0);
         return;
     }
     sg_req_t *r = wk_req_new(w, intended);
@@ -333,7 +334,7 @@ void wk_sess_turn_done(sg_worker_t *w, sg_req_t *r)
         if (rec->err_class != SG_ERRC_NONE && !cancel)
             snprintf(why, sizeof why, "turn %u failed: %s", s->turn, sg_err_class_name(rec->err_class));
         fail_rest(w, s, s->turn + 1, cancel ? SG_ERRC_CANCELLED : SG_ERRC_SESSION, why, ended);
-        session_end(w, s, ended);
+        session_end(w, s, ended, r->refused ? r->slot_refusals + 1u : 0);
         return;
     }
     const sg_turn_t *t = turn_of(S, s, s->turn);
@@ -342,7 +343,7 @@ void wk_sess_turn_done(sg_worker_t *w, sg_req_t *r)
     if (!reply || msgs_push(s, reply, len) < 0) {
         free(reply);
         fail_rest(w, s, s->turn + 1, SG_ERRC_SESSION, "out of memory", ended);
-        session_end(w, s, ended);
+        session_end(w, s, ended, 0);
         return;
     }
     if (len)
@@ -350,7 +351,7 @@ void wk_sess_turn_done(sg_worker_t *w, sg_req_t *r)
     reply[len] = '\0';
     s->hist_isl += t->isl + reply_length(S, reply, len);
     if (++s->turn >= s->n_turns) {
-        session_end(w, s, ended);
+        session_end(w, s, ended, 0);
         return;
     }
     const sg_turn_t *next = turn_of(S, s, s->turn);
@@ -362,7 +363,7 @@ void wk_sess_turn_done(sg_worker_t *w, sg_req_t *r)
     }
     if (heap_push(S, s) < 0) {
         fail_rest(w, s, s->turn, SG_ERRC_SESSION, "out of memory", ended);
-        session_end(w, s, ended);
+        session_end(w, s, ended, 0);
     }
 }
 

@@ -40,6 +40,11 @@ typedef struct {
     atomic_int_fast64_t stall_since_ns; /* the open stall window's start; 0: none open */
     atomic_int_fast64_t stall_lag_ns;   /* its largest lateness so far */
     atomic_uint stalls_n;               /* windows closed; sg_worker_stalls' first stalls_n are final (release) */
+    /* The server unreachable (docs/metrics.md, Server unreachable), CLOCK_MONOTONIC ns: */
+    atomic_int_fast64_t unreach_since_ns; /* the open window's start (its first failed connect); 0: none open */
+    atomic_uint_fast64_t refused;         /* connection attempts that failed, every window, since the start */
+    atomic_uint_fast64_t backing_off;     /* closed loop: slots waiting out a back-off now */
+    atomic_uint unreach_n;                /* windows closed; sg_worker_unreachable's first unreach_n are final */
 } sg_worker_progress_t;
 
 /* A client stall: from start_ns, when the worker's loop was due and did not turn, to end_ns, when it had done what
@@ -54,6 +59,26 @@ typedef struct {
 /* The worker's closed stall windows. While it runs, read progress.stalls_n (acquire) first: the first that many
  * entries are final. After the join, *dropped (when not NULL) is how many were not kept. */
 const sg_stall_win_t *sg_worker_stalls(const sg_worker_t *w, uint64_t *dropped);
+
+/* A window in which the server did not accept this worker's connections: from its first failed connect (refused,
+ * unreachable, reset) to the next connect that succeeded (end_ns; recovered false: the run ended first, end_ns is
+ * then when the worker stopped). refused: the attempts that failed in it; waiting: the most of the worker's requests
+ * and backed-off slots that waited at once. */
+typedef struct {
+    int64_t start_ns, end_ns;
+    uint64_t refused, waiting;
+    bool recovered;
+} sg_unreach_win_t;
+/* Windows a worker keeps; later ones are counted (sg_worker_unreachable's dropped), not kept */
+#define SG_UNREACH_WINDOWS_MAX 64
+/* The worker's closed windows. While it runs, read progress.unreach_n (acquire) first; after the join every window is
+ * closed, and *dropped (when not NULL) is how many were not kept. */
+const sg_unreach_win_t *sg_worker_unreachable(const sg_worker_t *w, uint64_t *dropped);
+
+/* Closed loop: a slot whose request found the server refusing connections (or resetting them before any response)
+ * waits BACKOFF_MIN, doubling for each such failure in a row, at most BACKOFF_MAX, before its next request. */
+#define SG_BACKOFF_MIN_MS 10
+#define SG_BACKOFF_MAX_MS 1000
 
 /* A connection not set up (TCP connect, TLS handshake) this long after it was opened is given up: 10 s, or
  * --request-timeout when that is shorter, since a request waiting for it should not outwait its own timeout. */
@@ -93,6 +118,8 @@ typedef struct {
     uint64_t resent_measured; /* measured requests sent more than once (either re-send above, or HTTP/2's) */
     uint64_t silent_closes;   /* kept-alive connections the server closed right after a response, unannounced */
     bool no_reuse_after_whole, no_reuse_after_stream; /* the worker stopped pooling connections after those */
+    uint64_t ka_relearned;                            /* keep-alive learning reset after a server outage */
+    uint64_t backoffs;                                /* closed loop: slot back-offs after a refused attempt */
     /* --http2 */
     uint64_t h2_streams_peak;   /* most streams open at once on one connection */
     uint64_t h2_goaways;        /* GOAWAY frames received */

@@ -167,6 +167,162 @@ sg_req_t *wk_wait_pop_opened_for(sg_worker_t *w)
     return r ? r : wk_wait_pop(w);
 }
 
+/* ---------------- the server unreachable ---------------- */
+
+/* The server turned the connection down (as opposed to the client running out of something): a closed loop backs off
+ * after such a failure (worker.c). */
+bool wk_refusal(int err)
+{
+    return err == -ECONNREFUSED || err == -ECONNRESET || err == -ECONNABORTED || err == -EPIPE || err == -ENETUNREACH ||
+           err == -EHOSTUNREACH;
+}
+
+/* What note_silent_close learnt is forgotten: the counts go to zero, connections are pooled again after every kind of
+ * response. */
+static void ka_forget(sg_worker_t *w)
+{
+    if (w->silent_streak[0] || w->silent_streak[1] || w->no_reuse_after[0] || w->no_reuse_after[1])
+        w->ka_relearned++;
+    w->silent_streak[0] = w->silent_streak[1] = 0;
+    w->no_reuse_after[0] = w->no_reuse_after[1] = false;
+}
+
+void wk_note_unreachable(sg_worker_t *w, int err, int64_t now)
+{
+    /* the client's own failures (no local port or address left, out of buffers) say nothing about the server */
+    if (!wk_refusal(err) && err != -ETIMEDOUT)
+        return;
+    w->refused_total++;
+    atomic_store_explicit(&w->progress.refused, w->refused_total, memory_order_relaxed);
+    if (!w->unreach_start_ns) {
+        w->unreach_start_ns = now;
+        w->unreach_refused = 0;
+        w->unreach_waiting = 0;
+        /* the closes that came just before were the server going down, not its habit */
+        ka_forget(w);
+        atomic_store_explicit(&w->progress.unreach_since_ns, now, memory_order_release);
+    }
+    w->unreach_refused++;
+    wk_unreach_peak(w);
+}
+
+void wk_unreach_peak(sg_worker_t *w)
+{
+    uint64_t waiting = w->n_waiting + w->n_fresh + w->n_backoff;
+    if (w->unreach_start_ns && waiting > w->unreach_waiting)
+        w->unreach_waiting = waiting;
+}
+
+/* The window closes: into the worker's list (published with unreach_n), or counted when the list is full. */
+static void unreach_close(sg_worker_t *w, int64_t now, bool recovered)
+{
+    if (w->n_unreach < SG_UNREACH_WINDOWS_MAX) {
+        w->unreach[w->n_unreach++] = (sg_unreach_win_t){
+            .start_ns = w->unreach_start_ns,
+            .end_ns = now,
+            .refused = w->unreach_refused,
+            .waiting = w->unreach_waiting,
+            .recovered = recovered,
+        };
+        atomic_store_explicit(&w->progress.unreach_n, w->n_unreach, memory_order_release);
+    } else {
+        w->unreach_dropped++;
+    }
+    w->unreach_start_ns = 0;
+    atomic_store_explicit(&w->progress.unreach_since_ns, 0, memory_order_release);
+}
+
+void wk_note_reachable(sg_worker_t *w, int64_t now)
+{
+    if (!w->unreach_start_ns)
+        return;
+    unreach_close(w, now, true);
+    ka_forget(w); /* the server is back, maybe a new process: it is learnt afresh */
+}
+
+void wk_unreach_end(sg_worker_t *w, int64_t now)
+{
+    if (w->unreach_start_ns)
+        unreach_close(w, now, false);
+}
+
+/* ---------------- closed-loop back-off ---------------- */
+
+/*
+ * A slot whose request failed because the server refused the connection (or reset it before any response) waits
+ * before its next request: SG_BACKOFF_MIN_MS after the first such failure, doubling with each one in a row, at most
+ * SG_BACKOFF_MAX_MS. Without it a closed loop against a dead server issues a request per failed connect(), tens of
+ * thousands a second, and its count says how fast connect() fails. The waiting slots are a min-heap by due time; the
+ * next request is intended when its back-off ends (the wait is the server's absence, not any request's latency).
+ */
+static int64_t backoff_ns(uint32_t refusals)
+{
+    int64_t d = (int64_t)SG_BACKOFF_MIN_MS * 1000000LL;
+    for (uint32_t k = 1; k < refusals && d < (int64_t)SG_BACKOFF_MAX_MS * 1000000LL; k++)
+        d *= 2;
+    return d < (int64_t)SG_BACKOFF_MAX_MS * 1000000LL ? d : (int64_t)SG_BACKOFF_MAX_MS * 1000000LL;
+}
+
+static void backoff_push(sg_worker_t *w, int64_t now, uint32_t refusals)
+{
+    if (refusals > 255)
+        refusals = 255;
+    if (w->n_backoff == w->backoff_cap) {
+        uint32_t cap = w->backoff_cap ? w->backoff_cap * 2 : 16;
+        struct wk_backoff *b = realloc(w->backoff, cap * sizeof(*b));
+        if (!b) { /* no room to wait: the slot goes on at once, as before back-off existed */
+            wk_issue_closed(w, now);
+            return;
+        }
+        w->backoff = b;
+        w->backoff_cap = cap;
+    }
+    struct wk_backoff e = {now + backoff_ns(refusals), refusals};
+    uint32_t i = w->n_backoff++;
+    while (i > 0 && w->backoff[(i - 1) / 2].due_ns > e.due_ns) {
+        w->backoff[i] = w->backoff[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    w->backoff[i] = e;
+    w->backoffs++;
+    wk_unreach_peak(w);
+}
+
+static struct wk_backoff backoff_pop(sg_worker_t *w)
+{
+    struct wk_backoff top = w->backoff[0], last = w->backoff[--w->n_backoff];
+    uint32_t i = 0, n = w->n_backoff;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && w->backoff[c + 1].due_ns < w->backoff[c].due_ns)
+            c++;
+        if (w->backoff[c].due_ns >= last.due_ns)
+            break;
+        w->backoff[i] = w->backoff[c];
+        i = c;
+    }
+    if (n)
+        w->backoff[i] = last;
+    return top;
+}
+
+/* Slots whose back-off is over issue their next request, intended then. */
+static void backoff_due(sg_worker_t *w, int64_t now)
+{
+    if (now >= w->stop_issue_ns)
+        w->issuing_done = true; /* --benchmark-duration is over: no slot issues again, none need wait */
+    while (w->n_backoff && w->backoff[0].due_ns <= now && !w->issuing_done) {
+        struct wk_backoff e = backoff_pop(w);
+        w->issue_refusals = (uint8_t)e.refusals;
+        wk_issue_closed(w, e.due_ns);
+        w->issue_refusals = 0;
+    }
+    if (w->issuing_done)
+        w->n_backoff = 0; /* nothing more is issued: the waiting slots have nothing to wait for */
+}
+
 /* ---------------- request completion ---------------- */
 
 /*
@@ -251,11 +407,21 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
         atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
         return;
     }
+    uint32_t refusals = r->refused ? r->slot_refusals + 1u : 0;
     req_release(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
 
-    /* Closed loop: the slot is free now, and that is the next request's intended start. */
+    /* Closed loop: the slot is free now, and that is the next request's intended start; after a refusal, once the
+     * slot's back-off is over. */
     if (w->rate == 0 && !w->issuing_done && !atomic_load_explicit(&w->run->stop, memory_order_relaxed))
+        wk_slot_free(w, now, refusals);
+}
+
+void wk_slot_free(sg_worker_t *w, int64_t now, uint32_t refusals)
+{
+    if (refusals)
+        backoff_push(w, now, refusals);
+    else
         wk_issue_closed(w, now);
 }
 /* ---------------- schedule ---------------- */
@@ -277,7 +443,8 @@ sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended)
     rec->osl_server = -1;
     rec->no_output = w->no_output;
     rec->intended_ns = intended;
-    if (SG_UNLIKELY(w->stall_open)) /* issued late: due inside the open client stall */
+    r->slot_refusals = w->issue_refusals; /* a closed-loop slot back from its back-off (a session's first turn too) */
+    if (SG_UNLIKELY(w->stall_open))       /* issued late: due inside the open client stall */
         w->stall_cur.requests++;
     return r;
 }
@@ -399,6 +566,7 @@ static void cancel_all(sg_worker_t *w, int64_t now)
 {
     const char *why = stop_why(w);
     w->issuing_done = true;
+    w->n_backoff = 0; /* slots waiting out a back-off hold no request: nothing to cancel */
     if (w->sess)
         wk_sess_cancel(w, now);
     while (w->fl_head) {
@@ -447,6 +615,7 @@ static void publish(sg_worker_t *w, int64_t now)
     atomic_store_explicit(&p->waiting, w->n_waiting + w->n_fresh, memory_order_relaxed);
     atomic_store_explicit(&p->connecting, w->n_connecting, memory_order_relaxed);
     atomic_store_explicit(&p->bytes_received, w->bytes_received, memory_order_relaxed);
+    atomic_store_explicit(&p->backing_off, w->n_backoff, memory_order_relaxed);
     /* a closed loop learns that the duration is over only when a slot frees: say so from the clock */
     if (w->issuing_done || now >= w->stop_issue_ns)
         atomic_store_explicit(&p->issuing_done, 1, memory_order_relaxed);
@@ -705,6 +874,8 @@ static void *worker_main(void *arg)
         }
         if (w->rate > 0)
             issue_due(w, now);
+        else if (w->n_backoff)
+            backoff_due(w, now);
         if (SG_UNLIKELY(w->sess))
             wk_sess_due(w, now);
         if (w->fl_head)
@@ -721,6 +892,10 @@ static void *worker_main(void *arg)
             break;
         if (w->rate > 0 && !w->issuing_done && w->next_arrival_ns < deadline)
             deadline = w->next_arrival_ns;
+        if (w->n_backoff && w->backoff[0].due_ns < deadline)
+            deadline = w->backoff[0].due_ns;
+        if (w->n_backoff && w->stop_issue_ns < deadline)
+            deadline = w->stop_issue_ns;
         if (w->fl_head && w->fl_head->rec.sent_ns + w->timeout_ns < deadline)
             deadline = w->fl_head->rec.sent_ns + w->timeout_ns;
         if (w->setup_check_ns < deadline)
@@ -734,6 +909,7 @@ static void *worker_main(void *arg)
     }
     if (w->stall_open) /* the run ended inside a window: it ends where the worker last caught up */
         stall_close(w);
+    wk_unreach_end(w, sg_now_ns()); /* the server still refused connections when the worker stopped */
     atomic_store_explicit(&w->progress.due_ns, INT64_MAX, memory_order_relaxed);
     if (w->fatal)
         cancel_all(w, sg_now_ns());
@@ -916,6 +1092,8 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->silent_closes = w->silent_closes;
     out->no_reuse_after_whole = w->no_reuse_after[0];
     out->no_reuse_after_stream = w->no_reuse_after[1];
+    out->ka_relearned = w->ka_relearned;
+    out->backoffs = w->backoffs;
     out->h2_streams_peak = w->h2_streams_peak;
     out->h2_goaways = w->h2_goaways;
     out->h2_refused_resent = w->h2_refused_resent;
@@ -951,6 +1129,7 @@ void sg_worker_free(sg_worker_t *w)
     }
     sg_metrics_free(w->metrics);
     wk_sess_free(w);
+    free(w->backoff);
     sg_tls_ctx_free(w->tls_ctx); /* after every connection: wk_conns_free_all ran at the thread's end */
     free(w->tls_buf);
     sg_req_t *r = w->free_reqs;
@@ -969,4 +1148,11 @@ const sg_stall_win_t *sg_worker_stalls(const sg_worker_t *w, uint64_t *dropped)
     if (dropped)
         *dropped = w->stalls_dropped;
     return w->stalls;
+}
+
+const sg_unreach_win_t *sg_worker_unreachable(const sg_worker_t *w, uint64_t *dropped)
+{
+    if (dropped)
+        *dropped = w->unreach_dropped;
+    return w->unreach;
 }

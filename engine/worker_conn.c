@@ -372,9 +372,17 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
  * (maybe_retry), soon after the response: within SILENT_CLOSE_WINDOW_NS, so that a server's idle timeout, which
  * closes later, does not count. After SG_SILENT_CLOSE_LIMIT of them in a row for one kind of response (streamed or
  * whole: llama-server keeps connections after whole answers), the worker closes connections after responses of that
- * kind instead of pooling them, for the rest of the run; a successful reuse in between resets the count. It does
- * not probe again later: a server does not change how it treats connections within a run, and each probe would put
- * a wasted attempt into some request's latency.
+ * kind instead of pooling them; a successful reuse in between resets the count. It does not probe again later: a
+ * server does not change how it treats connections within a run, and each probe would put a wasted attempt into some
+ * request's latency.
+ *
+ * A crash is not a habit. A server that dies closes every connection at once, and the closes look the same (the
+ * requests on them lost, idle ones FIN'd); what tells them apart is what follows: connects refused. A habit's lost
+ * request is re-sent on a fresh connection that the server accepts and answers. So a failed connect (refused, reset,
+ * unreachable) opens an unreachable window (wk_note_unreachable) and resets the learning: counts to zero, connections
+ * pooled again after every kind of response; the first connect that succeeds after it (the server is back, maybe a
+ * new process with habits of its own) closes the window and resets it again (wk_note_reachable), and a later run of
+ * silent closes on the healthy server is learnt as before.
  */
 #define SILENT_CLOSE_WINDOW_NS 1000000000LL
 
@@ -462,6 +470,9 @@ static void conn_lost(sg_conn_t *c, int res)
         wk_t_recv_ns = now;
         int e = res == 0 ? sg_h1_resp_eof(&c->h1, &wk_h1_cb, &c->rs) : SG_EINCOMPLETE;
         if (!(e == 0 && c->rs.complete)) {
+            /* a connection that never carried a response, reset before any: the server turned it down (a FIN is
+             * the server's answer to this request, as a --drop-rate mock gives it, not a refusal) */
+            r->refused = c->served == 0 && !sg_h1_resp_started(&c->h1) && wk_refusal(res);
             if (res == 0)
                 wk_set_error(r, SG_ERRC_DISCONNECT, "connection closed by the server %s",
                              sg_h1_resp_started(&c->h1) ? "in the middle of the response" : "before any response");
@@ -601,6 +612,7 @@ void wk_fail_waiting_head(sg_worker_t *w, int err)
     sg_req_t *r = wk_wait_pop_opened_for(w);
     if (!r)
         return;
+    r->refused = wk_refusal(err);
     wk_set_error(r, SG_ERRC_CONNECT, "connect to %s: %s", w->run->addr_text, sg_strerror(err));
     wk_req_finish(w, r, sg_now_ns());
 }
@@ -630,6 +642,7 @@ static void on_connect(sg_op_t *op, const sg_ev_t *ev)
             w->n_connecting--;
             w->last_connect_err = ev->res;
             w->connect_failures++;
+            wk_note_unreachable(w, ev->res, sg_now_ns());
             c->state = C_BUSY; /* so wk_conn_close does not count it twice */
             wk_conn_close(c);
             if (!c->for_setup)
@@ -638,6 +651,7 @@ static void on_connect(sg_op_t *op, const sg_ev_t *ev)
             wk_conn_dispatch(w);
             return;
         }
+        wk_note_reachable(w, sg_now_ns());
         recv_arm(c);
         if (w->tls_ctx) {
             tls_start(c); /* still connecting until the handshake is done */

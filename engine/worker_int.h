@@ -89,9 +89,11 @@ struct sg_req {
     bool reasoning_mixed;   /* reasoning came after answer text: reasoning_len is not all of it */
     bool shape_seen;        /* a stream event in the endpoint's own shape came (sg_oai_result_t.recognized) */
     bool in_flight;
-    bool retried;       /* re-sent once, on a fresh connection, after a kept-alive one turned out closed */
-    uint8_t h2_resends; /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */
-    resp_t *rs;         /* --http2: the stream's response */
+    bool refused;          /* failed because the server refused the connection or reset it before any response */
+    uint8_t slot_refusals; /* closed loop: such failures in a row of this request's slot before it */
+    bool retried;          /* re-sent once, on a fresh connection, after a kept-alive one turned out closed */
+    uint8_t h2_resends;    /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */
+    resp_t *rs;            /* --http2: the stream's response */
     int32_t stream_id;
     /* a turn of a multi-turn session (session.c): payload points at turn_payload, rendered for this turn */
     wk_sess_t *sess;
@@ -143,6 +145,12 @@ struct sg_conn {
     sg_conn_t *prev;
     sg_conn_t *all_next; /* every connection of the worker, for the final clean-up */
     sg_conn_t *all_prev;
+};
+
+/* A closed-loop slot waiting out its back-off (worker.c): its next request is due then. */
+struct wk_backoff {
+    int64_t due_ns;
+    uint32_t refusals; /* the slot's refused requests in a row */
 };
 
 struct sg_worker {
@@ -211,6 +219,21 @@ struct sg_worker {
     uint8_t silent_streak[2];
     bool no_reuse_after[2];
     uint64_t silent_closes;
+    uint64_t ka_relearned; /* times the learning above was reset when the server accepted connections again */
+    /*
+     * The server unreachable (worker.c, wk_note_unreachable, called from worker_conn.c): a window from the first failed
+     * connect to the next one that succeeds. Closed loop: a refused request's slot backs off (worker.c) before its next
+     * request; the slots waiting sit in a min-heap by due time.
+     */
+    int64_t unreach_start_ns; /* the open window's start; 0: none open */
+    uint64_t unreach_refused, unreach_waiting, refused_total;
+    sg_unreach_win_t unreach[SG_UNREACH_WINDOWS_MAX];
+    uint32_t n_unreach;
+    uint64_t unreach_dropped;
+    struct wk_backoff *backoff;
+    uint32_t n_backoff, backoff_cap;
+    uint8_t issue_refusals; /* the slot refusals of the closed-loop request being issued (new_request) */
+    uint64_t backoffs;
     int64_t setup_timeout_ns; /* sg_worker_setup_timeout_s */
     int64_t setup_check_ns;   /* no connection's set-up is due before this (INT64_MAX: none being set up) */
     uint64_t bytes_received;  /* published in progress.bytes_received */
@@ -320,6 +343,9 @@ sg_req_t *wk_fresh_pop(sg_worker_t *w);
 sg_req_t *wk_wait_pop_opened_for(sg_worker_t *w);
 void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now);
 void wk_issue_closed(sg_worker_t *w, int64_t intended);
+/* Closed loop: a slot is free at now; refusals > 0: it ended on that many refused requests in a row, and backs off
+ * before its next request (else the next is issued at once). */
+void wk_slot_free(sg_worker_t *w, int64_t now, uint32_t refusals);
 /* A request slot with the fields every request has (id, worker, intended, the -1s), or NULL (w->fatal set). */
 sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended);
 /* A finished record into the worker's counts, metrics and record log (wk_req_finish's accounting; session.c also
@@ -350,7 +376,7 @@ int wk_on_body(void *ud, const char *data, size_t len);
 int wk_on_complete(void *ud);
 extern const sg_h1_resp_cb_t wk_h1_cb;
 
-/* worker_conn.c: connections */
+/* worker_conn.c: connections (the unreachable window's functions below are worker.c's) */
 void wk_idle_push(sg_worker_t *w, sg_conn_t *c);
 void wk_idle_remove(sg_worker_t *w, sg_conn_t *c);
 sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup);
@@ -361,6 +387,18 @@ void wk_conns_free_all(sg_worker_t *w);
 /* Give up connections whose set-up is past w->setup_timeout_ns (call when now reaches w->setup_check_ns). */
 void wk_conns_expire_setup(sg_worker_t *w, int64_t now);
 void wk_fail_waiting_head(sg_worker_t *w, int err);
+/* err (-errno) is the server turning a connection down (refused, reset, unreachable), not the client running out of
+ * something: a closed loop backs off after it */
+bool wk_refusal(int err);
+/* A connection attempt failed with err (-errno) at now / one succeeded: open, count, close the unreachable window
+ * (only errors that are the server's or the network's: refused, reset, unreachable, timed out); the keep-alive
+ * learning starts over when the server accepts connections again. */
+void wk_note_unreachable(sg_worker_t *w, int err, int64_t now);
+void wk_note_reachable(sg_worker_t *w, int64_t now);
+/* The worker stops: an open window ends here, not recovered. */
+void wk_unreach_end(sg_worker_t *w, int64_t now);
+/* Closed loop, worker.c: the most requests and backed-off slots waiting at once in the open window */
+void wk_unreach_peak(sg_worker_t *w);
 int wk_conn_send(sg_conn_t *c, const void *p, size_t n);
 
 /* worker_h2.c: HTTP/2 */

@@ -637,6 +637,23 @@ static void put_stalls(FILE *out, const sg_run_info_t *info)
         fprintf(out, "  and %" PRIu64 " more (profile_export_surge.json: client_stalls)\n", n - show);
 }
 
+/* The server unreachable: each window, so an outage reads as one, not as a count of failed requests. */
+static void put_unreach(FILE *out, const sg_run_info_t *info)
+{
+    if (!info || info->n_unreach + info->unreach_dropped == 0)
+        return;
+    for (size_t i = 0; i < info->n_unreach; i++) {
+        const sg_unreach_t *x = &info->unreach[i];
+        fprintf(out,
+                "Server unreachable from +%.3f s to +%.3f s%s: %" PRIu64 " connection attempt%s refused (failed, "
+                "class connect), up to %" PRIu64 " requests or slots waiting\n",
+                x->start_s, x->end_s, x->recovered ? "" : " (the end of the run: it did not come back)", x->refused,
+                x->refused == 1 ? "" : "s", x->waiting);
+    }
+    if (info->unreach_dropped)
+        fprintf(out, "  and %" PRIu64 " more windows not listed\n", info->unreach_dropped);
+}
+
 /* Multi-turn sessions: one line per turn index under the table. */
 static void put_turns(FILE *out, const sg_metrics_t *m)
 {
@@ -724,6 +741,7 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
                 "Client wake-ups: %" PRIu64 " (%.1f completions each; %" PRIu64 " coalesced, --coalesce-us %u%s%s)\n",
                 info->loop_waits, (double)info->loop_completions / (double)info->loop_waits, info->loop_coalesced,
                 info->coalesce_us, info->coalesce_us ? ", " : "", info->coalesce_us ? info->coalesce_method : "");
+    put_unreach(out, info);
     put_clamped(out, m);
     if (sg_metrics_per_user_undefined(m))
         fprintf(out,
@@ -1061,6 +1079,25 @@ static json_t *stalls_summary(const sg_run_info_t *info)
     return o;
 }
 
+/* The summary's "server_unreachable" array: each window the server refused connections (empty: none). */
+static json_t *unreach_summary(const sg_run_info_t *info)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && info && i < info->n_unreach; i++) {
+        const sg_unreach_t *x = &info->unreach[i];
+        json_t *e =
+            json_pack("{s:f, s:f, s:f, s:I, s:I, s:b}", "start_s", isfinite(x->start_s) ? x->start_s : 0.0, "end_s",
+                      isfinite(x->end_s) ? x->end_s : 0.0, "duration_s",
+                      isfinite(x->end_s - x->start_s) ? x->end_s - x->start_s : 0.0, "refused", (json_int_t)x->refused,
+                      "slots_waiting", (json_int_t)x->waiting, "recovered", (int)x->recovered);
+        if (!e || json_array_append_new(a, e)) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
 {
     json_t *root = json_object();
@@ -1192,6 +1229,7 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     }
     if (info && info->stall_threshold_ms > 0)
         rc = rc ? rc : set(root, "client_stalls", stalls_summary(info));
+    rc = rc ? rc : set(root, "server_unreachable", unreach_summary(info));
     if (info && info->io_backend)
         rc = rc ? rc : set(root, "io_backend", json_string(info->io_backend));
     if (info && info->timestamp_source) {

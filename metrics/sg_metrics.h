@@ -211,6 +211,16 @@ typedef struct {
     uint64_t requests;     /* requests due in it (issued late), warmup included */
 } sg_stall_t;
 
+/* The server unreachable: a window in which connects to it failed (refused, unreachable, reset), the workers' windows
+ * that overlap merged into one. */
+typedef struct {
+    double start_s,
+        end_s;        /* seconds after the run's start instant: the first failed connect, the next that succeeded */
+    uint64_t refused; /* connection attempts that failed in it (each failed the request it was opened for) */
+    uint64_t waiting; /* the most requests and backed-off closed-loop slots waiting at once, summed over workers */
+    bool recovered;   /* false: the run ended with the server still unreachable (end_s: when it ended) */
+} sg_unreach_t;
+
 typedef struct {
     const char *title;                    /* table title, e.g. "surge | LLM Metrics" */
     bool streaming;                       /* false: no TTFT/ITL rows */
@@ -248,9 +258,12 @@ typedef struct {
     uint32_t coalesce_us;
     const char *coalesce_method;
     uint64_t loop_turns, loop_waits, loop_completions, loop_coalesced, loop_coalesced_ns;
-    const char *tokenizer;  /* sg_tok_describe() of --tokenizer, NULL without one */
-    const char *isl_source; /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
-    uint64_t silent_closes; /* kept-alive connections the server closed right after a response, unannounced */
+    const char *tokenizer;       /* sg_tok_describe() of --tokenizer, NULL without one */
+    const char *isl_source;      /* how the client counted prompt tokens: "tokenizer" or "words"; NULL = unknown */
+    const sg_unreach_t *unreach; /* n_unreach windows the server was unreachable, by start */
+    size_t n_unreach;
+    uint64_t unreach_dropped; /* windows past what the workers keep (SG_UNREACH_WINDOWS_MAX each), not listed */
+    uint64_t silent_closes;   /* kept-alive connections the server closed right after a response, unannounced */
     bool no_reuse_after_stream, no_reuse_after_whole; /* so connections were not reused after those responses */
     /* --slo: the checks and their verdicts on m (sg_slo.h), n_slo_checks of each; none when 0 */
     const struct sg_slo_check *slo_checks;
