@@ -1,3 +1,4 @@
+# ctest: one-backend (the faults are the proxy's, between the processes; both backends are covered by test_faults_server)
 """Network faults between surge and the mock, through tests/tools/faultproxy.py (this kernel has no netem):
 a delay, jitter, a bandwidth cap, the link down for 3 s in the middle of a streamed open-loop run (once waited
 out, once cut by --request-timeout) and loss-like delay spikes; and real packet loss and reordering below TCP
