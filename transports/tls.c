@@ -272,10 +272,12 @@ static int load_anchors(sg_tls_ctx_t *ctx, const char *path, bool strict, char *
             set_err(err, errlen, "cannot load CA certificates from %s (PEM expected)", path);
         return SG_EINVAL;
     }
-    if (dated)
-        snprintf(ctx->note, sizeof ctx->note,
-                 "%u of the %u CA certificates in %s are out of date and not trusted: %s%s", dated, dated + loaded,
-                 path, first, dated > 1 ? ", ..." : "");
+    if (dated) { /* a long path or subject is cut, the note stays one line */
+        int nlen = snprintf(ctx->note, sizeof ctx->note,
+                            "%u of the %u CA certificates in %s are out of date and not trusted: %s%s", dated,
+                            dated + loaded, path, first, dated > 1 ? ", ..." : "");
+        (void)nlen;
+    }
     return 0;
 }
 
