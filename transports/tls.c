@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #define IN_MAX (4u << 20)
+#define CA_FILE_MAX ((size_t)64 << 20) /* a --cacert file or the system bundle, read whole */
 #define OUT_MAX (16u << 20)
 #define MAX_SESSIONS 64
 
@@ -217,18 +218,37 @@ static bool anchor_out_of_date(WOLFSSL_X509 *x, char *why, size_t cap)
 static int load_anchors(sg_tls_ctx_t *ctx, const char *path, bool strict, char *err, size_t errlen)
 {
     static const char begin[] = "-----BEGIN CERTIFICATE-----", end[] = "-----END CERTIFICATE-----";
+    /* the whole file, however long (a bundle cut at a buffer's size would drop its last anchors without a word) */
     FILE *f = fopen(path, "rb");
-    char *text = NULL;
-    size_t len = 0;
-    if (f) {
-        text = malloc(IN_MAX + 1);
-        len = text ? fread(text, 1, IN_MAX, f) : 0;
-        fclose(f);
+    if (!f) {
+        set_err(err, errlen, "cannot load CA certificates from %s (%s)", path, strerror(errno));
+        return SG_EINVAL;
     }
-    if (!text || len == 0) {
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    bool failed = false;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            char *bigger = cap < CA_FILE_MAX ? realloc(text, cap = cap ? cap * 2 : 65536) : NULL;
+            if (!bigger) {
+                failed = true;
+                break;
+            }
+            text = bigger;
+        }
+        size_t n = fread(text + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    failed = failed || ferror(f);
+    fclose(f);
+    if (failed || len == 0) {
         free(text);
         set_err(err, errlen, "cannot load CA certificates from %s (%s)", path,
-                f ? "empty, or not readable" : strerror(errno));
+                len == 0 && !failed  ? "empty"
+                : cap >= CA_FILE_MAX ? "over 64 MiB"
+                                     : "not readable");
         return SG_EINVAL;
     }
     text[len] = '\0';

@@ -517,7 +517,27 @@ static void test_ctx_errors(void)
     expect_ctx_error(true, &(sg_tls_opts_t){.alpn = "h2"}, "a TLS server needs a certificate and a private key");
     expect_ctx_error(false, &(sg_tls_opts_t){.insecure = true, .ciphers = "NO-SUCH-CIPHER"},
                      "wolfSSL accepts none of the ciphers \"NO-SUCH-CIPHER\"");
+    /* a bundle longer than any fixed buffer: its last anchor, 5 MiB in, is read (it was cut off at 4 MiB once) */
+    FILE *big = fopen(P("big-bundle.pem"), "w"), *ca = fopen(P("ca.pem"), "r");
+    CHECK(big && ca);
+    if (big && ca) {
+        for (int i = 0; i < 5 * 1024; i++)
+            fprintf(big, "# %01020d\n", i); /* 1 KiB of text outside any PEM block */
+        int ch;
+        while ((ch = fgetc(ca)) != EOF)
+            fputc(ch, big);
+    }
+    if (big)
+        fclose(big);
+    if (ca)
+        fclose(ca);
+    char berr[256] = "";
     sg_tls_ctx_t *ctx = NULL;
+    CHECK_EQ_INT(sg_tls_client_ctx_new(&(sg_tls_opts_t){.cafile = P("big-bundle.pem")}, &ctx, berr, sizeof berr), 0);
+    if (berr[0])
+        fprintf(stderr, "big bundle: %s\n", berr);
+    sg_tls_ctx_free(ctx);
+    ctx = NULL;
     CHECK_EQ_INT(sg_tls_client_ctx_new(&(sg_tls_opts_t){.insecure = true}, &ctx, NULL, 0), 0);
     sg_tls_conn_t *c = (sg_tls_conn_t *)1;
     CHECK_EQ_INT(sg_tls_conn_new(ctx, "", NULL, &c), SG_EINVAL);
