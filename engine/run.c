@@ -215,6 +215,7 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
     /* the record logs as they lay on disk (the workers' compact form, before any JSONL), and what the workers
      * had to drop because the disk fell behind (each said so on stderr) */
     uint64_t log_bytes = 0, dropped = 0;
+    int log_err = 0; /* a worker's record log that could not be written: the JSONL cannot be whole */
     for (unsigned i = 0; i < n; i++) {
         struct stat st;
         if (stat(logs[i], &st) == 0)
@@ -222,10 +223,13 @@ static int write_exports(const sg_run_t *run, sg_worker_t **ws, unsigned n, sg_m
         sg_worker_stats_t ws_st;
         sg_worker_stats(ws[i], &ws_st);
         dropped += ws_st.records_dropped;
+        if (ws_st.log_err && !log_err)
+            log_err = ws_st.log_err;
     }
     /* --export-level summary: no per-request files (the time slices below still read the logs) */
     not_written_t nw = {0};
-    int jerr = cfg->export_summary ? 0 : sg_export_records(&recs, logs, n);
+    /* a log cut short by the disk reads as corrupt: name the disk's error, not the reader's */
+    int jerr = cfg->export_summary ? 0 : log_err ? log_err : sg_export_records(&recs, logs, n);
     if (jerr < 0) { /* one pass writes both: neither is whole */
         char both[1024];
         snprintf(both, sizeof both, "%s and %s", x.surge_jsonl, x.aiperf_jsonl);
@@ -1887,7 +1891,9 @@ static int point_report(profile_t *p, point_t *pt)
 
     uint64_t ok = sg_metrics_ok(pt->merged), failed = sg_metrics_errors(pt->merged);
     if (pt->interrupted) {
-        fprintf(stderr, "surge: run INTERRUPTED: the results cover what completed before the interrupt\n");
+        const char *sig = run_interrupt_name();
+        fprintf(stderr, "surge: run INTERRUPTED by %s: the results cover what completed before it\n",
+                sig ? sig : "a signal");
         return EXIT_INTERRUPTED;
     }
     if (pt->fatal || xerr < 0)

@@ -130,6 +130,7 @@ typedef struct {
     uint64_t tls_resumed;     /* handshakes that resumed a session of an earlier connection */
     uint64_t tls_failures;    /* handshakes that failed */
     uint64_t records_dropped; /* per-request records the record log dropped: its writer was behind */
+    int log_err;              /* the record log could not be written (-errno; 0: it is whole) */
     /* receive times (--timestamps): reads that carried the kernel's stamp, reads that fell back to the clock */
     bool rx_stamps; /* kernel stamps were asked for */
     uint64_t rx_stamped, rx_unstamped;

@@ -369,6 +369,8 @@ void wk_record_done(sg_worker_t *w, sg_record_t *rec)
          * deferred to the log, so they go in now, with OSL from usage or the events */
         if (SG_UNLIKELY(err == SG_RECLOG_DROPPED) && w->keep_text && !rec->warmup)
             sg_metrics_add(w->metrics, rec);
+        if (err < 0 && !w->log_err)
+            w->log_err = err;
         if (err < 0 && !w->fatal) {
             w->fatal = err;
             snprintf(w->fatal_msg, sizeof(w->fatal_msg), "writing the record log %s: %s", w->log_path,
@@ -925,6 +927,8 @@ static void *worker_main(void *arg)
         w->records_dropped = sg_reclog_dropped(w->log);
         err = sg_reclog_close(w->log);
         w->log = NULL;
+        if (err < 0 && !w->log_err)
+            w->log_err = err;
         if (err < 0)
             fatal(w, err, "closing the record log");
         if (w->records_dropped)
@@ -1102,6 +1106,7 @@ void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out)
     out->tls_resumed = w->tls_resumed;
     out->tls_failures = w->tls_failures;
     out->records_dropped = w->records_dropped;
+    out->log_err = w->log_err;
     out->rx_stamps = w->loop.rx_stamps;
     out->rx_stamped = w->rx_stamped;
     out->rx_unstamped = w->rx_unstamped;

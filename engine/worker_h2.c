@@ -166,9 +166,11 @@ static void h2_cb_close(void *ud, void *sud, uint32_t code, bool complete, bool 
     resp_t *rs = sud;
     sg_req_t *r = rs->req;
     if (r) {
-        /* a connection that died under a stream not a byte of whose response came: as a dead keep-alive, once */
+        /* a connection that died under a stream not a byte of whose response came: as a dead keep-alive, once;
+         * not after a GOAWAY, which said this stream (at or under its last-stream-id: those above come here
+         * retryable) may have been processed, so a re-send could make the server do the work twice */
         bool resend = retryable && r->h2_resends < H2_MAX_RESENDS;
-        if (!retryable && c->h2_lost && r->rec.first_byte_ns == 0 && c->served > 0 && !r->retried) {
+        if (!retryable && c->h2_lost && !c->h2_goaway && r->rec.first_byte_ns == 0 && c->served > 0 && !r->retried) {
             r->retried = true;
             resend = true;
         }
@@ -185,7 +187,11 @@ static void h2_cb_close(void *ud, void *sud, uint32_t code, bool complete, bool 
                     wk_on_complete(rs);
                 c->served++;
             } else if (c->h2_lost) {
-                if (c->lost_res == SG_EPROTO && w->h2_lost_why[0])
+                if (c->h2_goaway && c->h2_goaway_code != 0)
+                    wk_set_error(r, SG_ERRC_DISCONNECT, "the server sent GOAWAY (%s) and closed the connection %s",
+                                 sg_h2_error_name(c->h2_goaway_code),
+                                 r->rec.first_byte_ns ? "in the middle of the response" : "before any response");
+                else if (c->lost_res == SG_EPROTO && w->h2_lost_why[0])
                     wk_set_error(r, SG_ERRC_DISCONNECT, "HTTP/2 protocol error (%s) %s", w->h2_lost_why,
                                  r->rec.first_byte_ns ? "in the middle of the response" : "before any response");
                 else if (c->lost_res == 0 || c->lost_res == SG_EPROTO)
@@ -215,6 +221,8 @@ static void h2_cb_goaway(void *ud, int32_t last_stream_id, uint32_t code)
 {
     sg_conn_t *c = ud;
     c->w->h2_goaways++;
+    c->h2_goaway = true;
+    c->h2_goaway_code = code;
     wk_h2v_remove(c->w, c); /* no new streams here; those above last_stream_id come back refused */
 }
 

@@ -136,7 +136,9 @@ struct sg_conn {
     char *wbuf; /* bytes being sent (wlen), sent up to woff */
     size_t wlen, wcap, woff;
     bool sending;
-    bool h2_lost; /* the connection broke: its streams end as disconnects (or are re-sent) */
+    bool h2_lost;            /* the connection broke: its streams end as disconnects (or are re-sent) */
+    bool h2_goaway;          /* the server sent GOAWAY: streams up to its last-stream-id may have been processed */
+    uint32_t h2_goaway_code; /* its error code (0: NO_ERROR, graceful) */
     int lost_res;
     size_t h2v_idx;        /* 1 + index in the worker's usable HTTP/2 connections; 0 when not there */
     sg_conn_t *dirty_next; /* conns with frames to flush after a dispatch */
@@ -275,6 +277,7 @@ struct sg_worker {
     sg_reclog_t *log;
     char log_path[4096];
     uint64_t records_dropped; /* by the record log: its writer was behind (set when the thread ends) */
+    int log_err;              /* writing or closing the record log failed (-errno): its records are not whole */
     uint64_t warmup_done;
     int fatal;
     char fatal_msg[4400];

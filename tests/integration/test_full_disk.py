@@ -15,9 +15,9 @@ import subprocess
 import harness
 
 
-def run_on_tmpfs(h, m, size, n):
-    mnt = h.path("full-%s" % size)
-    out = h.path("out-%s" % size)
+def run_on_tmpfs(h, m, size, n, extra=(), tag=""):
+    mnt = h.path("full-%s%s" % (size, tag))
+    out = h.path("out-%s%s" % (size, tag))
     os.makedirs(mnt)
     os.makedirs(out)
     art = os.path.join(mnt, "a")
@@ -27,7 +27,7 @@ def run_on_tmpfs(h, m, size, n):
     env = dict(os.environ, OUT=out, ART=art)
     p = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", mnt, h.surge, "profile", "-m", "mock-model", "-u",
                         m.url, "--artifact-dir", art, "--no-progress", "--request-count", str(n),
-                        "--synthetic-input-tokens-mean", "20", "--output-tokens-mean", "4"],
+                        "--synthetic-input-tokens-mean", "20", "--output-tokens-mean", "4"] + [str(a) for a in extra],
                        env=env, capture_output=True, text=True, timeout=120)
     if p.returncode == 99 or not os.path.exists(os.path.join(out, "rc")):
         h.skip("cannot mount a tmpfs in a private mount namespace here: %s" % p.stderr[-300:])
@@ -69,6 +69,14 @@ def main(h):
             h.check(s["request_count"]["avg"] == 400, "the summary counts every request", s["request_count"])
         for name in ("profile_export_surge.jsonl", "profile_export.jsonl"):
             h.check(not os.path.exists(os.path.join(art, name)), "%s: no partial file left" % name)
+
+        # 3. 400 distinct prompts: inputs.json takes most of the room, and the workers' record logs (from which the
+        # JSONL is written) run out of it during the run. The JSONL's failure is the disk's, not a corrupt log's.
+        rc, out, err, art = run_on_tmpfs(h, m, "100k", 400, extra=("--num-prompts", 400), tag="-distinct")
+        h.check(rc == 3, "record log full: exit 3", (rc, err[-1500:]))
+        h.check("No space left on device" in err and "protocol error" not in err and "Input/output error" not in err,
+                "record log full: the real error, by its name", err[-1500:])
+        h.check("INCOMPLETE" in err, "record log full: the artifacts are said INCOMPLETE", err[-800:])
 
 
 if __name__ == "__main__":
