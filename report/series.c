@@ -411,6 +411,38 @@ static json_t *stalls(const rp_run_t *run)
     return o;
 }
 
+/*
+ * The windows in which the server refused connections (surge's server_unreachable), on the timeline's clock, with
+ * the requests due in each. NULL when the run does not say (a peer's run, an older surge).
+ */
+static json_t *unreachable(const rp_run_t *run)
+{
+    if (!run->unreach)
+        return NULL;
+    json_t *out = json_array();
+    size_t i;
+    json_t *w;
+    json_array_foreach(run->unreach, i, w)
+    {
+        json_t *a = json_object_get(w, "start_s"), *b = json_object_get(w, "end_s");
+        if (!json_is_number(a) || !json_is_number(b))
+            continue;
+        double from = json_number_value(a) - run->records_origin_s, to = json_number_value(b) - run->records_origin_s;
+        uint64_t due = 0;
+        for (size_t k = 0; k < run->n; k++)
+            due += run->req[k].intended_s >= from && run->req[k].intended_s <= to;
+        json_t *e = json_object();
+        json_object_set_new(e, "start", jnum(from));
+        json_object_set_new(e, "end", jnum(to));
+        json_object_set(e, "refused", json_object_get(w, "refused"));
+        json_object_set(e, "slots_waiting", json_object_get(w, "slots_waiting"));
+        json_object_set(e, "recovered", json_object_get(w, "recovered"));
+        json_object_set_new(e, "requests", json_integer((json_int_t)due));
+        json_array_append_new(out, e);
+    }
+    return out;
+}
+
 static void set_or_null(json_t *o, const char *key, json_t *v)
 {
     json_object_set(o, key, v ? v : json_null());
@@ -447,6 +479,9 @@ json_t *rp_run_data(const rp_run_t *run)
     json_t *st = stalls(run);
     set_or_null(o, "stalls", st);
     json_decref(st);
+    json_t *un = unreachable(run);
+    set_or_null(o, "unreachable", un);
+    json_decref(un);
     return o;
 }
 

@@ -138,9 +138,10 @@
         for (const b of bands) {
           const l = Math.max(a.left, x.getPixelForValue(b.start)), r = Math.min(a.right, x.getPixelForValue(b.end));
           if (!(r >= l - 1) || r < a.left || l > a.right) continue;
-          ctx.fillStyle = 'rgba(214, 39, 40, 0.18)';
+          const rgb = b.rgb || '214, 39, 40';
+          ctx.fillStyle = 'rgba(' + rgb + ', 0.18)';
           ctx.fillRect(l, a.top, Math.max(2, r - l), a.bottom - a.top);
-          ctx.fillStyle = 'rgba(214, 39, 40, 0.7)';
+          ctx.fillStyle = 'rgba(' + rgb + ', 0.7)';
           ctx.fillRect(l, a.top, 1, a.bottom - a.top);
           n++;
         }
@@ -150,13 +151,48 @@
     };
   }
 
-  /* A run's client stalls as bands for its timeline charts (none for a peer's run, or a run that had none). */
+  /* A run's client stalls (red) and the windows its server refused connections (grey) as bands for its timeline
+   * charts (none for a peer's run, or a run that had none). */
   function stallBands(runs) {
     const out = [];
-    for (const r of runs)
+    for (const r of runs) {
       for (const w of (r.stalls && r.stalls.windows) || [])
         if (typeof w.start === 'number' && typeof w.end === 'number') out.push({ start: w.start, end: w.end });
+      for (const w of r.unreachable || [])
+        if (typeof w.start === 'number' && typeof w.end === 'number')
+          out.push({ start: w.start, end: w.end, rgb: '90, 90, 90' });
+    }
     return out;
+  }
+
+  /* The windows in which a run's server refused connections: when, how many connects were refused, how many
+   * requests were due then, and whether it came back. */
+  function unreachableTable(runs) {
+    const list = runs.filter(function (r) { return r.unreachable && r.unreachable.length > 0; });
+    if (!list.length) return null;
+    const heads = ['run', 'from (s)', 'to (s)', 'length (s)', 'connects refused', 'slots waiting', 'requests due',
+                   'came back'];
+    const rows = [el('tr', null, heads.map(function (h) { return el('th', { text: h }); }))];
+    let n = 0;
+    list.forEach(function (r) {
+      r.unreachable.forEach(function (w, k) {
+        n++;
+        const cells = [['start', w.start], ['end', w.end], ['length_s', w.end - w.start], ['refused', w.refused],
+                       ['slots_waiting', w.slots_waiting], ['requests', w.requests],
+                       ['recovered', w.recovered ? 'yes' : 'no (the run ended first)']];
+        rows.push(el('tr', null, [el('td', { text: r.label })].concat(cells.map(function (c) {
+          return el('td', { 'data-unreachable': k, 'data-field': c[0], 'data-value': String(c[1]),
+                            text: typeof c[1] === 'number' ? fmt(c[1]) : c[1] });
+        }))));
+      });
+    });
+    return el('div', { cls: 'stalls unreachable' }, [
+      el('h3', { text: 'Server unreachable: ' + fmt(n) + ' window' + (n === 1 ? '' : 's') }),
+      el('p', { cls: 'note', text: 'The server refused connections (it was down or restarting): requests due then ' +
+        'failed to connect or waited for it, as docs/metrics.md describes. That is the server, not ' +
+        'the client. Shaded grey on the timeline charts.' }),
+      el('div', { cls: 'scroll' }, [el('table', { cls: 'unreachable' }, rows)])
+    ]);
   }
 
   /* The client stalls of each run that had any: when, how late, how many requests were due in them. */
@@ -733,6 +769,8 @@
     timeline(tl.grid, runs);
     const st = stallTable(runs);
     if (st) tl.box.append(st);
+    const un = unreachableTable(runs);
+    if (un) tl.box.append(un);
     histCharts(section(app, 'Sequence lengths').grid, runs);
 
     const errs = section(app, 'Errors');

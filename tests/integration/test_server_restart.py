@@ -87,7 +87,7 @@ def run_across_restart(h, load, second=(), env=None, tag="", ttft_ms=30, streami
     reader.join(10)
     stdout = open(out_path).read()
     m2.stop()
-    out.update(rc=proc.returncode, stdout=stdout, lines=lines, stderr="\n".join(x for _, x in lines), t0=t0,
+    out.update(art=art, rc=proc.returncode, stdout=stdout, lines=lines, stderr="\n".join(x for _, x in lines), t0=t0,
                stop_t=stop_t, launch_t=launch_t, back_t=back_t, m1=m1.records(), m2=m2.records())
     path = os.path.join(art, "profile_export_surge.json")
     out["summary"] = json.load(open(path)) if os.path.exists(path) else None
@@ -170,6 +170,33 @@ def closed_loop(h, backend):
     check_window(h, r, what, 1.5)
     check_accounting(h, r, what)
     check_reuse(h, r, what)
+    check_report(h, r, what)
+
+
+def check_report(h, r, what):
+    """surge report on the run: the page's data lists the window on the timeline's clock, with its counts."""
+    import re
+    p = h.run([h.surge, "report", r["art"]], timeout=60)
+    page = os.path.join(r["art"], "report.html")
+    if not h.check(p.returncode == 0 and os.path.exists(page), "%s: report written" % what, p.stderr[-2000:]):
+        return
+    with open(page) as f:
+        m = re.search(r'<script id="surge-data" type="application/json">(.*?)</script>', f.read(), re.S)
+    runs = (json.loads(m.group(1)) if m else {}).get("runs") or [{}]
+    un = runs[0].get("unreachable")
+    wins = r["summary"].get("server_unreachable") or []
+    if not h.check(isinstance(un, list) and len(un) == len(wins) == 1, "%s: the report lists the window" % what,
+                   (un, wins)):
+        return
+    origin = r["summary"]["clock"]["records_origin_ns"] / 1e9
+    h.near(un[0]["start"], wins[0]["start_s"] - origin, 1e-6, "%s: report window start on the records' clock (s)"
+           % what)
+    h.near(un[0]["end"], wins[0]["end_s"] - origin, 1e-6, "%s: report window end on the records' clock (s)" % what)
+    h.check(un[0]["refused"] == wins[0]["refused"] and un[0]["recovered"] is True,
+            "%s: report window refused %s (summary %s), came back" % (what, un[0]["refused"], wins[0]["refused"]))
+    due = sum(1 for x in r["records"] if un[0]["start"] <= x["intended_ns"] / 1e9 <= un[0]["end"])
+    h.check(un[0]["requests"] == due and due > 0, "%s: report: %d requests due in the window (%d in the records)"
+            % (what, un[0]["requests"], due))
 
 
 def check_reuse(h, r, what):
