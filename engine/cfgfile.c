@@ -181,53 +181,10 @@ static const char *scalar_text(file_t *f, const yaml_node_t *v, const char *key)
     return t;
 }
 
-/* One key: its flags into a new entry of f, or a problem. Returns SG_ENOMEM only; problems are counted in f. */
-static int take_key(file_t *f, yaml_document_t *doc, const yaml_node_pair_t *pair, const struct option *longs)
+/* The value v of option o (named raw in messages, its key on line) as a new entry of f, or a problem. */
+static int take_value(file_t *f, yaml_document_t *doc, const char *raw, unsigned line, const struct option *o,
+                      yaml_node_t *v, const struct option *longs)
 {
-    yaml_node_t *k = yaml_document_get_node(doc, pair->key);
-    yaml_node_t *v = yaml_document_get_node(doc, pair->value);
-    unsigned line = (unsigned)k->start_mark.line + 1;
-    if (k->type != YAML_SCALAR_NODE) {
-        problem(f, line, "a key must be a flag's name, not a list or a mapping");
-        return 0;
-    }
-    char name[128];
-    const char *raw = (const char *)k->data.scalar.value;
-    if (raw[0] == '-') {
-        problem(f, line, "%s: write a key without its leading dashes (%s: VALUE)", raw, raw + strspn(raw, "-"));
-        return 0;
-    }
-    if (strlen(raw) >= sizeof name || strlen(raw) != k->data.scalar.length) {
-        problem(f, line, "unknown key \"%.60s...\"", raw);
-        return 0;
-    }
-    /* keys take dashes or underscores: request_rate is request-rate */
-    for (size_t i = 0;; i++) {
-        name[i] = raw[i] == '_' ? '-' : raw[i];
-        if (!raw[i])
-            break;
-    }
-    if (v->type == YAML_MAPPING_NODE) {
-        problem(f, line,
-                "%s: a section; keys are surge profile's flag names, one level deep (docs/config.md): GenAI-Perf's "
-                "and AIPerf's sectioned files are not read",
-                raw);
-        return 0;
-    }
-    const struct option *o = find_opt(longs, name);
-    if (o && not_a_key(o)) {
-        problem(f, line, "%s: not a config key (%s)", raw,
-                strcmp(name, "config") == 0 ? "a config file cannot name another" : "a command-line action");
-        return 0;
-    }
-    if (!o) {
-        const char *s = suggest(longs, name);
-        if (s)
-            problem(f, line, "unknown key %s (did you mean %s?)", raw, s);
-        else
-            problem(f, line, "unknown key %s (the keys are surge profile's long flags: surge config keys)", raw);
-        return 0;
-    }
     int group = group_of(longs, o);
     for (size_t i = 0; i < f->n; i++)
         if (f->e[i].group == group) {
@@ -238,7 +195,32 @@ static int take_key(file_t *f, yaml_document_t *doc, const yaml_node_pair_t *pai
     entry_t e = {.opt = o, .group = group, .line = line};
     snprintf(e.where, sizeof e.where, "%s:%u", f->path, line);
     int rc = 0;
-    if (o->has_arg == no_argument) {
+    if (v->type == YAML_MAPPING_NODE) {
+        /* GenAI-Perf writes goodput and extra inputs as mappings: each NAME: VALUE is one NAME:VALUE */
+        if (!sg_config_option_repeatable(o->val) || strcmp(o->name, "model") == 0 || strcmp(o->name, "slo") == 0) {
+            problem(f, line,
+                    "%s: a section; keys are surge profile's flag names (docs/config.md), or GenAI-Perf's "
+                    "sections (endpoint, perf_analyzer, input, output, tokenizer)",
+                    raw);
+            return 0;
+        }
+        for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top && rc == 0; p++) {
+            yaml_node_t *pk = yaml_document_get_node(doc, p->key), *pv = yaml_document_get_node(doc, p->value);
+            const char *kt = pk->type == YAML_SCALAR_NODE ? scalar_text(f, pk, raw) : NULL;
+            const char *vt = pv->type == YAML_SCALAR_NODE && !is_null_scalar(pv) ? scalar_text(f, pv, raw) : NULL;
+            if (!kt || !vt) {
+                problem(f, (unsigned)pk->start_mark.line + 1, "%s: each entry must be NAME: VALUE", raw);
+                break;
+            }
+            char *pair_text;
+            if (asprintf(&pair_text, "%s:%s", kt, vt) < 0) {
+                rc = SG_ENOMEM;
+                break;
+            }
+            rc = push_word(&e, o->name, pair_text);
+            free(pair_text);
+        }
+    } else if (o->has_arg == no_argument) {
         const char *t = v->type == YAML_SCALAR_NODE ? scalar_text(f, v, raw) : NULL;
         int b = t ? yaml_bool(t) : -1;
         if (b < 0) {
@@ -313,6 +295,207 @@ static int take_key(file_t *f, yaml_document_t *doc, const yaml_node_pair_t *pai
     f->e = grown;
     f->e[f->n++] = e;
     return 0;
+}
+
+/* GenAI-Perf's config file (genai-perf config -f): its sections' keys, as paths, and the flag each one is. A flag
+ * this build lacks is named in the problem; "" is a key surge has no counterpart for. */
+static const struct {
+    const char *path, *flag, *why;
+} genai_keys[] = {
+    {"endpoint.model_selection_strategy", "model-selection-strategy", NULL},
+    {"endpoint.backend", "backend", NULL},
+    {"endpoint.custom", "endpoint", NULL},
+    {"endpoint.type", "endpoint-type", NULL},
+    {"endpoint.service_kind", "service-kind", NULL},
+    {"endpoint.streaming", "streaming", NULL},
+    {"endpoint.server_metrics_url", "server-metrics-url", NULL},
+    {"endpoint.server_metrics_urls", "server-metrics-url", NULL},
+    {"endpoint.url", "url", NULL},
+    {"perf_analyzer.stimulus.concurrency", "concurrency", NULL},
+    {"perf_analyzer.stimulus.request_rate", "request-rate", NULL},
+    {"perf_analyzer.stability_percentage", "stability-percentage", NULL},
+    {"perf_analyzer.measurement_interval", "measurement-interval", NULL},
+    {"perf_analyzer.warmup_request_count", "warmup-request-count", NULL},
+    {"perf_analyzer.verbose", "verbose", NULL},
+    {"perf_analyzer.path", "", "surge has no perf_analyzer behind it"},
+    {"input.batch_size", "batch-size", NULL},
+    {"input.extra", "extra-inputs", NULL},
+    {"input.goodput", "goodput", NULL},
+    {"input.header", "header", NULL},
+    {"input.file", "input-file", NULL},
+    {"input.num_dataset_entries", "num-prompts", NULL},
+    {"input.random_seed", "random-seed", NULL},
+    {"input.output_tokens.mean", "output-tokens-mean", NULL},
+    {"input.output_tokens.stddev", "output-tokens-stddev", NULL},
+    {"input.output_tokens.deterministic", "output-tokens-mean-deterministic", NULL},
+    {"input.synthetic_tokens.mean", "synthetic-input-tokens-mean", NULL},
+    {"input.synthetic_tokens.stddev", "synthetic-input-tokens-stddev", NULL},
+    {"input.prefix_prompt.num", "num-prefix-prompts", NULL},
+    {"input.prefix_prompt.length", "prefix-prompt-length", NULL},
+    {"input.request_count.warmup", "warmup-request-count", NULL},
+    {"input.sessions.num", "conversation-num", NULL},
+    {"input.sessions.turns.mean", "conversation-turn-mean", NULL},
+    {"input.sessions.turns.stddev", "conversation-turn-stddev", NULL},
+    {"input.sessions.turn_delay.mean", "conversation-turn-delay-mean", NULL},
+    {"input.sessions.turn_delay.stddev", "conversation-turn-delay-stddev", NULL},
+    {"input.image.batch_size", "image-batch-size", NULL},
+    {"input.image.width_mean", "image-width-mean", NULL},
+    {"input.image.width_stddev", "image-width-stddev", NULL},
+    {"input.image.height_mean", "image-height-mean", NULL},
+    {"input.image.height_stddev", "image-height-stddev", NULL},
+    {"input.image.format", "image-format", NULL},
+    {"output.artifact_directory", "artifact-dir", NULL},
+    {"output.profile_export_file", "profile-export-file", NULL},
+    {"output.generate_plots", "generate-plots", NULL},
+    {"output.checkpoint_directory", "", "surge keeps no checkpoints"},
+    {"output.enable_checkpointing", "", "surge keeps no checkpoints"},
+    {"tokenizer.name", "tokenizer", NULL},
+    {"tokenizer.revision", "", "surge reads a local tokenizer or the Hugging Face cache: give the revision's files"},
+    {"tokenizer.trust_remote_code", "", "surge runs no tokenizer code"},
+};
+
+static bool genai_section(const char *key)
+{
+    static const char *const sections[] = {"endpoint", "perf_analyzer", "input", "output", "tokenizer", "analyze"};
+    for (size_t i = 0; i < SG_ARRAY_LEN(sections); i++)
+        if (strcmp(key, sections[i]) == 0)
+            return true;
+    return false;
+}
+
+/* One key of a GenAI-Perf section at path (its scalar key on line, value v): a flag's entry, a deeper section, or a
+ * problem. */
+static int take_genai(file_t *f, yaml_document_t *doc, const char *path, unsigned line, yaml_node_t *v,
+                      const struct option *longs)
+{
+    if (strcmp(path, "analyze") == 0) {
+        problem(f, line,
+                "analyze: GenAI-Perf's sweeps are lists here: concurrency: [1, 2, 4], request-rate: [...], or "
+                "concurrency-range: START:END:STEP (docs/capacity.md)");
+        return 0;
+    }
+    if (strcmp(path, "perf_analyzer.measurement") == 0 && v->type == YAML_MAPPING_NODE) {
+        /* {mode: request_count|interval, num: N}: N requests (the default mode), or an interval in ms */
+        yaml_node_t *mode = NULL, *num = NULL;
+        unsigned num_line = line;
+        for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+            yaml_node_t *k = yaml_document_get_node(doc, p->key);
+            const char *kt = k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "";
+            if (strcmp(kt, "mode") == 0) {
+                mode = yaml_document_get_node(doc, p->value);
+            } else if (strcmp(kt, "num") == 0) {
+                num = yaml_document_get_node(doc, p->value);
+                num_line = (unsigned)k->start_mark.line + 1;
+            } else {
+                problem(f, (unsigned)k->start_mark.line + 1, "GenAI-Perf's %s.%s: not one of its keys (mode, num)",
+                        path, kt);
+                return 0;
+            }
+        }
+        const char *m =
+            mode && mode->type == YAML_SCALAR_NODE ? (const char *)mode->data.scalar.value : "request_count";
+        bool interval = strcasecmp(m, "interval") == 0;
+        if (!interval && strcasecmp(m, "request_count") != 0) {
+            problem(f, line, "GenAI-Perf's %s.mode: expected request_count or interval, got \"%s\"", path, m);
+            return 0;
+        }
+        if (!num)
+            return 0; /* GenAI-Perf's default count: surge's own default applies */
+        const char *flag = interval ? "measurement-interval" : "request-count";
+        char shown[160];
+        snprintf(shown, sizeof shown, "%s.num (--%s)", path, flag);
+        return take_value(f, doc, shown, num_line, find_opt(longs, flag), num, longs);
+    }
+    if (v->type == YAML_MAPPING_NODE && strcmp(path, "input.goodput") != 0 && strcmp(path, "input.extra") != 0) {
+        int rc = 0;
+        for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top && rc == 0; p++) {
+            yaml_node_t *k = yaml_document_get_node(doc, p->key);
+            unsigned kl = (unsigned)k->start_mark.line + 1;
+            if (k->type != YAML_SCALAR_NODE || strlen((const char *)k->data.scalar.value) > 60) {
+                problem(f, kl, "%s: a key must be a name", path);
+                continue;
+            }
+            char sub[200];
+            snprintf(sub, sizeof sub, "%s.%s", path, (const char *)k->data.scalar.value);
+            rc = take_genai(f, doc, sub, kl, yaml_document_get_node(doc, p->value), longs);
+        }
+        return rc;
+    }
+    for (size_t i = 0; i < SG_ARRAY_LEN(genai_keys); i++) {
+        if (strcmp(genai_keys[i].path, path) != 0)
+            continue;
+        if (genai_keys[i].why) {
+            /* off is what surge does anyway: enable_checkpointing: false, trust_remote_code: false */
+            if (v->type == YAML_SCALAR_NODE && yaml_bool((const char *)v->data.scalar.value) == 0)
+                return 0;
+            problem(f, line, "GenAI-Perf's %s has no counterpart here: %s", path, genai_keys[i].why);
+            return 0;
+        }
+        const struct option *o = find_opt(longs, genai_keys[i].flag);
+        if (!o) {
+            problem(f, line, "GenAI-Perf's %s (--%s) is not a flag of this surge", path, genai_keys[i].flag);
+            return 0;
+        }
+        char shown[200];
+        snprintf(shown, sizeof shown, "%s (--%s)", path, o->name);
+        return take_value(f, doc, shown, line, o, v, longs);
+    }
+    problem(f, line, "GenAI-Perf's %s: not a key surge knows (docs/config.md lists the ones it reads)", path);
+    return 0;
+}
+
+/* One key: its flags into a new entry of f, or a problem. Returns SG_ENOMEM only; problems are counted in f. */
+static int take_key(file_t *f, yaml_document_t *doc, const yaml_node_pair_t *pair, const struct option *longs)
+{
+    yaml_node_t *k = yaml_document_get_node(doc, pair->key);
+    yaml_node_t *v = yaml_document_get_node(doc, pair->value);
+    unsigned line = (unsigned)k->start_mark.line + 1;
+    if (k->type != YAML_SCALAR_NODE) {
+        problem(f, line, "a key must be a flag's name, not a list or a mapping");
+        return 0;
+    }
+    char name[128];
+    const char *raw = (const char *)k->data.scalar.value;
+    if (raw[0] == '-') {
+        problem(f, line, "%s: write a key without its leading dashes (%s: VALUE)", raw, raw + strspn(raw, "-"));
+        return 0;
+    }
+    if (strlen(raw) >= sizeof name || strlen(raw) != k->data.scalar.length) {
+        problem(f, line, "unknown key \"%.60s...\"", raw);
+        return 0;
+    }
+    if (strcmp(raw, "schemaVersion") == 0 || (strcmp(raw, "benchmark") == 0 && v->type == YAML_MAPPING_NODE)) {
+        problem(f, line, "%s: AIPerf's YAML layout is not read: write surge profile's flags as keys (docs/config.md)",
+                raw);
+        return 0;
+    }
+    /* GenAI-Perf's sections hold mappings; surge's own keys never do (endpoint: PATH, tokenizer: NAME are ours) */
+    if (v->type == YAML_MAPPING_NODE && genai_section(raw))
+        return take_genai(f, doc, raw, line, v, longs);
+    /* keys take dashes or underscores: request_rate is request-rate */
+    for (size_t i = 0;; i++) {
+        name[i] = raw[i] == '_' ? '-' : raw[i];
+        if (!raw[i])
+            break;
+    }
+    /* GenAI-Perf's top-level model_name(s) */
+    if (strcmp(name, "model-name") == 0 || strcmp(name, "model-names") == 0)
+        strcpy(name, "model");
+    const struct option *o = find_opt(longs, name);
+    if (o && not_a_key(o)) {
+        problem(f, line, "%s: not a config key (%s)", raw,
+                strcmp(name, "config") == 0 ? "a config file cannot name another" : "a command-line action");
+        return 0;
+    }
+    if (!o) {
+        const char *s = suggest(longs, name);
+        if (s)
+            problem(f, line, "unknown key %s (did you mean %s?)", raw, s);
+        else
+            problem(f, line, "unknown key %s (the keys are surge profile's long flags: surge config keys)", raw);
+        return 0;
+    }
+    return take_value(f, doc, raw, line, o, v, longs);
 }
 
 static void hex(const unsigned char *h, size_t n, char *out)

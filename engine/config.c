@@ -315,6 +315,8 @@ static const char *opt_name(int val)
 
 /* "FILE:LINE" of the config-file key the option being parsed came from (sg_cfgfile_where); NULL for argv's own */
 static const char *fail_where;
+/* sg_config_check_value: a value checked alone says nothing but its problem (the full parse prints any note) */
+static bool quiet_notes;
 
 /*
  * One line on stderr: "surge: --flag: problem". Control characters are escaped so that a value carrying a
@@ -1179,10 +1181,11 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (strcmp(arg, "openai") == 0 || strcmp(arg, "openai-chat") == 0) {
             /* vLLM's benchmark backends name an API, which is --endpoint-type here */
             const char *type = arg[6] ? "chat" : "completions";
-            fprintf(stderr,
-                    "surge: note: --backend %s is vLLM's name for --endpoint-type %s, taken as that; surge's "
-                    "--backend is GenAI-Perf's (the Triton model's inputs)\n",
-                    arg, type);
+            if (!quiet_notes)
+                fprintf(stderr,
+                        "surge: note: --backend %s is vLLM's name for --endpoint-type %s, taken as that; surge's "
+                        "--backend is GenAI-Perf's (the Triton model's inputs)\n",
+                        arg, type);
             st->endpoint_type = type;
             st->rankings_generic = false;
             return sg_endpoint_parse(type, &cfg->endpoint_type) < 0 ? fail(opt, "internal: no %s endpoint", type) : 0;
@@ -2208,8 +2211,10 @@ int sg_config_check_value(const char *name, const char *arg, const char *where)
     if (rc == 0 && !(st.extra = json_object()))
         rc = oom();
     fail_where = where;
+    quiet_notes = true;
     if (rc == 0)
         rc = one_option(&cfg, &st, o->val, o->name, arg);
+    quiet_notes = false;
     fail_where = NULL;
     json_decref(st.extra);
     free(st.endpoint);

@@ -94,7 +94,33 @@ def main(h):
             s = json.load(f)
         h.check(s["sweep"]["values"] == [1, 2] and [p["request_count"] for p in s["points"]] == [4, 4],
                 "the file's concurrency list is a sweep", s.get("sweep"))
+        # GenAI-Perf's sectioned layout (genai-perf config -f): its keys that map onto flags
+        genai = write(h, "genai.yaml", "model_name: genai-model\nendpoint:\n  type: chat\n  streaming: true\n"
+                                       "  url: %s\nperf_analyzer:\n  stimulus:\n    concurrency: 2\n"
+                                       "  measurement:\n    mode: request_count\n    num: 6\ninput:\n"
+                                       "  synthetic_tokens:\n    mean: 30\n  output_tokens:\n    mean: 5\n"
+                                       "  extra:\n    temperature: 0.25\n  goodput:\n    time_to_first_token: 500\n"
+                                       "output:\n  enable_checkpointing: false\n" % m.url)
+        art = h.path("art_genai")  # no -m, -u: the file's model_name and endpoint.url
+        rc = h.run([h.surge, "profile", "--config", genai, "--artifact-dir", art, "--no-progress"], timeout=60)
+        h.check(rc.returncode == 0, "a GenAI-Perf config file runs", rc.stderr[-2000:])
+        with open(os.path.join(art, "profile_export_surge.json")) as f:
+            ic = json.load(f)["input_config"]
+        h.check(ic.get("concurrency") == 2 and ic.get("extra_inputs") == {"temperature": 0.25} and
+                ic.get("goodput") == {"time_to_first_token": 500.0}, "GenAI-Perf's stimulus, extra and goodput", ic)
     recs = m.records()
+    genai_recs, recs = recs[16:], recs[:16]
+    h.check(len(genai_recs) == 6 and all(x["model"] == "genai-model" and x["prompt_words"] == 30 and
+                                         x["max_tokens"] == 5 and x["stream"] for x in genai_recs),
+            "GenAI-Perf's model_name, measurement num, lengths and streaming at the server", genai_recs[:1])
+    rc = validate(h, write(h, "genai_bad.yaml", "model_name: x\ninput:\n  file_name: a\ntokenizer:\n"
+                                                "  trust_remote_code: true\nanalyze:\n  sweep_parameters: {}\n"
+                                                "schemaVersion: \"2.0\"\n"))
+    for want in ("genai_bad.yaml:3: GenAI-Perf's input.file_name: not a key surge knows",
+                 "genai_bad.yaml:5: GenAI-Perf's tokenizer.trust_remote_code has no counterpart here",
+                 "genai_bad.yaml:6: analyze: GenAI-Perf's sweeps are lists here",
+                 "genai_bad.yaml:8: schemaVersion: AIPerf's YAML layout is not read"):
+        h.check(want in rc.stderr, "validate names %r" % want, rc.stderr)
     h.check(len(recs) == 5 + 3 + 8, "the server saw 5 (file), 3 (override) and 4 + 4 (sweep) requests", len(recs))
     first, second, third = recs[:5], recs[5:8], recs[8:]
     h.check(all(x["model"] == "cfg-model" and x["prompt_words"] == 20 and x["max_tokens"] == 4 and x["stream"]
@@ -122,14 +148,14 @@ def main(h):
     rc = validate(h, cfg)
     h.check(rc.returncode == 0 and "valid" in rc.stdout, "validate accepts a good file", (rc.returncode, rc.stdout,
                                                                                          rc.stderr))
-    bad = write(h, "bad.yaml", "model: m\nconcurency: 4\nisl: abc\nstreaming: yes\nendpoint:\n  type: chat\n"
+    bad = write(h, "bad.yaml", "model: m\nconcurency: 4\nisl: abc\nstreaming: yes\nosl-stddev:\n  a: 1\n"
                                "request-count: 0\nnum_requests: 5\n")
     rc = validate(h, bad)
     err = rc.stderr
     for want in ("bad.yaml:2: unknown key concurency (did you mean concurrency?)",
                  "bad.yaml:3: --isl: expected a whole number",
                  "bad.yaml:4: streaming: a flag without a value: expected true or false",
-                 "bad.yaml:5: endpoint: a section",
+                 "bad.yaml:5: osl-stddev: a section",
                  "bad.yaml:7: --request-count: expected a whole number >= 1, got 0",
                  "bad.yaml:8: num_requests: the same option as request-count on line 7"):
         h.check(want in err, "validate names %r" % want, err)
