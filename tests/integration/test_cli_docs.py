@@ -22,7 +22,8 @@ def main(h):
     in_help = set(FLAG.findall(rc.stdout))
     with open(os.path.join(root, "docs", "cli.md")) as f:
         doc = f.read()
-    start, end = doc.find("## surge profile"), doc.find("## surge tokenize")
+    start = doc.find("## surge profile\n")
+    end = doc.find("\n## ", start + 1)
     h.check(0 <= start < end, "docs/cli.md has its surge profile section", (start, end))
     in_doc = set(FLAG.findall(doc[start:end]))
     for where, named in (("surge profile --help", in_help), ("docs/cli.md (surge profile)", in_doc)):
