@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "sg_config.h"
+#include "sg_cfgfile.h"
 #include "sg_scrape.h"
 
 #include "sg_input.h"
@@ -49,6 +50,7 @@ enum {
     OPT_MEASUREMENT_INTERVAL = 'p',
     OPT_STABILITY = 's',
     OPT_BATCH_SIZE = 'b',
+    OPT_CONFIG = 'f', /* --config/-f FILE: a YAML file of flags (engine/cfgfile.c expands it before the parse) */
     OPT_MODEL_STRATEGY = 256,
     OPT_SERVICE_KIND,
     OPT_BACKEND,
@@ -138,6 +140,12 @@ enum {
     OPT_RANK_PASSAGE_TOKENS_STDDEV,
     OPT_RANK_QUERY_TOKENS_MEAN,
     OPT_RANK_QUERY_TOKENS_STDDEV,
+    /* vLLM's `vllm bench serve` flags that are not aliases of ours */
+    OPT_VLLM_DATASET_NAME,
+    OPT_VLLM_RANGE_RATIO,
+    OPT_VLLM_SAVE_RESULT,
+    OPT_VLLM_PERCENTILE_METRICS,
+    OPT_VLLM_METRIC_PERCENTILES,
     /* TLS */
     OPT_INSECURE = 'k',
     OPT_CACERT = 0x200,
@@ -274,11 +282,27 @@ static const struct option long_options[] = {
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"cert", required_argument, NULL, OPT_CERT},
     {"key", required_argument, NULL, OPT_KEY},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    /* vLLM's `vllm bench serve` names (docs/cli.md, vLLM's names) */
+    {"base-url", required_argument, NULL, OPT_URL},
+    {"random-input-len", required_argument, NULL, OPT_ISL_MEAN},
+    {"random-output-len", required_argument, NULL, OPT_OSL_MEAN},
+    {"random-range-ratio", required_argument, NULL, OPT_VLLM_RANGE_RATIO},
+    {"dataset-name", required_argument, NULL, OPT_VLLM_DATASET_NAME},
+    {"dataset-path", required_argument, NULL, OPT_INPUT_FILE},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"result-dir", required_argument, NULL, OPT_ARTIFACT_DIR},
+    {"result-filename", required_argument, NULL, OPT_EXPORT_FILE},
+    {"save-result", no_argument, NULL, OPT_VLLM_SAVE_RESULT},
+    {"save-detailed", no_argument, NULL, OPT_VLLM_SAVE_RESULT},
+    {"percentile-metrics", required_argument, NULL, OPT_VLLM_PERCENTILE_METRICS},
+    {"metric-percentiles", required_argument, NULL, OPT_VLLM_METRIC_PERCENTILES},
+    {"disable-tqdm", no_argument, NULL, OPT_NO_PROGRESS},
     {NULL, 0, NULL, 0},
 };
 
 /* Leading ':' makes getopt report a missing value as ':' (distinct from an unknown option) and stay quiet. */
-static const char short_options[] = ":m:u:H:vhkp::s::b:";
+static const char short_options[] = ":m:u:H:vhkp::s::b:f:";
 
 /* The long name of an option value, for messages: users typed -m but the help lists --model. */
 static const char *opt_name(int val)
@@ -288,6 +312,11 @@ static const char *opt_name(int val)
             return o->name;
     return "?";
 }
+
+/* "FILE:LINE" of the config-file key the option being parsed came from (sg_cfgfile_where); NULL for argv's own */
+static const char *fail_where;
+/* sg_config_check_value: a value checked alone says nothing but its problem (the full parse prints any note) */
+static bool quiet_notes;
 
 /*
  * One line on stderr: "surge: --flag: problem". Control characters are escaped so that a value carrying a
@@ -313,10 +342,11 @@ __attribute__((format(printf, 2, 3))) static int fail(const char *opt, const cha
             line[off++] = (char)*p;
     }
     line[off] = '\0';
+    const char *w = fail_where ? fail_where : "";
     if (opt)
-        fprintf(stderr, "surge: --%s: %s\n", opt, line);
+        fprintf(stderr, "surge: %s%s--%s: %s\n", w, *w ? ": " : "", opt, line);
     else
-        fprintf(stderr, "surge: %s\n", line);
+        fprintf(stderr, "surge: %s%s%s\n", w, *w ? ": " : "", line);
     return SG_EINVAL;
 }
 
@@ -538,9 +568,10 @@ static int push_header(sg_config_t *cfg, char *line)
 static int add_header(sg_config_t *cfg, const char *arg)
 {
     const char *opt = "header";
-    const char *colon = strchr(arg, ':');
-    if (!colon)
-        return fail(opt, "expected 'Name: value', got \"%s\"", arg);
+    /* 'Name: value', or vLLM's Name=value ('=' cannot be in a header name, so the first of the two separates) */
+    const char *colon = arg + strcspn(arg, ":=");
+    if (!*colon)
+        return fail(opt, "expected 'Name: value' (or vLLM's Name=value), got \"%s\"", arg);
     size_t nl = (size_t)(colon - arg);
     if (nl == 0)
         return fail(opt, "missing header name before ':' in \"%s\"", arg);
@@ -1038,6 +1069,77 @@ static int tls_file(const char *opt, const char *arg, const char *what, char **d
     return set_str(dst, arg);
 }
 
+/* Each item of a comma-separated list is one of the words in set (NULL-terminated). */
+static bool list_within(const char *arg, const char *const *set)
+{
+    if (!*arg)
+        return false;
+    for (const char *p = arg;; p++) {
+        size_t n = strcspn(p, ",");
+        bool found = false;
+        for (const char *const *w = set; *w && !found; w++)
+            found = strlen(*w) == n && strncmp(*w, p, n) == 0;
+        if (!found)
+            return false;
+        p += n;
+        if (!*p)
+            return true;
+    }
+}
+
+/*
+ * vLLM's `vllm bench serve` flags that are more than another name of ours (those are aliases in long_options):
+ * each accepted where surge does what it means, refused with the flag to use where it does something else.
+ */
+static int vllm_option(sg_config_t *cfg, parse_state_t *st, int c, const char *opt, const char *arg)
+{
+    static const char *const metrics[] = {"ttft", "tpot", "itl", "e2el", NULL};
+    /* the percentiles every summary holds (metrics/export.c) */
+    static const char *const pcts[] = {"1", "5", "10", "25", "50", "75", "90", "95", "99", "99.9", NULL};
+    switch (c) {
+    case OPT_VLLM_DATASET_NAME:
+        if (strcmp(arg, "random") == 0) /* synthetic prompts of --random-input-len tokens: surge's default */
+            return 0;
+        if (strcmp(arg, "sharegpt") == 0) { /* the file comes with --dataset-path (--input-file) */
+            cfg->input_format = SG_INPUT_SHAREGPT;
+            st->format_given = true;
+            return 0;
+        }
+        return fail(opt,
+                    "vLLM's %s dataset has no counterpart here (surge downloads no datasets): give random "
+                    "(synthetic prompts, the default) or sharegpt with --dataset-path FILE; other files go to "
+                    "--input-file (formats: docs/workloads.md)",
+                    arg);
+    case OPT_VLLM_RANGE_RATIO: {
+        double r;
+        if (parse_num(opt, arg, "a ratio from 0 to 1", 0, false, 1, &r) != 0)
+            return SG_EINVAL;
+        if (r == 0) /* fixed lengths: surge's default (stddev 0) */
+            return 0;
+        return fail(opt, "vLLM draws lengths uniformly from [L(1-R), L(1+R)], surge from a normal distribution: give "
+                         "--synthetic-input-tokens-stddev and --output-tokens-stddev instead (R x L / sqrt(3) is the "
+                         "same spread), or 0 for fixed lengths");
+    }
+    case OPT_VLLM_SAVE_RESULT: /* surge always writes its summary and per-request files (--export-level) */
+        return 0;
+    case OPT_VLLM_PERCENTILE_METRICS:
+        if (!list_within(arg, metrics))
+            return fail(opt,
+                        "expected a comma-separated list of ttft, tpot, itl and e2el (surge reports all four, as "
+                        "time_to_first_token, inter_token_latency, inter_chunk_latency and request_latency), got "
+                        "\"%s\"",
+                        arg);
+        return 0;
+    default: /* OPT_VLLM_METRIC_PERCENTILES */
+        if (!list_within(arg, pcts))
+            return fail(opt,
+                        "surge reports the percentiles 1, 5, 10, 25, 50, 75, 90, 95, 99 and 99.9 of every metric; "
+                        "expected a comma-separated list of those, got \"%s\"",
+                        arg);
+        return 0;
+    }
+}
+
 /* c as getopt_long returned it; opt the long name the user typed (an alias is named as typed). */
 static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *opt, const char *arg)
 {
@@ -1076,6 +1178,18 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         }
         return fail(opt, "expected openai or triton (KServe v2 gRPC), got \"%s\"", arg);
     case OPT_BACKEND:
+        if (strcmp(arg, "openai") == 0 || strcmp(arg, "openai-chat") == 0) {
+            /* vLLM's benchmark backends name an API, which is --endpoint-type here */
+            const char *type = arg[6] ? "chat" : "completions";
+            if (!quiet_notes)
+                fprintf(stderr,
+                        "surge: note: --backend %s is vLLM's name for --endpoint-type %s, taken as that; surge's "
+                        "--backend is GenAI-Perf's (the Triton model's inputs)\n",
+                        arg, type);
+            st->endpoint_type = type;
+            st->rankings_generic = false;
+            return sg_endpoint_parse(type, &cfg->endpoint_type) < 0 ? fail(opt, "internal: no %s endpoint", type) : 0;
+        }
         if (sg_kserve_backend_parse(arg, (sg_kserve_backend_t *)&cfg->backend) < 0)
             return fail(opt, "expected tensorrtllm or vllm, got \"%s\"", arg);
         st->backend = arg;
@@ -1485,6 +1599,14 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return tls_file(opt, arg, "a PEM client certificate file", &cfg->client_cert);
     case OPT_KEY:
         return tls_file(opt, arg, "a PEM private key file", &cfg->client_key);
+    case OPT_CONFIG: /* taken out of argv by sg_cfgfile_expand before the parse; a file cannot name another */
+        return fail(opt, "a config file cannot name another config file");
+    case OPT_VLLM_DATASET_NAME:
+    case OPT_VLLM_RANGE_RATIO:
+    case OPT_VLLM_SAVE_RESULT:
+    case OPT_VLLM_PERCENTILE_METRICS:
+    case OPT_VLLM_METRIC_PERCENTILES:
+        return vllm_option(cfg, st, c, opt, arg);
     case OPT_PROGRESS:
         cfg->progress = 1;
         return 0;
@@ -1797,6 +1919,10 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
         if (rc)
             return rc;
     } else if (st->backend) {
+        if (strcmp(st->backend, "vllm") == 0) /* vLLM's benchmark default: its OpenAI completions API */
+            return fail("backend", "vllm is GenAI-Perf's Triton backend here (with --service-kind triton); vLLM's "
+                                   "benchmark --backend vllm (its OpenAI completions API) is --endpoint-type "
+                                   "completions");
         return fail("backend", "only applies to --service-kind triton");
     }
     if (cfg->export_summary && cfg->generate_plots)
@@ -1812,7 +1938,11 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
                                    "or an open loop (--request-rate, optionally with --max-concurrency)");
     if (st->max_concurrency_given && !st->rate_given && !cfg->fixed_schedule)
         return fail("max-concurrency", "only applies with --request-rate or --fixed-schedule; for a closed loop use "
-                                       "--concurrency");
+                                       "--concurrency (vLLM's --max-concurrency N without a rate is --concurrency "
+                                       "N here)");
+    if (st->num_prompts_given && !st->count_given && !st->duration_given)
+        fprintf(stderr, "surge: note: --num-prompts is the number of distinct prompts here (AIPerf's meaning); "
+                        "vLLM's --num-prompts, the number of requests, is --request-count\n");
     if (st->burstiness_flag) {
         /* vLLM's --burstiness means gamma arrivals (1 is Poisson); with another distribution named, it is a mistake */
         if (st->distribution_given && cfg->distribution != SG_DIST_GAMMA)
@@ -1981,6 +2111,8 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
                 return fail(NULL, "unknown option -%c (see surge profile --help)", optopt);
             return fail(NULL, "unknown or ambiguous option \"%s\" (see surge profile --help)", bad);
         }
+        /* a word made from a config file names its file and line in any complaint about it */
+        fail_where = optind > 0 && optind <= argc ? sg_cfgfile_where(argv[optind - 1]) : NULL;
         /* AIPerf's booleans take their value as the next word too (--profile-run-disable-warmup-after-first false) */
         const char *arg = optarg;
         if ((c == OPT_WARMUP_FIRST_ONLY || c == OPT_CONSISTENT_SEED) && !arg && optind < argc &&
@@ -1989,6 +2121,7 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
         /* idx is set for a long option only: a short one is named by its long form */
         rc = one_option(cfg, st, c, idx >= 0 ? long_options[idx].name : opt_name(c), arg);
         idx = -1;
+        fail_where = NULL;
         if (rc)
             return rc;
     }
@@ -2015,11 +2148,22 @@ int sg_config_parse(sg_config_t *cfg, int argc, char **argv)
 {
     parse_state_t st;
     memset(&st, 0, sizeof st);
-    int rc = set_defaults(cfg);
+    /* --config FILE: the file's keys become flags ahead of argv's (engine/cfgfile.c; argv's win) */
+    sg_cfgfile_t cf;
+    int rc = sg_cfgfile_expand(argc, argv, &cf);
+    if (rc != 0)
+        return rc;
+    rc = set_defaults(cfg);
     if (rc == 0 && !(st.extra = json_object()))
         rc = oom();
     if (rc == 0)
-        rc = parse_argv(cfg, &st, argc, argv);
+        rc = parse_argv(cfg, &st, cf.argc, cf.argv);
+    if (rc == 0 && cf.path) {
+        cfg->config_file = cf.path;
+        cf.path = NULL;
+        memcpy(cfg->config_sha256, cf.sha256, sizeof cfg->config_sha256);
+    }
+    sg_cfgfile_free(&cf);
     json_decref(st.extra);
     free(st.endpoint);
     if (rc != 0) {
@@ -2030,8 +2174,57 @@ int sg_config_parse(sg_config_t *cfg, int argc, char **argv)
     return rc;
 }
 
+const struct option *sg_config_options(const char **shorts)
+{
+    if (shorts)
+        *shorts = short_options;
+    return long_options;
+}
+
+bool sg_config_option_repeatable(int val)
+{
+    switch (val) {
+    case OPT_MODEL:
+    case OPT_HEADER:
+    case OPT_EXTRA_INPUTS:
+    case OPT_SLO:
+    case OPT_GOODPUT:
+    case OPT_SERVER_METRICS_URL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+int sg_config_check_value(const char *name, const char *arg, const char *where)
+{
+    const struct option *o = long_options;
+    while (o->name && strcmp(o->name, name) != 0)
+        o++;
+    if (!o->name || o->val == OPT_HELP || o->val == OPT_VERSION || o->val == OPT_CONFIG)
+        return fail(NULL, "unknown option --%s", name);
+    sg_config_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    parse_state_t st;
+    memset(&st, 0, sizeof st);
+    int rc = set_defaults(&cfg);
+    if (rc == 0 && !(st.extra = json_object()))
+        rc = oom();
+    fail_where = where;
+    quiet_notes = true;
+    if (rc == 0)
+        rc = one_option(&cfg, &st, o->val, o->name, arg);
+    quiet_notes = false;
+    fail_where = NULL;
+    json_decref(st.extra);
+    free(st.endpoint);
+    sg_config_free(&cfg);
+    return rc;
+}
+
 void sg_config_free(sg_config_t *cfg)
 {
+    free(cfg->config_file);
     free(cfg->coordinator);
     for (size_t i = 0; i < cfg->n_models; i++)
         free(cfg->models[i]);
@@ -2109,7 +2302,7 @@ static bool secret_header(const char *line)
     static const char *const names[] = {"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie"};
     for (size_t i = 0; i < SG_ARRAY_LEN(names); i++) {
         size_t n = strlen(names[i]);
-        if (strncasecmp(line, names[i], n) == 0 && line[n] == ':')
+        if (strncasecmp(line, names[i], n) == 0 && (line[n] == ':' || line[n] == '=')) /* '=': vLLM's form */
             return true;
     }
     return false;
@@ -2197,6 +2390,9 @@ char *sg_config_to_json(const sg_config_t *cfg)
     for (size_t i = 0; slo_list && i < cfg->n_slo_checks; i++)
         json_array_append_new(slo_list, json_string(cfg->slo_checks[i].text));
     json_object_set_new(o, "slo", slo_list ? slo_list : json_null());
+    /* --config: which file, and which content of it, the flags came from */
+    json_object_set_new(o, "config_file", cfg->config_file ? json_string(cfg->config_file) : json_null());
+    json_object_set_new(o, "config_file_sha256", cfg->config_file ? json_string(cfg->config_sha256) : json_null());
     json_object_set_new(o, "confidence_level", json_real(cfg->confidence_level));
     json_object_set_new(o, "sweep", sweep ? sweep : json_null());
     json_t *search = json_null();
@@ -2331,7 +2527,7 @@ static bool shell_word(char **buf, size_t *len, size_t *cap, const char *w)
 /* A header argument as the summary shows it: a credential's value replaced (malloc'd, or NULL). */
 static char *redacted_header(const char *prefix, const char *line)
 {
-    size_t nl = strcspn(line, ":");
+    size_t nl = strcspn(line, ":=");
     size_t len = strlen(prefix) + strlen(line) + sizeof ": <redacted>";
     char *out = malloc(len);
     if (!out)
@@ -2703,4 +2899,32 @@ void sg_config_usage(FILE *out)
                  "  seconds, once),\n"
                  "  --input-dataset (download the data and give it with --input-file), and\n"
                  "  arguments after -- (there is no perf_analyzer behind surge).\n");
+    fprintf(out, "\n"
+                 "Config files (docs/config.md):\n"
+                 "  -f, --config FILE             read flags from a YAML file whose keys are the long flags of\n"
+                 "                                this list, dashes or underscores (isl: 128, streaming: true,\n"
+                 "                                concurrency: [1, 2, 4], header: [\"A: b\"]); flags on the\n"
+                 "                                command line win, and a repeatable one's values replace the\n"
+                 "                                file's list. surge config validate FILE checks a file without\n"
+                 "                                sending anything (surge config --help)\n"
+                 "\n"
+                 "Other aliases: --batch-size-text and --prompt-batch-size (-b), --prompt-input-tokens-mean and\n"
+                 "  --prompt-input-tokens-stddev (--isl, --isl-stddev), --prompt-output-tokens-mean and\n"
+                 "  --prompt-output-tokens-stddev (--osl, --osl-stddev), --num-conversations (--conversation-num),\n"
+                 "  --prefix-prompt-pool-size (--num-prefix-prompts); --no-set-consistent-seed is refused (every\n"
+                 "  run is seeded: give each its own --random-seed).\n"
+                 "\n"
+                 "vLLM's `vllm bench serve` names (docs/cli.md, vLLM's names):\n"
+                 "  --base-url URL (--url), --random-input-len N (--isl), --random-output-len N (--osl),\n"
+                 "  --random-range-ratio 0 (fixed lengths; another ratio is refused: surge's lengths are normal,\n"
+                 "  give the stddev flags), --dataset-name random|sharegpt, --dataset-path FILE (--input-file),\n"
+                 "  --seed N (--random-seed), --result-dir DIR (--artifact-dir), --result-filename NAME\n"
+                 "  (--profile-export-file), --save-result and --save-detailed (surge always writes its files),\n"
+                 "  --disable-tqdm (--no-progress), --percentile-metrics and --metric-percentiles (checked: every\n"
+                 "  summary has ttft, tpot, itl and e2el at p1 to p99.9), --backend openai|openai-chat\n"
+                 "  (--endpoint-type completions|chat, with a note), -H Name=value. Where a name means something\n"
+                 "  else here, GenAI-Perf's and AIPerf's meaning stays and a line says what to use: --num-prompts\n"
+                 "  is distinct prompts (vLLM's is --request-count), --backend vllm is Triton's backend (vLLM's\n"
+                 "  is --endpoint-type completions), --max-concurrency needs --request-rate (vLLM's without a\n"
+                 "  rate is --concurrency).\n");
 }

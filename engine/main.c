@@ -1,4 +1,5 @@
 /* surge: entry point. `surge profile ...` measures a server; `surge mock ...` is the bundled mock server. */
+#include "sg_cfgfile.h"
 #include "sg_dist.h"
 #include "sg_mock.h"
 #include "sg_report.h"
@@ -23,6 +24,7 @@ static void usage(FILE *out)
             "  surge report DIR... [-o FILE]             an HTML report of runs (`surge report --help`)\n"
             "  surge compare DIR DIR... [-o FILE]        the same, to compare runs\n"
             "  surge merge DIR... -o OUT                 one run's files from its parts' (`surge merge --help`)\n"
+            "  surge config validate|expand|init|keys    config files for surge profile --config (`surge config`)\n"
             "  surge --version\n",
             SURGE_VERSION);
 }
@@ -44,6 +46,8 @@ int main(int argc, char **argv)
         return sg_compare_main(argc - 1, argv + 1);
     if (strcmp(cmd, "merge") == 0)
         return sg_merge_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "config") == 0)
+        return sg_config_main(argc - 1, argv + 1);
     if (strcmp(cmd, "mock") == 0)
         return sg_mock_main(argc - 1, argv + 1);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {

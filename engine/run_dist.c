@@ -89,6 +89,9 @@ static char *fingerprint(const profile_t *p)
                                       "local_address", "coalesce_us"};
     for (size_t i = 0; i < SG_ARRAY_LEN(own); i++)
         json_object_del(o, own[i]);
+    /* a rank may read a config file of its own (--config): its resolved settings are what is compared */
+    json_object_del(o, "config_file");
+    json_object_del(o, "config_file_sha256");
     char hex[24];
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
     json_object_set_new(o, "requests_hash", json_string(hex));

@@ -149,8 +149,10 @@ typedef struct {
     size_t n_slos;
     sg_slo_check_t slo_checks[SG_SLO_MAX]; /* --slo: verdicts on the whole point (sg_slo.h) */
     size_t n_slo_checks;
-    int progress;      /* -1 auto (stderr is a tty), 0 off, 1 on */
-    bool show_version; /* --version was given: parse returned 1, the caller prints the version */
+    int progress;           /* -1 auto (stderr is a tty), 0 off, 1 on */
+    char *config_file;      /* --config FILE as given, NULL without one (engine/cfgfile.c) */
+    char config_sha256[65]; /* its content's SHA-256, lowercase hex; "" without one */
+    bool show_version;      /* --version was given: parse returned 1, the caller prints the version */
 } sg_config_t;
 
 /*
@@ -176,5 +178,15 @@ char *sg_config_command(int argc, char *const *argv);
 /* GenAI-Perf style run name: "<model>-openai-<endpoint-type>-concurrency<N>" or "-request_rate<R>". malloc'd. */
 char *sg_config_run_name(const sg_config_t *cfg);
 void sg_config_usage(FILE *out);
+
+/* For engine/cfgfile.c, which turns a config file's keys into these flags. */
+struct option;
+/* getopt's table of `surge profile`'s long options (NULL-terminated) and, in *shorts, its short-option string. */
+const struct option *sg_config_options(const char **shorts);
+/* Whether the option (its table val) adds a value each time it is given (-m, -H, --extra-inputs, --slo, ...). */
+bool sg_config_option_repeatable(int val);
+/* Check one option's value alone, as the parse takes it (long name, value or NULL): 0, or SG_EINVAL after one line on
+ * stderr that begins with where ("FILE:LINE") when given. Cross-option rules are the full parse's. */
+SG_WUR int sg_config_check_value(const char *name, const char *arg, const char *where);
 
 #endif
