@@ -1,4 +1,5 @@
 # ctest: run-serial (the search judges TTFT against a 40 ms margin over the mock's 20 ms)
+# ctest: one-backend (the search's decisions are the controller's; both backends are covered by every profile test)
 """The capacity search against a server whose capacity is known: `surge mock --max-batch 4` with 50 ms per request
 (20 ms TTFT, then 15 tokens 2 ms apart) serves 80 requests/s, and a concurrency of 4 without queueing.
 

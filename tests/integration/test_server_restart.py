@@ -1,4 +1,5 @@
 # ctest: run-serial (outage windows are timed against the test's own stop and restart of the mock)
+# ctest: one-backend (it runs the closed loop on io_uring and on epoll itself; the rest is the server's outage, not the event loop)
 """A server that goes away in the middle of a run and comes back on the same port (issue 23).
 
 - Closed loop: a slot whose connect is refused backs off (10 ms doubling to 1 s), so an outage of about 2 s costs
