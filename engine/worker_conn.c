@@ -136,17 +136,23 @@ static void tls_kick(sg_conn_t *c)
 
 /*
  * A connection that never became usable (handshake failed, the server closed or reset it during the handshake):
- * one failed attempt fails the request it was opened for, as a refused connect does.
+ * one failed attempt fails the request it was opened for, as a refused connect does. refusal: the server turned the
+ * connection down before any request went out (a reset or a close during the handshake: a TLS front whose backend
+ * is gone, a server shedding load). Then, as for a refused connect, a closed-loop slot backs off before its next
+ * request, and a reset opens an unreachable window; without it a closed loop would spin on the handshake.
  */
-static void tls_setup_failed(sg_conn_t *c, const char *why)
+static void tls_setup_failed(sg_conn_t *c, const char *why, bool refusal, int res)
 {
     sg_worker_t *w = c->w;
     w->tls_failures++;
     bool for_setup = c->for_setup;
     wk_conn_close(c);
+    if (refusal && res < 0)
+        wk_note_unreachable(w, res, sg_now_ns());
     if (!for_setup) {
         sg_req_t *r = wk_wait_pop_opened_for(w);
         if (r) {
+            r->refused = refusal;
             wk_set_error(r, SG_ERRC_TLS, "%s", why);
             wk_req_finish(w, r, sg_now_ns());
         }
@@ -161,7 +167,7 @@ static void tls_handshake(sg_conn_t *c)
     sg_worker_t *w = c->w;
     int rc = sg_tls_handshake(c->tls);
     if (rc < 0) {
-        tls_setup_failed(c, sg_tls_error(c->tls));
+        tls_setup_failed(c, sg_tls_error(c->tls), false, 0);
         return;
     }
     tls_kick(c);
@@ -172,7 +178,8 @@ static void tls_handshake(sg_conn_t *c)
     else
         w->tls_full++;
     w->n_connecting--;
-    c->state = C_BUSY; /* so a failure below does not count the connect twice */
+    c->state = C_BUSY;                 /* so a failure below does not count the connect twice */
+    wk_note_reachable(w, sg_now_ns()); /* over TLS the server is back when a handshake completes */
     conn_ready(c);
 }
 
@@ -185,7 +192,7 @@ static void tls_start(sg_conn_t *c)
     if (err < 0) {
         char why[128];
         snprintf(why, sizeof why, "TLS: cannot set up the connection: %s", sg_strerror(err));
-        tls_setup_failed(c, why);
+        tls_setup_failed(c, why, false, 0);
         return;
     }
     tls_handshake(c);
@@ -206,7 +213,7 @@ static void tls_on_data(sg_conn_t *c, const char *data, size_t len)
     int err = sg_tls_feed(c->tls, data, len);
     if (err < 0) {
         if (c->state == C_CONNECTING)
-            tls_setup_failed(c, "TLS: the server sent more than 4 MiB during the handshake");
+            tls_setup_failed(c, "TLS: the server sent more than 4 MiB during the handshake", false, 0);
         else
             tls_broken(c, err);
         return;
@@ -240,7 +247,7 @@ static void tls_on_eof(sg_conn_t *c, int res)
             snprintf(why, sizeof why, "TLS: the server closed the connection during the handshake");
         else
             snprintf(why, sizeof why, "TLS: connection error during the handshake: %s", sg_strerror(res));
-        tls_setup_failed(c, why);
+        tls_setup_failed(c, why, res == 0 || wk_refusal(res), res);
         return;
     }
     if (res == 0) {
@@ -651,7 +658,8 @@ static void on_connect(sg_op_t *op, const sg_ev_t *ev)
             wk_conn_dispatch(w);
             return;
         }
-        wk_note_reachable(w, sg_now_ns());
+        if (!w->tls_ctx) /* over TLS: when its handshake completes (a server can reset every handshake) */
+            wk_note_reachable(w, sg_now_ns());
         recv_arm(c);
         if (w->tls_ctx) {
             tls_start(c); /* still connecting until the handshake is done */
@@ -800,7 +808,7 @@ static void setup_timed_out(sg_conn_t *c, int64_t now)
     if (c->tls) {
         /* TCP is up (tls_start ran): the handshake is what did not finish */
         snprintf(why, sizeof why, "TLS: the handshake with %s was not done within %.3g s", w->run->addr_text, s);
-        tls_setup_failed(c, why);
+        tls_setup_failed(c, why, false, 0);
         return;
     }
     w->last_connect_err = -ETIMEDOUT;

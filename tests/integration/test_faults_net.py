@@ -298,6 +298,32 @@ def case_tun_loss(h):
                 % (dropped, packets, reordered))
 
 
+def case_tls_reset(h):
+    """A TLS front whose backend goes away: from 1 s on every new connection is reset during its handshake (the
+    proxy reads the ClientHello and resets). A closed loop backs off as it does for a refused connect (10 ms doubling
+    to 1 s per slot) instead of spinning on handshakes, and the outage is a server_unreachable window."""
+    users, dur = 4, 4
+    with h.mock("--tls", "--tls-alpn", "http/1.1", "--ttft-ms", TTFT, "--itl-ms", ITL, "--close-after", 1) as m:
+        with FaultProxy(("127.0.0.1", m.port)) as p:
+            p.reset_new(after=1.0)
+            # --close-after 1: the mock closes each connection after its answer, so every request needs a new one
+            r = profile(h, p.url.replace("http://", "https://"), "-k", "--streaming", "--output-tokens-mean", 4,
+                        "--concurrency", users, "--benchmark-duration", dur, timeout=60, check_rc=1)
+            st = p.stats()
+    s = r.summary or {}
+    by = r.errors_by_class()
+    # per slot: 7 attempts in the first 1.27 s of back-off, then one a second; room for two more per slot
+    bound = users * (7 + dur + 2)
+    h.check(0 < by.get("tls", 0) <= bound, "tls reset: handshakes reset %d times, at most %d (a closed loop backs off)"
+            % (by.get("tls", 0), bound), by)
+    h.check(st["reset"] >= by.get("tls", 0), "tls reset: the proxy reset %d, surge counted %d" % (st["reset"],
+                                                                                                 by.get("tls", 0)))
+    wins = s.get("server_unreachable") or []
+    h.check(len(wins) == 1 and not wins[0]["recovered"] and 0.5 <= wins[0]["start_s"] <= 2.5,
+            "tls reset: one server_unreachable window from about 1 s, not recovered", wins)
+    h.check("server unreachable since" in r.stderr, "tls reset: the outage said at once on stderr", r.stderr[-1500:])
+
+
 def main(h):
     if os.environ.get("SURGE_FAULTS_INSIDE_TUN"):
         case_tun_loss_inside(h)
@@ -309,6 +335,7 @@ def main(h):
     case_link_down_timeout(h)
     case_loss(h)
     case_tun_loss(h)
+    case_tls_reset(h)
 
 
 harness.main(main)

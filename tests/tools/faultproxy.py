@@ -47,6 +47,8 @@ import asyncio
 import os
 import random
 import signal
+import socket
+import struct
 import sys
 import threading
 import time
@@ -107,6 +109,8 @@ class FaultProxy:
         self.connections = 0  # accepted in all
         self.open = 0
         self.refused = 0  # over max_connections, or the upstream connect failed
+        self.resetting = False  # reset_new(): new connections are reset once their first bytes arrive
+        self.reset = 0  # connections reset that way
         self.downs = []  # [start, end] of each link-down window, on the wall clock (time.time(), as surge's
         # summary's clock.start_realtime_ns)
         self._up = None  # asyncio.Event: set while the link is up
@@ -175,6 +179,13 @@ class FaultProxy:
         """Take the link down for `seconds`, `after` seconds from now (thread-safe; returns at once)."""
         self._loop.call_soon_threadsafe(self._loop.call_later, after, self._down, seconds)
 
+    def reset_new(self, after=0.0):
+        """From `after` seconds from now, every new connection is accepted, its first bytes read (a TLS ClientHello)
+        and then reset (RST), never forwarded: a TLS front whose backend is gone. Connections already open go on."""
+        def on():
+            self.resetting = True
+        self._loop.call_soon_threadsafe(self._loop.call_later, after, on)
+
     def _down(self, seconds):
         self.downs.append([time.time(), None])
         self._up.clear()
@@ -187,7 +198,7 @@ class FaultProxy:
     def stats(self):
         """Counters: connections, open, refused, and per direction bytes, chunks, spikes, first/last write
         (time.monotonic), and the link-down windows ([start, end], time.time())."""
-        out = {"connections": self.connections, "open": self.open, "refused": self.refused,
+        out = {"connections": self.connections, "open": self.open, "refused": self.refused, "reset": self.reset,
                "downs": [tuple(d) for d in self.downs]}
         for name, link in self.links.items():
             out[name] = {"bytes": link.bytes, "chunks": link.chunks, "spikes": link.spikes,
@@ -203,6 +214,14 @@ class FaultProxy:
         try:
             if self.open >= self.max_connections:
                 self.refused += 1
+                return
+            if self.resetting:
+                await creader.read(CHUNK)
+                sock = cwriter.get_extra_info("socket")
+                if sock is not None:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                cwriter.transport.abort()
+                self.reset += 1
                 return
             self.open += 1
             try:
