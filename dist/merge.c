@@ -517,6 +517,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .warmup_count = warmup,
         .input_config_json = input,
         .has_slos = n_slos > 0,
+        .show_trace_timing = json_is_true(json_object_get(cfg, "show_trace_timing")),
         .client_cpu_s = cpu,
         .client_cpu_user_s = split_known[0] ? cpu_split[0] : 0,
         .client_cpu_sys_s = split_known[0] ? cpu_split[1] : 0,

@@ -92,6 +92,7 @@ enum {
     OPT_RATE_RANGE,
     OPT_INPUT_DATASET,
     OPT_GENERATE_PLOTS,
+    OPT_SHOW_TRACE_TIMING,
     OPT_FIXED_SCHEDULE,
     OPT_FIXED_SPEEDUP,
     OPT_INPUT_FORMAT,
@@ -263,6 +264,7 @@ static const struct option long_options[] = {
     {"no-set-consistent-seed", no_argument, NULL, OPT_NO_CONSISTENT_SEED},
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
+    {"show-trace-timing", no_argument, NULL, OPT_SHOW_TRACE_TIMING}, /* AIPerf */
     {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
     {"timestamps", required_argument, NULL, OPT_TIMESTAMPS},
     {"coalesce-us", required_argument, NULL, OPT_COALESCE_US},
@@ -1429,6 +1431,9 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
         cfg->generate_plots = !arg || strcmp(arg, "true") == 0;
         return 0;
+    case OPT_SHOW_TRACE_TIMING:
+        cfg->show_trace_timing = true;
+        return 0;
     case OPT_WORLD_SIZE:
         if (parse_u64(opt, arg, 1, 1024, &u64) != 0)
             return SG_EINVAL;
@@ -2273,6 +2278,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "goodput", slos);
     json_object_set_new(o, "verbose", json_boolean(cfg->verbose));
     json_object_set_new(o, "generate_plots", json_boolean(cfg->generate_plots));
+    json_object_set_new(o, "show_trace_timing", json_boolean(cfg->show_trace_timing));
     json_object_set_new(o, "export_level", json_string(cfg->export_summary ? "summary" : "records"));
     json_object_set_new(o, "overwrite", json_boolean(cfg->overwrite));
     json_t *scrape = json_array();
@@ -2641,6 +2647,9 @@ void sg_config_usage(FILE *out)
                  "                                seconds between scrapes (default 1, at least 0.1)\n"
                  "      --generate-plots          also write report.html, the run's HTML report (as `surge report\n"
                  "                                DIR` does), into the artifact directory\n"
+                 "      --show-trace-timing       also show the HTTP trace (http_req_connecting, _tls_handshaking,\n"
+                 "                                _sending, _waiting, _receiving, _duration) in the console table;\n"
+                 "                                the files always have them (docs/metrics.md, HTTP trace)\n"
                  "      --world-size N            one run over N processes (ranks), on one host or many; each\n"
                  "                                sends its share of the one global schedule, rank 0 merges the\n"
                  "                                results (docs/distributed.md). Also taken from Slurm, Open MPI,\n"

@@ -1823,6 +1823,7 @@ static int point_report(profile_t *p, point_t *pt)
         .warmup_count = pt->warmup,
         .input_config_json = input_json ? input_json : "{}",
         .has_slos = cfg->n_slos > 0,
+        .show_trace_timing = cfg->show_trace_timing,
         .client_cpu_s = pt->client_cpu_s,
         .client_cpu_user_s = pt->client_cpu_user_s,
         .client_cpu_sys_s = pt->client_cpu_sys_s,

@@ -139,6 +139,8 @@ typedef struct {
     bool export_summary; /* --export-level summary: no per-request JSONL files (AIPerf's flag; records is the
                             default, raw is refused: surge keeps no request and response bodies) */
     bool overwrite;      /* --overwrite: an artifact directory holding a run is emptied of it, not left for DIR-2 */
+    /* --show-trace-timing (AIPerf): the http_req_* rows in the console table */
+    bool show_trace_timing;
     char *server_metrics_urls[SG_MAX_SCRAPE_URLS]; /* --server-metrics-url, each http://HOST[:PORT]/PATH */
     size_t n_server_metrics_urls;
     double server_metrics_interval_s; /* --server-metrics-interval (default 1) */

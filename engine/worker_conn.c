@@ -171,6 +171,7 @@ static void tls_handshake(sg_conn_t *c)
         w->tls_resumed++;
     else
         w->tls_full++;
+    c->ready_ns = sg_now_ns();
     w->n_connecting--;
     c->state = C_BUSY; /* so a failure below does not count the connect twice */
     conn_ready(c);
@@ -344,6 +345,7 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
     r->conn = c;
     /* provisional (timeouts count from it): wk_mark_sent stamps when its last byte has left */
     r->rec.sent_ns = sg_now_ns();
+    wk_trace_conn(r, c, r->rec.sent_ns);
     c->unsent = true;
     wk_fl_append(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
@@ -617,6 +619,25 @@ void wk_fail_waiting_head(sg_worker_t *w, int err)
     wk_req_finish(w, r, sg_now_ns());
 }
 
+void wk_trace_conn(sg_req_t *r, sg_conn_t *c, int64_t now)
+{
+    r->rec.send_start_ns = now;
+    r->rec.head_ns = 0;
+    r->rec.tls = c->tls != NULL;
+    if (c->setup_traced || !c->connected_ns) {
+        r->rec.conn_reused = true;
+        r->rec.conn_connect_ns = r->rec.conn_tls_ns = 0;
+        return;
+    }
+    c->setup_traced = true;
+    r->rec.conn_reused = false;
+    /* a connect that completes within the clock's step still took time: at least 1 ns, so 0 keeps meaning "none" */
+    int64_t connect = c->connected_ns - c->opened_ns;
+    r->rec.conn_connect_ns = connect > 0 ? connect : 1;
+    int64_t tls = c->ready_ns - c->connected_ns;
+    r->rec.conn_tls_ns = c->tls ? (tls > 0 ? tls : 1) : 0;
+}
+
 /* Connected, and over TLS the handshake done: HTTP/2 opens its session, HTTP/1.1 goes idle. */
 static void conn_ready(sg_conn_t *c)
 {
@@ -651,11 +672,13 @@ static void on_connect(sg_op_t *op, const sg_ev_t *ev)
             wk_conn_dispatch(w);
             return;
         }
-        wk_note_reachable(w, sg_now_ns());
+        c->connected_ns = sg_now_ns();
+        wk_note_reachable(w, c->connected_ns);
         recv_arm(c);
         if (w->tls_ctx) {
             tls_start(c); /* still connecting until the handshake is done */
         } else {
+            c->ready_ns = c->connected_ns;
             w->n_connecting--;
             conn_ready(c);
         }

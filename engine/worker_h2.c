@@ -141,6 +141,8 @@ static int h2_cb_head(void *ud, void *sud, int status, bool event_stream)
         return -1; /* nobody waits for it any more: reset */
     if (rs->req->rec.first_byte_ns == 0)
         wk_first_byte(rs->req, wk_t_recv_ns);
+    if (rs->req->rec.head_ns == 0)
+        rs->req->rec.head_ns = wk_t_recv_ns;
     if (rs->w->grpc)
         return wk_grpc_on_head(rs, status);
     sg_h1_resp_head_t head = {.status = status, .content_length = -1, .event_stream = event_stream};
@@ -455,6 +457,7 @@ static bool h2_start(sg_conn_t *c, sg_req_t *r)
     r->conn = c;
     r->stream_id = id;
     r->rec.sent_ns = sg_now_ns(); /* provisional, for timeouts: h2_cb_sent stamps when its HEADERS go out */
+    wk_trace_conn(r, c, r->rec.sent_ns);
     wk_fl_append(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
     h2_mark(c);

@@ -145,6 +145,12 @@ struct sg_conn {
     sg_conn_t *prev;
     sg_conn_t *all_next; /* every connection of the worker, for the final clean-up */
     sg_conn_t *all_prev;
+
+    /* HTTP trace (wk_trace_conn): when the TCP connect completed and when set-up was done (over TLS: the handshake),
+     * 0 before; whether those went into the record of the first request it carried */
+    int64_t connected_ns;
+    int64_t ready_ns;
+    bool setup_traced;
 };
 
 /* A closed-loop slot waiting out its back-off (worker.c): its next request is due then. */
@@ -387,6 +393,9 @@ void wk_conns_free_all(sg_worker_t *w);
 /* Give up connections whose set-up is past w->setup_timeout_ns (call when now reaches w->setup_check_ns). */
 void wk_conns_expire_setup(sg_worker_t *w, int64_t now);
 void wk_fail_waiting_head(sg_worker_t *w, int err);
+/* HTTP trace: request r starts on connection c at now: its send start, and the connection's set-up times when it is
+ * the first request c carries (else marked reused). */
+void wk_trace_conn(sg_req_t *r, sg_conn_t *c, int64_t now);
 /* err (-errno) is the server turning a connection down (refused, reset, unreachable), not the client running out of
  * something: a closed loop backs off after it */
 bool wk_refusal(int err);

@@ -174,6 +174,12 @@ static const sg_metric_id_t display_order[] = {
     SG_M_LATENCY_FROM_SEND,
     SG_M_INTER_CHUNK,
     SG_M_SCHEDULE_LAG,
+    SG_M_HTTP_CONNECTING,
+    SG_M_HTTP_TLS,
+    SG_M_HTTP_SENDING,
+    SG_M_HTTP_WAITING,
+    SG_M_HTTP_RECEIVING,
+    SG_M_HTTP_DURATION,
 };
 _Static_assert(SG_ARRAY_LEN(display_order) == SG_M__COUNT, "every metric has a place in the table");
 
@@ -251,7 +257,8 @@ static size_t table_rows(row_t *rows, const sg_metrics_t *m, const sg_run_info_t
     size_t n = 0;
     double duration = sg_metrics_duration_s(m);
     for (size_t i = 0; i < SG_ARRAY_LEN(display_order); i++)
-        if (exported(m, display_order[i]))
+        if (exported(m, display_order[i]) &&
+            (!sg_metric_is_trace(display_order[i]) || (info && info->show_trace_timing)))
             dist_row(&rows[n++], m, display_order[i]);
     uint64_t out_tok = sg_metrics_output_tokens(m), in_tok = sg_metrics_input_tokens(m);
     bool output = generated(m);

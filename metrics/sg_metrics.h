@@ -42,6 +42,13 @@ typedef enum {
     SG_M_CACHED_ISL,      /* prompt tokens the server reported taken from its cache; only where it said */
     SG_M_REASONING,       /* reasoning tokens per response */
     SG_M_TOKENS_PER_USER, /* recorded in milli-tokens/s */
+    /* HTTP trace (AIPerf's and k6's names; docs/metrics.md, "HTTP trace"), times in ns like the ones above */
+    SG_M_HTTP_CONNECTING, /* TCP connect + TLS handshake of a new connection; 0 on a reused one */
+    SG_M_HTTP_TLS,        /* TLS handshake of a new connection; 0 on a reused one; https:// only */
+    SG_M_HTTP_SENDING,    /* first request byte handed to the kernel to the last one sent */
+    SG_M_HTTP_WAITING,    /* last request byte sent to the first response byte (TTFB) */
+    SG_M_HTTP_RECEIVING,  /* first response byte to the end of the response */
+    SG_M_HTTP_DURATION,   /* first request byte to the end of the response: sending + waiting + receiving */
     SG_M__COUNT
 } sg_metric_id_t;
 
@@ -60,6 +67,8 @@ bool sg_metric_streamed_only(sg_metric_id_t id);
 bool sg_metric_needs_two_tokens(sg_metric_id_t id);
 /* Times are recorded in ns and shown in ms; true for those. */
 bool sg_metric_is_time(sg_metric_id_t id);
+/* The HTTP trace's metrics (http_req_*): in the console table only with --show-trace-timing. */
+bool sg_metric_is_trace(sg_metric_id_t id);
 /* Factor from the histogram's integer unit to the exported unit: 1e-6 for times, 1e-3 for tokens/s, else 1. */
 double sg_metric_scale(sg_metric_id_t id);
 
@@ -234,6 +243,8 @@ typedef struct {
     const char *input_config_json;   /* a JSON object (text) describing the run's configuration */
     const char *server_metrics_json; /* --server-metrics-url: the scrapes' summary object (text); NULL: none */
     bool has_slos;
+    /* --show-trace-timing: the http_req_* rows in the console table too */
+    bool show_trace_timing;
     double client_cpu_s; /* CPU time surge spent from the start instant to the last response; 0 = unknown */
     double client_cpu_user_s, client_cpu_sys_s; /* its split into user and system time (0, 0 = unknown) */
     /* the whole process's CPU when the summary was written (set-up and teardown included); 0, 0 = unknown */
