@@ -246,6 +246,12 @@ static int scan_line(line_t *l, const char *text, size_t len)
         } else if (SG_JS_KEY(&js, key, "response_bytes")) {
             rc = scan_int(&js, &v, &present);
             r->response_bytes = (uint64_t)v;
+        } else if (SG_JS_KEY(&js, key, "url")) {
+            rc = scan_int(&js, &v, &present);
+            if (present && (v < 0 || v > 255))
+                return -1;
+            r->url = (uint8_t)v;
+            r->multi_url = present;
         } else if (SG_JS_KEY(&js, key, "connect_ns")) {
             rc = scan_int(&js, &v, &present);
             r->conn_connect_ns = present && v > 0 ? v : 0;

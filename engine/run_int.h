@@ -37,8 +37,9 @@ typedef struct {
     int64_t *schedule;  /* --fixed-schedule: the trace's offsets (run.schedule_ns) */
     size_t n_streaming; /* payloads that ask for a stream (all of them with --streaming; raw bodies: their own) */
     char tls_info[160];
-    char *artifact_dir;      /* the run's; a point of a sweep or search writes into a sub-directory of it */
-    bool keep_alive_told[2]; /* the keep-alive notice was printed, for [0] whole, [1] streamed answers */
+    const char *url_names[SG_MAX_URLS]; /* several URLs: cfg.urls[i].url, for the summary's per-URL part */
+    char *artifact_dir;                 /* the run's; a point of a sweep or search writes into a sub-directory of it */
+    bool keep_alive_told[2];            /* the keep-alive notice was printed, for [0] whole, [1] streamed answers */
     /* over several processes (run_dist.c): the ranks' options, the coordinator connection, this rank's share */
     sg_dist_opts_t dist_opts;
     struct sg_coord *dist; /* NULL: this process alone */
@@ -113,6 +114,7 @@ typedef struct {
     sg_unreach_t *unreach; /* windows the server was unreachable, merged over workers, by start (point_collect) */
     size_t n_unreach;
     uint64_t unreach_dropped;
+    sg_url_info_t url_info[SG_MAX_URLS]; /* several URLs: what the workers saw of each (point_collect) */
     bool interrupted;
     bool grace_ended;           /* --benchmark-grace-period ran out: what was outstanding was cancelled */
     bool fatal;                 /* a worker failed, or the OSL pass or the merge did */

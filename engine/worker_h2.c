@@ -494,7 +494,7 @@ void wk_h2_dispatch(sg_worker_t *w)
             want = room;
     }
     while (want > w->n_connecting * w->h2_per_conn && w->n_connecting < CONNECT_WINDOW && w->n_conns < w->max_conns) {
-        if (!wk_conn_open(w, false)) {
+        if (!wk_conn_open(w, false, 0)) {
             wk_fail_waiting_head(w, w->last_connect_err);
             want = w->n_waiting < want ? w->n_waiting : want;
         }

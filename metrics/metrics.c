@@ -48,6 +48,9 @@ struct sg_metrics {
     /* multi-turn sessions: the same metrics per turn index (made on first use; NULL entries for indices not seen) */
     sg_metrics_t **turns;
     size_t n_turns;
+    /* several URLs: the same metrics per URL index (records with multi_url; made on first use) */
+    sg_metrics_t *urls[256];
+    size_t n_urls;
 };
 
 static const struct {
@@ -212,6 +215,8 @@ void sg_metrics_free(sg_metrics_t *m)
     for (size_t i = 0; i < m->n_turns; i++)
         sg_metrics_free(m->turns[i]);
     free(m->turns);
+    for (size_t i = 0; i < m->n_urls; i++)
+        sg_metrics_free(m->urls[i]);
     free(m);
 }
 
@@ -232,6 +237,26 @@ static sg_metrics_t *turn_metrics(sg_metrics_t *m, uint32_t i)
     if (!m->turns[i])
         m->turns[i] = sg_metrics_new(NULL, 0);
     return m->turns[i];
+}
+
+/* The metrics of URL index i, made on first use; NULL when out of memory. */
+static sg_metrics_t *url_metrics(sg_metrics_t *m, uint8_t i)
+{
+    if (!m->urls[i])
+        m->urls[i] = sg_metrics_new(NULL, 0);
+    if (m->urls[i] && i >= m->n_urls)
+        m->n_urls = (size_t)i + 1;
+    return m->urls[i];
+}
+
+size_t sg_metrics_urls(const sg_metrics_t *m)
+{
+    return m->n_urls;
+}
+
+const sg_metrics_t *sg_metrics_url(const sg_metrics_t *m, size_t i)
+{
+    return i < m->n_urls ? m->urls[i] : NULL;
 }
 
 size_t sg_metrics_turns(const sg_metrics_t *m)
@@ -489,6 +514,11 @@ void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
         if (t)
             add_one(t, r);
     }
+    if (SG_UNLIKELY(r->multi_url)) {
+        sg_metrics_t *u = url_metrics(m, r->url);
+        if (u)
+            add_one(u, r);
+    }
 }
 
 static void add_one(sg_metrics_t *m, const sg_record_t *r)
@@ -662,6 +692,14 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
             continue;
         sg_metrics_t *t = turn_metrics(dst, (uint32_t)i);
         int rc = t ? sg_metrics_merge(t, src->turns[i]) : SG_ENOMEM;
+        if (rc < 0)
+            return rc;
+    }
+    for (size_t i = 0; i < src->n_urls; i++) {
+        if (!src->urls[i])
+            continue;
+        sg_metrics_t *u = url_metrics(dst, (uint8_t)i);
+        int rc = u ? sg_metrics_merge(u, src->urls[i]) : SG_ENOMEM;
         if (rc < 0)
             return rc;
     }

@@ -66,7 +66,8 @@
 #define FLAG_SESSION 32u         /* a turn of a multi-turn session: session and turn hold it */
 #define FLAG_REASONING_USAGE 64u /* reasoning_tokens is the server's usage */
 #define FLAG_TLS 128u            /* sent over TLS */
-#define FLAG_ALL 255u
+#define FLAG_URL 256u            /* several URLs: the URL's index follows the events' count */
+#define FLAG_ALL 511u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 /* The most a record's fields take before its events: 40-odd varints of at most 10 bytes and the message. */
@@ -106,7 +107,8 @@ struct wire_rec {
     int32_t http_status;
     uint8_t err_class;
     uint8_t osl_source;
-    uint8_t flags;
+    uint16_t flags;
+    uint8_t url;
     uint32_t isl;
     int32_t isl_server;
     int32_t isl_cached;
@@ -227,7 +229,7 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
     unsigned flags = (r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
                      (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0) |
-                     (r->tls ? FLAG_TLS : 0);
+                     (r->tls ? FLAG_TLS : 0) | (r->multi_url ? FLAG_URL : 0);
     const int64_t t[T__COUNT] = {r->sent_ns, r->first_byte_ns,   r->first_token_ns, r->second_token_ns,
                                  r->end_ns,  r->first_output_ns, r->send_start_ns,  r->head_ns};
     unsigned present = 0;
@@ -266,6 +268,8 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
     memcpy(p, r->err_msg, msg_len);
     p += msg_len;
     p = put_v(p, n_events);
+    if (r->multi_url)
+        p = put_v(p, r->url);
     if (r->in_session) {
         p = put_v(p, r->session);
         p = put_v(p, r->turn);
@@ -808,7 +812,7 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
     struct wire_rec *w = &v->w;
     memset(w, 0, sizeof(*w));
     uint64_t flags = d_u64(&d);
-    w->flags = (uint8_t)flags;
+    w->flags = (uint16_t)flags;
     const unsigned char *pb = d_bytes(&d, 1);
     unsigned present = pb ? *pb : 0;
     w->id = d_u64(&d);
@@ -847,6 +851,12 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
         return 0;
     v->msg = (const char *)d_bytes(&d, w->msg_len);
     w->n_events = d_u32(&d);
+    if (flags & FLAG_URL) {
+        uint32_t u = d_u32(&d);
+        if (u >= 256)
+            return 0;
+        w->url = (uint8_t)u;
+    }
     if (flags & FLAG_SESSION) {
         w->session = d_u64(&d);
         w->turn = d_u32(&d);
@@ -964,6 +974,8 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.conn_tls_ns = w->conn_tls_ns;
     r.conn_reused = w->send_start_ns && !w->conn_connect_ns;
     r.tls = w->flags & FLAG_TLS;
+    r.multi_url = w->flags & FLAG_URL;
+    r.url = w->url;
     r.reasoning_tokens = w->reasoning_tokens;
     r.reasoning_events = w->reasoning_events;
     r.reasoning_from_usage = w->flags & FLAG_REASONING_USAGE;
@@ -1237,6 +1249,10 @@ static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, cons
         SG_PUT_LIT(p, ",\"resent\":true");
     else
         SG_PUT_LIT(p, ",\"resent\":false");
+    if (w->flags & FLAG_URL) {
+        SG_PUT_LIT(p, ",\"url\":");
+        p = sg_put_u64(p, w->url);
+    }
     if (w->flags & FLAG_SESSION) {
         SG_PUT_LIT(p, ",\"session\":");
         p = sg_put_u64(p, w->session);

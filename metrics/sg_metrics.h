@@ -129,6 +129,10 @@ size_t sg_metrics_bytes(const sg_metrics_t *m);
  * the per-turn metrics carry no SLOs. */
 #define SG_METRICS_TURNS_MAX 256
 size_t sg_metrics_turns(const sg_metrics_t *m);
+/* Several URLs: records with multi_url are also counted in the metrics of their URL index (no SLOs). sg_metrics_url is
+ * NULL for an index no record had; sg_metrics_urls is one past the highest index seen (0: one URL). */
+size_t sg_metrics_urls(const sg_metrics_t *m);
+const sg_metrics_t *sg_metrics_url(const sg_metrics_t *m, size_t i);
 const sg_metrics_t *sg_metrics_turn(const sg_metrics_t *m, size_t i);
 
 /* Read-only views, for the exporters and the progress line. */
@@ -245,6 +249,10 @@ typedef struct {
     bool has_slos;
     /* --show-trace-timing: the http_req_* rows in the console table too */
     bool show_trace_timing;
+    /* several URLs (-u given more than once): each one as given, and what the workers saw of it (NULL: not known) */
+    const char *const *url_names;
+    size_t n_url_names;
+    const struct sg_url_info *url_info;
     double client_cpu_s; /* CPU time surge spent from the start instant to the last response; 0 = unknown */
     double client_cpu_user_s, client_cpu_sys_s; /* its split into user and system time (0, 0 = unknown) */
     /* the whole process's CPU when the summary was written (set-up and teardown included); 0, 0 = unknown */
@@ -305,6 +313,22 @@ const char *sg_timestamp_source(bool asked, uint64_t stamped, uint64_t unstamped
  */
 void sg_prompt_reuse_fill(json_t *o);
 void sg_prompt_reuse_line(const json_t *o, char *line, size_t cap);
+
+/* Several URLs: what the workers saw of one URL, over all of them (engine/run_urls.c). */
+typedef struct sg_url_info {
+    uint64_t connect_failures; /* connects refused, reset or timed out */
+    uint64_t rerouted;         /* requests meant for it sent to another URL while it was out of rotation */
+    uint64_t outages;          /* times a worker took it out of rotation */
+    double first_down_s;       /* the first of those, s from the start instant; < 0: never */
+    double last_up_s;          /* the last connect that worked after one, s from the start; < 0: none */
+    bool down_at_end;          /* some worker still had it out of rotation at the end */
+} sg_url_info_t;
+
+/* Several URLs (export_urls.c): the summary's "urls" array (NULL without several URLs or on OOM), the console's
+ * per-URL lines, and the CSV's per-URL part. */
+json_t *sg_export_urls_json(const sg_metrics_t *m, const sg_run_info_t *info);
+void sg_export_urls_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info);
+void sg_export_urls_csv(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info);
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
 double sg_metrics_duration_s(const sg_metrics_t *m);

@@ -70,6 +70,11 @@ typedef struct {
     bool conn_reused;
     bool tls; /* sent over TLS (https://) */
 
+    /* several URLs (-u given more than once): the index of the one it was sent to (the last attempt's), counted in
+     * that URL's metrics too (sg_metrics_url); multi_url false: one URL, url 0 */
+    bool multi_url;
+    uint8_t url;
+
     int32_t http_status;       /* 0 when no response head arrived */
     uint8_t err_class;         /* sg_err_class_t */
     uint8_t osl_source;        /* sg_osl_source_t */
