@@ -888,8 +888,8 @@ static void setup_timed_out(sg_conn_t *c, int64_t now)
     w->last_connect_err = -ETIMEDOUT;
     w->connect_failures++;
     bool for_setup = c->for_setup;
-    wk_conn_close(c); /* counts it out of n_connecting and cancels the connect */
     unsigned url = c->url;
+    wk_conn_close(c); /* counts it out of n_connecting and cancels the connect (and may free c) */
     bool rerouted = wk_url_failed(w, url, -ETIMEDOUT, now);
     if (!for_setup && !rerouted) {
         sg_req_t *r = wk_wait_pop(w);
