@@ -7,6 +7,8 @@ requests go to the live ones, and every request is counted once: the per-URL cou
 what each server recorded. Also the refusals (mixed schemes, --http2)."""
 
 import collections
+import json
+import os
 import socket
 import threading
 
@@ -67,6 +69,16 @@ def main(h):
         h.check("Per URL (ms)" in r.stdout and b.url.replace("http://", "") in r.stdout or b.url in r.stdout,
                 "the console has the per-URL lines", r.stdout[-2000:])
         h.check("round_robin" in r.stderr, "the run says how it balances", r.stderr[:1500])
+        # surge merge recomputes the per-URL part from the records, with the URLs' names from the configuration
+        out = h.path("merged")
+        mp = h.run([h.surge, "merge", r.dir, "-o", out])
+        h.check(mp.returncode == 0, "surge merge of a several-URL run", mp.stderr[-1500:])
+        if mp.returncode == 0 and r.summary:
+            with open(os.path.join(out, "profile_export_surge.json")) as f:
+                merged = json.load(f)
+            h.check([(u["url"], u["request_count"]) for u in merged.get("urls", [])] ==
+                    [(u["url"], u["request_count"]) for u in r.summary["urls"]], "merge: the same per-URL counts",
+                    (merged.get("urls"), r.summary["urls"]))
 
     # least_in_flight: a fast and a slow mock; the fast one finishes sooner, so has fewer in flight, so gets more
     n = 80
