@@ -1395,7 +1395,6 @@ static void unreach_look(const profile_t *p, const point_t *pt, unreach_seen_t *
     }
 }
 
-/* After the join: every worker's windows, the overlapping ones merged, by start, into pt. */
 /* Several URLs: the workers' counts of each URL summed, their first outage and last recovery, from the start. */
 static void urls_collect(point_t *pt, int64_t start_ns, size_t n_urls)
 {
@@ -1422,6 +1421,7 @@ static void urls_collect(point_t *pt, int64_t start_ns, size_t n_urls)
     }
 }
 
+/* After the join: every worker's windows, the overlapping ones merged, by start, into pt. */
 static void unreach_collect(point_t *pt, int64_t start_ns)
 {
     size_t total = 0;

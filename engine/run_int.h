@@ -37,9 +37,8 @@ typedef struct {
     int64_t *schedule;  /* --fixed-schedule: the trace's offsets (run.schedule_ns) */
     size_t n_streaming; /* payloads that ask for a stream (all of them with --streaming; raw bodies: their own) */
     char tls_info[160];
-    const char *url_names[SG_MAX_URLS]; /* several URLs: cfg.urls[i].url, for the summary's per-URL part */
-    char *artifact_dir;                 /* the run's; a point of a sweep or search writes into a sub-directory of it */
-    bool keep_alive_told[2];            /* the keep-alive notice was printed, for [0] whole, [1] streamed answers */
+    char *artifact_dir;      /* the run's; a point of a sweep or search writes into a sub-directory of it */
+    bool keep_alive_told[2]; /* the keep-alive notice was printed, for [0] whole, [1] streamed answers */
     /* over several processes (run_dist.c): the ranks' options, the coordinator connection, this rank's share */
     sg_dist_opts_t dist_opts;
     struct sg_coord *dist; /* NULL: this process alone */
@@ -51,6 +50,9 @@ typedef struct {
     char *command;
     char host[256];
     int64_t started_wall_ns;
+
+    /* several URLs: cfg.urls[i].url, for the summary's per-URL part */
+    const char *url_names[SG_MAX_URLS];
 } profile_t;
 
 /* What a driver asks of one load point. */
