@@ -510,6 +510,13 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         json_is_true(json_object_get(cfg, "streaming")) || json_object_get(parts[0].summary, "time_to_first_token");
     const char *isl_source = json_string_value(json_object_get(parts[0].summary, "isl_source"));
     const char *tokenizer = json_string_value(json_object_get(parts[0].summary, "tokenizer"));
+    /* several URLs: their names from the first run's configuration (what the workers saw of each is not in the
+     * files' totals: the per-URL metrics come back from the records) */
+    const char *url_names[8];
+    size_t n_url_names = 0;
+    json_t *urls = json_object_get(cfg, "urls");
+    for (size_t i = 0; json_is_array(urls) && i < json_array_size(urls) && n_url_names < 8; i++)
+        url_names[n_url_names++] = json_string_value(json_array_get(urls, i));
     sg_run_info_t info = {
         .title = "surge | LLM Metrics (merged)",
         .streaming = streaming,
@@ -517,6 +524,9 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .warmup_count = warmup,
         .input_config_json = input,
         .has_slos = n_slos > 0,
+        .show_trace_timing = json_is_true(json_object_get(cfg, "show_trace_timing")),
+        .url_names = url_names,
+        .n_url_names = n_url_names,
         .client_cpu_s = cpu,
         .client_cpu_user_s = split_known[0] ? cpu_split[0] : 0,
         .client_cpu_sys_s = split_known[0] ? cpu_split[1] : 0,

@@ -133,6 +133,7 @@ static int scan_line(line_t *l, const char *text, size_t len)
     memset(r, 0, sizeof(*r));
     r->isl_server = r->osl_server = r->osl_tokenizer = r->isl_cached = -1;
     r->first_output_ns = INT64_MIN; /* absent from files older than the field: no time */
+    r->send_start_ns = r->head_ns = INT64_MIN;
     l->model[0] = l->cls[0] = l->status[0] = '\0';
     l->n_tt = 0;
     bool have_id = false, have_intended = false;
@@ -160,6 +161,10 @@ static int scan_line(line_t *l, const char *text, size_t len)
             t = &r->first_output_ns;
         else if (SG_JS_KEY(&js, key, "end_ns"))
             t = &r->end_ns;
+        else if (SG_JS_KEY(&js, key, "send_start_ns"))
+            t = &r->send_start_ns;
+        else if (SG_JS_KEY(&js, key, "response_head_ns"))
+            t = &r->head_ns;
         if (t) {
             /* a time of 0 would read as "absent": a present one is kept apart by the caller's origin (> 0) */
             if (scan_int(&js, &v, &present) < 0)
@@ -241,6 +246,19 @@ static int scan_line(line_t *l, const char *text, size_t len)
         } else if (SG_JS_KEY(&js, key, "response_bytes")) {
             rc = scan_int(&js, &v, &present);
             r->response_bytes = (uint64_t)v;
+        } else if (SG_JS_KEY(&js, key, "url")) {
+            rc = scan_int(&js, &v, &present);
+            if (present && (v < 0 || v > 255))
+                return -1;
+            r->url = (uint8_t)v;
+            r->multi_url = present;
+        } else if (SG_JS_KEY(&js, key, "connect_ns")) {
+            rc = scan_int(&js, &v, &present);
+            r->conn_connect_ns = present && v > 0 ? v : 0;
+        } else if (SG_JS_KEY(&js, key, "tls_handshake_ns")) {
+            rc = scan_int(&js, &v, &present);
+            r->conn_tls_ns = present && v > 0 ? v : 0;
+            r->tls = present;
         } else if (SG_JS_KEY(&js, key, "token_times_ms")) {
             int n = 0;
             if (sg_js_arr_begin(&js) < 0)
@@ -320,10 +338,12 @@ int sg_dist_read_jsonl(const char *path, int64_t origin, sg_dist_record_fn fn, v
                 break;
             }
             sg_record_t *r = &l.rec;
-            int64_t *times[] = {&r->intended_ns,     &r->sent_ns, &r->first_byte_ns,  &r->first_token_ns,
-                                &r->second_token_ns, &r->end_ns,  &r->first_output_ns};
+            int64_t *times[] = {&r->intended_ns,     &r->sent_ns,         &r->first_byte_ns,
+                                &r->first_token_ns,  &r->second_token_ns, &r->end_ns,
+                                &r->first_output_ns, &r->send_start_ns,   &r->head_ns};
             for (size_t i = 0; i < SG_ARRAY_LEN(times); i++)
                 *times[i] = *times[i] == INT64_MIN ? 0 : *times[i] + origin;
+            r->conn_reused = r->send_start_ns && !r->conn_connect_ns;
             rc = fn(ctx, r, l.model);
             if (rc < 0)
                 snprintf(err, errlen, "%s: line %zu: %s", path, line + 1, strerror(-rc));

@@ -94,6 +94,8 @@ enum {
     OPT_RATE_RANGE,
     OPT_INPUT_DATASET,
     OPT_GENERATE_PLOTS,
+    OPT_SHOW_TRACE_TIMING,
+    OPT_URL_STRATEGY,
     OPT_FIXED_SCHEDULE,
     OPT_FIXED_SPEEDUP,
     OPT_INPUT_FORMAT,
@@ -271,6 +273,8 @@ static const struct option long_options[] = {
     {"no-set-consistent-seed", no_argument, NULL, OPT_NO_CONSISTENT_SEED},
     {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
     {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
+    {"show-trace-timing", no_argument, NULL, OPT_SHOW_TRACE_TIMING}, /* AIPerf */
+    {"url-strategy", required_argument, NULL, OPT_URL_STRATEGY},     /* AIPerf */
     {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
     {"timestamps", required_argument, NULL, OPT_TIMESTAMPS},
     {"coalesce-us", required_argument, NULL, OPT_COALESCE_US},
@@ -541,6 +545,62 @@ static int parse_url(sg_config_t *cfg, const char *url)
     cfg->base_path = n_base;
     cfg->port = (uint16_t)port;
     cfg->tls = tls;
+    return 0;
+}
+
+/*
+ * -u/--url, repeatable (AIPerf's multi-URL load balancing): the first sets the URL fields as before; each one is
+ * also kept in cfg->urls. URLs must share the scheme and the base path (a request is rendered once, its path and
+ * TLS for all); hosts and ports may differ.
+ */
+static int add_url(sg_config_t *cfg, const char *arg)
+{
+    if (cfg->n_urls == SG_MAX_URLS)
+        return fail("url", "given more than %d times", SG_MAX_URLS);
+    sg_config_t t;
+    memset(&t, 0, sizeof t);
+    int rc = parse_url(&t, arg);
+    if (rc == 0 && cfg->n_urls > 0) {
+        if (t.tls != cfg->tls)
+            rc = fail("url", "every URL must use the same scheme: %s is %s, the first (%s) is %s", arg,
+                      t.tls ? "https://" : "http://", cfg->urls[0].url, cfg->tls ? "https://" : "http://");
+        else if (strcmp(t.base_path, cfg->base_path) != 0)
+            rc = fail("url",
+                      "every URL must have the same base path (the requests are rendered once): %s has \"%s\", the "
+                      "first (%s) \"%s\"",
+                      arg, t.base_path, cfg->urls[0].url, cfg->base_path);
+        for (size_t i = 0; i < cfg->n_urls && rc == 0; i++)
+            if (strcmp(cfg->urls[i].host_header, t.host_header) == 0)
+                rc = fail("url", "%s names the same server as %s (%s)", arg, cfg->urls[i].url, t.host_header);
+    }
+    if (rc == 0 && cfg->n_urls == 0)
+        rc = parse_url(cfg, arg);
+    if (rc == 0) {
+        cfg->urls[cfg->n_urls++] = (sg_url_target_t){t.url, t.host, t.host_header, t.port};
+        t.url = t.host = t.host_header = NULL;
+    }
+    free(t.url);
+    free(t.host);
+    free(t.host_header);
+    free(t.base_path);
+    return rc;
+}
+
+/* Several URLs: what they cannot run with, refused before anything is sent. */
+static int check_urls(const sg_config_t *cfg)
+{
+    if (cfg->n_urls < 2)
+        return 0;
+    const char *why = cfg->triton           ? "--service-kind triton"
+                      : cfg->http2          ? "--http2"
+                      : cfg->sessions       ? "multi-turn sessions (a session's turns need one server's cache)"
+                      : cfg->world_size > 1 ? "--world-size (several processes)"
+                                            : NULL;
+    if (why)
+        return fail("url",
+                    "several URLs are balanced over the HTTP/1.1 connections of one process; they do not work with "
+                    "%s yet: give one -u/--url",
+                    why);
     return 0;
 }
 
@@ -1166,7 +1226,15 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "expected round_robin or random, got \"%s\"", arg);
         return 0;
     case OPT_URL:
-        return parse_url(cfg, arg);
+        return add_url(cfg, arg);
+    case OPT_URL_STRATEGY:
+        if (strcmp(arg, "round_robin") == 0 || strcmp(arg, "round-robin") == 0)
+            cfg->url_strategy = SG_URL_ROUND_ROBIN;
+        else if (strcmp(arg, "least_in_flight") == 0 || strcmp(arg, "least-in-flight") == 0)
+            cfg->url_strategy = SG_URL_LEAST_IN_FLIGHT;
+        else
+            return fail(opt, "expected round_robin or least_in_flight, got \"%s\"", arg);
+        return 0;
     case OPT_SERVICE_KIND:
         if (strcmp(arg, "openai") == 0) {
             cfg->triton = false;
@@ -1542,6 +1610,9 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (arg && strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0)
             return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
         cfg->generate_plots = !arg || strcmp(arg, "true") == 0;
+        return 0;
+    case OPT_SHOW_TRACE_TIMING:
+        cfg->show_trace_timing = true;
         return 0;
     case OPT_WORLD_SIZE:
         if (parse_u64(opt, arg, 1, 1024, &u64) != 0)
@@ -2005,6 +2076,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     if (rc)
         return rc;
 
+    rc = check_urls(cfg);
+    if (rc)
+        return rc;
     if (!cfg->url) {
         rc = parse_url(cfg, cfg->triton ? DEFAULT_TRITON_URL : DEFAULT_URL);
         if (rc)
@@ -2233,6 +2307,11 @@ void sg_config_free(sg_config_t *cfg)
         free(cfg->headers[i]);
     free(cfg->headers);
     free(cfg->url);
+    for (size_t i = 0; i < cfg->n_urls; i++) {
+        free(cfg->urls[i].url);
+        free(cfg->urls[i].host);
+        free(cfg->urls[i].host_header);
+    }
     free(cfg->host);
     free(cfg->base_path);
     free(cfg->host_header);
@@ -2344,6 +2423,15 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "model_selection_strategy",
                         json_string(cfg->model_strategy == SG_MODEL_RANDOM ? "random" : "round_robin"));
     json_object_set_new(o, "url", cfg->url ? json_string(cfg->url) : json_null());
+    if (cfg->n_urls > 1) {
+        json_t *urls = json_array();
+        for (size_t i = 0; i < cfg->n_urls; i++)
+            json_array_append_new(urls, json_string(cfg->urls[i].url));
+        json_object_set_new(o, "urls", urls);
+        json_object_set_new(
+            o, "url_strategy",
+            json_string(cfg->url_strategy == SG_URL_LEAST_IN_FLIGHT ? "least_in_flight" : "round_robin"));
+    }
     json_object_set_new(o, "service_kind", json_string(cfg->triton ? "triton" : "openai"));
     json_object_set_new(o, "endpoint_type",
                         json_string(cfg->triton ? "kserve" : sg_endpoint(cfg->endpoint_type)->name));
@@ -2469,6 +2557,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "goodput", slos);
     json_object_set_new(o, "verbose", json_boolean(cfg->verbose));
     json_object_set_new(o, "generate_plots", json_boolean(cfg->generate_plots));
+    json_object_set_new(o, "show_trace_timing", json_boolean(cfg->show_trace_timing));
     json_object_set_new(o, "export_level", json_string(cfg->export_summary ? "summary" : "records"));
     json_object_set_new(o, "overwrite", json_boolean(cfg->overwrite));
     json_t *scrape = json_array();
@@ -2588,6 +2677,14 @@ void sg_config_usage(FILE *out)
                  "                                https://host[:port][/base] (TLS, port 443) or [::1]:port\n"
                  "                                (default: " DEFAULT_URL "; triton: 8001). A base ending in /v1\n"
                  "                                (the OpenAI SDK's base URL) takes chat/completions directly\n"
+                 "                                Repeat it for several servers (replicas without a load\n"
+                 "                                balancer, up to 8; same scheme and base path): each worker\n"
+                 "                                balances its requests over them (--url-strategy), a URL that\n"
+                 "                                refuses connections is skipped until it accepts again, and the\n"
+                 "                                summary has a section per URL (docs/metrics.md, Several URLs)\n"
+                 "      --url-strategy {round_robin,least_in_flight}\n"
+                 "                                several URLs: in turn (AIPerf's default), or to the URL with the\n"
+                 "                                fewest of this worker's requests in flight or waiting\n"
                  "      --service-kind {openai,triton}\n"
                  "                                openai: an OpenAI-compatible HTTP API (default); triton: the\n"
                  "                                KServe v2 gRPC API of Triton (ModelInfer, or ModelStreamInfer\n"
@@ -2837,6 +2934,9 @@ void sg_config_usage(FILE *out)
                  "                                seconds between scrapes (default 1, at least 0.1)\n"
                  "      --generate-plots          also write report.html, the run's HTML report (as `surge report\n"
                  "                                DIR` does), into the artifact directory\n"
+                 "      --show-trace-timing       also show the HTTP trace (http_req_connecting, _tls_handshaking,\n"
+                 "                                _sending, _waiting, _receiving, _duration) in the console table;\n"
+                 "                                the files always have them (docs/metrics.md, HTTP trace)\n"
                  "      --world-size N            one run over N processes (ranks), on one host or many; each\n"
                  "                                sends its share of the one global schedule, rank 0 merges the\n"
                  "                                results (docs/distributed.md). Also taken from Slurm, Open MPI,\n"

@@ -18,13 +18,18 @@
  * With fd_out the connected socket is handed back (non-blocking) instead of closed. */
 int sg_preflight_connect(const sg_run_t *run, int timeout_ms, int *fd_out)
 {
-    int fd = socket(run->addr.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    return sg_preflight_connect_to(run, &run->addr, timeout_ms, fd_out);
+}
+
+int sg_preflight_connect_to(const sg_run_t *run, const sg_addr_t *to, int timeout_ms, int *fd_out)
+{
+    int fd = socket(to->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     int err = 0;
     if (run->n_local_addrs) /* from the first source address, as the run's first connection is */
         err = sg_tcp_bind_source(fd, &run->local_addrs[0]);
-    if (err == 0 && connect(fd, (const struct sockaddr *)&run->addr.addr, run->addr.len) < 0) {
+    if (err == 0 && connect(fd, (const struct sockaddr *)&to->addr, to->len) < 0) {
         if (errno != EINPROGRESS) {
             err = -errno;
         } else {

@@ -349,9 +349,21 @@ static void describe(const sg_run_t *run, unsigned n_workers, size_t n_streaming
         else
             snprintf(streams, sizeof streams, "%zu of %zu bodies streaming", n_streaming, n);
         char *sp = strchr(at, ' '); /* the path goes after host:port, before the resolved address */
-        fprintf(stderr, "surge: profiling %s at %s://%.*s%s%s (%s%s, %s, %s), %u worker%s\n", cfg->models[0],
-                cfg->tls ? "https" : "http", sp ? (int)(sp - at) : (int)strlen(at), at, cfg->endpoint_path,
-                sp ? sp : "", run->http2 ? "HTTP/2, " : "", streams, load, stop, n_workers, n_workers == 1 ? "" : "s");
+        if (run->n_urls > 1)
+            fprintf(stderr, "surge: profiling %s at %zu URLs, %s (%s, %s, %s), %u worker%s\n", cfg->models[0],
+                    run->n_urls, cfg->endpoint_path, streams, load, stop, n_workers, n_workers == 1 ? "" : "s");
+        else
+            fprintf(stderr, "surge: profiling %s at %s://%.*s%s%s (%s%s, %s, %s), %u worker%s\n", cfg->models[0],
+                    cfg->tls ? "https" : "http", sp ? (int)(sp - at) : (int)strlen(at), at, cfg->endpoint_path,
+                    sp ? sp : "", run->http2 ? "HTTP/2, " : "", streams, load, stop, n_workers,
+                    n_workers == 1 ? "" : "s");
+        /* several URLs: each one, and how a worker balances over them (AIPerf says it the same way) */
+        for (size_t i = 0; run->n_urls > 1 && i < run->n_urls; i++)
+            fprintf(stderr, "surge:   URL %zu: %s [%s]%s\n", i, cfg->urls[i].url, run->url_text[i],
+                    i + 1 < run->n_urls ? ""
+                    : cfg->url_strategy == SG_URL_LEAST_IN_FLIGHT
+                        ? " (each worker sends to the URL with the fewest of its requests in flight: least_in_flight)"
+                        : " (each worker takes them in turn: round_robin)");
     }
 }
 
@@ -709,6 +721,44 @@ static int check_local_addrs(const sg_config_t *cfg, sg_run_t *run)
 }
 
 /*
+ * Several URLs (-u given more than once): each resolved (a name that does not resolve is a typo: exit 2) and, after
+ * the first, each checked to accept a connection. One that does not is said now and left to the workers, which skip
+ * it until it accepts connections (worker_url.c); the first URL gets the one-URL checks below (TLS, protocol).
+ */
+static int prepare_urls(profile_t *p, const sg_config_t *cfg, sg_run_t *run)
+{
+    char err[512];
+    run->n_urls = cfg->n_urls;
+    for (size_t i = 0; i < cfg->n_urls; i++)
+        p->url_names[i] = cfg->urls[i].url;
+    run->url_addrs[0] = run->addr;
+    snprintf(run->url_text[0], sizeof run->url_text[0], "%s", run->addr_text);
+    for (size_t i = 1; i < cfg->n_urls; i++) {
+        if (sg_tcp_resolve(cfg->urls[i].host, cfg->urls[i].port, &run->url_addrs[i], err, sizeof(err)) < 0) {
+            fprintf(stderr, "surge: -u/--url %s: %s\n", cfg->urls[i].url, err);
+            return EXIT_USAGE;
+        }
+        sg_addr_format(&run->url_addrs[i], run->url_text[i], sizeof(run->url_text[i]));
+        if (run->n_local_addrs && run->local_addrs[0].addr.ss_family != run->url_addrs[i].addr.ss_family) {
+            fprintf(stderr, "surge: --local-address: %s is %s, the -u/--url %s resolved to %s\n", cfg->local_address,
+                    run->local_addrs[0].addr.ss_family == AF_INET ? "IPv4" : "IPv6", cfg->urls[i].url,
+                    run->url_addrs[i].addr.ss_family == AF_INET ? "IPv4" : "IPv6");
+            return EXIT_USAGE;
+        }
+    }
+    for (size_t i = 1; i < cfg->n_urls; i++) {
+        int perr = sg_preflight_connect_to(run, &run->url_addrs[i], SG_PREFLIGHT_MS, NULL);
+        run->url_refused[i] = perr < 0;
+        if (perr < 0)
+            fprintf(stderr,
+                    "surge: URL %zu, %s (%s): cannot connect: %s; its requests go to the other URLs until it accepts "
+                    "connections\n",
+                    i, cfg->urls[i].url, run->url_text[i], sg_strerror(perr));
+    }
+    return EXIT_OK;
+}
+
+/*
  * Resolve the target and check it before anything is measured (sg_preflight.h): it accepts a connection, over
  * https:// its TLS handshake succeeds and tells which protocol the run speaks, and under HTTP/2 it answers the
  * connection preface with SETTINGS. Each check has a bound: nothing here waits longer than SG_PREFLIGHT_MS.
@@ -736,6 +786,11 @@ static int prepare_target(profile_t *p)
     }
     if (cfg->local_address && check_local_addrs(cfg, run) < 0)
         return EXIT_USAGE;
+    if (cfg->n_urls > 1) {
+        int rc = prepare_urls(p, cfg, run);
+        if (rc != EXIT_OK)
+            return rc;
+    }
     int pfd = -1;
     int perr = sg_preflight_connect(run, SG_PREFLIGHT_MS, cfg->tls || cfg->http2 ? &pfd : NULL);
     if (perr < 0) {
@@ -766,7 +821,10 @@ static int prepare_target(profile_t *p)
         .insecure = cfg->insecure,
         .cert_file = cfg->client_cert,
         .key_file = cfg->client_key,
-        .alpn = cfg->http2 ? "h2" : "h2,http/1.1",
+        /* several URLs are balanced over HTTP/1.1 connections: h2 is not offered */
+        .alpn = cfg->http2        ? "h2"
+                : cfg->n_urls > 1 ? "http/1.1"
+                                  : "h2,http/1.1",
         .alpn_required = cfg->http2,
     };
     char alpn[64];
@@ -1341,6 +1399,32 @@ static void unreach_look(const profile_t *p, const point_t *pt, unreach_seen_t *
     }
 }
 
+/* Several URLs: the workers' counts of each URL summed, their first outage and last recovery, from the start. */
+static void urls_collect(point_t *pt, int64_t start_ns, size_t n_urls)
+{
+    for (size_t u = 0; u < n_urls; u++) {
+        sg_url_info_t *x = &pt->url_info[u];
+        *x = (sg_url_info_t){.first_down_s = -1, .last_up_s = -1};
+        int64_t first = 0, last = 0;
+        for (unsigned i = 0; i < pt->n_workers; i++) {
+            sg_url_stats_t st;
+            sg_worker_url_stats(pt->ws[i], u, &st);
+            x->connect_failures += st.connect_failures;
+            x->rerouted += st.rerouted;
+            x->outages += st.outages;
+            x->down_at_end |= st.down_at_end;
+            if (st.first_down_ns && (!first || st.first_down_ns < first))
+                first = st.first_down_ns;
+            if (st.last_up_ns > last)
+                last = st.last_up_ns;
+        }
+        if (first)
+            x->first_down_s = (double)(first - start_ns) / 1e9;
+        if (last)
+            x->last_up_s = (double)(last - start_ns) / 1e9;
+    }
+}
+
 /* After the join: every worker's windows, the overlapping ones merged, by start, into pt. */
 static void unreach_collect(point_t *pt, int64_t start_ns)
 {
@@ -1559,6 +1643,8 @@ static int point_collect(profile_t *p, point_t *pt)
     }
     stalls_collect(pt, run->start_ns);
     unreach_collect(pt, run->start_ns);
+    if (run->n_urls > 1)
+        urls_collect(pt, run->start_ns, run->n_urls);
     if (run->tok) {
         const char **logs = calloc(pt->n_workers, sizeof(*logs));
         sg_metrics_t **wm = calloc(pt->n_workers, sizeof(*wm));
@@ -1827,6 +1913,10 @@ static int point_report(profile_t *p, point_t *pt)
         .warmup_count = pt->warmup,
         .input_config_json = input_json ? input_json : "{}",
         .has_slos = cfg->n_slos > 0,
+        .show_trace_timing = cfg->show_trace_timing,
+        .url_names = p->url_names,
+        .n_url_names = p->run.n_urls > 1 ? p->run.n_urls : 0,
+        .url_info = pt->url_info,
         .client_cpu_s = pt->client_cpu_s,
         .client_cpu_user_s = pt->client_cpu_user_s,
         .client_cpu_sys_s = pt->client_cpu_sys_s,

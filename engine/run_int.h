@@ -50,6 +50,9 @@ typedef struct {
     char *command;
     char host[256];
     int64_t started_wall_ns;
+
+    /* several URLs: cfg.urls[i].url, for the summary's per-URL part */
+    const char *url_names[SG_MAX_URLS];
 } profile_t;
 
 /* What a driver asks of one load point. */
@@ -113,6 +116,7 @@ typedef struct {
     sg_unreach_t *unreach; /* windows the server was unreachable, merged over workers, by start (point_collect) */
     size_t n_unreach;
     uint64_t unreach_dropped;
+    sg_url_info_t url_info[SG_MAX_URLS]; /* several URLs: what the workers saw of each (point_collect) */
     bool interrupted;
     bool grace_ended;           /* --benchmark-grace-period ran out: what was outstanding was cancelled */
     bool fatal;                 /* a worker failed, or the OSL pass or the merge did */

@@ -26,6 +26,16 @@ typedef enum { SG_SEARCH_NONE = 0, SG_SEARCH_MAX_RATE, SG_SEARCH_MAX_CONCURRENCY
 #define SG_COALESCE_US_DEFAULT 1000u
 #define SG_COALESCE_US_MAX 100000u
 
+/* -u/--url given several times (AIPerf's multi-URL load balancing, docs/cli.md): at most this many */
+#define SG_MAX_URLS 8
+typedef enum { SG_URL_ROUND_ROBIN = 0, SG_URL_LEAST_IN_FLIGHT } sg_url_strategy_t;
+typedef struct {
+    char *url;         /* as given */
+    char *host;        /* parsed: name or address */
+    char *host_header; /* "host:port" */
+    uint16_t port;
+} sg_url_target_t;
+
 typedef struct {
     /* endpoint */
     char **models; /* -m/--model, repeatable; at least one */
@@ -139,6 +149,13 @@ typedef struct {
     bool export_summary; /* --export-level summary: no per-request JSONL files (AIPerf's flag; records is the
                             default, raw is refused: surge keeps no request and response bodies) */
     bool overwrite;      /* --overwrite: an artifact directory holding a run is emptied of it, not left for DIR-2 */
+    /* -u/--url given more than once: every URL (urls[0] is url, host, port, host_header above), the same scheme and
+     * base path, requests balanced over them per worker by url_strategy (--url-strategy); n_urls 0 or 1: one URL */
+    sg_url_target_t urls[SG_MAX_URLS];
+    size_t n_urls;
+    sg_url_strategy_t url_strategy;
+    /* --show-trace-timing (AIPerf): the http_req_* rows in the console table */
+    bool show_trace_timing;
     char *server_metrics_urls[SG_MAX_SCRAPE_URLS]; /* --server-metrics-url, each http://HOST[:PORT]/PATH */
     size_t n_server_metrics_urls;
     double server_metrics_interval_s; /* --server-metrics-interval (default 1) */

@@ -20,6 +20,8 @@
 /* Connect to run->addr within timeout_ms. 0 or -errno (-ETIMEDOUT). With fd_out the connected socket is handed
  * back (non-blocking; the caller closes it) instead of closed. */
 SG_WUR int sg_preflight_connect(const sg_run_t *run, int timeout_ms, int *fd_out);
+/* The same to another address (several URLs: each one after the first). */
+SG_WUR int sg_preflight_connect_to(const sg_run_t *run, const sg_addr_t *to, int timeout_ms, int *fd_out);
 
 /*
  * https://: one handshake on fd with run->tls_opts and the host of run->cfg. Tells which protocol the server

@@ -52,6 +52,12 @@ typedef struct sg_run {
     size_t schedule_n;
     sg_addr_t addr;
     char addr_text[64];
+    /* several URLs (cfg->n_urls > 1): each one's address, url_addrs[0] the same as addr, and as text; n_urls 1 with
+     * one URL (then only addr and addr_text are set) */
+    size_t n_urls;
+    sg_addr_t url_addrs[SG_MAX_URLS];
+    char url_text[SG_MAX_URLS][64];
+    bool url_refused[SG_MAX_URLS]; /* the start-up check could not connect to it: the workers start with it out */
     /* --local-address: the source addresses connections are bound to in turn (IP_BIND_ADDRESS_NO_PORT), each checked
      * to be this host's at start-up; NULL / 0 without the flag (the kernel picks the source) */
     sg_addr_t *local_addrs;

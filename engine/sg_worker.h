@@ -145,6 +145,17 @@ typedef struct {
     uint32_t coalesce_us;        /* the window's bound this worker used (--coalesce-us, auto resolved) */
 } sg_worker_stats_t;
 void sg_worker_stats(const sg_worker_t *w, sg_worker_stats_t *out);
+
+/* Several URLs, after the join: what one worker saw of URL u (docs/metrics.md, Several URLs). */
+typedef struct {
+    uint64_t connect_failures; /* connects refused, reset or timed out */
+    uint64_t rerouted;         /* requests meant for it that went to another URL while it was out of rotation */
+    uint64_t outages;          /* times it was taken out of rotation (a failed connect while it was in) */
+    int64_t first_down_ns;     /* the first of those; 0: never */
+    int64_t last_up_ns;        /* the last connect that succeeded after an outage; 0: none */
+    bool down_at_end;          /* out of rotation when the worker stopped */
+} sg_url_stats_t;
+void sg_worker_url_stats(const sg_worker_t *w, size_t u, sg_url_stats_t *out);
 void sg_worker_free(sg_worker_t *w);
 
 #endif

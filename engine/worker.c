@@ -97,6 +97,8 @@ void wk_fl_append(sg_worker_t *w, sg_req_t *r)
     w->fl_tail = r;
     r->in_flight = true;
     w->n_in_flight++;
+    if (w->n_urls > 1)
+        w->url_in_flight[r->rec.url]++;
 }
 
 void wk_fl_remove(sg_worker_t *w, sg_req_t *r)
@@ -113,6 +115,8 @@ void wk_fl_remove(sg_worker_t *w, sg_req_t *r)
         w->fl_tail = r->fl_prev;
     r->in_flight = false;
     w->n_in_flight--;
+    if (w->n_urls > 1)
+        w->url_in_flight[r->rec.url]--;
 }
 
 void wk_wait_push(sg_worker_t *w, sg_req_t *r)
@@ -124,6 +128,7 @@ void wk_wait_push(sg_worker_t *w, sg_req_t *r)
         w->wait_head = r;
     w->wait_tail = r;
     w->n_waiting++;
+    wk_url_queued(w, r);
 }
 
 sg_req_t *wk_wait_pop(sg_worker_t *w)
@@ -134,6 +139,7 @@ sg_req_t *wk_wait_pop(sg_worker_t *w)
         if (!w->wait_head)
             w->wait_tail = NULL;
         w->n_waiting--;
+        wk_url_unqueued(w, r);
     }
     return r;
 }
@@ -147,6 +153,7 @@ void wk_fresh_push(sg_worker_t *w, sg_req_t *r)
         w->fresh_head = r;
     w->fresh_tail = r;
     w->n_fresh++;
+    wk_url_queued(w, r);
 }
 
 sg_req_t *wk_fresh_pop(sg_worker_t *w)
@@ -157,6 +164,7 @@ sg_req_t *wk_fresh_pop(sg_worker_t *w)
         if (!w->fresh_head)
             w->fresh_tail = NULL;
         w->n_fresh--;
+        wk_url_unqueued(w, r);
     }
     return r;
 }
@@ -700,7 +708,8 @@ static void preopen(sg_worker_t *w)
     for (;;) {
         bool more = false;
         while (opened < n && !open_failed && w->n_connecting < CONNECT_WINDOW) {
-            if (!wk_conn_open(w, true)) {
+            /* several URLs: the connections opened ahead go to each in turn (those in rotation) */
+            if (!wk_conn_open(w, true, wk_url_setup_next(w))) {
                 open_failed = true;
                 break;
             }
@@ -729,8 +738,9 @@ static void preopen(sg_worker_t *w)
         for (size_t i = 0; i < w->h2n; i++)
             usable += sg_h2_peer_settings_seen(w->h2v[i]->h2);
     else /* pre-opened connections never carried a request: they idle on the fresh list */
-        for (const sg_conn_t *c = w->idle_fresh_head; c; c = c->next)
-            usable++;
+        for (unsigned u = 0; u < w->n_urls; u++)
+            for (const sg_conn_t *c = w->idle_fresh_head[u]; c; c = c->next)
+                usable++;
     atomic_store_explicit(&w->progress.setup_opened, (unsigned)opened, memory_order_relaxed);
     atomic_store_explicit(&w->progress.setup_pending, (unsigned)(opened > usable ? opened - usable : 0),
                           memory_order_relaxed);
@@ -912,6 +922,7 @@ static void *worker_main(void *arg)
     if (w->stall_open) /* the run ended inside a window: it ends where the worker last caught up */
         stall_close(w);
     wk_unreach_end(w, sg_now_ns()); /* the server still refused connections when the worker stopped */
+    wk_url_end(w, sg_now_ns());
     atomic_store_explicit(&w->progress.due_ns, INT64_MAX, memory_order_relaxed);
     if (w->fatal)
         cancel_all(w, sg_now_ns());
@@ -968,6 +979,8 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     }
     w->index = index;
     w->n = n;
+    w->n_urls = run->n_urls > 1 ? (unsigned)run->n_urls : 1;
+    wk_url_init(w);
     w->cpu = cpu;
     w->rate = cfg->request_rate > 0 ? cfg->request_rate / n : 0;
     if (cfg->fixed_schedule)

@@ -30,7 +30,7 @@ _Static_assert(sizeof(sg_conn_t) + sizeof(sg_req_t) <= 1536, "an in-flight strea
 /* A connection that never carried a request idles on its own list: only those may take a re-send. */
 static sg_conn_t **idle_list(sg_worker_t *w, const sg_conn_t *c)
 {
-    return c->served ? &w->idle_head : &w->idle_fresh_head;
+    return c->served ? &w->idle_head[c->url] : &w->idle_fresh_head[c->url];
 }
 
 void wk_idle_push(sg_worker_t *w, sg_conn_t *c)
@@ -101,8 +101,10 @@ void wk_conn_close(sg_conn_t *c)
     bool connecting = c->state == C_CONNECTING;
     if (c->state == C_IDLE)
         wk_idle_remove(w, c);
-    if (connecting)
+    if (connecting) {
         w->n_connecting--;
+        w->url_connecting[c->url]--;
+    }
     c->state = C_CLOSING;
     w->n_closing++;
     if (c->h2v_idx)
@@ -177,9 +179,11 @@ static void tls_handshake(sg_conn_t *c)
         w->tls_resumed++;
     else
         w->tls_full++;
+    c->ready_ns = sg_now_ns();
     w->n_connecting--;
+    w->url_connecting[c->url]--;
     c->state = C_BUSY;                 /* so a failure below does not count the connect twice */
-    wk_note_reachable(w, sg_now_ns()); /* over TLS the server is back when a handshake completes */
+    wk_note_reachable(w, c->ready_ns); /* over TLS the server is back when a handshake completes */
     conn_ready(c);
 }
 
@@ -188,7 +192,10 @@ static void tls_start(sg_conn_t *c)
 {
     sg_worker_t *w = c->w;
     const sg_config_t *cfg = w->cfg;
-    int err = sg_tls_conn_new(w->tls_ctx, cfg->host, cfg->host_header, &c->tls);
+    /* several URLs: each server's own name (SNI, certificate check) */
+    const char *host = cfg->n_urls > 1 ? cfg->urls[c->url].host : cfg->host;
+    const char *host_header = cfg->n_urls > 1 ? cfg->urls[c->url].host_header : cfg->host_header;
+    int err = sg_tls_conn_new(w->tls_ctx, host, host_header, &c->tls);
     if (err < 0) {
         char why[128];
         snprintf(why, sizeof why, "TLS: cannot set up the connection: %s", sg_strerror(err));
@@ -351,6 +358,7 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
     r->conn = c;
     /* provisional (timeouts count from it): wk_mark_sent stamps when its last byte has left */
     r->rec.sent_ns = sg_now_ns();
+    wk_trace_conn(r, c, r->rec.sent_ns);
     c->unsent = true;
     wk_fl_append(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
@@ -405,11 +413,12 @@ static void note_silent_close(sg_conn_t *c, int64_t at)
         return;
     w->no_reuse_after[kind] = true;
     /* connections idle after such a response are as good as closed already: do not send on them */
-    for (sg_conn_t *i = w->idle_head, *next; i; i = next) {
-        next = i->next;
-        if (i != c && i->last_stream == kind)
-            wk_conn_close(i);
-    }
+    for (unsigned u = 0; u < w->n_urls; u++)
+        for (sg_conn_t *i = w->idle_head[u], *next; i; i = next) {
+            next = i->next;
+            if (i != c && i->last_stream == kind)
+                wk_conn_close(i);
+        }
 }
 
 /*
@@ -620,8 +629,28 @@ void wk_fail_waiting_head(sg_worker_t *w, int err)
     if (!r)
         return;
     r->refused = wk_refusal(err);
-    wk_set_error(r, SG_ERRC_CONNECT, "connect to %s: %s", w->run->addr_text, sg_strerror(err));
+    wk_set_error(r, SG_ERRC_CONNECT, "connect to %s: %s",
+                 w->n_urls > 1 ? w->run->url_text[r->rec.url] : w->run->addr_text, sg_strerror(err));
     wk_req_finish(w, r, sg_now_ns());
+}
+
+void wk_trace_conn(sg_req_t *r, sg_conn_t *c, int64_t now)
+{
+    r->rec.send_start_ns = now;
+    r->rec.head_ns = 0;
+    r->rec.tls = c->tls != NULL;
+    if (c->setup_traced || !c->connected_ns) {
+        r->rec.conn_reused = true;
+        r->rec.conn_connect_ns = r->rec.conn_tls_ns = 0;
+        return;
+    }
+    c->setup_traced = true;
+    r->rec.conn_reused = false;
+    /* a connect that completes within the clock's step still took time: at least 1 ns, so 0 keeps meaning "none" */
+    int64_t connect = c->connected_ns - c->opened_ns;
+    r->rec.conn_connect_ns = connect > 0 ? connect : 1;
+    int64_t tls = c->ready_ns - c->connected_ns;
+    r->rec.conn_tls_ns = c->tls ? (tls > 0 ? tls : 1) : 0;
 }
 
 /* Connected, and over TLS the handshake done: HTTP/2 opens its session, HTTP/1.1 goes idle. */
@@ -647,24 +676,33 @@ static void on_connect(sg_op_t *op, const sg_ev_t *ev)
     if (c->state == C_CONNECTING) {
         if (ev->res < 0) {
             w->n_connecting--;
+            w->url_connecting[c->url]--;
             w->last_connect_err = ev->res;
             w->connect_failures++;
-            wk_note_unreachable(w, ev->res, sg_now_ns());
+            int64_t now = sg_now_ns();
+            /* several URLs: this one leaves the rotation and its requests go to the others, none failed */
+            bool rerouted = wk_url_failed(w, c->url, ev->res, now);
+            if (!rerouted)
+                wk_note_unreachable(w, ev->res, now);
             c->state = C_BUSY; /* so wk_conn_close does not count it twice */
             wk_conn_close(c);
-            if (!c->for_setup)
+            if (!c->for_setup && !rerouted)
                 wk_fail_waiting_head(w, ev->res); /* one failed attempt fails the request it was opened for */
             wk_conn_put(c);
             wk_conn_dispatch(w);
             return;
         }
+        c->connected_ns = sg_now_ns();
         if (!w->tls_ctx) /* over TLS: when its handshake completes (a server can reset every handshake) */
-            wk_note_reachable(w, sg_now_ns());
+            wk_note_reachable(w, c->connected_ns);
+        wk_url_connected(w, c->url, c->connected_ns);
         recv_arm(c);
         if (w->tls_ctx) {
             tls_start(c); /* still connecting until the handshake is done */
         } else {
+            c->ready_ns = c->connected_ns;
             w->n_connecting--;
+            w->url_connecting[c->url]--;
             conn_ready(c);
         }
         wk_conn_put(c);
@@ -673,9 +711,10 @@ static void on_connect(sg_op_t *op, const sg_ev_t *ev)
     wk_conn_put(c);
 }
 
-sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup)
+sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup, unsigned url)
 {
-    int fd = sg_tcp_client_socket(&w->run->addr);
+    const sg_addr_t *to = w->n_urls > 1 ? &w->run->url_addrs[url] : &w->run->addr;
+    int fd = sg_tcp_client_socket(to);
     if (fd < 0) {
         w->last_connect_err = fd;
         return NULL;
@@ -703,6 +742,7 @@ sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup)
     c->w = w;
     c->fd = fd;
     c->for_setup = for_setup;
+    c->url = (uint8_t)url;
     c->connect_op.fn = on_connect;
     c->send_op.fn = on_send;
     c->recv_op.fn = on_recv;
@@ -721,10 +761,11 @@ sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup)
     w->all_head = c;
     w->n_conns++;
     w->n_connecting++;
+    w->url_connecting[url]++;
     w->conns_opened++;
     if (w->n_conns > w->conns_peak)
         w->conns_peak = w->n_conns;
-    sg_loop_connect(&w->loop, &c->connect_op, fd, (const struct sockaddr *)&w->run->addr.addr, w->run->addr.len);
+    sg_loop_connect(&w->loop, &c->connect_op, fd, (const struct sockaddr *)&to->addr, to->len);
     c->ops++;
     return c;
 }
@@ -756,6 +797,41 @@ static bool room_in_flight(const sg_worker_t *w)
 }
 
 /*
+ * Several URLs: connections opened per URL, as many as its queued requests need (worker_url.c), under the same
+ * bounds as one URL's (the set-up window, the connection cap, room in flight). At the cap, a URL that has requests
+ * waiting and nothing being opened for it gets a descriptor from an idle connection to another URL (the queue's head
+ * waits for its own URL, and the rest behind it).
+ */
+static void dispatch_urls(sg_worker_t *w)
+{
+    uint64_t room = UINT64_MAX;
+    if (w->max_in_flight)
+        room = w->max_in_flight > w->n_in_flight ? w->max_in_flight - w->n_in_flight : 0;
+    uint64_t want_all = w->n_waiting + w->n_fresh < room ? w->n_waiting + w->n_fresh : room;
+    sg_req_t *head = w->fresh_head ? w->fresh_head : w->wait_head;
+    if (head && w->n_conns >= w->max_conns && !w->url_connecting[head->rec.url] && w->n_closing == 0) {
+        for (unsigned u = 0; u < w->n_urls; u++) {
+            sg_conn_t *idle = u == head->rec.url ? NULL : w->idle_head[u] ? w->idle_head[u] : w->idle_fresh_head[u];
+            if (idle) {
+                wk_conn_close(idle);
+                break;
+            }
+        }
+    }
+    uint64_t want;
+    while (w->n_connecting < want_all && w->n_connecting < CONNECT_WINDOW && w->n_conns < w->max_conns) {
+        unsigned u = wk_url_want(w, &want);
+        if (!want)
+            break;
+        if (!wk_conn_open(w, false, u)) {
+            wk_fail_waiting_head(w, w->last_connect_err);
+            uint64_t left = w->n_waiting + w->n_fresh;
+            want_all = left < want_all ? left : want_all;
+        }
+    }
+}
+
+/*
  * Give waiting requests to idle connections, opening connections as demand requires. Re-sends go first (they
  * were due before anything queued) and only to connections that never carried a request; the queue takes the
  * most recently used idle connection, then a fresh one.
@@ -770,11 +846,17 @@ void wk_conn_dispatch(sg_worker_t *w)
     }
     int64_t now = 0;
     sg_conn_t *c;
-    while (w->fresh_head && room_in_flight(w) && (c = idle_take(w, &w->idle_fresh_head, &now)))
+    /* several URLs: each request waits for a connection to its own URL (rec.url; 0 with one) */
+    while (w->fresh_head && room_in_flight(w) && (c = idle_take(w, &w->idle_fresh_head[w->fresh_head->rec.url], &now)))
         conn_start(c, wk_fresh_pop(w));
     while (w->wait_head && room_in_flight(w) &&
-           ((c = idle_take(w, &w->idle_head, &now)) || (c = idle_take(w, &w->idle_fresh_head, &now))))
+           ((c = idle_take(w, &w->idle_head[w->wait_head->rec.url], &now)) ||
+            (c = idle_take(w, &w->idle_fresh_head[w->wait_head->rec.url], &now))))
         conn_start(c, wk_wait_pop(w));
+    if (w->n_urls > 1) {
+        dispatch_urls(w);
+        return;
+    }
     uint64_t want = w->n_waiting + w->n_fresh;
     if (w->max_in_flight) {
         uint64_t room = w->max_in_flight > w->n_in_flight ? w->max_in_flight - w->n_in_flight : 0;
@@ -784,10 +866,10 @@ void wk_conn_dispatch(sg_worker_t *w)
     /* At the connection cap, re-sends still need new connections: idle reused ones (the queue is empty when there
      * are any) give up their descriptors, as many as the connections being opened or closed do not cover;
      * wk_conn_put dispatches again once one is freed. */
-    while (w->n_fresh > w->n_connecting + w->n_closing && w->n_conns >= w->max_conns && w->idle_head)
-        wk_conn_close(w->idle_head);
+    while (w->n_fresh > w->n_connecting + w->n_closing && w->n_conns >= w->max_conns && w->idle_head[0])
+        wk_conn_close(w->idle_head[0]);
     while (w->n_connecting < want && w->n_connecting < CONNECT_WINDOW && w->n_conns < w->max_conns) {
-        if (!wk_conn_open(w, false)) {
+        if (!wk_conn_open(w, false, 0)) {
             wk_fail_waiting_head(w, w->last_connect_err);
             uint64_t left = w->n_waiting + w->n_fresh;
             want = left < want ? left : want;
@@ -814,12 +896,14 @@ static void setup_timed_out(sg_conn_t *c, int64_t now)
     w->last_connect_err = -ETIMEDOUT;
     w->connect_failures++;
     bool for_setup = c->for_setup;
-    wk_conn_close(c); /* counts it out of n_connecting and cancels the connect */
-    if (!for_setup) {
+    unsigned url = c->url;
+    wk_conn_close(c); /* counts it out of n_connecting and cancels the connect (and may free c) */
+    bool rerouted = wk_url_failed(w, url, -ETIMEDOUT, now);
+    if (!for_setup && !rerouted) {
         sg_req_t *r = wk_wait_pop(w);
         if (r) {
             wk_set_error(r, SG_ERRC_CONNECT, "connect to %s: not connected within %.3g s (no answer to the attempt)",
-                         w->run->addr_text, s);
+                         w->n_urls > 1 ? w->run->url_text[url] : w->run->addr_text, s);
             wk_req_finish(w, r, now);
         }
     }
@@ -860,6 +944,6 @@ void wk_conns_free_all(sg_worker_t *w)
         free(c->wbuf);
         free(c);
     }
-    w->idle_head = NULL;
-    w->idle_fresh_head = NULL;
+    memset(w->idle_head, 0, sizeof w->idle_head);
+    memset(w->idle_fresh_head, 0, sizeof w->idle_fresh_head);
 }

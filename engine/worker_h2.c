@@ -141,6 +141,8 @@ static int h2_cb_head(void *ud, void *sud, int status, bool event_stream)
         return -1; /* nobody waits for it any more: reset */
     if (rs->req->rec.first_byte_ns == 0)
         wk_first_byte(rs->req, wk_t_recv_ns);
+    if (rs->req->rec.head_ns == 0)
+        rs->req->rec.head_ns = wk_t_recv_ns;
     if (rs->w->grpc)
         return wk_grpc_on_head(rs, status);
     sg_h1_resp_head_t head = {.status = status, .content_length = -1, .event_stream = event_stream};
@@ -463,6 +465,7 @@ static bool h2_start(sg_conn_t *c, sg_req_t *r)
     r->conn = c;
     r->stream_id = id;
     r->rec.sent_ns = sg_now_ns(); /* provisional, for timeouts: h2_cb_sent stamps when its HEADERS go out */
+    wk_trace_conn(r, c, r->rec.sent_ns);
     wk_fl_append(w, r);
     atomic_store_explicit(&w->progress.in_flight, w->n_in_flight, memory_order_relaxed);
     h2_mark(c);
@@ -499,7 +502,7 @@ void wk_h2_dispatch(sg_worker_t *w)
             want = room;
     }
     while (want > w->n_connecting * w->h2_per_conn && w->n_connecting < CONNECT_WINDOW && w->n_conns < w->max_conns) {
-        if (!wk_conn_open(w, false)) {
+        if (!wk_conn_open(w, false, 0)) {
             wk_fail_waiting_head(w, w->last_connect_err);
             want = w->n_waiting < want ? w->n_waiting : want;
         }

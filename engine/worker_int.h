@@ -92,6 +92,7 @@ struct sg_req {
     bool refused;          /* failed because the server refused the connection or reset it before any response */
     uint8_t slot_refusals; /* closed loop: such failures in a row of this request's slot before it */
     bool retried;          /* re-sent once, on a fresh connection, after a kept-alive one turned out closed */
+    bool url_picked;       /* several URLs: rec.url is chosen (worker_url.c) */
     uint8_t h2_resends;    /* HTTP/2: times re-sent after the server refused the stream or sent GOAWAY below it */
     resp_t *rs;            /* --http2: the stream's response */
     int32_t stream_id;
@@ -147,6 +148,13 @@ struct sg_conn {
     sg_conn_t *prev;
     sg_conn_t *all_next; /* every connection of the worker, for the final clean-up */
     sg_conn_t *all_prev;
+
+    /* HTTP trace (wk_trace_conn): when the TCP connect completed and when set-up was done (over TLS: the handshake),
+     * 0 before; whether those went into the record of the first request it carried */
+    int64_t connected_ns;
+    int64_t ready_ns;
+    bool setup_traced;
+    uint8_t url; /* several URLs: the index of the one it is connected to */
 };
 
 /* A closed-loop slot waiting out its back-off (worker.c): its next request is due then. */
@@ -201,9 +209,9 @@ struct sg_worker {
     bool rx_kernel_times;
     const char *coalesce_method; /* sg_loop_coalesce_method, read once the loop is up */
 
-    /* connections */
-    sg_conn_t *idle_head;       /* idle after a response, most recent first */
-    sg_conn_t *idle_fresh_head; /* idle and never used: the ones re-sends may take */
+    /* connections, per URL (several URLs: -u given more than once; else only [0]) */
+    sg_conn_t *idle_head[SG_MAX_URLS];       /* idle after a response, most recent first */
+    sg_conn_t *idle_fresh_head[SG_MAX_URLS]; /* idle and never used: the ones re-sends may take */
     sg_conn_t *all_head;
     uint64_t n_conns;
     uint64_t n_connecting;
@@ -270,6 +278,21 @@ struct sg_worker {
     uint64_t h2_streams_peak, h2_goaways, h2_refused_resent, h2_resets;
 
     wk_sessions_t *sess; /* multi-turn sessions (session.c); NULL for every other run */
+
+    /*
+     * Several URLs (worker_url.c; docs/metrics.md, "Several URLs"): a request gets its URL when it is queued (round
+     * robin, or the fewest in flight and waiting), and waits for a connection to that URL. A URL whose connect fails
+     * is out of rotation until down_until (a back-off doubling from URL_BACKOFF_MIN_MS), its waiting requests
+     * re-routed to the others; a connect that succeeds puts it back.
+     */
+    unsigned n_urls; /* run->n_urls */
+    unsigned url_next;
+    uint64_t url_waiting[SG_MAX_URLS];    /* in the wait and re-send queues */
+    uint64_t url_in_flight[SG_MAX_URLS];  /* sent, not finished */
+    uint64_t url_connecting[SG_MAX_URLS]; /* connections being set up */
+    int64_t url_down_until[SG_MAX_URLS];  /* 0: in rotation */
+    uint32_t url_down_streak[SG_MAX_URLS];
+    sg_url_stats_t url_stats[SG_MAX_URLS];
 
     sg_metrics_t *metrics;
     bool keep_text; /* --tokenizer: keep output text, defer measured records' metrics to the post-run pass */
@@ -379,10 +402,27 @@ int wk_on_body(void *ud, const char *data, size_t len);
 int wk_on_complete(void *ud);
 extern const sg_h1_resp_cb_t wk_h1_cb;
 
+/* worker_url.c: several URLs. A queued request's URL (picked once; again when its URL left the rotation), the
+ * counts kept per URL as requests are queued, sent and finished, and a URL's failed and successful connects. */
+void wk_url_queued(sg_worker_t *w, sg_req_t *r);
+void wk_url_unqueued(sg_worker_t *w, const sg_req_t *r);
+/* A connect to URL u failed with err at now: true when u left the rotation and its waiting requests went to other
+ * URLs (the caller then fails none of them); false with one URL, or when every URL is out. */
+bool wk_url_failed(sg_worker_t *w, unsigned u, int err, int64_t now);
+void wk_url_connected(sg_worker_t *w, unsigned u, int64_t now);
+/* The URL connections should be opened to next for queued requests, and how many are wanted for it (0: none). */
+unsigned wk_url_want(const sg_worker_t *w, uint64_t *want);
+void wk_url_end(sg_worker_t *w, int64_t now);
+/* The URLs the start-up check could not connect to start out of rotation. */
+void wk_url_init(sg_worker_t *w);
+/* The URL the next connection opened before the start goes to: the URLs in rotation in turn. */
+unsigned wk_url_setup_next(sg_worker_t *w);
+
 /* worker_conn.c: connections (the unreachable window's functions below are worker.c's) */
 void wk_idle_push(sg_worker_t *w, sg_conn_t *c);
 void wk_idle_remove(sg_worker_t *w, sg_conn_t *c);
-sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup);
+/* A connection to URL url (0 with one URL), opened ahead of the start (for_setup) or for queued requests. */
+sg_conn_t *wk_conn_open(sg_worker_t *w, bool for_setup, unsigned url);
 void wk_conn_close(sg_conn_t *c);
 void wk_conn_put(sg_conn_t *c);
 void wk_conn_dispatch(sg_worker_t *w);
@@ -390,6 +430,9 @@ void wk_conns_free_all(sg_worker_t *w);
 /* Give up connections whose set-up is past w->setup_timeout_ns (call when now reaches w->setup_check_ns). */
 void wk_conns_expire_setup(sg_worker_t *w, int64_t now);
 void wk_fail_waiting_head(sg_worker_t *w, int err);
+/* HTTP trace: request r starts on connection c at now: its send start, and the connection's set-up times when it is
+ * the first request c carries (else marked reused). */
+void wk_trace_conn(sg_req_t *r, sg_conn_t *c, int64_t now);
 /* err (-errno) is the server turning a connection down (refused, reset, unreachable), not the client running out of
  * something: a closed loop backs off after it */
 bool wk_refusal(int err);

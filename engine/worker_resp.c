@@ -217,6 +217,8 @@ int wk_on_head(void *ud, const sg_h1_resp_head_t *head)
     if (!r)
         return SG_EPROTO; /* a response nobody asked for */
     r->rec.http_status = head->status;
+    if (r->rec.head_ns == 0)
+        r->rec.head_ns = wk_t_recv_ns;
     c->event_stream = head->event_stream;
     /* measured by what it is: a body that asked for a stream (or not) without --streaming saying so, or a server
      * that answers otherwise than asked, still gets the metrics of what came */

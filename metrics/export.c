@@ -174,6 +174,12 @@ static const sg_metric_id_t display_order[] = {
     SG_M_LATENCY_FROM_SEND,
     SG_M_INTER_CHUNK,
     SG_M_SCHEDULE_LAG,
+    SG_M_HTTP_CONNECTING,
+    SG_M_HTTP_TLS,
+    SG_M_HTTP_SENDING,
+    SG_M_HTTP_WAITING,
+    SG_M_HTTP_RECEIVING,
+    SG_M_HTTP_DURATION,
 };
 _Static_assert(SG_ARRAY_LEN(display_order) == SG_M__COUNT, "every metric has a place in the table");
 
@@ -251,7 +257,8 @@ static size_t table_rows(row_t *rows, const sg_metrics_t *m, const sg_run_info_t
     size_t n = 0;
     double duration = sg_metrics_duration_s(m);
     for (size_t i = 0; i < SG_ARRAY_LEN(display_order); i++)
-        if (exported(m, display_order[i]))
+        if (exported(m, display_order[i]) &&
+            (!sg_metric_is_trace(display_order[i]) || (info && info->show_trace_timing)))
             dist_row(&rows[n++], m, display_order[i]);
     uint64_t out_tok = sg_metrics_output_tokens(m), in_tok = sg_metrics_input_tokens(m);
     bool output = generated(m);
@@ -680,6 +687,7 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
     size_t n_rows = table_rows(rows, m, info);
     put_box(out, rows, n_rows, info && info->title ? info->title : "surge | LLM Metrics");
     put_turns(out, m);
+    sg_export_urls_table(out, m, info);
     put_errors(out, m);
     put_cancelled(out, m, info);
     put_goodput(out, m, info);
@@ -1302,6 +1310,8 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     }
     if (!rc && info && info->prompt_reuse_json)
         rc = set(root, "prompt_reuse", input_config(info->prompt_reuse_json));
+    if (!rc && sg_metrics_urls(m))
+        rc = set(root, "urls", sg_export_urls_json(m, info));
     rc = rc ? rc : set(root, "isl_source", info && info->isl_source ? json_string(info->isl_source) : json_null());
     if (!rc && info && info->tokenizer) {
         char desc[1024]; /* a path need not be UTF-8: the summary must stay valid JSON */
@@ -1447,6 +1457,7 @@ int sg_export_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *
     csv_distributions(of.f, m, info);
     fputc('\n', of.f);
     csv_values(of.f, m, info);
+    sg_export_urls_csv(of.f, m, info);
     if (ferror(of.f)) {
         int err = sg_outfile_error(&of);
         sg_outfile_abort(&of);

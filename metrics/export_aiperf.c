@@ -31,7 +31,7 @@
 /* ---------- per request: profile_export.jsonl ---------- */
 
 /* Everything in a line but the inter-chunk list: keys, a dozen numbers, the escaped error message. */
-#define AIPERF_LINE_FIXED_MAX (2048 + SG_JSON_ESCAPED_MAX(SG_RECORD_MSG))
+#define AIPERF_LINE_FIXED_MAX (3072 + SG_JSON_ESCAPED_MAX(SG_RECORD_MSG))
 /* One inter-chunk gap: a comma and a fixed-point number of ms. */
 #define GAP_MAX 24
 #define GAPS_PER_ROOM 1024
@@ -154,6 +154,8 @@ static char *ok_metrics(char *p, const sg_record_t *r)
     p = metric_ms(p, r, SG_M_TTFT_FROM_SEND);
     p = metric_ms(p, r, SG_M_LATENCY_FROM_SEND);
     p = metric_ms(p, r, SG_M_SCHEDULE_LAG);
+    for (int id = SG_M_HTTP_CONNECTING; id <= SG_M_HTTP_DURATION; id++)
+        p = metric_ms(p, r, (sg_metric_id_t)id);
     return drop_lead_comma(first, p);
 }
 
@@ -266,6 +268,12 @@ static const struct {
     {"time_to_first_token_from_send", "Time to First Token from Send"},
     {"request_latency_from_send", "Request Latency from Send"},
     {"schedule_lag", "Schedule Lag"},
+    {"http_req_connecting", "HTTP Connecting"},
+    {"http_req_tls_handshaking", "HTTP TLS Handshaking"},
+    {"http_req_sending", "HTTP Sending"},
+    {"http_req_waiting", "HTTP Waiting (TTFB)"},
+    {"http_req_receiving", "HTTP Receiving"},
+    {"http_req_duration", "HTTP Duration (excl. conn)"},
 };
 
 /* A block's fields in AIPerf's order (JsonMetricResult; count on distributions since its schema 1.1). */

@@ -48,6 +48,9 @@ struct sg_metrics {
     /* multi-turn sessions: the same metrics per turn index (made on first use; NULL entries for indices not seen) */
     sg_metrics_t **turns;
     size_t n_turns;
+    /* several URLs: the same metrics per URL index (records with multi_url; made on first use) */
+    sg_metrics_t *urls[256];
+    size_t n_urls;
 };
 
 static const struct {
@@ -76,6 +79,13 @@ static const struct {
                         TOKENS_MAX},
     [SG_M_TOKENS_PER_USER] = {"output_token_throughput_per_user", "Output token throughput per user",
                               "Output token throughput per user (tokens/sec/user)", "tokens/sec/user", MILLI_TPS_MAX},
+    [SG_M_HTTP_CONNECTING] = {"http_req_connecting", "HTTP connecting", "HTTP connecting (ms)", "ms", TIME_MAX_NS},
+    [SG_M_HTTP_TLS] = {"http_req_tls_handshaking", "HTTP TLS handshaking", "HTTP TLS handshaking (ms)", "ms",
+                       TIME_MAX_NS},
+    [SG_M_HTTP_SENDING] = {"http_req_sending", "HTTP sending", "HTTP sending (ms)", "ms", TIME_MAX_NS},
+    [SG_M_HTTP_WAITING] = {"http_req_waiting", "HTTP waiting (TTFB)", "HTTP waiting (TTFB) (ms)", "ms", TIME_MAX_NS},
+    [SG_M_HTTP_RECEIVING] = {"http_req_receiving", "HTTP receiving", "HTTP receiving (ms)", "ms", TIME_MAX_NS},
+    [SG_M_HTTP_DURATION] = {"http_req_duration", "HTTP duration", "HTTP duration (ms)", "ms", TIME_MAX_NS},
 };
 
 static bool valid_id(sg_metric_id_t id)
@@ -126,7 +136,38 @@ bool sg_metric_needs_two_tokens(sg_metric_id_t id)
 
 bool sg_metric_is_time(sg_metric_id_t id)
 {
-    return valid_id(id) && id <= SG_M_SCHEDULE_LAG;
+    return valid_id(id) && (id <= SG_M_SCHEDULE_LAG || sg_metric_is_trace(id));
+}
+
+bool sg_metric_is_trace(sg_metric_id_t id)
+{
+    return id >= SG_M_HTTP_CONNECTING && id <= SG_M_HTTP_DURATION;
+}
+
+/*
+ * The HTTP trace of a successful record (sent, so it has a send start; its response head read): the values of the
+ * http_req_* metrics in ns. have[] false for one it lacks (TLS over http://; waiting and receiving without a response
+ * byte).
+ */
+static void trace_values(const sg_record_t *r, double *v, bool *have)
+{
+    for (int i = SG_M_HTTP_CONNECTING; i <= SG_M_HTTP_DURATION; i++)
+        have[i] = false;
+    if (!r->send_start_ns)
+        return;
+    /* AIPerf's http_req_connecting includes the TLS handshake; a reused connection counts 0 in both */
+    v[SG_M_HTTP_CONNECTING] = (double)(r->conn_connect_ns + r->conn_tls_ns), have[SG_M_HTTP_CONNECTING] = true;
+    v[SG_M_HTTP_TLS] = (double)r->conn_tls_ns, have[SG_M_HTTP_TLS] = r->tls;
+    int64_t sent = r->sent_ns > r->send_start_ns ? r->sent_ns : r->send_start_ns;
+    v[SG_M_HTTP_SENDING] = (double)(sent - r->send_start_ns), have[SG_M_HTTP_SENDING] = true;
+    /* AIPerf's and k6's waiting ends at the first response byte (TTFB), and receiving runs from it to the end */
+    if (r->first_byte_ns) {
+        v[SG_M_HTTP_WAITING] = (double)(r->first_byte_ns > sent ? r->first_byte_ns - sent : 0);
+        v[SG_M_HTTP_RECEIVING] = (double)(r->end_ns > r->first_byte_ns ? r->end_ns - r->first_byte_ns : 0);
+        have[SG_M_HTTP_WAITING] = have[SG_M_HTTP_RECEIVING] = true;
+    }
+    v[SG_M_HTTP_DURATION] = (double)(r->end_ns > r->send_start_ns ? r->end_ns - r->send_start_ns : 0);
+    have[SG_M_HTTP_DURATION] = true;
 }
 
 double sg_metric_scale(sg_metric_id_t id)
@@ -174,6 +215,8 @@ void sg_metrics_free(sg_metrics_t *m)
     for (size_t i = 0; i < m->n_turns; i++)
         sg_metrics_free(m->turns[i]);
     free(m->turns);
+    for (size_t i = 0; i < m->n_urls; i++)
+        sg_metrics_free(m->urls[i]);
     free(m);
 }
 
@@ -194,6 +237,26 @@ static sg_metrics_t *turn_metrics(sg_metrics_t *m, uint32_t i)
     if (!m->turns[i])
         m->turns[i] = sg_metrics_new(NULL, 0);
     return m->turns[i];
+}
+
+/* The metrics of URL index i, made on first use; NULL when out of memory. */
+static sg_metrics_t *url_metrics(sg_metrics_t *m, uint8_t i)
+{
+    if (!m->urls[i])
+        m->urls[i] = sg_metrics_new(NULL, 0);
+    if (m->urls[i] && i >= m->n_urls)
+        m->n_urls = (size_t)i + 1;
+    return m->urls[i];
+}
+
+size_t sg_metrics_urls(const sg_metrics_t *m)
+{
+    return m->n_urls;
+}
+
+const sg_metrics_t *sg_metrics_url(const sg_metrics_t *m, size_t i)
+{
+    return i < m->n_urls ? m->urls[i] : NULL;
 }
 
 size_t sg_metrics_turns(const sg_metrics_t *m)
@@ -411,6 +474,18 @@ bool sg_record_metric(const sg_record_t *r, sg_metric_id_t id, double *value)
         *value = id == SG_M_ITL ? itl : 1e9 / itl;
         return true;
     }
+    case SG_M_HTTP_CONNECTING:
+    case SG_M_HTTP_TLS:
+    case SG_M_HTTP_SENDING:
+    case SG_M_HTTP_WAITING:
+    case SG_M_HTTP_RECEIVING:
+    case SG_M_HTTP_DURATION: {
+        double v[SG_M__COUNT];
+        bool have[SG_M__COUNT];
+        trace_values(r, v, have);
+        *value = v[id];
+        return have[id];
+    }
     case SG_M_INTER_CHUNK: {
         if (!first || r->n_events < 2 || !r->event_us)
             return false;
@@ -438,6 +513,11 @@ void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
         sg_metrics_t *t = turn_metrics(m, r->turn);
         if (t)
             add_one(t, r);
+    }
+    if (SG_UNLIKELY(r->multi_url)) {
+        sg_metrics_t *u = url_metrics(m, r->url);
+        if (u)
+            add_one(u, r);
     }
 }
 
@@ -558,6 +638,11 @@ static void add_one(sg_metrics_t *m, const sg_record_t *r)
         }
     }
 
+    trace_values(r, value, have);
+    for (int i = SG_M_HTTP_CONNECTING; i <= SG_M_HTTP_DURATION; i++)
+        if (have[i])
+            sg_hist_record(m->hist[i], (uint64_t)value[i]);
+
     if (tally_slos(m, value, have))
         m->good++;
 }
@@ -607,6 +692,14 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
             continue;
         sg_metrics_t *t = turn_metrics(dst, (uint32_t)i);
         int rc = t ? sg_metrics_merge(t, src->turns[i]) : SG_ENOMEM;
+        if (rc < 0)
+            return rc;
+    }
+    for (size_t i = 0; i < src->n_urls; i++) {
+        if (!src->urls[i])
+            continue;
+        sg_metrics_t *u = url_metrics(dst, (uint8_t)i);
+        int rc = u ? sg_metrics_merge(u, src->urls[i]) : SG_ENOMEM;
         if (rc < 0)
             return rc;
     }

@@ -2,7 +2,7 @@
  * Per-worker record log and its merge into the per-request JSONL files (surge's own, and AIPerf's by
  * export_aiperf.c in the same pass).
  *
- * File format, version 5 (host byte order: the log is read back on the machine that wrote it):
+ * File format, version 6 (host byte order: the log is read back on the machine that wrote it):
  *   file header: "SGRECLOG" magic, u32 version, u32 0
  *   per record:  a marker byte (REC_MARKER), a varint length of the body, then the body:
  *     varint flags, a byte of which times are present, varint id/worker/payload/model, zigzag varint intended_ns,
@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #define RECLOG_MAGIC "SGRECLOG"
-#define RECLOG_VERSION 5u
+#define RECLOG_VERSION 6u /* 6: the HTTP trace (send start, response head, connection set-up, FLAG_TLS) */
 #define RECLOG_BUF (64u * 1024u)
 #define REC_MARKER 0xA5u
 #define FLAG_STREAMING 1u
@@ -65,7 +65,9 @@
 #define FLAG_NO_OUTPUT 16u
 #define FLAG_SESSION 32u         /* a turn of a multi-turn session: session and turn hold it */
 #define FLAG_REASONING_USAGE 64u /* reasoning_tokens is the server's usage */
-#define FLAG_ALL 127u
+#define FLAG_TLS 128u            /* sent over TLS */
+#define FLAG_URL 256u            /* several URLs: the URL's index follows the events' count */
+#define FLAG_ALL 511u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 /* The most a record's fields take before its events: 40-odd varints of at most 10 bytes and the message. */
@@ -75,7 +77,8 @@
 #define BODY_MAX ((size_t)HEAD_MAX + (size_t)MAX_EVENTS * EVENT_MAX + SG_RECORD_TEXT_MAX + FIN_SIZE)
 
 /* Bits of the presence byte: which times are not 0. */
-enum { T_SENT, T_FIRST_BYTE, T_FIRST_TOKEN, T_SECOND_TOKEN, T_END, T_FIRST_OUTPUT, T__COUNT };
+enum { T_SENT, T_FIRST_BYTE, T_FIRST_TOKEN, T_SECOND_TOKEN, T_END, T_FIRST_OUTPUT, T_SEND_START, T_HEAD, T__COUNT };
+_Static_assert(T__COUNT <= 8, "the presence byte has a bit per time");
 
 struct file_header {
     char magic[8];
@@ -97,10 +100,15 @@ struct wire_rec {
     int64_t second_token_ns;
     int64_t end_ns;
     int64_t first_output_ns;
+    int64_t send_start_ns;
+    int64_t head_ns;
+    int64_t conn_connect_ns;
+    int64_t conn_tls_ns;
     int32_t http_status;
     uint8_t err_class;
     uint8_t osl_source;
-    uint8_t flags;
+    uint16_t flags;
+    uint8_t url;
     uint32_t isl;
     int32_t isl_server;
     int32_t isl_cached;
@@ -220,9 +228,10 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
 {
     unsigned flags = (r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
-                     (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0);
-    const int64_t t[T__COUNT] = {r->sent_ns,         r->first_byte_ns, r->first_token_ns,
-                                 r->second_token_ns, r->end_ns,        r->first_output_ns};
+                     (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0) |
+                     (r->tls ? FLAG_TLS : 0) | (r->multi_url ? FLAG_URL : 0);
+    const int64_t t[T__COUNT] = {r->sent_ns, r->first_byte_ns,   r->first_token_ns, r->second_token_ns,
+                                 r->end_ns,  r->first_output_ns, r->send_start_ns,  r->head_ns};
     unsigned present = 0;
     for (unsigned i = 0; i < T__COUNT; i++)
         present |= t[i] ? 1u << i : 0;
@@ -253,10 +262,14 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
     p = put_v(p, r->content_events);
     p = put_v(p, r->reasoning_events);
     p = put_v(p, r->response_bytes);
+    p = put_v(p, (uint64_t)(r->conn_connect_ns > 0 ? r->conn_connect_ns : 0));
+    p = put_v(p, (uint64_t)(r->conn_tls_ns > 0 ? r->conn_tls_ns : 0));
     p = put_v(p, msg_len);
     memcpy(p, r->err_msg, msg_len);
     p += msg_len;
     p = put_v(p, n_events);
+    if (r->multi_url)
+        p = put_v(p, r->url);
     if (r->in_session) {
         p = put_v(p, r->session);
         p = put_v(p, r->turn);
@@ -799,7 +812,7 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
     struct wire_rec *w = &v->w;
     memset(w, 0, sizeof(*w));
     uint64_t flags = d_u64(&d);
-    w->flags = (uint8_t)flags;
+    w->flags = (uint16_t)flags;
     const unsigned char *pb = d_bytes(&d, 1);
     unsigned present = pb ? *pb : 0;
     w->id = d_u64(&d);
@@ -807,8 +820,8 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
     w->payload = d_u32(&d);
     w->model = d_u32(&d);
     w->intended_ns = unzz(d_u64(&d));
-    int64_t *t[T__COUNT] = {&w->sent_ns,         &w->first_byte_ns, &w->first_token_ns,
-                            &w->second_token_ns, &w->end_ns,        &w->first_output_ns};
+    int64_t *t[T__COUNT] = {&w->sent_ns, &w->first_byte_ns,   &w->first_token_ns, &w->second_token_ns,
+                            &w->end_ns,  &w->first_output_ns, &w->send_start_ns,  &w->head_ns};
     for (unsigned i = 0; i < T__COUNT; i++)
         if (present & (1u << i))
             *t[i] = (int64_t)((uint64_t)w->intended_ns + (uint64_t)unzz(d_u64(&d)));
@@ -831,11 +844,19 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
     w->content_events = d_u32(&d);
     w->reasoning_events = d_u32(&d);
     w->response_bytes = d_u64(&d);
+    w->conn_connect_ns = (int64_t)(d_u64(&d) & INT64_MAX);
+    w->conn_tls_ns = (int64_t)(d_u64(&d) & INT64_MAX);
     w->msg_len = d_u32(&d);
     if (w->msg_len >= SG_RECORD_MSG)
         return 0;
     v->msg = (const char *)d_bytes(&d, w->msg_len);
     w->n_events = d_u32(&d);
+    if (flags & FLAG_URL) {
+        uint32_t u = d_u32(&d);
+        if (u >= 256)
+            return 0;
+        w->url = (uint8_t)u;
+    }
     if (flags & FLAG_SESSION) {
         w->session = d_u64(&d);
         w->turn = d_u32(&d);
@@ -947,6 +968,14 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.session = w->session;
     r.turn = w->turn;
     r.first_output_ns = w->first_output_ns;
+    r.send_start_ns = w->send_start_ns;
+    r.head_ns = w->head_ns;
+    r.conn_connect_ns = w->conn_connect_ns;
+    r.conn_tls_ns = w->conn_tls_ns;
+    r.conn_reused = w->send_start_ns && !w->conn_connect_ns;
+    r.tls = w->flags & FLAG_TLS;
+    r.multi_url = w->flags & FLAG_URL;
+    r.url = w->url;
     r.reasoning_tokens = w->reasoning_tokens;
     r.reasoning_events = w->reasoning_events;
     r.reasoning_from_usage = w->flags & FLAG_REASONING_USAGE;
@@ -1127,9 +1156,39 @@ static int cmp_idx(const void *a, const void *b)
             SG_PUT_LIT(p, "null");                                                                                     \
     } while (0)
 
-/* Room for everything in a line but the model and the token times: the keys (about 600 bytes), 20-odd numbers of
+/*
+ * The HTTP trace (docs/files.md): whether the connection was new, its set-up in exact ns (connect_ns; tls_handshake_ns
+ * over https:// only, else null; 0 on a reused connection), and the http_req_* phases in ms as the metrics take them
+ * (metrics.c, trace_values): null for a request never sent.
+ */
+static char *put_trace(char *p, const struct wire_rec *w)
+{
+    bool sent = w->send_start_ns != 0, tls = w->flags & FLAG_TLS;
+    if (sent) {
+        if (w->conn_connect_ns)
+            SG_PUT_LIT(p, ",\"connection_reused\":false");
+        else
+            SG_PUT_LIT(p, ",\"connection_reused\":true");
+    } else {
+        SG_PUT_LIT(p, ",\"connection_reused\":null");
+    }
+    PUT_OPT_INT(p, "connect_ns", sent, w->conn_connect_ns);
+    PUT_OPT_INT(p, "tls_handshake_ns", sent && tls, w->conn_tls_ns);
+    int64_t done = w->sent_ns > w->send_start_ns ? w->sent_ns : w->send_start_ns;
+    PUT_MS(p, "http_req_connecting_ms", sent, w->conn_connect_ns + w->conn_tls_ns);
+    PUT_MS(p, "http_req_tls_handshaking_ms", sent && tls, w->conn_tls_ns);
+    PUT_MS(p, "http_req_sending_ms", sent, done - w->send_start_ns);
+    PUT_MS(p, "http_req_waiting_ms", sent && w->first_byte_ns, w->first_byte_ns > done ? w->first_byte_ns - done : 0);
+    PUT_MS(p, "http_req_receiving_ms", sent && w->first_byte_ns && w->end_ns,
+           w->end_ns > w->first_byte_ns ? w->end_ns - w->first_byte_ns : 0);
+    PUT_MS(p, "http_req_duration_ms", sent && w->end_ns,
+           w->end_ns > w->send_start_ns ? w->end_ns - w->send_start_ns : 0);
+    return p;
+}
+
+/* Room for everything in a line but the model and the token times: the keys (about 1,100 bytes), 30-odd numbers of
  * at most 23 bytes, the error class and the escaped error message. */
-#define LINE_FIXED_MAX (2048 + SG_JSON_ESCAPED_MAX(SG_RECORD_MSG))
+#define LINE_FIXED_MAX (3072 + SG_JSON_ESCAPED_MAX(SG_RECORD_MSG))
 /* One token time: a comma and a fixed-point number. */
 #define TOKEN_TIME_MAX 24
 #define TOKEN_TIMES_PER_ROOM 1024
@@ -1190,6 +1249,10 @@ static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, cons
         SG_PUT_LIT(p, ",\"resent\":true");
     else
         SG_PUT_LIT(p, ",\"resent\":false");
+    if (w->flags & FLAG_URL) {
+        SG_PUT_LIT(p, ",\"url\":");
+        p = sg_put_u64(p, w->url);
+    }
     if (w->flags & FLAG_SESSION) {
         SG_PUT_LIT(p, ",\"session\":");
         p = sg_put_u64(p, w->session);
@@ -1220,6 +1283,9 @@ static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, cons
     PUT_REL_NS(p, "second_token_ns", w->second_token_ns, base);
     PUT_REL_NS(p, "first_output_token_ns", w->first_output_ns, base);
     PUT_REL_NS(p, "end_ns", w->end_ns, base);
+    PUT_REL_NS(p, "send_start_ns", w->send_start_ns, base);
+    PUT_REL_NS(p, "response_head_ns", w->head_ns, base);
+    p = put_trace(p, w);
     PUT_MS(p, "schedule_lag_ms", w->sent_ns != 0, w->sent_ns - w->intended_ns);
     PUT_MS(p, "time_to_first_token_ms", w->first_token_ns != 0, w->first_token_ns - w->intended_ns);
     /* a cancelled request has no latency, only its wait until the cancellation (a lower bound of it) */

@@ -42,6 +42,13 @@ typedef enum {
     SG_M_CACHED_ISL,      /* prompt tokens the server reported taken from its cache; only where it said */
     SG_M_REASONING,       /* reasoning tokens per response */
     SG_M_TOKENS_PER_USER, /* recorded in milli-tokens/s */
+    /* HTTP trace (AIPerf's and k6's names; docs/metrics.md, "HTTP trace"), times in ns like the ones above */
+    SG_M_HTTP_CONNECTING, /* TCP connect + TLS handshake of a new connection; 0 on a reused one */
+    SG_M_HTTP_TLS,        /* TLS handshake of a new connection; 0 on a reused one; https:// only */
+    SG_M_HTTP_SENDING,    /* first request byte handed to the kernel to the last one sent */
+    SG_M_HTTP_WAITING,    /* last request byte sent to the first response byte (TTFB) */
+    SG_M_HTTP_RECEIVING,  /* first response byte to the end of the response */
+    SG_M_HTTP_DURATION,   /* first request byte to the end of the response: sending + waiting + receiving */
     SG_M__COUNT
 } sg_metric_id_t;
 
@@ -60,6 +67,8 @@ bool sg_metric_streamed_only(sg_metric_id_t id);
 bool sg_metric_needs_two_tokens(sg_metric_id_t id);
 /* Times are recorded in ns and shown in ms; true for those. */
 bool sg_metric_is_time(sg_metric_id_t id);
+/* The HTTP trace's metrics (http_req_*): in the console table only with --show-trace-timing. */
+bool sg_metric_is_trace(sg_metric_id_t id);
 /* Factor from the histogram's integer unit to the exported unit: 1e-6 for times, 1e-3 for tokens/s, else 1. */
 double sg_metric_scale(sg_metric_id_t id);
 
@@ -120,6 +129,10 @@ size_t sg_metrics_bytes(const sg_metrics_t *m);
  * the per-turn metrics carry no SLOs. */
 #define SG_METRICS_TURNS_MAX 256
 size_t sg_metrics_turns(const sg_metrics_t *m);
+/* Several URLs: records with multi_url are also counted in the metrics of their URL index (no SLOs). sg_metrics_url is
+ * NULL for an index no record had; sg_metrics_urls is one past the highest index seen (0: one URL). */
+size_t sg_metrics_urls(const sg_metrics_t *m);
+const sg_metrics_t *sg_metrics_url(const sg_metrics_t *m, size_t i);
 const sg_metrics_t *sg_metrics_turn(const sg_metrics_t *m, size_t i);
 
 /* Read-only views, for the exporters and the progress line. */
@@ -234,6 +247,12 @@ typedef struct {
     const char *input_config_json;   /* a JSON object (text) describing the run's configuration */
     const char *server_metrics_json; /* --server-metrics-url: the scrapes' summary object (text); NULL: none */
     bool has_slos;
+    /* --show-trace-timing: the http_req_* rows in the console table too */
+    bool show_trace_timing;
+    /* several URLs (-u given more than once): each one as given, and what the workers saw of it (NULL: not known) */
+    const char *const *url_names;
+    size_t n_url_names;
+    const struct sg_url_info *url_info;
     double client_cpu_s; /* CPU time surge spent from the start instant to the last response; 0 = unknown */
     double client_cpu_user_s, client_cpu_sys_s; /* its split into user and system time (0, 0 = unknown) */
     /* the whole process's CPU when the summary was written (set-up and teardown included); 0, 0 = unknown */
@@ -294,6 +313,22 @@ const char *sg_timestamp_source(bool asked, uint64_t stamped, uint64_t unstamped
  */
 void sg_prompt_reuse_fill(json_t *o);
 void sg_prompt_reuse_line(const json_t *o, char *line, size_t cap);
+
+/* Several URLs: what the workers saw of one URL, over all of them (engine/run_urls.c). */
+typedef struct sg_url_info {
+    uint64_t connect_failures; /* connects refused, reset or timed out */
+    uint64_t rerouted;         /* requests meant for it sent to another URL while it was out of rotation */
+    uint64_t outages;          /* times a worker took it out of rotation */
+    double first_down_s;       /* the first of those, s from the start instant; < 0: never */
+    double last_up_s;          /* the last connect that worked after one, s from the start; < 0: none */
+    bool down_at_end;          /* some worker still had it out of rotation at the end */
+} sg_url_info_t;
+
+/* Several URLs (export_urls.c): the summary's "urls" array (NULL without several URLs or on OOM), the console's
+ * per-URL lines, and the CSV's per-URL part. */
+json_t *sg_export_urls_json(const sg_metrics_t *m, const sg_run_info_t *info);
+void sg_export_urls_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info);
+void sg_export_urls_csv(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info);
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
 double sg_metrics_duration_s(const sg_metrics_t *m);

@@ -58,6 +58,22 @@ typedef struct {
     int64_t second_token_ns; /* second content event (streaming only) */
     int64_t end_ns;          /* end of response ([DONE] or last byte), or when the error was detected */
     int64_t first_output_ns; /* first content event that was not reasoning (streaming only) */
+    /* HTTP trace (docs/metrics.md, "HTTP trace"): the request's first byte handed to the kernel (sent_ns is when
+     * its last byte went), and when the response head (status line and headers) was read */
+    int64_t send_start_ns;
+    int64_t head_ns;
+    /* The set-up of the connection it went on, when it was the first request that connection carried (HTTP/2: the
+     * first stream of the session): TCP connect and TLS handshake durations in ns (tls 0 over http://). Both 0 and
+     * conn_reused set when the connection had carried a request before (a kept-alive one). */
+    int64_t conn_connect_ns;
+    int64_t conn_tls_ns;
+    bool conn_reused;
+    bool tls; /* sent over TLS (https://) */
+
+    /* several URLs (-u given more than once): the index of the one it was sent to (the last attempt's), counted in
+     * that URL's metrics too (sg_metrics_url); multi_url false: one URL, url 0 */
+    bool multi_url;
+    uint8_t url;
 
     int32_t http_status;       /* 0 when no response head arrived */
     uint8_t err_class;         /* sg_err_class_t */

@@ -195,11 +195,33 @@ static void test_everything(void)
     CHECK(c.benchmark_grace_s < 0);
     sg_config_free(&c);
 
-    /* later --url wins; progress on */
+    /* -u twice: two URLs (AIPerf's multi-URL), the first's fields the run's; progress on */
     CHECK_EQ_INT(parse(&c, "-m", "x", "-u", "a:1", "-u", "b:2", "--progress", NULL), 0);
-    CHECK_EQ_STR(c.host_header, strlen(c.host_header), "b:2");
+    CHECK_EQ_STR(c.host_header, strlen(c.host_header), "a:1");
+    CHECK_EQ_INT(c.n_urls, 2);
+    CHECK_EQ_STR(c.urls[1].host_header, strlen(c.urls[1].host_header), "b:2");
+    CHECK_EQ_INT(c.urls[1].port, 2);
+    CHECK_EQ_INT(c.url_strategy, SG_URL_ROUND_ROBIN);
     CHECK_EQ_INT(c.progress, 1);
     sg_config_free(&c);
+    CHECK_EQ_INT(
+        parse(&c, "-m", "x", "-u", "http://a:1/v1", "-u", "http://b:2/v1/", "--url-strategy", "least_in_flight", NULL),
+        0);
+    CHECK_EQ_INT(c.url_strategy, SG_URL_LEAST_IN_FLIGHT);
+    CHECK_EQ_STR(c.urls[1].host, strlen(c.urls[1].host), "b");
+    sg_config_free(&c);
+    /* several URLs: one scheme, one base path, each server once, at most 8, and not what they cannot run with */
+    BAD("-m", "x", "-u", "http://a:1", "-u", "https://b:2");
+    BAD("-m", "x", "-u", "http://a:1/x", "-u", "http://b:2/y");
+    BAD("-m", "x", "-u", "a:1", "-u", "http://a:1/");
+    BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--url-strategy", "random");
+    BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--http2");
+    BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--service-kind", "triton");
+    BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--world-size", "2", "--rank", "0");
+    BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--session-turns-mean", "3");
+    BAD("-m", "x", "-u", "a:1", "-u", "a:2", "-u", "a:3", "-u", "a:4", "-u", "a:5", "-u", "a:6", "-u", "a:7", "-u",
+        "a:8", "-u", "a:9");
+    BAD("-m", "x", "-u", "a:1", "-u", "b:0");
 
     /* extension-less export file: the stem is the name */
     CHECK_EQ_INT(parse(&c, "-m", "x", "--profile-export-file", "run", NULL), 0);

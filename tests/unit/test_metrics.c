@@ -515,8 +515,61 @@ static void test_slo_verdicts(void)
     sg_metrics_free(m);
 }
 
+/*
+ * The HTTP trace (http_req_*): a new TLS connection's request (connect 2 ms, handshake 5 ms), a reused one's (0 and
+ * 0), a plain-HTTP request (no TLS value), and a failed one (in none). Each value exact to the ns.
+ */
+static void test_http_trace(void)
+{
+    sg_metrics_t *m = sg_metrics_new(NULL, 0);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    sg_record_t a = plain(1, T0, 10, 100, 4); /* sent at +10 ms, answered whole at +100 ms */
+    a.send_start_ns = a.sent_ns - 3000;       /* 3 us of sending */
+    a.first_byte_ns = a.sent_ns + 40 * MS;    /* TTFB 40 ms */
+    a.head_ns = a.first_byte_ns;
+    a.conn_connect_ns = 2 * MS;
+    a.conn_tls_ns = 5 * MS;
+    a.tls = true;
+    sg_record_t b = a;
+    b.id = 2;
+    b.conn_connect_ns = b.conn_tls_ns = 0;
+    b.conn_reused = true;
+    sg_record_t c = a;
+    c.id = 3;
+    c.tls = false;
+    c.conn_tls_ns = 0;
+    sg_record_t d = failed(4, T0, SG_ERRC_HTTP, 500, "HTTP 500", true);
+    d.send_start_ns = d.sent_ns;
+    d.conn_connect_ns = 9 * MS;
+    sg_metrics_add(m, &a);
+    sg_metrics_add(m, &b);
+    sg_metrics_add(m, &c);
+    sg_metrics_add(m, &d);
+    const sg_hist_t *conn = H(m, SG_M_HTTP_CONNECTING), *tls = H(m, SG_M_HTTP_TLS);
+    CHECK(sg_hist_count(conn) == 3 && sg_hist_min(conn) == 0);
+    /* AIPerf's http_req_connecting holds the handshake: a's 7 ms is the largest; c's is its 2 ms connect */
+    CHECK(sg_hist_max(conn) == (uint64_t)(7 * MS));
+    CHECK(sg_hist_count(tls) == 2 && sg_hist_min(tls) == 0 && sg_hist_max(tls) == (uint64_t)(5 * MS));
+    CHECK(sg_hist_count(H(m, SG_M_HTTP_SENDING)) == 3 && sg_hist_max(H(m, SG_M_HTTP_SENDING)) == 3000);
+    CHECK(sg_hist_min(H(m, SG_M_HTTP_WAITING)) == (uint64_t)(40 * MS));
+    CHECK(sg_hist_max(H(m, SG_M_HTTP_RECEIVING)) == (uint64_t)(50 * MS)); /* 100 - 10 - 40 */
+    CHECK(sg_hist_max(H(m, SG_M_HTTP_DURATION)) == (uint64_t)(90 * MS + 3000));
+    CHECK(sg_metric_is_time(SG_M_HTTP_DURATION) && sg_metric_is_trace(SG_M_HTTP_CONNECTING));
+    CHECK(!sg_metric_is_trace(SG_M_SCHEDULE_LAG));
+    CHECK(strcmp(sg_metric_tag(SG_M_HTTP_TLS), "http_req_tls_handshaking") == 0);
+    double v;
+    CHECK(sg_record_metric(&a, SG_M_HTTP_CONNECTING, &v) && v == (double)(7 * MS));
+    CHECK(!sg_record_metric(&c, SG_M_HTTP_TLS, &v));
+    sg_record_t never = plain(5, T0, 10, 100, 4); /* no send start: no trace */
+    CHECK(!sg_record_metric(&never, SG_M_HTTP_DURATION, &v));
+    sg_metrics_free(m);
+}
+
 int main(void)
 {
+    test_http_trace();
     test_slo_verdicts();
     test_streamed_exact();
     test_non_streamed_and_single_token();

@@ -60,6 +60,13 @@ static void make_records(void)
         r->osl_source = SG_OSL_USAGE;
         r->max_tokens = 20;
         r->response_bytes = 1234 + (uint64_t)i;
+        /* the HTTP trace: every other record on a new connection, the odd ones reused; TLS on a third */
+        r->send_start_ns = r->sent_ns - 5;
+        r->head_ns = r->first_byte_ns + 1;
+        r->conn_connect_ns = i % 2 ? 0 : 150000 + i;
+        r->conn_tls_ns = i % 3 == 0 && i % 2 == 0 ? 2000000 + i : 0;
+        r->conn_reused = i % 2;
+        r->tls = i % 3 == 0;
     }
     /* 0: non-streamed, ok (the soak's workload); 1: streamed, 100 tokens 20 ms apart; 2: streamed, events out of
      * order, 0 and the largest offset (a reader must not assume they grow); 3: an error with a long message of
@@ -132,6 +139,8 @@ static void make_records(void)
     recs[7].osl = 0;
     recs[8].err_class = SG_ERRC_CANCELLED;
     recs[8].sent_ns = recs[8].first_byte_ns = recs[8].end_ns = 0;
+    recs[8].send_start_ns = recs[8].head_ns = recs[8].conn_connect_ns = recs[8].conn_tls_ns = 0; /* never sent */
+    recs[8].conn_reused = false;
     recs[8].http_status = 0;
     snprintf(recs[8].err_msg, sizeof(recs[8].err_msg), "cancelled");
 }
@@ -199,6 +208,12 @@ static void compare(void *ctx, const sg_record_t *r)
     SAME(turn);
     SAME(session);
     SAME(reasoning_text_len);
+    SAME(send_start_ns);
+    SAME(head_ns);
+    SAME(conn_connect_ns);
+    SAME(conn_tls_ns);
+    SAME(conn_reused);
+    SAME(tls);
 #undef SAME
     if (strcmp(e->err_msg, r->err_msg) != 0) {
         fprintf(stderr, "record %d: err_msg differs\n", i);
