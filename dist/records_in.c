@@ -261,7 +261,8 @@ static int scan_line(line_t *l, const char *text, size_t len)
     if (strcmp(l->status, "ok") == 0)
         r->err_class = SG_ERRC_NONE;
     else if (strcmp(l->status, "cancelled") == 0) /* surge's status of its own for them; older files say "error" */
-        r->err_class = SG_ERRC_CANCELLED;
+        r->err_class = class_of(l->cls, &r->err_class) == 0 && r->err_class == SG_ERRC_CANCEL_TEST ? SG_ERRC_CANCEL_TEST
+                                                                                                   : SG_ERRC_CANCELLED;
     else if (strcmp(l->status, "error") != 0 || class_of(l->cls, &r->err_class) < 0)
         return -1;
     for (size_t i = 0; i < l->n_tt; i++) {

@@ -65,7 +65,8 @@
 #define FLAG_NO_OUTPUT 16u
 #define FLAG_SESSION 32u         /* a turn of a multi-turn session: session and turn hold it */
 #define FLAG_REASONING_USAGE 64u /* reasoning_tokens is the server's usage */
-#define FLAG_ALL 127u
+#define FLAG_RAMP 128u           /* intended inside a ramp */
+#define FLAG_ALL 255u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 /* The most a record's fields take before its events: 40-odd varints of at most 10 bytes and the message. */
@@ -220,7 +221,8 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
 {
     unsigned flags = (r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
-                     (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0);
+                     (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0) |
+                     (r->ramp ? FLAG_RAMP : 0);
     const int64_t t[T__COUNT] = {r->sent_ns,         r->first_byte_ns, r->first_token_ns,
                                  r->second_token_ns, r->end_ns,        r->first_output_ns};
     unsigned present = 0;
@@ -952,6 +954,7 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.reasoning_from_usage = w->flags & FLAG_REASONING_USAGE;
     r.reasoning_text_len = w->reasoning_text_len;
     r.warmup = w->flags & FLAG_WARMUP;
+    r.ramp = w->flags & FLAG_RAMP;
     r.intended_ns = w->intended_ns;
     r.sent_ns = w->sent_ns;
     r.first_byte_ns = w->first_byte_ns;
@@ -1190,13 +1193,15 @@ static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, cons
         SG_PUT_LIT(p, ",\"resent\":true");
     else
         SG_PUT_LIT(p, ",\"resent\":false");
+    if (w->flags & FLAG_RAMP)
+        SG_PUT_LIT(p, ",\"ramp\":true");
     if (w->flags & FLAG_SESSION) {
         SG_PUT_LIT(p, ",\"session\":");
         p = sg_put_u64(p, w->session);
         SG_PUT_LIT(p, ",\"turn\":");
         p = sg_put_u64(p, w->turn);
     }
-    bool cancelled = w->err_class == SG_ERRC_CANCELLED;
+    bool cancelled = w->err_class == SG_ERRC_CANCELLED || w->err_class == SG_ERRC_CANCEL_TEST;
     if (ok) {
         SG_PUT_LIT(p, ",\"status\":\"ok\"");
     } else {
