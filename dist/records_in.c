@@ -188,6 +188,8 @@ static int scan_line(line_t *l, const char *text, size_t len)
             rc = scan_bool(&js, &r->streaming);
         } else if (SG_JS_KEY(&js, key, "resent")) {
             rc = scan_bool(&js, &r->resent);
+        } else if (SG_JS_KEY(&js, key, "ramp")) {
+            rc = scan_bool(&js, &r->ramp);
         } else if (SG_JS_KEY(&js, key, "session")) {
             rc = scan_int(&js, &v, &present);
             r->session = (uint64_t)v;

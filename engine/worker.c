@@ -405,7 +405,6 @@ void wk_cancel_arm(sg_worker_t *w, sg_req_t *r, int64_t t)
         w->cq_head = r;
     w->cq_tail = r;
     r->cq_in = true;
-    w->cancel_tests_armed++;
 }
 
 /* The cancellation test: requests whose delay after their last byte is over and that are still unanswered are
@@ -426,7 +425,6 @@ static void check_cancels(sg_worker_t *w, int64_t now)
             r->conn->rs.req = NULL;
             wk_conn_close(r->conn);
         }
-        w->cancel_tests_fired++;
         wk_req_finish(w, r, now);
         any = true;
     }

@@ -188,7 +188,6 @@ struct sg_worker {
     uint64_t cancel_below;
     int64_t cancel_delay_ns;
     sg_req_t *cq_head, *cq_tail;
-    uint64_t cancel_tests_armed, cancel_tests_fired;
 
     /* requests */
     sg_req_t *free_reqs;
