@@ -184,7 +184,8 @@ struct sg_worker {
     int64_t ramp_end_ns;
     uint32_t slots_open;
     /* --request-cancellation-rate: a request is chosen when its hash is below cancel_below; the armed ones in
-     * arming order (their delay is one, so their deadlines are in that order) */
+     * arming order (one delay for all, so in deadline order, up to the microseconds by which send stamps of
+     * one batch of completions can disagree with it) */
     uint64_t cancel_below;
     int64_t cancel_delay_ns;
     sg_req_t *cq_head, *cq_tail;
