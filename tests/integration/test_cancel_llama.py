@@ -12,7 +12,7 @@ import time
 import urllib.request
 
 import harness
-from profiling import profile
+from profiling import SLOW, profile
 from servers import LlamaServer
 
 N, OSL, DELAY = 6, 6000, 0.3
@@ -52,7 +52,9 @@ def main(h):
         wall = time.monotonic() - t0
         r = out["r"]
         # each request lives 0.3 s of every 0.5 s: one at a time (two at a scrape's edge), where uncut ones pile up
-        h.check(busiest <= 2, "llama-server: at most 2 requests processing during the run (%d)" % busiest)
+        # to the 4 slots; a sanitizer build's cut can be late by hundreds of ms on loaded cores: 3 there
+        most = 3 if SLOW else 2
+        h.check(busiest <= most, "llama-server: at most %d requests processing during the run (%d)" % (most, busiest))
         s = r.summary or {}
         h.check(s.get("cancelled_by_test_request_count", {}).get("avg") == N,
                 "surge: %d requests cancelled by the test" % N, s.get("cancelled_by_test_request_count"))

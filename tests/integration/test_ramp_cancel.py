@@ -15,7 +15,13 @@ import math
 import harness
 from profiling import SLOW, profile
 
-JITTER_MS = 40 if SLOW else 10  # ms: seen at most 2.7 ms in release and 3.5 ms under ASan on 2 busy cores
+# Arrival times at the server against the schedule: at most 2.7 ms off in release builds (10 ms allowed); under the
+# sanitizers on 2 cores shared with other builds (load 8) up to 105 ms, so 300 ms there: the release build judges
+# the precision, the sanitizer builds the mechanism.
+JITTER_MS = 300 if SLOW else 10
+# A cut's lateness after its delay: at most 3.2 ms in release (10 ms allowed); under TSan on those loaded cores up
+# to 470 ms, as long as the 1 s answer itself, so there only the lower bound (never before the delay) is checked.
+CUT_SLACK_MS = None if SLOW else 10
 
 
 def lam_inv_linear(u, r0, r1, d):
@@ -135,9 +141,9 @@ def check_cancel(h):
         h.check(all(x["status"] == "cancelled" for x in cut), "%s: their status is cancelled" % proto)
         took = [(x["end_ns"] - x["sent_ns"]) / 1e6 for x in cut]
         print("%s: %d cut, %.2f to %.2f ms after the last byte" % (proto, len(cut), min(took or [0]), max(took or [0])))
-        bad = [(x["end_ns"] - x["sent_ns"]) / 1e6 for x in cut
-               if not (delay * 1e3 - 1 <= (x["end_ns"] - x["sent_ns"]) / 1e6 <= delay * 1e3 + JITTER_MS)]
-        h.check(not bad, "%s: each cut %.0f ms after its last byte (+%d ms)" % (proto, delay * 1e3, JITTER_MS), bad)
+        hi = delay * 1e3 + CUT_SLACK_MS if CUT_SLACK_MS is not None else float("inf")
+        bad = [t for t in took if not delay * 1e3 - 1 <= t <= hi]
+        h.check(not bad, "%s: each cut %.0f ms after its last byte (+%s ms)" % (proto, delay * 1e3, CUT_SLACK_MS), bad)
         seen = m.stderr()
         want = "%d responses abandoned by the client" % len(cut)
         h.check(want in seen, "%s: the mock saw %d responses abandoned" % (proto, len(cut)), seen[-600:])
