@@ -82,8 +82,8 @@ double sg_ramp_inverse(const sg_sched_t *s, double u)
         return s->ramp_s + (u - s->lam_end) / s->rate;
     double k = ramp_k(s);
     if (s->ramp == SG_RAMP_LINEAR) {
-        /* r0 t + k t^2 / 2 = u; the root 2u / (r0 + sqrt(r0^2 + 2 k u)) has no cancellation (r0 + ... > 0 for u > 0
-         * within the ramp, as r0^2 + 2 k u >= r1^2 there) */
+        /* r0 t + k t^2 / 2 = u; the root written 2u / (r0 + sqrt(r0^2 + 2 k u)) has no cancellation, and within the
+         * ramp r0^2 + 2 k u lies between r0^2 and r1^2, so the denominator is positive for u > 0 (r1 > 0) */
         double disc = s->r0 * s->r0 + 2 * k * u;
         return 2 * u / (s->r0 + sqrt(disc > 0 ? disc : 0));
     }
