@@ -193,6 +193,8 @@ static int scan_line(line_t *l, const char *text, size_t len)
             rc = scan_bool(&js, &r->streaming);
         } else if (SG_JS_KEY(&js, key, "resent")) {
             rc = scan_bool(&js, &r->resent);
+        } else if (SG_JS_KEY(&js, key, "ramp")) {
+            rc = scan_bool(&js, &r->ramp);
         } else if (SG_JS_KEY(&js, key, "session")) {
             rc = scan_int(&js, &v, &present);
             r->session = (uint64_t)v;
@@ -279,7 +281,8 @@ static int scan_line(line_t *l, const char *text, size_t len)
     if (strcmp(l->status, "ok") == 0)
         r->err_class = SG_ERRC_NONE;
     else if (strcmp(l->status, "cancelled") == 0) /* surge's status of its own for them; older files say "error" */
-        r->err_class = SG_ERRC_CANCELLED;
+        r->err_class = class_of(l->cls, &r->err_class) == 0 && r->err_class == SG_ERRC_CANCEL_TEST ? SG_ERRC_CANCEL_TEST
+                                                                                                   : SG_ERRC_CANCELLED;
     else if (strcmp(l->status, "error") != 0 || class_of(l->cls, &r->err_class) < 0)
         return -1;
     for (size_t i = 0; i < l->n_tt; i++) {

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "sg_config.h"
 #include "sg_cfgfile.h"
+#include "sg_sched.h"
 #include "sg_scrape.h"
 
 #include "sg_input.h"
@@ -148,6 +149,13 @@ enum {
     OPT_VLLM_SAVE_RESULT,
     OPT_VLLM_PERCENTILE_METRICS,
     OPT_VLLM_METRIC_PERCENTILES,
+    OPT_RAMP_STRATEGY,
+    OPT_RAMP_START_RPS,
+    OPT_RAMP_END_RPS,
+    OPT_RATE_RAMP_DURATION,
+    OPT_CONCURRENCY_RAMP_DURATION,
+    OPT_CANCEL_RATE,
+    OPT_CANCEL_DELAY,
     /* TLS */
     OPT_INSECURE = 'k',
     OPT_CACERT = 0x200,
@@ -302,6 +310,13 @@ static const struct option long_options[] = {
     {"percentile-metrics", required_argument, NULL, OPT_VLLM_PERCENTILE_METRICS},
     {"metric-percentiles", required_argument, NULL, OPT_VLLM_METRIC_PERCENTILES},
     {"disable-tqdm", no_argument, NULL, OPT_NO_PROGRESS},
+    {"ramp-up-strategy", required_argument, NULL, OPT_RAMP_STRATEGY},                      /* vLLM */
+    {"ramp-up-start-rps", required_argument, NULL, OPT_RAMP_START_RPS},                    /* vLLM */
+    {"ramp-up-end-rps", required_argument, NULL, OPT_RAMP_END_RPS},                        /* vLLM */
+    {"request-rate-ramp-duration", required_argument, NULL, OPT_RATE_RAMP_DURATION},       /* AIPerf */
+    {"concurrency-ramp-duration", required_argument, NULL, OPT_CONCURRENCY_RAMP_DURATION}, /* AIPerf */
+    {"request-cancellation-rate", required_argument, NULL, OPT_CANCEL_RATE},               /* AIPerf */
+    {"request-cancellation-delay", required_argument, NULL, OPT_CANCEL_DELAY},             /* AIPerf */
     {NULL, 0, NULL, 0},
 };
 
@@ -868,7 +883,11 @@ typedef struct {
     const char *api_key;
     const char *rankings_flag; /* the first --rankings-* flag given */
     bool batch_given;
+    bool ramp_start_given, ramp_dur_given, cancel_delay_given;
+    double ramp_end; /* --ramp-up-end-rps; 0 when not given */
 } parse_state_t;
+
+static int finish_ramp_cancel(sg_config_t *cfg, parse_state_t *st);
 
 /* ---------- load points: sweeps and the capacity search ---------- */
 
@@ -1659,6 +1678,26 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return parse_u32(opt, arg, 0, SG_COALESCE_US_MAX, &cfg->coalesce_us);
     case OPT_MAX_ERROR_RATE:
         return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
+    case OPT_RAMP_STRATEGY:
+        if (strcmp(arg, "linear") != 0 && strcmp(arg, "exponential") != 0)
+            return fail(opt, "expected linear or exponential, got \"%s\"", arg);
+        cfg->ramp_strategy = strcmp(arg, "linear") == 0 ? SG_RAMP_LINEAR : SG_RAMP_EXPONENTIAL;
+        return 0;
+    case OPT_RAMP_START_RPS:
+        st->ramp_start_given = true;
+        return parse_num(opt, arg, "requests/s, 0 or more", 0, false, MAX_RATE, &cfg->ramp_start_rps);
+    case OPT_RAMP_END_RPS:
+        return parse_num(opt, arg, "requests/s, above 0", 0, true, MAX_RATE, &st->ramp_end);
+    case OPT_RATE_RAMP_DURATION:
+        st->ramp_dur_given = true;
+        return parse_num(opt, arg, "seconds, above 0", 0, true, 1e7, &cfg->ramp_duration_s);
+    case OPT_CONCURRENCY_RAMP_DURATION:
+        return parse_num(opt, arg, "seconds, above 0", 0, true, 1e7, &cfg->concurrency_ramp_s);
+    case OPT_CANCEL_RATE:
+        return parse_num(opt, arg, "a percentage from 0 to 100", 0, false, 100, &cfg->cancel_rate_pct);
+    case OPT_CANCEL_DELAY:
+        st->cancel_delay_given = true;
+        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 1e7, &cfg->cancel_delay_s);
     case OPT_GOODPUT:
         return parse_goodput(cfg, arg);
     case OPT_CACERT:
@@ -2004,6 +2043,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     rc = finish_points(cfg, st);
     if (rc)
         return rc;
+    rc = finish_ramp_cancel(cfg, st);
+    if (rc)
+        return rc;
     if (st->rate_given && st->concurrency_given)
         return fail("concurrency", "cannot be combined with --request-rate: choose a closed loop (--concurrency) "
                                    "or an open loop (--request-rate, optionally with --max-concurrency)");
@@ -2216,6 +2258,74 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
                     argv[i]);
     }
     return finish(cfg, st);
+}
+
+/* Ramps (vLLM's --ramp-up-* and AIPerf's --*-ramp-duration) and cancellation tests: what they need and exclude, and
+ * the rate ramp's duration when not given (docs/scheduling.md). */
+static int finish_ramp_cancel(sg_config_t *cfg, parse_state_t *st)
+{
+    bool vllm = cfg->ramp_strategy || st->ramp_start_given || st->ramp_end > 0;
+    if (vllm || st->ramp_dur_given) {
+        const char *flag = cfg->ramp_strategy     ? "ramp-up-strategy"
+                           : st->ramp_dur_given   ? "request-rate-ramp-duration"
+                           : st->ramp_start_given ? "ramp-up-start-rps"
+                                                  : "ramp-up-end-rps";
+        if (cfg->sweep || cfg->search)
+            return fail(flag, "ramps the rate of one run; not with a sweep or a search");
+        if (cfg->fixed_schedule)
+            return fail(flag, "not with --fixed-schedule: the trace's timestamps are the schedule");
+        if (st->concurrency_given)
+            return fail(flag, "ramps an open loop's rate; a closed loop (--concurrency) ramps with "
+                              "--concurrency-ramp-duration S");
+        if (st->ramp_end > 0) {
+            if (st->rate_given && cfg->request_rate != st->ramp_end)
+                return fail("ramp-up-end-rps", "is the rate the ramp ends at, and --request-rate says another: give "
+                                               "one of them");
+            cfg->request_rate = st->ramp_end;
+            st->rate_given = true;
+        }
+        if (!st->rate_given)
+            return fail(flag, "needs the rate to ramp to: --ramp-up-end-rps R (vLLM) or --request-rate R (AIPerf)");
+        if (isinf(cfg->request_rate))
+            return fail(flag, "needs a finite rate to ramp to (--request-rate inf has no ramp)");
+        if (!cfg->ramp_strategy) {
+            if (!st->ramp_dur_given)
+                return fail(flag, "needs --ramp-up-strategy linear|exponential (or --request-rate-ramp-duration S "
+                                  "for a linear ramp)");
+            cfg->ramp_strategy = SG_RAMP_LINEAR;
+        }
+        if (cfg->ramp_strategy == SG_RAMP_EXPONENTIAL && cfg->ramp_start_rps <= 0)
+            return fail("ramp-up-start-rps", "an exponential ramp needs a start rate above 0 (e.g. "
+                                             "--ramp-up-start-rps 1)");
+        if (cfg->ramp_start_rps > cfg->request_rate)
+            return fail("ramp-up-start-rps", "%g is above the rate the ramp ends at (%g): ramps go up",
+                        cfg->ramp_start_rps, cfg->request_rate);
+        if (!st->ramp_dur_given) {
+            /* vLLM's ramp spans the whole run: a count-bounded run's ramp holds its requests (Lambda(D) = N), a
+             * duration-bounded one's is the duration */
+            if (st->count_given || !st->duration_given) {
+                double n = (double)(st->count_given ? cfg->request_count : DEFAULT_REQUEST_COUNT) +
+                           (double)cfg->warmup_request_count;
+                cfg->ramp_duration_s =
+                    sg_ramp_duration_for((sg_ramp_t)cfg->ramp_strategy, cfg->ramp_start_rps, cfg->request_rate, n);
+            } else {
+                cfg->ramp_duration_s = cfg->benchmark_duration_s;
+            }
+        }
+    }
+    if (cfg->concurrency_ramp_s > 0) {
+        if (st->rate_given || cfg->fixed_schedule)
+            return fail("concurrency-ramp-duration", "ramps a closed loop's --concurrency; an open loop ramps its "
+                                                     "rate (--request-rate-ramp-duration S)");
+        if (cfg->sweep || cfg->search)
+            return fail("concurrency-ramp-duration", "ramps one run; not with a sweep or a search");
+    }
+    if (cfg->cancel_rate_pct > 0 && cfg->turn_mean > 1)
+        return fail("request-cancellation-rate", "cancels single requests; not with multi-turn sessions");
+    if (st->cancel_delay_given && cfg->cancel_rate_pct == 0)
+        return fail("request-cancellation-delay", "needs --request-cancellation-rate P (the percentage of requests "
+                                                  "to cancel)");
+    return 0;
 }
 
 int sg_config_parse(sg_config_t *cfg, int argc, char **argv)
@@ -2458,10 +2568,21 @@ char *sg_config_to_json(const sg_config_t *cfg)
         json_object_set_new(o, "max_concurrency",
                             cfg->max_concurrency ? json_integer(cfg->max_concurrency) : json_null());
         json_object_set_new(o, "concurrency", json_null());
+        json_object_set_new(o, "ramp_up_strategy",
+                            cfg->ramp_strategy
+                                ? json_string(cfg->ramp_strategy == SG_RAMP_LINEAR ? "linear" : "exponential")
+                                : json_null());
+        json_object_set_new(o, "ramp_up_start_rps", cfg->ramp_strategy ? json_real(cfg->ramp_start_rps) : json_null());
+        json_object_set_new(o, "request_rate_ramp_duration",
+                            cfg->ramp_strategy ? json_real(cfg->ramp_duration_s) : json_null());
     } else {
         json_object_set_new(o, "request_rate", json_null());
         json_object_set_new(o, "concurrency", json_integer(cfg->concurrency));
+        json_object_set_new(o, "concurrency_ramp_duration",
+                            cfg->concurrency_ramp_s > 0 ? json_real(cfg->concurrency_ramp_s) : json_null());
     }
+    json_object_set_new(o, "request_cancellation_rate", json_real(cfg->cancel_rate_pct));
+    json_object_set_new(o, "request_cancellation_delay", json_real(cfg->cancel_delay_s));
     json_t *sweep = json_null();
     if (cfg->sweep && (sweep = json_object())) {
         json_t *values = json_array();
@@ -2742,6 +2863,27 @@ void sg_config_usage(FILE *out)
                  "                                burstier, above 1 smoother (default: 1)\n"
                  "      --max-concurrency N       with --request-rate: cap on requests in flight; a request\n"
                  "                                that has to wait is late, and that is reported (default: none)\n"
+                 "      --ramp-up-strategy {linear,exponential}, --ramp-up-start-rps A, --ramp-up-end-rps B\n"
+                 "                                vLLM's ramp: the open loop's rate goes from A to B (B is the\n"
+                 "                                --request-rate), linearly or as A (B/A)^(t/D); arrivals are\n"
+                 "                                drawn exactly from the ramp (docs/scheduling.md). D: the\n"
+                 "                                whole run (a count's expected arrivals, else\n"
+                 "                                --benchmark-duration) unless given below\n"
+                 "      --request-rate-ramp-duration D\n"
+                 "                                AIPerf's: the rate ramps over D seconds (linearly from\n"
+                 "                                --ramp-up-start-rps, default 0) then holds --request-rate.\n"
+                 "                                Requests intended inside the ramp are measured and marked\n"
+                 "                                \"ramp\": true in the JSONL\n"
+                 "      --concurrency-ramp-duration D\n"
+                 "                                AIPerf's: the closed loop's --concurrency slots open one\n"
+                 "                                by one, evenly over D seconds (the first at the start)\n"
+                 "      --request-cancellation-rate P, --request-cancellation-delay S\n"
+                 "                                AIPerf's cancellation test: P%% of the requests (chosen by\n"
+                 "                                --random-seed) are cancelled S seconds (default 0) after\n"
+                 "                                their last byte was sent, unless answered by then: HTTP/1.1\n"
+                 "                                closes the connection, HTTP/2 and gRPC reset the stream\n"
+                 "                                (CANCEL). Counted apart (cancelled_by_test), in no error\n"
+                 "                                rate and no goodput\n"
                  "      --request-count N, --num-requests N\n"
                  "                                requests to measure (default: 100 when --benchmark-duration\n"
                  "                                is not given)\n"

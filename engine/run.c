@@ -2000,6 +2000,11 @@ static int point_report(profile_t *p, point_t *pt)
         if (cancelled)
             fprintf(stderr, "surge: no request completed: the %llu measured were all cancelled (%s)\n",
                     (unsigned long long)cancelled, cancelled_why ? cancelled_why : "the run stopped");
+        else if (sg_metrics_cancel_tests(pt->merged))
+            fprintf(stderr,
+                    "surge: no request completed: the %llu measured were all cut by the cancellation test "
+                    "(--request-cancellation-rate), so there are no latencies to report\n",
+                    (unsigned long long)sg_metrics_cancel_tests(pt->merged));
         else
             fprintf(stderr, "surge: no request was measured\n");
         return EXIT_REQUEST_ERRORS;

@@ -77,7 +77,18 @@ typedef struct {
     double burstiness;        /* gamma's shape k (vLLM's --burstiness; AIPerf's --arrival-smoothness): CV 1/sqrt(k) */
     uint32_t concurrency;     /* closed loop slots (when request_rate == 0) */
     uint32_t max_concurrency; /* open-loop cap on in-flight requests; 0 = none */
-    uint64_t request_count;   /* measured requests; 0 = bounded by duration only */
+    /* ramps (docs/scheduling.md): the open loop's rate goes from ramp_start_rps to request_rate over
+     * ramp_duration_s (the parse derives it when not given); the closed loop's slots open one by one over
+     * concurrency_ramp_s */
+    int ramp_strategy; /* sg_ramp_t (sg_sched.h): 0 = no rate ramp */
+    double ramp_start_rps;
+    double ramp_duration_s;
+    double concurrency_ramp_s; /* 0 = none */
+    /* cancellation tests (AIPerf's): this percentage of requests, chosen by --random-seed, is cancelled
+     * cancel_delay_s after its last byte was sent (docs/metrics.md) */
+    double cancel_rate_pct;
+    double cancel_delay_s;
+    uint64_t request_count;      /* measured requests; 0 = bounded by duration only */
     double benchmark_duration_s; /* 0 = bounded by count only */
     double benchmark_grace_s;    /* --benchmark-grace-period: after the duration's sending, how long requests
                                     outstanding may finish before they are cancelled; < 0 (default) = no bound but

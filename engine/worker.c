@@ -387,10 +387,76 @@ void wk_record_done(sg_worker_t *w, sg_record_t *rec)
     }
 }
 
+static void cq_remove(sg_worker_t *w, sg_req_t *r)
+{
+    if (!r->cq_in)
+        return;
+    if (r->cq_prev)
+        r->cq_prev->cq_next = r->cq_next;
+    else
+        w->cq_head = r->cq_next;
+    if (r->cq_next)
+        r->cq_next->cq_prev = r->cq_prev;
+    else
+        w->cq_tail = r->cq_prev;
+    r->cq_in = false;
+}
+
+void wk_cancel_arm(sg_worker_t *w, sg_req_t *r, int64_t t)
+{
+    if (SG_LIKELY(!r->cancel_planned) || r->cq_in)
+        return;
+    r->cancel_at_ns = (t ? t : sg_now_ns()) + w->cancel_delay_ns;
+    r->cq_prev = w->cq_tail;
+    r->cq_next = NULL;
+    if (w->cq_tail)
+        w->cq_tail->cq_next = r;
+    else
+        w->cq_head = r;
+    w->cq_tail = r;
+    r->cq_in = true;
+}
+
+/* The cancellation test: requests whose delay after their last byte is over and that are still unanswered are
+ * cut as a user would: HTTP/1.1 closes the connection, HTTP/2 (and gRPC) resets the stream with CANCEL. */
+static void check_cancels(sg_worker_t *w, int64_t now)
+{
+    bool any = false;
+    while (w->cq_head && w->cq_head->cancel_at_ns <= now) {
+        sg_req_t *r = w->cq_head;
+        cq_remove(w, r);
+        if (!r->in_flight)
+            continue; /* sent again after a lost connection: armed again when that send is out */
+        wk_set_error(r, SG_ERRC_CANCEL_TEST, "cancelled by --request-cancellation-rate %.3g s after its last byte",
+                     w->cfg->cancel_delay_s);
+        if (r->rs) {
+            wk_h2_abandon(r);
+        } else if (r->conn) {
+            r->conn->rs.req = NULL;
+            wk_conn_close(r->conn);
+        }
+        wk_req_finish(w, r, now);
+        any = true;
+    }
+    if (any)
+        wk_conn_dispatch(w);
+}
+
+/* Whether request id is one the cancellation test cuts: a hash of (seed, id), so the choice is the seed's. */
+static bool cancel_chosen(const sg_worker_t *w, uint64_t id)
+{
+    uint64_t z = w->cfg->random_seed ^ (id + 1) * 0x9e3779b97f4a7c15ULL; /* splitmix64's finalizer */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return z < w->cancel_below;
+}
+
 void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
 {
     sg_record_t *rec = &r->rec;
     wk_fl_remove(w, r);
+    cq_remove(w, r);
     if (rec->end_ns == 0)
         rec->end_ns = now;
     rec->event_us = r->events;
@@ -453,6 +519,7 @@ sg_req_t *wk_req_new(sg_worker_t *w, int64_t intended)
     rec->osl_server = -1;
     rec->no_output = w->no_output;
     rec->intended_ns = intended;
+    rec->ramp = intended < w->ramp_end_ns;
     r->slot_refusals = w->issue_refusals; /* a closed-loop slot back from its back-off (a session's first turn too) */
     if (SG_UNLIKELY(w->stall_open))       /* issued late: due inside the open client stall */
         w->stall_cur.requests++;
@@ -476,6 +543,7 @@ static void new_request(sg_worker_t *w, int64_t intended)
     if (r->payload->uniq_len)               /* each request its own prompt start: no server cache holds it */
         sg_payload_uniq(w->run->payloads, r->payload, w->run->uniq_base + rec->id, r->uniq);
     rec->warmup = k < w->warmup_quota;
+    r->cancel_planned = w->cancel_below && !rec->warmup && cancel_chosen(w, rec->id);
     if (k == w->warmup_quota && w->cfg->benchmark_duration_s > 0)
         w->stop_issue_ns = wk_window_end(w, intended, w->warmup_quota > 0);
     wk_wait_push(w, r);
@@ -536,6 +604,26 @@ static void issue_due(sg_worker_t *w, int64_t now)
     }
     if (any)
         wk_conn_dispatch(w);
+}
+
+/* --concurrency-ramp-duration D: global slot j of C opens at start + j D / (C - 1); this worker's m-th is
+ * j = index + m n. */
+static int64_t slot_open_ns(const sg_worker_t *w, uint32_t m)
+{
+    uint32_t c = w->cfg->concurrency;
+    double j = (double)w->index + (double)m * w->n;
+    return w->run->start_ns + (c > 1 ? (int64_t)llround(j * w->cfg->concurrency_ramp_s * 1e9 / (c - 1)) : 0);
+}
+
+static void open_slots(sg_worker_t *w, int64_t now)
+{
+    while (w->slots_open < w->slots && !w->issuing_done) {
+        int64_t at = slot_open_ns(w, w->slots_open);
+        if (at > now)
+            break;
+        w->slots_open++;
+        wk_issue_closed(w, at); /* the slot's first request is intended when it opens */
+    }
 }
 
 static void check_timeouts(sg_worker_t *w, int64_t now)
@@ -850,6 +938,15 @@ static void *worker_main(void *arg)
         sg_sched_init_fixed(&w->sched, w->run->schedule_ns, w->run->schedule_n, w->cfg->fixed_schedule_speedup,
                             w->index, w->n, start);
         w->next_arrival_ns = sg_sched_next(&w->sched);
+    } else if (w->rate > 0 && w->cfg->ramp_strategy) {
+        const sg_config_t *cfg = w->cfg;
+        sg_sched_kind_t base = cfg->distribution == SG_DIST_CONSTANT ? SG_SCHED_CONSTANT
+                               : cfg->distribution == SG_DIST_GAMMA  ? SG_SCHED_GAMMA
+                                                                     : SG_SCHED_POISSON;
+        sg_sched_init_ramp(&w->sched, base, cfg->burstiness, (sg_ramp_t)cfg->ramp_strategy, cfg->ramp_start_rps,
+                           cfg->request_rate, cfg->ramp_duration_s, w->index, w->n, cfg->random_seed, start);
+        w->ramp_end_ns = start + (int64_t)llround(cfg->ramp_duration_s * 1e9);
+        w->next_arrival_ns = sg_sched_next(&w->sched);
     } else if (w->rate > 0 && w->cfg->distribution == SG_DIST_GAMMA && !isinf(w->cfg->request_rate)) {
         sg_sched_init_gamma(&w->sched, w->cfg->request_rate, w->cfg->burstiness, w->index, w->n, w->cfg->random_seed,
                             start);
@@ -869,8 +966,13 @@ static void *worker_main(void *arg)
         }
         while (sg_now_ns() < start)
             ;
-        for (uint32_t i = 0; i < w->slots && !w->issuing_done; i++)
-            wk_issue_closed(w, start);
+        if (w->cfg->concurrency_ramp_s > 0) {
+            w->ramp_end_ns = start + (int64_t)llround(w->cfg->concurrency_ramp_s * 1e9);
+            open_slots(w, start);
+        } else {
+            for (uint32_t i = 0; i < w->slots && !w->issuing_done; i++)
+                wk_issue_closed(w, start);
+        }
         if (w->slots == 0)
             w->issuing_done = true;
     }
@@ -888,6 +990,10 @@ static void *worker_main(void *arg)
             issue_due(w, now);
         else if (w->n_backoff)
             backoff_due(w, now);
+        if (SG_UNLIKELY(w->slots_open < w->slots) && w->rate == 0 && !w->issuing_done)
+            open_slots(w, now);
+        if (SG_UNLIKELY(w->cq_head))
+            check_cancels(w, now);
         if (SG_UNLIKELY(w->sess))
             wk_sess_due(w, now);
         if (w->fl_head)
@@ -904,6 +1010,11 @@ static void *worker_main(void *arg)
             break;
         if (w->rate > 0 && !w->issuing_done && w->next_arrival_ns < deadline)
             deadline = w->next_arrival_ns;
+        if (SG_UNLIKELY(w->slots_open < w->slots) && w->rate == 0 && !w->issuing_done &&
+            slot_open_ns(w, w->slots_open) < deadline)
+            deadline = slot_open_ns(w, w->slots_open);
+        if (w->cq_head && w->cq_head->cancel_at_ns < deadline)
+            deadline = w->cq_head->cancel_at_ns;
         if (w->n_backoff && w->backoff[0].due_ns < deadline)
             deadline = w->backoff[0].due_ns;
         if (w->n_backoff && w->stop_issue_ns < deadline)
@@ -995,6 +1106,11 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
     w->warmup_quota = share(cfg->warmup_request_count, index, n);
     w->quota = cfg->request_count ? share(cfg->request_count, index, n) + w->warmup_quota : UINT64_MAX;
     w->stop_issue_ns = INT64_MAX;
+    w->ramp_end_ns = INT64_MIN;
+    w->slots_open = cfg->concurrency_ramp_s > 0 ? 0 : w->slots;
+    if (cfg->cancel_rate_pct > 0)
+        w->cancel_below = cfg->cancel_rate_pct >= 100 ? UINT64_MAX : (uint64_t)(cfg->cancel_rate_pct / 100 * 0x1p64);
+    w->cancel_delay_ns = (int64_t)llround(cfg->cancel_delay_s * 1e9);
     w->timeout_ns = (int64_t)llround(cfg->request_timeout_s * 1e9);
     w->setup_timeout_ns = (int64_t)llround(sg_worker_setup_timeout_s(cfg) * 1e9);
     w->setup_check_ns = INT64_MAX;

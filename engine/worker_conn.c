@@ -283,6 +283,7 @@ static void tls_on_sent(sg_conn_t *c, int res, int64_t t_ns)
     if (c->unsent && !c->tls_sending && c->rs.req) {
         c->unsent = false;
         wk_mark_sent(c->rs.req, t_ns);
+        wk_cancel_arm(c->w, c->rs.req, t_ns);
     }
     /* an HTTP/2 session waits for its frames to be out before it drains more, as over plaintext */
     if (!c->tls_sending && c->sending && c->h2)
@@ -617,6 +618,7 @@ static void on_send(sg_op_t *op, const sg_ev_t *ev)
             } else if (c->unsent) {
                 c->unsent = false;
                 wk_mark_sent(c->rs.req, ev->t_ns);
+                wk_cancel_arm(c->w, c->rs.req, ev->t_ns);
             }
         }
     }

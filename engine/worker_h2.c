@@ -241,6 +241,7 @@ static void h2_cb_sent(void *ud, void *sud)
         if (c->w->drain_ns == 0)
             c->w->drain_ns = sg_now_ns(); /* one clock read for every request leaving in this drain */
         rs->req->rec.sent_ns = c->w->drain_ns;
+        wk_cancel_arm(c->w, rs->req, c->w->drain_ns); /* its frames leave in this drain */
     }
     uint32_t n = sg_h2_sent_streams(c->h2);
     if (n > c->w->h2_streams_peak)

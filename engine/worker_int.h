@@ -79,6 +79,12 @@ struct sg_req {
     sg_req_t *next;    /* wait queue or free list */
     sg_req_t *fl_prev; /* in-flight list, in send order (so timeouts come in order) */
     sg_req_t *fl_next;
+    /* --request-cancellation-rate: chosen for cancellation; armed (in the worker's cancel queue) once its last byte
+     * is sent, due at cancel_at_ns */
+    bool cancel_planned;
+    bool cq_in;
+    int64_t cancel_at_ns;
+    sg_req_t *cq_prev, *cq_next;
     uint32_t *events; /* content-event times for rec.event_us */
     uint32_t events_cap;
     char *text; /* --tokenizer: output text so far, unescaped */
@@ -183,6 +189,16 @@ struct sg_worker {
     uint32_t slots;         /* closed loop */
     uint32_t max_in_flight; /* 0 = no cap */
     bool issuing_done;
+    /* ramps: requests intended before ramp_end_ns are marked; --concurrency-ramp-duration opens this worker's
+     * slots (global slots index, index + n, ...) one by one, slots_open of them so far */
+    int64_t ramp_end_ns;
+    uint32_t slots_open;
+    /* --request-cancellation-rate: a request is chosen when its hash is below cancel_below; the armed ones in
+     * arming order (one delay for all, so in deadline order, up to the microseconds by which send stamps of
+     * one batch of completions can disagree with it) */
+    uint64_t cancel_below;
+    int64_t cancel_delay_ns;
+    sg_req_t *cq_head, *cq_tail;
 
     /* requests */
     sg_req_t *free_reqs;
@@ -352,6 +368,9 @@ static inline void wk_mark_sent(sg_req_t *r, int64_t t)
         return;
     r->rec.sent_ns = r->rec.first_byte_ns && r->rec.first_byte_ns < t ? r->rec.first_byte_ns : t;
 }
+
+/* worker.c: the cancellation test's timer, armed when r's last byte left at t (0: unknown, now) */
+void wk_cancel_arm(sg_worker_t *w, sg_req_t *r, int64_t t);
 
 /* worker.c: requests */
 void wk_set_error(sg_req_t *r, sg_err_class_t cls, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

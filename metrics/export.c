@@ -408,6 +408,23 @@ static const struct {
  * Requests surge cancelled: how many, why, how long they had waited. They are in no distribution; each one's latency
  * is at least its wait, so when counting them at their waits lifts a percentile the table shows, say by how much.
  */
+/* Requests the cancellation test cut (--request-cancellation-rate): how many, and how long after their last byte. */
+static void put_cancel_tests(FILE *out, const sg_metrics_t *m)
+{
+    uint64_t n = sg_metrics_cancel_tests(m);
+    if (!n)
+        return;
+    const sg_hist_t *t = sg_metrics_cancel_test_time(m);
+    char num[CELL], med[CELL], max[CELL];
+    fmt_num(num, sizeof num, (double)n, 0);
+    fmt_num(med, sizeof med, sg_hist_percentile(t, 50) * 1e-6, 2);
+    fmt_num(max, sizeof max, (double)sg_hist_max(t) * 1e-6, 2);
+    fprintf(out,
+            "Cancelled by the test: %s request%s (--request-cancellation-rate), neither ok nor failed (in no error "
+            "count, rate or goodput); cut %s ms median, %s ms max after the last byte was sent\n",
+            num, n == 1 ? "" : "s", med, max);
+}
+
 static void put_cancelled(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
 {
     uint64_t n = sg_metrics_cancelled(m);
@@ -690,6 +707,12 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
     sg_export_urls_table(out, m, info);
     put_errors(out, m);
     put_cancelled(out, m, info);
+    put_cancel_tests(out, m);
+    if (sg_metrics_ramp(m))
+        fprintf(out,
+                "Ramp: %" PRIu64 " of the measured requests were intended inside the ramp (\"ramp\": true in "
+                "the JSONL)\n",
+                sg_metrics_ramp(m));
     put_goodput(out, m, info);
     put_verdicts(out, info);
     if (info && info->resent_count)
@@ -700,7 +723,8 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
     if (info && info->warmup_count)
         fprintf(out, "Warmup requests (not counted): %" PRIu64 "\n", info->warmup_count);
     if (info && info->client_cpu_s > 0) {
-        uint64_t sent = sg_metrics_ok(m) + sg_metrics_errors(m) + sg_metrics_cancelled(m) + info->warmup_count;
+        uint64_t sent = sg_metrics_ok(m) + sg_metrics_errors(m) + sg_metrics_cancelled(m) + sg_metrics_cancel_tests(m) +
+                        info->warmup_count;
         char split[96] = "";
         if (info->client_cpu_user_s + info->client_cpu_sys_s > 0)
             snprintf(split, sizeof split, "user %.2f s, system %.2f s; ", info->client_cpu_user_s,
@@ -1133,6 +1157,16 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
                   single("requests", json_integer((json_int_t)sg_metrics_cancelled(m))));
     if (sg_metrics_cancelled(m))
         rc = rc ? rc : set(root, "cancelled_request_wait", hist_distribution(sg_metrics_cancel_wait(m), "ms", 1e-6));
+    if (sg_metrics_cancel_tests(m)) {
+        rc = rc ? rc
+                : set(root, "cancelled_by_test_request_count",
+                      single("requests", json_integer((json_int_t)sg_metrics_cancel_tests(m))));
+        rc = rc ? rc
+                : set(root, "cancelled_by_test_time", hist_distribution(sg_metrics_cancel_test_time(m), "ms", 1e-6));
+    }
+    if (sg_metrics_ramp(m))
+        rc =
+            rc ? rc : set(root, "ramp_request_count", single("requests", json_integer((json_int_t)sg_metrics_ramp(m))));
     rc = rc ? rc : set(root, "censoring", censoring(m));
     if (!rc && info && info->cancelled_why && sg_metrics_cancelled(m))
         rc = set(root, "cancelled_why", json_string(info->cancelled_why));
@@ -1421,6 +1455,8 @@ static void csv_values(FILE *f, const sg_metrics_t *m, const sg_run_info_t *info
     fprintf(f, "Total Token Throughput (tokens/sec),%.2f\n", per_sec(in_tok + out_tok, duration));
     fprintf(f, "Error Request Count (count),%" PRIu64 "\n", sg_metrics_errors(m));
     fprintf(f, "Cancelled Request Count (count),%" PRIu64 "\n", sg_metrics_cancelled(m));
+    if (sg_metrics_cancel_tests(m))
+        fprintf(f, "Cancelled By Test Request Count (count),%" PRIu64 "\n", sg_metrics_cancel_tests(m));
     fprintf(f, "Offered Request Rate (per sec),%.2f\n", sg_metrics_offered_rate(m));
     if (slos)
         fprintf(f, "Good Request Count (count),%" PRIu64 "\n", sg_metrics_good(m));

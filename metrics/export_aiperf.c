@@ -85,7 +85,7 @@ static char *metric_ms(char *p, const sg_record_t *r, sg_metric_id_t id)
 static char *metadata(char *p, const sg_record_t *r, int64_t off)
 {
     int64_t end = r->end_ns ? r->end_ns : r->sent_ns ? r->sent_ns : r->intended_ns;
-    bool cancelled = r->err_class == SG_ERRC_CANCELLED;
+    bool cancelled = r->err_class == SG_ERRC_CANCELLED || r->err_class == SG_ERRC_CANCEL_TEST;
     SG_PUT_LIT(p, "{\"metadata\":{\"session_num\":");
     p = sg_put_u64(p, r->id);
     /* surge sends no X-Request-ID; a session's turns carry X-Correlation-ID: the session's id. The payload index

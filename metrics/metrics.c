@@ -26,10 +26,13 @@
 struct sg_metrics {
     sg_hist_t *hist[SG_M__COUNT];
     uint64_t ok;
-    uint64_t errors;          /* failed: every class but cancelled */
-    uint64_t cancelled;       /* cancelled by surge itself (SG_ERRC_CANCELLED): neither ok nor failed */
-    sg_hist_t *cancel_wait;   /* each cancelled request's wait: cancellation - intended start, ns */
-    int64_t last_intended_ns; /* with first_intended_ns: the sending span of the measured requests */
+    uint64_t errors;             /* failed: every class but cancelled */
+    uint64_t cancelled;          /* cancelled by surge itself (SG_ERRC_CANCELLED): neither ok nor failed */
+    sg_hist_t *cancel_wait;      /* each cancelled request's wait: cancellation - intended start, ns */
+    uint64_t ramp;               /* measured requests intended inside a ramp, whatever their end */
+    uint64_t cancel_tests;       /* cancelled on purpose (--request-cancellation-rate): neither ok nor failed */
+    sg_hist_t *cancel_test_time; /* each one's time to cancel: cancellation - last byte sent, ns */
+    int64_t last_intended_ns;    /* with first_intended_ns: the sending span of the measured requests */
     uint64_t good;
     uint64_t output_tokens;
     uint64_t input_tokens;
@@ -186,7 +189,8 @@ sg_metrics_t *sg_metrics_new(const sg_slo_t *slos, size_t n_slos)
         return NULL;
     m->first_intended_ns = INT64_MAX;
     m->cancel_wait = sg_hist_new(TIME_MAX_NS);
-    if (!m->cancel_wait)
+    m->cancel_test_time = sg_hist_new(TIME_MAX_NS);
+    if (!m->cancel_wait || !m->cancel_test_time)
         goto fail;
     for (int i = 0; i < SG_M__COUNT; i++) {
         m->hist[i] = sg_hist_new(metric_info[i].max_value);
@@ -212,6 +216,7 @@ void sg_metrics_free(sg_metrics_t *m)
     for (int i = 0; i < SG_M__COUNT; i++)
         sg_hist_free(m->hist[i]);
     sg_hist_free(m->cancel_wait);
+    sg_hist_free(m->cancel_test_time);
     for (size_t i = 0; i < m->n_turns; i++)
         sg_metrics_free(m->turns[i]);
     free(m->turns);
@@ -274,7 +279,7 @@ size_t sg_metrics_bytes(const sg_metrics_t *m)
     size_t n = sizeof(*m);
     for (int i = 0; i < SG_M__COUNT; i++)
         n += sg_hist_bytes(m->hist[i]);
-    return n + sg_hist_bytes(m->cancel_wait);
+    return n + sg_hist_bytes(m->cancel_wait) + sg_hist_bytes(m->cancel_test_time);
 }
 
 static sg_error_group_t *find_group(sg_metrics_t *m, sg_err_class_t cls, int32_t status, const char *msg)
@@ -508,6 +513,7 @@ void sg_metrics_add(sg_metrics_t *m, const sg_record_t *r)
 {
     if (r->warmup)
         return;
+    m->ramp += r->ramp;
     add_one(m, r);
     if (SG_UNLIKELY(r->in_session)) {
         sg_metrics_t *t = turn_metrics(m, r->turn);
@@ -530,6 +536,16 @@ static void add_one(sg_metrics_t *m, const sg_record_t *r)
     if (r->intended_ns > m->last_intended_ns)
         m->last_intended_ns = r->intended_ns;
 
+    if (r->err_class == SG_ERRC_CANCEL_TEST) {
+        /* the test cancelled it on purpose: not the server's failure, not a censored latency; its time to cancel
+         * (from the last byte sent) is kept, and its schedule lag */
+        m->cancel_tests++;
+        if (r->sent_ns) {
+            sg_hist_record(m->cancel_test_time, nonneg(r->end_ns - r->sent_ns));
+            sg_hist_record(m->hist[SG_M_SCHEDULE_LAG], nonneg(r->sent_ns - r->intended_ns));
+        }
+        return;
+    }
     if (r->err_class == SG_ERRC_CANCELLED) {
         /* surge stopped it, not the server: a right-censored observation (its latency is at least this wait),
          * counted apart from failures and kept out of the distributions (docs/metrics.md, Cancelled requests) */
@@ -657,6 +673,11 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
     int hrc = sg_hist_merge(dst->cancel_wait, src->cancel_wait);
     if (hrc < 0)
         return hrc;
+    hrc = sg_hist_merge(dst->cancel_test_time, src->cancel_test_time);
+    if (hrc < 0)
+        return hrc;
+    dst->cancel_tests += src->cancel_tests;
+    dst->ramp += src->ramp;
     dst->ok += src->ok;
     dst->errors += src->errors;
     dst->cancelled += src->cancelled;
@@ -724,6 +745,21 @@ uint64_t sg_metrics_errors(const sg_metrics_t *m)
 uint64_t sg_metrics_cancelled(const sg_metrics_t *m)
 {
     return m->cancelled;
+}
+
+uint64_t sg_metrics_ramp(const sg_metrics_t *m)
+{
+    return m->ramp;
+}
+
+uint64_t sg_metrics_cancel_tests(const sg_metrics_t *m)
+{
+    return m->cancel_tests;
+}
+
+const sg_hist_t *sg_metrics_cancel_test_time(const sg_metrics_t *m)
+{
+    return m->cancel_test_time;
 }
 
 const sg_hist_t *sg_metrics_cancel_wait(const sg_metrics_t *m)

@@ -55,7 +55,8 @@
 #include <unistd.h>
 
 #define RECLOG_MAGIC "SGRECLOG"
-#define RECLOG_VERSION 6u /* 6: the HTTP trace (send start, response head, connection set-up, FLAG_TLS) */
+#define RECLOG_VERSION                                                                                                 \
+    6u /* 6: the HTTP trace (send start, response head, connection set-up, FLAG_TLS), FLAG_URL, FLAG_RAMP */
 #define RECLOG_BUF (64u * 1024u)
 #define REC_MARKER 0xA5u
 #define FLAG_STREAMING 1u
@@ -67,7 +68,8 @@
 #define FLAG_REASONING_USAGE 64u /* reasoning_tokens is the server's usage */
 #define FLAG_TLS 128u            /* sent over TLS */
 #define FLAG_URL 256u            /* several URLs: the URL's index follows the events' count */
-#define FLAG_ALL 511u
+#define FLAG_RAMP 512u           /* intended inside a ramp */
+#define FLAG_ALL 1023u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 /* The most a record's fields take before its events: 40-odd varints of at most 10 bytes and the message. */
@@ -229,7 +231,7 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
     unsigned flags = (r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
                      (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0) |
-                     (r->tls ? FLAG_TLS : 0) | (r->multi_url ? FLAG_URL : 0);
+                     (r->tls ? FLAG_TLS : 0) | (r->multi_url ? FLAG_URL : 0) | (r->ramp ? FLAG_RAMP : 0);
     const int64_t t[T__COUNT] = {r->sent_ns, r->first_byte_ns,   r->first_token_ns, r->second_token_ns,
                                  r->end_ns,  r->first_output_ns, r->send_start_ns,  r->head_ns};
     unsigned present = 0;
@@ -981,6 +983,7 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.reasoning_from_usage = w->flags & FLAG_REASONING_USAGE;
     r.reasoning_text_len = w->reasoning_text_len;
     r.warmup = w->flags & FLAG_WARMUP;
+    r.ramp = w->flags & FLAG_RAMP;
     r.intended_ns = w->intended_ns;
     r.sent_ns = w->sent_ns;
     r.first_byte_ns = w->first_byte_ns;
@@ -1253,13 +1256,15 @@ static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, cons
         SG_PUT_LIT(p, ",\"url\":");
         p = sg_put_u64(p, w->url);
     }
+    if (w->flags & FLAG_RAMP)
+        SG_PUT_LIT(p, ",\"ramp\":true");
     if (w->flags & FLAG_SESSION) {
         SG_PUT_LIT(p, ",\"session\":");
         p = sg_put_u64(p, w->session);
         SG_PUT_LIT(p, ",\"turn\":");
         p = sg_put_u64(p, w->turn);
     }
-    bool cancelled = w->err_class == SG_ERRC_CANCELLED;
+    bool cancelled = w->err_class == SG_ERRC_CANCELLED || w->err_class == SG_ERRC_CANCEL_TEST;
     if (ok) {
         SG_PUT_LIT(p, ",\"status\":\"ok\"");
     } else {

@@ -3,12 +3,19 @@
 const char *sg_err_class_name(sg_err_class_t c)
 {
     static const char *const names[SG_ERRC__COUNT] = {
-        [SG_ERRC_NONE] = "none",         [SG_ERRC_CONNECT] = "connect",
-        [SG_ERRC_TLS] = "tls",           [SG_ERRC_HTTP] = "http",
-        [SG_ERRC_PROTOCOL] = "protocol", [SG_ERRC_DISCONNECT] = "disconnect",
-        [SG_ERRC_TIMEOUT] = "timeout",   [SG_ERRC_CANCELLED] = "cancelled",
-        [SG_ERRC_SERVER] = "server",     [SG_ERRC_STREAM_RESET] = "stream_reset",
-        [SG_ERRC_GRPC] = "grpc",         [SG_ERRC_SESSION] = "session",
+        [SG_ERRC_NONE] = "none",
+        [SG_ERRC_CONNECT] = "connect",
+        [SG_ERRC_TLS] = "tls",
+        [SG_ERRC_HTTP] = "http",
+        [SG_ERRC_PROTOCOL] = "protocol",
+        [SG_ERRC_DISCONNECT] = "disconnect",
+        [SG_ERRC_TIMEOUT] = "timeout",
+        [SG_ERRC_CANCELLED] = "cancelled",
+        [SG_ERRC_SERVER] = "server",
+        [SG_ERRC_STREAM_RESET] = "stream_reset",
+        [SG_ERRC_GRPC] = "grpc",
+        [SG_ERRC_SESSION] = "session",
+        [SG_ERRC_CANCEL_TEST] = "cancelled_by_test",
     };
     return (unsigned)c < SG_ERRC__COUNT ? names[c] : "unknown";
 }

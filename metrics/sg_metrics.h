@@ -140,6 +140,11 @@ const sg_hist_t *sg_metrics_hist(const sg_metrics_t *m, sg_metric_id_t id);
 uint64_t sg_metrics_ok(const sg_metrics_t *m);        /* successful requests */
 uint64_t sg_metrics_errors(const sg_metrics_t *m);    /* failed requests, every class but cancelled */
 uint64_t sg_metrics_cancelled(const sg_metrics_t *m); /* requests surge cancelled (not failed, not ok) */
+/* requests cancelled on purpose by --request-cancellation-rate (not failed, not ok, not censored), and each one's
+ * time from its last byte sent to its cancellation (ns) */
+uint64_t sg_metrics_cancel_tests(const sg_metrics_t *m);
+uint64_t sg_metrics_ramp(const sg_metrics_t *m); /* measured requests intended inside a ramp */
+const sg_hist_t *sg_metrics_cancel_test_time(const sg_metrics_t *m);
 /* The cancelled requests' waits: cancellation - intended start, ns. Their latency would have been at least that. */
 const sg_hist_t *sg_metrics_cancel_wait(const sg_metrics_t *m);
 /*

@@ -21,6 +21,7 @@ typedef enum {
     SG_ERRC_STREAM_RESET, /* HTTP/2: the server reset the stream (RST_STREAM), or refused it twice */
     SG_ERRC_GRPC,         /* --service-kind triton: the call ended with a grpc-status other than 0 (OK) */
     SG_ERRC_SESSION,      /* a session's turn not sent because an earlier turn of its session failed */
+    SG_ERRC_CANCEL_TEST,  /* cancelled on purpose by --request-cancellation-rate: neither ok nor failed */
     SG_ERRC__COUNT
 } sg_err_class_t;
 
@@ -48,6 +49,7 @@ typedef struct {
     uint32_t model;   /* index into the model list */
     bool streaming;
     bool warmup; /* warmup requests are logged by no exporter and counted in no metric */
+    bool ramp;   /* intended inside a ramp (--ramp-up-*, --*-ramp-duration): measured, and marked */
     bool resent; /* sent again after its first attempt got no response (a closed kept-alive connection, a refused
                     HTTP/2 stream); its times are the last attempt's, intended_ns the same */
 

@@ -329,6 +329,11 @@ stop:
                 "%llu connections dropped\n",
                 (unsigned long long)st.requests, (unsigned long long)st.completions, (unsigned long long)st.streamed,
                 (unsigned long long)st.errors, (unsigned long long)st.drops);
+    if (exit_code == 0 && !o.quiet && st.client_aborts)
+        fprintf(stderr,
+                "surge mock: %llu responses abandoned by the client (HTTP/1.1: connection closed with the response "
+                "pending; HTTP/2: RST_STREAM CANCEL)\n",
+                (unsigned long long)st.client_aborts);
     if (exit_code == 0 && !o.quiet && o.n_faults) {
         char line[512];
         size_t n = 0;

@@ -372,6 +372,8 @@ typedef struct {
     uint64_t drops;                       /* connections cut on purpose */
     uint64_t faults[SG_MOCK_FAULT_KINDS]; /* --fault: requests (per-request kinds), connections, or events hit */
     uint64_t crash_conns, crash_lost;     /* --fault crash: connections closed, requests left unanswered */
+    uint64_t client_aborts; /* responses the client gave up mid-way: HTTP/1.1 closed with them pending, or HTTP/2
+                               RST_STREAM CANCEL before their end (a client's cancellation, as a server sees it) */
 } sg_mock_stats_t;
 
 typedef struct sg_mock_worker sg_mock_worker_t;

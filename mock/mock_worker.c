@@ -1521,8 +1521,9 @@ static ssize_t h2_on_read(void *ud, void *stream_ud, uint8_t *buf, size_t len, b
 
 static void h2_on_close(void *ud, void *stream_ud, uint32_t error_code)
 {
-    (void)error_code;
     conn_t *c = ud;
+    if (error_code == 0x8 && !c->closing) /* the client reset the stream (CANCEL) before its end */
+        c->w->st.client_aborts++;
     job_free(c->w, stream_ud);
 }
 
@@ -1736,6 +1737,9 @@ static void on_recv(sg_op_t *op, const sg_ev_t *ev)
     } else if (res == -ENOBUFS) {
         /* every provided buffer was in use; they come back at the end of this dispatch, so just re-arm */
     } else if (res <= 0 && res != -ENOBUFS) {
+        if (!c->closing) /* the peer closed (or reset) with responses unfinished: it gave them up */
+            for (const sg_mock_job_t *j = c->q_head; j; j = j->next)
+                c->w->st.client_aborts++;
         conn_close(c); /* 0: the peer closed; <0: reset, or our own cancel */
     }
     if (!more && !c->closing)
@@ -2115,6 +2119,7 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     st->streamed += w->st.streamed;
     st->errors += w->st.errors;
     st->drops += w->st.drops;
+    st->client_aborts += w->st.client_aborts;
     for (int k = 0; k < SG_MOCK_FAULT_KINDS; k++)
         st->faults[k] += w->st.faults[k];
     st->crash_conns += w->st.crash_conns;

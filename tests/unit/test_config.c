@@ -2,6 +2,7 @@
 #include "test.h"
 
 #include "sg_config.h"
+#include "sg_sched.h"
 #include "sg_kserve.h"
 #include "sg_input.h"
 #include "sg_opts.h"
@@ -1169,6 +1170,72 @@ static void test_cache_bust(void)
     BAD("-m", "m", "--cache-bust", "first_turn_prefix", "--conversation-turn-mean", "2");
 }
 
+/* Ramps (vLLM's and AIPerf's flags) and the cancellation test: what they set, derive and refuse. */
+static void test_ramps_cancel(void)
+{
+    sg_config_t c;
+    /* vLLM's form alone: the ramp spans the run, Lambda(D) = N: linear D = 2N / (A + B) */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--ramp-up-strategy", "linear", "--ramp-up-start-rps", "2", "--ramp-up-end-rps",
+                       "18", "--request-count", "200", NULL),
+                 0);
+    CHECK(c.ramp_strategy == SG_RAMP_LINEAR && c.ramp_start_rps == 2 && c.request_rate == 18 && c.concurrency == 0);
+    CHECK_NEAR(c.ramp_duration_s, 20, 1e-12);
+    sg_config_free(&c);
+    /* exponential: D = N ln(B/A) / (B - A); the warmup's requests are in the ramp too */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "1",
+                       "--ramp-up-end-rps", "100", "--request-count", "90", "--warmup-request-count", "9", NULL),
+                 0);
+    CHECK_NEAR(c.ramp_duration_s, 99 * log(100) / 99, 1e-12);
+    sg_config_free(&c);
+    /* a duration-bounded run ramps over its duration; an explicit duration wins */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--ramp-up-strategy", "linear", "--ramp-up-start-rps", "0", "--ramp-up-end-rps",
+                       "5", "--benchmark-duration", "30", NULL),
+                 0);
+    CHECK(c.ramp_duration_s == 30);
+    sg_config_free(&c);
+    /* AIPerf's form: linear from 0 to --request-rate over D */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--request-rate", "50", "--request-rate-ramp-duration", "7", NULL), 0);
+    CHECK(c.ramp_strategy == SG_RAMP_LINEAR && c.ramp_start_rps == 0 && c.ramp_duration_s == 7 && c.request_rate == 50);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--request-rate", "50", "--ramp-up-end-rps", "50", "--ramp-up-strategy",
+                       "exponential", "--ramp-up-start-rps", "5", "--request-rate-ramp-duration", "3", NULL),
+                 0);
+    CHECK(c.ramp_strategy == SG_RAMP_EXPONENTIAL && c.ramp_duration_s == 3);
+    sg_config_free(&c);
+    CHECK_EQ_INT(parse(&c, "-m", "x", NULL), 0);
+    CHECK(c.ramp_strategy == SG_RAMP_NONE && c.concurrency_ramp_s == 0 && c.cancel_rate_pct == 0);
+    sg_config_free(&c);
+    BAD("-m", "x", "--ramp-up-strategy", "sigmoid", "--ramp-up-end-rps", "5");
+    BAD("-m", "x", "--ramp-up-strategy", "linear");                                /* no end rate */
+    BAD("-m", "x", "--ramp-up-end-rps", "5");                                      /* no strategy, no duration */
+    BAD("-m", "x", "--ramp-up-strategy", "exponential", "--ramp-up-end-rps", "5"); /* starts at 0 */
+    BAD("-m", "x", "--ramp-up-strategy", "linear", "--ramp-up-start-rps", "9", "--ramp-up-end-rps", "5");
+    BAD("-m", "x", "--ramp-up-strategy", "linear", "--ramp-up-end-rps", "5", "--request-rate", "6");
+    BAD("-m", "x", "--ramp-up-strategy", "linear", "--ramp-up-end-rps", "5", "--concurrency", "4");
+    BAD("-m", "x", "--request-rate", "inf", "--request-rate-ramp-duration", "5", "--request-count", "9");
+    BAD("-m", "x", "--request-rate", "5,10", "--request-rate-ramp-duration", "5");
+    BAD("-m", "x", "--request-rate-ramp-duration", "5"); /* closed loop: nothing to ramp */
+    BAD("-m", "x", "--request-rate", "5", "--request-rate-ramp-duration", "0");
+    BAD("-m", "x", "--ramp-up-strategy", "linear", "--ramp-up-end-rps", "0");
+    /* the concurrency ramp: a closed loop's */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--concurrency", "8", "--concurrency-ramp-duration", "4", NULL), 0);
+    CHECK(c.concurrency == 8 && c.concurrency_ramp_s == 4);
+    sg_config_free(&c);
+    BAD("-m", "x", "--request-rate", "8", "--concurrency-ramp-duration", "4");
+    BAD("-m", "x", "--concurrency", "1,8", "--concurrency-ramp-duration", "4");
+    BAD("-m", "x", "--concurrency", "8", "--concurrency-ramp-duration", "-1");
+    /* the cancellation test: a percentage, a delay from the send */
+    CHECK_EQ_INT(parse(&c, "-m", "x", "--request-cancellation-rate", "25", "--request-cancellation-delay", "0.5", NULL),
+                 0);
+    CHECK(c.cancel_rate_pct == 25 && c.cancel_delay_s == 0.5);
+    sg_config_free(&c);
+    BAD("-m", "x", "--request-cancellation-rate", "101");
+    BAD("-m", "x", "--request-cancellation-rate", "-1");
+    BAD("-m", "x", "--request-cancellation-rate", "10", "--request-cancellation-delay", "-1");
+    BAD("-m", "x", "--request-cancellation-delay", "1"); /* no rate */
+    BAD("-m", "x", "--request-cancellation-rate", "10", "--conversation-turn-mean", "3");
+}
+
 int main(void)
 {
     test_multirun();
@@ -1190,5 +1257,6 @@ int main(void)
     test_run_names();
     test_triton();
     test_command_line();
+    test_ramps_cancel();
     return test_finish("test_config");
 }

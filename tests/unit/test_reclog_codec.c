@@ -93,6 +93,7 @@ static void make_records(void)
     recs[2].reasoning_tokens = 9;
     recs[2].reasoning_from_usage = true;
     recs[2].resent = true;
+    recs[2].ramp = true;
     recs[3].err_class = SG_ERRC_HTTP;
     recs[3].http_status = 503;
     for (int k = 0; k < SG_RECORD_MSG - 1; k++)
@@ -180,6 +181,7 @@ static void compare(void *ctx, const sg_record_t *r)
     SAME(streaming);
     SAME(warmup);
     SAME(resent);
+    SAME(ramp);
     SAME(intended_ns);
     SAME(sent_ns);
     SAME(first_byte_ns);

@@ -3,6 +3,8 @@
 #include "sg_sched.h"
 #include "test.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static int cmp_i64(const void *a, const void *b)
@@ -218,8 +220,117 @@ static void test_gamma(void)
     CHECK(sg_sched_next(&a) != sg_sched_next(&b));
 }
 
+/*
+ * Ramps: arrivals in time bins against the cumulative intensity. Given the N arrivals in [0, T], a Poisson process's
+ * bin counts are binomial(N, p) with p = (Lambda(b) - Lambda(a)) / Lambda(T); each bin must be within 5 sigma (the
+ * bound is printed with the worst bin). Returns the worst bin's distance in sigmas, so a wrong shape can be shown
+ * to fail the same check.
+ */
+static double ramp_bins(sg_sched_t *s, const sg_sched_t *model, double T, int bins, const char *what, bool total)
+{
+    int64_t tn = (int64_t)llround(T * 1e9);
+    uint64_t *count = calloc((size_t)bins, sizeof *count), n = 0;
+    for (;;) {
+        int64_t t = sg_sched_next(s);
+        if (t >= tn)
+            break;
+        count[(size_t)(t * bins / tn)]++;
+        n++;
+    }
+    double worst = 0, lam_t = sg_ramp_cumulative(model, T);
+    int worst_i = 0;
+    for (int i = 0; i < bins; i++) {
+        double a = T * i / bins, b = T * (i + 1) / bins;
+        double p = (sg_ramp_cumulative(model, b) - sg_ramp_cumulative(model, a)) / lam_t;
+        double mu = (double)n * p, sd = sqrt((double)n * p * (1 - p));
+        double z = fabs((double)count[i] - mu) / (sd > 1 ? sd : 1);
+        if (z > worst) {
+            worst = z;
+            worst_i = i;
+        }
+    }
+    printf("%s: %llu arrivals in %.3g s (Lambda %.1f); worst of %d bins: %.2f sigma (bin %d), bound 5\n", what,
+           (unsigned long long)n, T, lam_t, bins, worst, worst_i);
+    if (total)
+        CHECK_NEAR((double)n, lam_t, 5 * sqrt(lam_t)); /* the total: Poisson(Lambda(T)) */
+    free(count);
+    return worst;
+}
+
+static void test_ramp(void)
+{
+    sg_sched_t s, m;
+    /* Lambda and its inverse agree, inside and past the ramp, for both shapes (and a ramp down) */
+    const sg_ramp_t shapes[] = {SG_RAMP_LINEAR, SG_RAMP_EXPONENTIAL};
+    const double r0s[] = {0, 5, 400};
+    for (int si = 0; si < 2; si++)
+        for (int ri = 0; ri < 3; ri++) {
+            if (shapes[si] == SG_RAMP_EXPONENTIAL && r0s[ri] == 0)
+                continue;
+            sg_sched_init_ramp(&s, SG_SCHED_POISSON, 1, shapes[si], r0s[ri], 200, 4, 0, 1, 1, 0);
+            for (double t = 0.01; t < 6; t += 0.37)
+                CHECK_NEAR(sg_ramp_inverse(&s, sg_ramp_cumulative(&s, t)), t, 1e-9);
+        }
+    /* closed forms: linear 0 -> 200 over 4 s holds 400 expected arrivals, exponential 10 -> 1000 holds
+     * 4 x 990 / ln(100) */
+    sg_sched_init_ramp(&s, SG_SCHED_POISSON, 1, SG_RAMP_LINEAR, 0, 200, 4, 0, 1, 1, 0);
+    CHECK_NEAR(sg_ramp_cumulative(&s, 4), 400, 1e-9);
+    CHECK_NEAR(sg_ramp_cumulative(&s, 5), 600, 1e-9);
+    CHECK_NEAR(sg_ramp_duration_for(SG_RAMP_LINEAR, 0, 200, 400), 4, 1e-12);
+    sg_sched_init_ramp(&s, SG_SCHED_POISSON, 1, SG_RAMP_EXPONENTIAL, 10, 1000, 4, 0, 1, 1, 0);
+    CHECK_NEAR(sg_ramp_cumulative(&s, 4), 4 * 990 / log(100), 1e-9);
+    CHECK_NEAR(sg_ramp_duration_for(SG_RAMP_EXPONENTIAL, 10, 1000, 4 * 990 / log(100)), 4, 1e-12);
+
+    /* Poisson counts in bins follow Lambda: linear 20 -> 2000/s over 5 s then 1 s flat, three workers merged */
+    enum { W = 3 };
+    sg_sched_init_ramp(&m, SG_SCHED_POISSON, 1, SG_RAMP_LINEAR, 20, 2000, 5, 0, 1, 1, 0);
+    sg_sched_t w[W];
+    int64_t tn = 6000000000LL;
+    size_t cap = 16384, n = 0;
+    int64_t *all = malloc(cap * sizeof *all);
+    for (unsigned i = 0; i < W; i++) {
+        sg_sched_init_ramp(&w[i], SG_SCHED_POISSON, 1, SG_RAMP_LINEAR, 20, 2000, 5, i, W, 11, 0);
+        for (int64_t t; (t = sg_sched_next(&w[i])) < tn;) {
+            if (n == cap)
+                all = realloc(all, (cap *= 2) * sizeof *all);
+            all[n++] = t;
+        }
+    }
+    qsort(all, n, sizeof *all, cmp_i64);
+    sg_sched_t fixed;
+    sg_sched_init_fixed(&fixed, all, n, 1, 0, 1, 0);
+    CHECK(ramp_bins(&fixed, &m, 6, 24, "linear ramp, 3 workers", true) < 5);
+    /* the same arrivals against an exponential ramp between the same rates are far off (the check can fail) */
+    sg_sched_t wrong;
+    sg_sched_init_ramp(&wrong, SG_SCHED_POISSON, 1, SG_RAMP_EXPONENTIAL, 20, 2000, 5, 0, 1, 1, 0);
+    sg_sched_init_fixed(&fixed, all, n, 1, 0, 1, 0);
+    CHECK(ramp_bins(&fixed, &wrong, 5, 20, "the linear arrivals against an exponential model (must fail)", false) > 8);
+    free(all);
+
+    /* exponential 10 -> 1000/s over 4 s, and gamma (burstiness 4) on the same ramp */
+    sg_sched_init_ramp(&s, SG_SCHED_POISSON, 1, SG_RAMP_EXPONENTIAL, 10, 1000, 4, 0, 1, 5, 0);
+    sg_sched_init_ramp(&m, SG_SCHED_POISSON, 1, SG_RAMP_EXPONENTIAL, 10, 1000, 4, 0, 1, 5, 0);
+    CHECK(ramp_bins(&s, &m, 4, 16, "exponential ramp", true) < 5);
+    sg_sched_init_ramp(&s, SG_SCHED_GAMMA, 4, SG_RAMP_EXPONENTIAL, 10, 1000, 4, 0, 1, 5, 0);
+    CHECK(ramp_bins(&s, &m, 4, 16, "exponential ramp, gamma k=4", true) < 5);
+
+    /* constant: arrival k at exactly Lambda^-1(k), the workers interleaving */
+    sg_sched_init_ramp(&m, SG_SCHED_CONSTANT, 1, SG_RAMP_LINEAR, 0, 100, 2, 0, 1, 0, 1000);
+    for (unsigned i = 0; i < W; i++)
+        sg_sched_init_ramp(&w[i], SG_SCHED_CONSTANT, 1, SG_RAMP_LINEAR, 0, 100, 2, i, W, 0, 1000);
+    bool exact = true;
+    for (int k = 0; k < 300; k++)
+        exact &= sg_sched_next(&w[k % W]) == 1000 + (int64_t)llround(sg_ramp_inverse(&m, k) * 1e9);
+    CHECK(exact);
+    /* 100 arrivals in the 2 s ramp (Lambda(2) = 100), the 100th at 2 s, then one every 10 ms */
+    CHECK_NEAR(sg_ramp_inverse(&m, 100), 2, 1e-12);
+    CHECK_NEAR(sg_ramp_inverse(&m, 101), 2.01, 1e-12);
+    CHECK_NEAR(sg_ramp_inverse(&m, 25), 1, 1e-12); /* Lambda(t) = 25 t^2 */
+}
+
 int main(void)
 {
+    test_ramp();
     test_gamma();
     test_fixed();
     test_poisson_one_worker();
