@@ -50,6 +50,7 @@ typedef struct {
     char *command;
     char host[256];
     int64_t started_wall_ns;
+    struct json_t *tools; /* --tools, parsed for the payload table (cfg.tools_json); NULL without */
 } profile_t;
 
 /* What a driver asks of one load point. */

@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #define RECLOG_MAGIC "SGRECLOG"
-#define RECLOG_VERSION 5u
+#define RECLOG_VERSION 6u
 #define RECLOG_BUF (64u * 1024u)
 #define REC_MARKER 0xA5u
 #define FLAG_STREAMING 1u
@@ -65,17 +65,18 @@
 #define FLAG_NO_OUTPUT 16u
 #define FLAG_SESSION 32u         /* a turn of a multi-turn session: session and turn hold it */
 #define FLAG_REASONING_USAGE 64u /* reasoning_tokens is the server's usage */
-#define FLAG_ALL 127u
+#define FLAG_TOOLS 128u          /* the response made tool calls: their counts follow (and tool_text_len) */
+#define FLAG_ALL 255u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 /* The most a record's fields take before its events: 40-odd varints of at most 10 bytes and the message. */
 #define HEAD_MAX (512u + SG_RECORD_MSG)
 #define EVENT_MAX 5u /* a zigzag varint of a difference of two gaps between u32s: under 2^35 */
-#define FIN_SIZE 13u /* osl_tokenizer i32, osl u32, reasoning_tokens u32, osl_source u8 */
+#define FIN_SIZE 17u /* osl_tokenizer i32, osl u32, reasoning_tokens u32, osl_source u8, tool_tokens u32 */
 #define BODY_MAX ((size_t)HEAD_MAX + (size_t)MAX_EVENTS * EVENT_MAX + SG_RECORD_TEXT_MAX + FIN_SIZE)
 
 /* Bits of the presence byte: which times are not 0. */
-enum { T_SENT, T_FIRST_BYTE, T_FIRST_TOKEN, T_SECOND_TOKEN, T_END, T_FIRST_OUTPUT, T__COUNT };
+enum { T_SENT, T_FIRST_BYTE, T_FIRST_TOKEN, T_SECOND_TOKEN, T_END, T_FIRST_OUTPUT, T_FIRST_TOOL, T__COUNT };
 
 struct file_header {
     char magic[8];
@@ -118,6 +119,11 @@ struct wire_rec {
     uint32_t reasoning_text_len;
     uint64_t session;
     uint32_t turn;
+    int64_t first_tool_ns;
+    uint32_t tool_calls;
+    uint32_t tool_events;
+    uint32_t tool_tokens;
+    uint32_t tool_text_len;
 };
 
 /* ---------- varints ---------- */
@@ -220,9 +226,10 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
 {
     unsigned flags = (r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
-                     (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0);
-    const int64_t t[T__COUNT] = {r->sent_ns,         r->first_byte_ns, r->first_token_ns,
-                                 r->second_token_ns, r->end_ns,        r->first_output_ns};
+                     (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0) |
+                     (r->tool_calls || r->tool_events ? FLAG_TOOLS : 0);
+    const int64_t t[T__COUNT] = {r->sent_ns, r->first_byte_ns,   r->first_token_ns, r->second_token_ns,
+                                 r->end_ns,  r->first_output_ns, r->first_tool_ns};
     unsigned present = 0;
     for (unsigned i = 0; i < T__COUNT; i++)
         present |= t[i] ? 1u << i : 0;
@@ -265,16 +272,25 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
         p = put_v(p, text_len);
         p = put_v(p, r->reasoning_text_len <= text_len ? r->reasoning_text_len : 0);
     }
+    if (flags & FLAG_TOOLS) {
+        p = put_v(p, r->tool_calls);
+        p = put_v(p, r->tool_events);
+        if (has_text)
+            p = put_v(p, r->tool_text_len <= text_len ? r->tool_text_len : 0);
+        else
+            p = put_v(p, r->tool_tokens); /* with text: in the fixed block */
+    }
     return (size_t)(p - h);
 }
 
 static void encode_fin(unsigned char *f, int32_t osl_tokenizer, uint32_t osl, uint32_t reasoning_tokens,
-                       uint8_t osl_source)
+                       uint8_t osl_source, uint32_t tool_tokens)
 {
     memcpy(f, &osl_tokenizer, 4);
     memcpy(f + 4, &osl, 4);
     memcpy(f + 8, &reasoning_tokens, 4);
     f[12] = osl_source;
+    memcpy(f + 13, &tool_tokens, 4);
 }
 
 /* ---------- the writer thread (async logs) ---------- */
@@ -692,7 +708,7 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
     }
     if (has_text) {
         unsigned char fin[FIN_SIZE];
-        encode_fin(fin, r->osl_tokenizer, r->osl, r->reasoning_tokens, r->osl_source);
+        encode_fin(fin, r->osl_tokenizer, r->osl, r->reasoning_tokens, r->osl_source, r->tool_tokens);
         if (put(l, r->text, text_len) || put(l, fin, sizeof(fin)))
             return l->err;
     }
@@ -807,8 +823,8 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
     w->payload = d_u32(&d);
     w->model = d_u32(&d);
     w->intended_ns = unzz(d_u64(&d));
-    int64_t *t[T__COUNT] = {&w->sent_ns,         &w->first_byte_ns, &w->first_token_ns,
-                            &w->second_token_ns, &w->end_ns,        &w->first_output_ns};
+    int64_t *t[T__COUNT] = {&w->sent_ns, &w->first_byte_ns,   &w->first_token_ns, &w->second_token_ns,
+                            &w->end_ns,  &w->first_output_ns, &w->first_tool_ns};
     for (unsigned i = 0; i < T__COUNT; i++)
         if (present & (1u << i))
             *t[i] = (int64_t)((uint64_t)w->intended_ns + (uint64_t)unzz(d_u64(&d)));
@@ -844,8 +860,16 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
         w->text_len = d_u32(&d);
         w->reasoning_text_len = d_u32(&d);
     }
+    if (flags & FLAG_TOOLS) {
+        w->tool_calls = d_u32(&d);
+        w->tool_events = d_u32(&d);
+        if (text)
+            w->tool_text_len = d_u32(&d);
+        else
+            w->tool_tokens = d_u32(&d);
+    }
     if (!d.ok || present >> T__COUNT || w->n_events > MAX_EVENTS || w->text_len > SG_RECORD_TEXT_MAX ||
-        w->reasoning_text_len > w->text_len)
+        w->reasoning_text_len > w->text_len || w->tool_text_len > w->text_len)
         return 0;
     v->ev = d.p;
     for (uint32_t i = 0; i < w->n_events && d.ok; i++) {
@@ -861,6 +885,7 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
         memcpy(&w->osl, v->fin + 4, 4);
         memcpy(&w->reasoning_tokens, v->fin + 8, 4);
         w->osl_source = v->fin[12];
+        memcpy(&w->tool_tokens, v->fin + 13, 4);
     }
     if (w->err_class >= SG_ERRC__COUNT || w->osl_source > SG_OSL_EVENTS || (flags & ~(uint64_t)FLAG_ALL) ||
         w->osl_tokenizer < -1)
@@ -951,6 +976,11 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.reasoning_events = w->reasoning_events;
     r.reasoning_from_usage = w->flags & FLAG_REASONING_USAGE;
     r.reasoning_text_len = w->reasoning_text_len;
+    r.tool_calls = w->tool_calls;
+    r.tool_events = w->tool_events;
+    r.tool_tokens = w->tool_tokens;
+    r.tool_text_len = w->tool_text_len;
+    r.first_tool_ns = w->first_tool_ns;
     r.warmup = w->flags & FLAG_WARMUP;
     r.intended_ns = w->intended_ns;
     r.sent_ns = w->sent_ns;
@@ -1037,7 +1067,18 @@ int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_
                 r.reasoning_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
                 w->reasoning_tokens = r.reasoning_tokens;
             }
-            encode_fin((unsigned char *)v.fin, w->osl_tokenizer, w->osl, w->reasoning_tokens, w->osl_source);
+            /* tool-call arguments: the tokens of the text's tail they fill */
+            if (r.tool_text_len) {
+                n = count(ctx, v.text + (w->text_len - r.tool_text_len), r.tool_text_len);
+                if (n < 0) {
+                    rc = (int)n;
+                    break;
+                }
+                r.tool_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+                w->tool_tokens = r.tool_tokens;
+            }
+            encode_fin((unsigned char *)v.fin, w->osl_tokenizer, w->osl, w->reasoning_tokens, w->osl_source,
+                       w->tool_tokens);
         }
         if (m)
             sg_metrics_add(m, &r);
@@ -1251,6 +1292,12 @@ static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, cons
     PUT_OPT_INT(p, "max_tokens", w->max_tokens != 0, w->max_tokens);
     PUT_OPT_INT(p, "content_events", true, w->content_events);
     PUT_OPT_INT(p, "response_bytes", true, (int64_t)w->response_bytes);
+    if (w->flags & FLAG_TOOLS) { /* only on responses that made tool calls */
+        PUT_OPT_INT(p, "tool_calls", true, w->tool_calls);
+        PUT_OPT_INT(p, "tool_call_tokens", true, w->tool_tokens);
+        PUT_REL_NS(p, "first_tool_call_token_ns", w->first_tool_ns, base);
+        PUT_MS(p, "time_to_first_tool_call_token_ms", w->first_tool_ns != 0, w->first_tool_ns - w->intended_ns);
+    }
     SG_PUT_LIT(p, ",\"token_times_ms\":[");
     ob->len += (size_t)(p - start);
     if (w->first_token_ns) {

@@ -329,6 +329,9 @@ stop:
                 "%llu connections dropped\n",
                 (unsigned long long)st.requests, (unsigned long long)st.completions, (unsigned long long)st.streamed,
                 (unsigned long long)st.errors, (unsigned long long)st.drops);
+    if (exit_code == 0 && !o.quiet && st.tool_requests)
+        fprintf(stderr, "surge mock: %llu requests carried tools, %llu answered with a tool call\n",
+                (unsigned long long)st.tool_requests, (unsigned long long)st.tool_calls);
     if (exit_code == 0 && !o.quiet && o.n_faults) {
         char line[512];
         size_t n = 0;
