@@ -1843,6 +1843,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     rc = finish_workload(cfg, st);
     if (rc)
         return rc;
+    if (cfg->tool_choice && !cfg->tools_file && !cfg->input_file)
+        return fail("tool-choice", "applies to requests that carry tools: give --tools FILE (or an --input-file whose "
+                                   "lines carry \"tools\")");
     if (cfg->tools_file || cfg->tool_choice) {
         /* the file is read and checked here, so a bad one stops the run before anything is sent */
         char terr[512];

@@ -163,6 +163,7 @@ def main(h):
         (["--tools", h.path("missing.json")], ["missing.json"]),
         (["--tools", tools, "--tool-choice", "nope"], ["--tool-choice nope"]),
         (["--tools", tools, "--endpoint-type", "completions"], ["chat, responses and messages", "completions"]),
+        (["--tool-choice", "auto"], ["--tool-choice", "give --tools FILE"]),
         (["--input-file", bad_line], ["badline.jsonl", "line 1", "tools", "has space"]),
     ]
     with h.mock(record=True) as m:
