@@ -2,17 +2,18 @@
  * Per-worker record log and its merge into the per-request JSONL files (surge's own, and AIPerf's by
  * export_aiperf.c in the same pass).
  *
- * File format, version 5 (host byte order: the log is read back on the machine that wrote it):
+ * File format, version 6 (host byte order: the log is read back on the machine that wrote it):
  *   file header: "SGRECLOG" magic, u32 version, u32 0
  *   per record:  a marker byte (REC_MARKER), a varint length of the body, then the body:
  *     varint flags, a byte of which times are present, varint id/worker/payload/model, zigzag varint intended_ns,
  *     each present time as a zigzag varint of its distance from intended_ns (exact to the ns), the other fields
  *     as varints (signed ones zigzag), the error message (varint length, bytes), varint n_events, session and
- *     turn (FLAG_SESSION), text_len and reasoning_text_len (FLAG_TEXT); then the event offsets (µs from the
- *     first token) as zigzag varints of the change in the gap between one and the next (a steady stream costs a
- *     byte a token, exact to the µs whatever the order); then the output text (FLAG_TEXT,
- *     --tokenizer only) and a fixed 13-byte block of the fields the OSL pass rewrites in place (osl_tokenizer,
- *     osl, reasoning_tokens, osl_source: FLAG_TEXT records only; the others carry them as varints).
+ *     turn (FLAG_SESSION), text_len and reasoning_text_len (FLAG_TEXT), the tool calls' counts (FLAG_TOOLS:
+ *     calls, argument events, then tool_text_len with FLAG_TEXT or the argument tokens without); then the event
+ *     offsets (µs from the first token) as zigzag varints of the change in the gap between one and the next (a
+ *     steady stream costs a byte a token, exact to the µs whatever the order); then the output text (FLAG_TEXT,
+ *     --tokenizer only) and a fixed 17-byte block of the fields the OSL pass rewrites in place (osl_tokenizer,
+ *     osl, reasoning_tokens, osl_source, tool_tokens: FLAG_TEXT records only; the others carry them as varints).
  *   A record decodes to exactly its body length, or the log is corrupt: a torn or shifted file is caught at the
  *   first bad record. A non-streamed request takes about 50 bytes, a streamed one about 1 to 3 more per token
  *   (docs/files.md has measured figures); version 4 took 168 bytes plus 4 per token.
