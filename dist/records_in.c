@@ -134,6 +134,7 @@ static int scan_line(line_t *l, const char *text, size_t len)
     r->isl_server = r->osl_server = r->osl_tokenizer = r->isl_cached = -1;
     r->first_output_ns = INT64_MIN; /* absent from files older than the field: no time */
     r->send_start_ns = r->head_ns = INT64_MIN;
+    r->first_tool_ns = INT64_MIN; /* absent unless the response made tool calls */
     l->model[0] = l->cls[0] = l->status[0] = '\0';
     l->n_tt = 0;
     bool have_id = false, have_intended = false;
@@ -165,6 +166,8 @@ static int scan_line(line_t *l, const char *text, size_t len)
             t = &r->send_start_ns;
         else if (SG_JS_KEY(&js, key, "response_head_ns"))
             t = &r->head_ns;
+        else if (SG_JS_KEY(&js, key, "first_tool_call_token_ns"))
+            t = &r->first_tool_ns;
         if (t) {
             /* a time of 0 would read as "absent": a present one is kept apart by the caller's origin (> 0) */
             if (scan_int(&js, &v, &present) < 0)
@@ -207,6 +210,12 @@ static int scan_line(line_t *l, const char *text, size_t len)
         } else if (SG_JS_KEY(&js, key, "reasoning_tokens")) {
             rc = scan_int(&js, &v, &present);
             r->reasoning_tokens = present && v > 0 ? (uint32_t)v : 0;
+        } else if (SG_JS_KEY(&js, key, "tool_calls")) {
+            rc = scan_int(&js, &v, &present);
+            r->tool_calls = present && v > 0 ? (uint32_t)v : 0;
+        } else if (SG_JS_KEY(&js, key, "tool_call_tokens")) {
+            rc = scan_int(&js, &v, &present);
+            r->tool_tokens = present && v > 0 ? (uint32_t)v : 0;
         } else if (SG_JS_KEY(&js, key, "status")) {
             rc = scan_text(&js, l->status, sizeof l->status);
         } else if (SG_JS_KEY(&js, key, "error_class")) {
@@ -341,9 +350,9 @@ int sg_dist_read_jsonl(const char *path, int64_t origin, sg_dist_record_fn fn, v
                 break;
             }
             sg_record_t *r = &l.rec;
-            int64_t *times[] = {&r->intended_ns,     &r->sent_ns,         &r->first_byte_ns,
-                                &r->first_token_ns,  &r->second_token_ns, &r->end_ns,
-                                &r->first_output_ns, &r->send_start_ns,   &r->head_ns};
+            int64_t *times[] = {&r->intended_ns,     &r->sent_ns,      &r->first_byte_ns,   &r->first_token_ns,
+                                &r->second_token_ns, &r->end_ns,       &r->first_output_ns, &r->send_start_ns,
+                                &r->head_ns,         &r->first_tool_ns};
             for (size_t i = 0; i < SG_ARRAY_LEN(times); i++)
                 *times[i] = *times[i] == INT64_MIN ? 0 : *times[i] + origin;
             r->conn_reused = r->send_start_ns && !r->conn_connect_ns;

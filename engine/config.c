@@ -11,6 +11,7 @@
 #include "sg_scrape.h"
 
 #include "sg_input.h"
+#include "sg_tools.h"
 #include "sg_kserve.h"
 #include "sg_loop.h"
 #include "sg_opts.h"
@@ -161,6 +162,8 @@ enum {
     OPT_CACERT = 0x200,
     OPT_CERT,
     OPT_KEY,
+    OPT_TOOLS,
+    OPT_TOOL_CHOICE,
 };
 
 /*
@@ -317,6 +320,8 @@ static const struct option long_options[] = {
     {"concurrency-ramp-duration", required_argument, NULL, OPT_CONCURRENCY_RAMP_DURATION}, /* AIPerf */
     {"request-cancellation-rate", required_argument, NULL, OPT_CANCEL_RATE},               /* AIPerf */
     {"request-cancellation-delay", required_argument, NULL, OPT_CANCEL_DELAY},             /* AIPerf */
+    {"tools", required_argument, NULL, OPT_TOOLS},
+    {"tool-choice", required_argument, NULL, OPT_TOOL_CHOICE},
     {NULL, 0, NULL, 0},
 };
 
@@ -1604,6 +1609,14 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (!*arg)
             return fail(opt, "expected a file, got an empty value");
         return set_str(&cfg->input_file, arg);
+    case OPT_TOOLS:
+        if (!*arg)
+            return fail(opt, "expected a JSON file of tool definitions, got an empty value");
+        return set_str(&cfg->tools_file, arg);
+    case OPT_TOOL_CHOICE:
+        if (!*arg)
+            return fail(opt, "expected auto, required, none or a tool's name, got an empty value");
+        return set_str(&cfg->tool_choice, arg);
     case OPT_ARTIFACT_DIR:
         if (!*arg)
             return fail(opt, "expected a directory, got an empty value");
@@ -2073,6 +2086,16 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     rc = finish_workload(cfg, st);
     if (rc)
         return rc;
+    if (cfg->tool_choice && !cfg->tools_file && !cfg->input_file)
+        return fail("tool-choice", "applies to requests that carry tools: give --tools FILE (or an --input-file whose "
+                                   "lines carry \"tools\")");
+    if (cfg->tools_file || cfg->tool_choice) {
+        /* the file is read and checked here, so a bad one stops the run before anything is sent */
+        char terr[512];
+        if (sg_tools_config(cfg->tools_file, cfg->tool_choice, cfg->triton ? -1 : (int)cfg->endpoint_type,
+                            &cfg->tools_json, terr, sizeof terr) < 0)
+            return fail(NULL, "%s", terr);
+    }
     /* multi-turn sessions: synthetic with more than one turn, or a multi_turn file (auto-detected ones are checked
      * again once read) */
     cfg->sessions = cfg->turn_mean > 1 || (cfg->input_file && cfg->input_format == SG_INPUT_MULTI_TURN);
@@ -2429,6 +2452,9 @@ void sg_config_free(sg_config_t *cfg)
     free(cfg->extra_inputs_json);
     free(cfg->tokenizer);
     free(cfg->input_file);
+    free(cfg->tools_file);
+    free(cfg->tool_choice);
+    free(cfg->tools_json);
     free(cfg->cacert);
     free(cfg->local_address);
     free(cfg->client_cert);
@@ -2555,6 +2581,8 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "local_address", cfg->local_address ? json_string(cfg->local_address) : json_null());
     json_object_set_new(o, "headers", headers);
     json_object_set_new(o, "extra_inputs", extra ? extra : json_object());
+    json_object_set_new(o, "tools", cfg->tools_file ? json_string(cfg->tools_file) : json_null());
+    json_object_set_new(o, "tool_choice", cfg->tool_choice ? json_string(cfg->tool_choice) : json_null());
     if (cfg->request_rate > 0) {
         /* JSON has no infinity: the string "inf", as the flag is spelled */
         json_object_set_new(o, "request_rate",
@@ -3005,6 +3033,10 @@ void sg_config_usage(FILE *out)
                  "                                triton: a one-element input tensor each: true/false BOOL,\n"
                  "                                integers INT32 (INT64 past its range), numbers FP32, strings\n"
                  "                                BYTES\n"
+                 "      --tools FILE              tool definitions sent in every request (chat, responses,\n"
+                 "                                messages): a JSON array in OpenAI chat's shape, each turned\n"
+                 "                                into the API's own; a genai_perf line's \"tools\" replace them\n"
+                 "      --tool-choice C           auto, required, none or a tool's name (default: not sent)\n"
                  "      --tokenizer T             count tokens with T: a tokenizer.json, a directory holding one, a\n"
                  "                                *.tiktoken file, or a Hugging Face model id in the local cache\n"
                  "      --input-file PATH         prompts, request bodies or a trace from a file instead of\n"

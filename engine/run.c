@@ -490,6 +490,24 @@ static int prepare_conversations(profile_t *p, sg_workload_spec_t *spec)
     return EXIT_OK;
 }
 
+/* --tools and --tool-choice (checked with the flags) into spec; what they cannot go with refused. */
+static int prepare_tools(profile_t *p, sg_workload_spec_t *spec)
+{
+    const sg_config_t *cfg = &p->cfg;
+    bool raw =
+        cfg->input_file && (p->input.format == SG_INPUT_RAW_PAYLOAD || p->input.format == SG_INPUT_PERF_ANALYZER);
+    if (cfg->sessions || raw) {
+        fprintf(stderr, "surge: --%s: %s\n", cfg->tools_json ? "tools" : "tool-choice",
+                cfg->sessions ? "multi-turn sessions do not carry tools: give single-turn prompts"
+                              : "request bodies are sent as written: put \"tools\" in the bodies themselves");
+        return EXIT_USAGE;
+    }
+    if (cfg->tools_json && !(p->tools = json_loads(cfg->tools_json, 0, NULL)))
+        return EXIT_FATAL;
+    spec->tools = p->tools;
+    return EXIT_OK;
+}
+
 /* The payload table: every request rendered once into the bytes sent. */
 static int prepare_workload(profile_t *p)
 {
@@ -528,7 +546,13 @@ static int prepare_workload(profile_t *p)
         .deterministic = cfg->osl_deterministic,
         .grpc_timeout = grpc_timeout[0] ? grpc_timeout : NULL,
         .cache_bust = cfg->cache_bust,
+        .tool_choice = cfg->tool_choice,
     };
+    if (cfg->tools_json || cfg->tool_choice) {
+        int rc = prepare_tools(p, &spec);
+        if (rc != EXIT_OK)
+            return rc;
+    }
     if (cfg->sessions) {
         int rc = prepare_conversations(p, &spec);
         if (rc != EXIT_OK)
@@ -2075,6 +2099,7 @@ static void profile_free(profile_t *p)
     sg_workload_free(&p->payloads);
     sg_conv_free(&p->convs);
     sg_input_free(&p->input);
+    json_decref(p->tools);
     free(p->schedule);
     sg_tok_free(p->tok);
     sg_dist_free(p->dist);

@@ -53,6 +53,7 @@ typedef struct {
 
     /* several URLs: cfg.urls[i].url, for the summary's per-URL part */
     const char *url_names[SG_MAX_URLS];
+    struct json_t *tools; /* --tools, parsed for the payload table (cfg.tools_json); NULL without */
 } profile_t;
 
 /* What a driver asks of one load point. */

@@ -140,6 +140,9 @@ typedef struct {
     bool cache_bust_given;             /* --cache-bust was given (else the default, which gives way to a tokenizer
                                           that cannot spell the words exactly) */
     char *input_file;                  /* --input-file, NULL for synthetic prompts */
+    char *tools_file;                  /* --tools FILE, or NULL */
+    char *tool_choice;                 /* --tool-choice, or NULL (not sent) */
+    char *tools_json;                  /* the --tools file's array, checked, compact; NULL without --tools */
     int input_format;                  /* sg_input_format_t; 0 = detect */
     uint32_t block_size;               /* tokens per hash_ids block of a trace */
     bool fixed_schedule;               /* send each trace entry at its timestamp */

@@ -468,6 +468,9 @@ void wk_req_finish(sg_worker_t *w, sg_req_t *r, int64_t now)
     rec->text = r->text;
     rec->text_len = rec->has_text ? r->text_len : 0;
     rec->reasoning_text_len = rec->has_text && !r->reasoning_mixed ? r->reasoning_len : 0;
+    rec->tool_text_len = rec->has_text && r->tool_text && !r->tool_mixed ? r->text_len - r->tool_text_at : 0;
+    if (rec->err_class == SG_ERRC_NONE) /* the tokenizer's count replaces these after the run (osl.c) */
+        rec->tool_tokens = r->tool_only && !rec->tool_events ? rec->osl : rec->tool_events;
     rec->resent = r->retried || r->h2_resends;
     if (rec->sent_ns && rec->end_ns > rec->sent_ns) {
         int64_t e2e = rec->end_ns - rec->sent_ns;

@@ -93,6 +93,11 @@ struct sg_req {
     bool text_lost;         /* over SG_RECORD_TEXT_MAX, a bad escape, or out of memory: no tokenizer count */
     uint32_t reasoning_len; /* text's first bytes that are reasoning (all that came before any answer text) */
     bool reasoning_mixed;   /* reasoning came after answer text: reasoning_len is not all of it */
+    uint32_t tool_index_n;  /* chat's tool calls: the highest tool_calls[].index seen plus 1 (0: none) */
+    uint32_t tool_text_at;  /* where the tool-call arguments start in text (all that follows, unless tool_mixed) */
+    bool tool_text;         /* tool-call arguments went into text */
+    bool tool_mixed;        /* answer or reasoning text came after them: the arguments are not text's tail */
+    bool tool_only;         /* a whole response whose output is tool calls alone (no text, no reasoning) */
     bool shape_seen;        /* a stream event in the endpoint's own shape came (sg_oai_result_t.recognized) */
     bool in_flight;
     bool refused;          /* failed because the server refused the connection or reset it before any response */

@@ -84,7 +84,15 @@ static bool wrong_shape(resp_t *c, sg_req_t *r, const sg_oai_result_t *res)
 /* A content event: its time, and whether it is the first that is not reasoning. */
 static int content_event(sg_req_t *r, const sg_oai_result_t *res)
 {
-    if (res->content.len > 0) {
+    if (SG_UNLIKELY(res->tool_n_args)) {
+        /* tool-call arguments are output: they count as a token of OSL (one per event without usage or tokenizer)
+         * and for the times to first token and first output, and apart as tool-call tokens */
+        r->rec.tool_events++;
+        if (r->rec.first_tool_ns == 0)
+            r->rec.first_tool_ns = wk_t_recv_ns;
+        if (r->rec.first_output_ns == 0)
+            r->rec.first_output_ns = wk_t_recv_ns;
+    } else if (res->content.len > 0) {
         if (r->rec.first_output_ns == 0)
             r->rec.first_output_ns = wk_t_recv_ns;
     } else {
@@ -152,7 +160,26 @@ void wk_capture_text(sg_worker_t *w, sg_req_t *r, const sg_oai_result_t *res)
         if (!r->reasoning_mixed)
             r->reasoning_len = r->text_len;
     }
+    r->tool_mixed |= r->tool_text && (res->content.len || res->reasoning.len);
     text_append(r, res->content);
+    if (SG_UNLIKELY(res->tool_n_args)) {
+        if (!r->tool_text)
+            r->tool_text_at = r->text_len;
+        r->tool_text = true;
+        for (uint32_t i = 0; i < res->tool_n_args; i++)
+            text_append_as(r, res->tool_args[i], !res->tool_args_json);
+    }
+}
+
+/* The tool calls an event starts or a whole response holds (counted whether or not they carry arguments). */
+static void tool_calls_seen(sg_req_t *r, const sg_oai_result_t *res)
+{
+    r->rec.tool_calls += res->tool_calls;
+    if (res->tool_index_max >= 0 && (uint32_t)res->tool_index_max + 1 > r->tool_index_n)
+        r->tool_index_n = (uint32_t)res->tool_index_max + 1;
+    /* a server that sends no id or name in a call's first delta still numbers its calls */
+    if (r->tool_index_n > r->rec.tool_calls)
+        r->rec.tool_calls = r->tool_index_n;
 }
 
 int wk_add_content_event(sg_req_t *r, int64_t t)
@@ -201,7 +228,9 @@ static int on_sse_event(void *ud, const sg_sse_event_t *ev)
     }
     r->shape_seen |= res.recognized;
     wk_apply_decoded(r, &res);
-    if (res.content.len > 0 || res.reasoning.len > 0) {
+    if (SG_UNLIKELY(res.tool_calls || res.tool_index_max >= 0))
+        tool_calls_seen(r, &res);
+    if (res.content.len > 0 || res.reasoning.len > 0 || res.tool_n_args > 0) {
         wk_capture_text(c->w, r, &res);
         return content_event(r, &res);
     }
@@ -294,7 +323,11 @@ int wk_on_complete(void *ud)
                              res.error_message.base ? res.error_message.base : "");
             } else if (!wrong_shape(c, r, &res)) {
                 wk_apply_decoded(r, &res);
-                if (res.content.len > 0 || res.reasoning.len > 0) {
+                if (res.tool_calls) {
+                    tool_calls_seen(r, &res);
+                    r->tool_only = res.content.len == 0 && res.reasoning.len == 0;
+                }
+                if (res.content.len > 0 || res.reasoning.len > 0 || res.tool_n_args > 0) {
                     rec->content_events = 1;
                     wk_capture_text(c->w, r, &res);
                 }

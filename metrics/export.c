@@ -163,11 +163,14 @@ static const sg_metric_id_t display_order[] = {
     SG_M_TTFT,
     SG_M_TTST,
     SG_M_TTFO,
+    SG_M_TTFTC,
     SG_M_LATENCY,
     SG_M_ITL,
     SG_M_TOKENS_PER_USER,
     SG_M_OSL,
     SG_M_REASONING,
+    SG_M_TOOL_CALLS,
+    SG_M_TOOL_TOKENS,
     SG_M_ISL,
     SG_M_CACHED_ISL,
     SG_M_TTFT_FROM_SEND,
@@ -269,6 +272,9 @@ static size_t table_rows(row_t *rows, const sg_metrics_t *m, const sg_run_info_t
         value_row(&rows[n++], "Total token throughput (tokens/sec)", per_sec(out_tok + in_tok, duration), 2);
     value_row(&rows[n++], "Request throughput (per sec)", per_sec(sg_metrics_ok(m), duration), 2);
     value_row(&rows[n++], "Offered request rate (per sec)", sg_metrics_offered_rate(m), 2);
+    if (sg_metrics_tool_calls(m) && out_tok)
+        value_row(&rows[n++], "Tool-call share of output (%)",
+                  100.0 * (double)sg_metrics_tool_tokens(m) / (double)out_tok, 2);
     if (info && info->has_slos)
         value_row(&rows[n++], "Goodput (per sec)", per_sec(sg_metrics_good(m), duration), 2);
     value_row(&rows[n++], "Request count", (double)sg_metrics_ok(m), 0);
@@ -478,6 +484,8 @@ static const char *unmeasurable_reason(sg_metric_id_t id)
         return "no content event, or OSL below 2";
     case SG_M_TOKENS_PER_USER:
         return "no content event, OSL below 2, or all tokens at once";
+    case SG_M_TTFTC:
+        return "no streamed tool-call arguments";
     default:
         return NULL;
     }
@@ -1150,6 +1158,14 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     rc = rc ? rc : set(root, "total_token_throughput", single("tokens/sec", real(per_sec(in_tok + out_tok, duration))));
     rc = rc ? rc : set(root, "request_throughput", single("requests/sec", real(per_sec(sg_metrics_ok(m), duration))));
     rc = rc ? rc : set(root, "request_count", single("requests", json_integer((json_int_t)sg_metrics_ok(m))));
+    if (sg_metrics_tool_calls(m)) {
+        /* tool calls: all of them, and their argument tokens' share of the output tokens */
+        rc =
+            rc ? rc : set(root, "tool_call_total", single("calls", json_integer((json_int_t)sg_metrics_tool_calls(m))));
+        rc = rc ? rc
+                : set(root, "tool_call_token_share",
+                      single("ratio", real(out_tok ? (double)sg_metrics_tool_tokens(m) / (double)out_tok : 0)));
+    }
     rc = rc ? rc : set(root, "error_request_count", single("requests", json_integer((json_int_t)sg_metrics_errors(m))));
     rc = rc ? rc : set(root, "offered_request_rate", single("requests/sec", real(sg_metrics_offered_rate(m))));
     rc = rc ? rc
@@ -1463,6 +1479,11 @@ static void csv_values(FILE *f, const sg_metrics_t *m, const sg_run_info_t *info
     fprintf(f, "Benchmark Duration (sec),%.3f\n", duration);
     fprintf(f, "Warmup Request Count (count),%" PRIu64 "\n", info ? info->warmup_count : 0);
     fprintf(f, "Resent Request Count (count),%" PRIu64 "\n", info ? info->resent_count : 0);
+    if (sg_metrics_tool_calls(m)) {
+        fprintf(f, "Tool Call Total (count),%" PRIu64 "\n", sg_metrics_tool_calls(m));
+        fprintf(f, "Tool-Call Token Share (%%),%.2f\n",
+                out_tok ? 100.0 * (double)sg_metrics_tool_tokens(m) / (double)out_tok : 0);
+    }
     if (!info || !info->n_slo_checks)
         return;
     /* a third part, after a blank line: the verdicts (SLO texts hold no comma) */

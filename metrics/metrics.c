@@ -36,7 +36,8 @@ struct sg_metrics {
     uint64_t good;
     uint64_t output_tokens;
     uint64_t input_tokens;
-    uint64_t per_user_undefined; /* requests of 2+ tokens whose tokens all came at once: ITL 0, no 1/ITL */
+    uint64_t tool_calls, tool_tokens; /* sums over successful requests (tool_tokens: each at most the OSL) */
+    uint64_t per_user_undefined;      /* requests of 2+ tokens whose tokens all came at once: ITL 0, no 1/ITL */
     uint64_t osl_source[3];
     sg_len_cmp_t osl_cmp;      /* usage.completion_tokens - tokenizer count */
     sg_len_cmp_t isl_cmp;      /* usage.prompt_tokens - client isl */
@@ -89,6 +90,12 @@ static const struct {
     [SG_M_HTTP_WAITING] = {"http_req_waiting", "HTTP waiting (TTFB)", "HTTP waiting (TTFB) (ms)", "ms", TIME_MAX_NS},
     [SG_M_HTTP_RECEIVING] = {"http_req_receiving", "HTTP receiving", "HTTP receiving (ms)", "ms", TIME_MAX_NS},
     [SG_M_HTTP_DURATION] = {"http_req_duration", "HTTP duration", "HTTP duration (ms)", "ms", TIME_MAX_NS},
+    [SG_M_TOOL_CALLS] = {"tool_call_count", "Tool calls per response", "Tool calls per response (calls)", "calls",
+                         TOKENS_MAX},
+    [SG_M_TOOL_TOKENS] = {"tool_call_token_count", "Tool-call token count", "Tool-call token count (tokens)", "tokens",
+                          TOKENS_MAX},
+    [SG_M_TTFTC] = {"time_to_first_tool_call_token", "Time to first tool-call token",
+                    "Time to first tool-call token (ms)", "ms", TIME_MAX_NS},
 };
 
 static bool valid_id(sg_metric_id_t id)
@@ -126,6 +133,7 @@ bool sg_metric_streamed_only(sg_metric_id_t id)
     case SG_M_ITL:
     case SG_M_INTER_CHUNK:
     case SG_M_TOKENS_PER_USER:
+    case SG_M_TTFTC:
         return true;
     default:
         return false;
@@ -139,7 +147,7 @@ bool sg_metric_needs_two_tokens(sg_metric_id_t id)
 
 bool sg_metric_is_time(sg_metric_id_t id)
 {
-    return valid_id(id) && (id <= SG_M_SCHEDULE_LAG || sg_metric_is_trace(id));
+    return valid_id(id) && (id <= SG_M_SCHEDULE_LAG || sg_metric_is_trace(id) || id == SG_M_TTFTC);
 }
 
 bool sg_metric_is_trace(sg_metric_id_t id)
@@ -369,7 +377,8 @@ static const struct {
 
 bool sg_metric_slo_ok(sg_metric_id_t id)
 {
-    return valid_id(id) && id != SG_M_OSL && id != SG_M_ISL && id != SG_M_CACHED_ISL && id != SG_M_REASONING;
+    return valid_id(id) && id != SG_M_OSL && id != SG_M_ISL && id != SG_M_CACHED_ISL && id != SG_M_REASONING &&
+           id != SG_M_TOOL_CALLS && id != SG_M_TOOL_TOKENS;
 }
 
 int sg_metric_find(const char *name, size_t len, sg_metric_id_t *out)
@@ -454,6 +463,15 @@ bool sg_record_metric(const sg_record_t *r, sg_metric_id_t id, double *value)
     case SG_M_TTFO:
         *value = (double)nonneg(r->first_output_ns - r->intended_ns);
         return r->first_output_ns != 0;
+    case SG_M_TOOL_CALLS:
+        *value = r->tool_calls;
+        return r->tool_calls > 0;
+    case SG_M_TOOL_TOKENS:
+        *value = r->tool_tokens;
+        return r->tool_calls > 0 && r->tool_tokens > 0;
+    case SG_M_TTFTC:
+        *value = (double)nonneg(r->first_tool_ns - r->intended_ns);
+        return r->first_tool_ns != 0;
     case SG_M_ISL:
         *value = r->isl;
         return true;
@@ -600,6 +618,23 @@ static void add_one(sg_metrics_t *m, const sg_record_t *r)
         sg_hist_record(m->hist[SG_M_REASONING], r->reasoning_tokens);
         value[SG_M_REASONING] = r->reasoning_tokens, have[SG_M_REASONING] = true;
     }
+    if (SG_UNLIKELY(r->tool_calls)) {
+        sg_hist_record(m->hist[SG_M_TOOL_CALLS], r->tool_calls);
+        value[SG_M_TOOL_CALLS] = r->tool_calls, have[SG_M_TOOL_CALLS] = true;
+        m->tool_calls += r->tool_calls;
+        if (r->tool_tokens) { /* 0: not counted (a whole response with text beside its calls, no tokenizer) */
+            sg_hist_record(m->hist[SG_M_TOOL_TOKENS], r->tool_tokens);
+            value[SG_M_TOOL_TOKENS] = r->tool_tokens, have[SG_M_TOOL_TOKENS] = true;
+            /* their share of the output: a tokenizer's count of the arguments can pass a server's usage (which then
+             * undercounts); a response's arguments are never more than its output */
+            m->tool_tokens += r->no_output || r->tool_tokens < r->osl ? r->tool_tokens : r->osl;
+        }
+    }
+    if (SG_UNLIKELY(r->first_tool_ns)) {
+        uint64_t ttftc = nonneg(r->first_tool_ns - r->intended_ns);
+        sg_hist_record(m->hist[SG_M_TTFTC], ttftc);
+        value[SG_M_TTFTC] = (double)ttftc, have[SG_M_TTFTC] = true;
+    }
     if (r->first_output_ns) {
         uint64_t ttfo = nonneg(r->first_output_ns - r->intended_ns);
         sg_hist_record(m->hist[SG_M_TTFO], ttfo);
@@ -686,6 +721,8 @@ int sg_metrics_merge(sg_metrics_t *dst, const sg_metrics_t *src)
     dst->good += src->good;
     dst->output_tokens += src->output_tokens;
     dst->input_tokens += src->input_tokens;
+    dst->tool_calls += src->tool_calls;
+    dst->tool_tokens += src->tool_tokens;
     dst->per_user_undefined += src->per_user_undefined;
     /* The workers' metrics were made with the run's SLOs, in the same order. */
     for (size_t i = 0; i < dst->n_slos && i < src->n_slos; i++) {
@@ -803,6 +840,16 @@ uint64_t sg_metrics_output_tokens(const sg_metrics_t *m)
 uint64_t sg_metrics_input_tokens(const sg_metrics_t *m)
 {
     return m->input_tokens;
+}
+
+uint64_t sg_metrics_tool_calls(const sg_metrics_t *m)
+{
+    return m->tool_calls;
+}
+
+uint64_t sg_metrics_tool_tokens(const sg_metrics_t *m)
+{
+    return m->tool_tokens;
 }
 
 uint64_t sg_metrics_per_user_undefined(const sg_metrics_t *m)

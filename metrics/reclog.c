@@ -5,14 +5,15 @@
  * File format, version 6 (host byte order: the log is read back on the machine that wrote it):
  *   file header: "SGRECLOG" magic, u32 version, u32 0
  *   per record:  a marker byte (REC_MARKER), a varint length of the body, then the body:
- *     varint flags, a byte of which times are present, varint id/worker/payload/model, zigzag varint intended_ns,
- *     each present time as a zigzag varint of its distance from intended_ns (exact to the ns), the other fields
- *     as varints (signed ones zigzag), the error message (varint length, bytes), varint n_events, session and
- *     turn (FLAG_SESSION), text_len and reasoning_text_len (FLAG_TEXT); then the event offsets (µs from the
- *     first token) as zigzag varints of the change in the gap between one and the next (a steady stream costs a
- *     byte a token, exact to the µs whatever the order); then the output text (FLAG_TEXT,
- *     --tokenizer only) and a fixed 13-byte block of the fields the OSL pass rewrites in place (osl_tokenizer,
- *     osl, reasoning_tokens, osl_source: FLAG_TEXT records only; the others carry them as varints).
+ *     varint flags, a varint of which times are present (a bit each), varint id/worker/payload/model, zigzag varint
+ * intended_ns, each present time as a zigzag varint of its distance from intended_ns (exact to the ns), the other
+ * fields as varints (signed ones zigzag), the error message (varint length, bytes), varint n_events, session and turn
+ * (FLAG_SESSION), text_len and reasoning_text_len (FLAG_TEXT), the tool calls' counts (FLAG_TOOLS: calls, argument
+ * events, then tool_text_len with FLAG_TEXT or the argument tokens without); then the event offsets (µs from the first
+ * token) as zigzag varints of the change in the gap between one and the next (a steady stream costs a byte a token,
+ * exact to the µs whatever the order); then the output text (FLAG_TEXT,
+ *     --tokenizer only) and a fixed 17-byte block of the fields the OSL pass rewrites in place (osl_tokenizer,
+ *     osl, reasoning_tokens, osl_source, tool_tokens: FLAG_TEXT records only; the others carry them as varints).
  *   A record decodes to exactly its body length, or the log is corrupt: a torn or shifted file is caught at the
  *   first bad record. A non-streamed request takes about 50 bytes, a streamed one about 1 to 3 more per token
  *   (docs/files.md has measured figures); version 4 took 168 bytes plus 4 per token.
@@ -56,7 +57,8 @@
 
 #define RECLOG_MAGIC "SGRECLOG"
 #define RECLOG_VERSION                                                                                                 \
-    6u /* 6: the HTTP trace (send start, response head, connection set-up, FLAG_TLS), FLAG_URL, FLAG_RAMP */
+    7u /* 6: the HTTP trace (send start, response head, connection set-up, FLAG_TLS), FLAG_URL,                        \
+        * FLAG_RAMP; 7: FLAG_TOOLS and the first tool-call time, the presence of times a varint */
 #define RECLOG_BUF (64u * 1024u)
 #define REC_MARKER 0xA5u
 #define FLAG_STREAMING 1u
@@ -69,18 +71,31 @@
 #define FLAG_TLS 128u            /* sent over TLS */
 #define FLAG_URL 256u            /* several URLs: the URL's index follows the events' count */
 #define FLAG_RAMP 512u           /* intended inside a ramp */
-#define FLAG_ALL 1023u
+#define FLAG_TOOLS 1024u         /* the response made tool calls: their counts follow (and tool_text_len) */
+#define FLAG_ALL 2047u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
-/* The most a record's fields take before its events: 40-odd varints of at most 10 bytes and the message. */
-#define HEAD_MAX (512u + SG_RECORD_MSG)
+/* The most a record's fields take before its events: about 45 varints of at most 10 bytes (room for 76) and the
+ * message. */
+#define HEAD_MAX (768u + SG_RECORD_MSG)
 #define EVENT_MAX 5u /* a zigzag varint of a difference of two gaps between u32s: under 2^35 */
-#define FIN_SIZE 13u /* osl_tokenizer i32, osl u32, reasoning_tokens u32, osl_source u8 */
+#define FIN_SIZE 17u /* osl_tokenizer i32, osl u32, reasoning_tokens u32, osl_source u8, tool_tokens u32 */
 #define BODY_MAX ((size_t)HEAD_MAX + (size_t)MAX_EVENTS * EVENT_MAX + SG_RECORD_TEXT_MAX + FIN_SIZE)
 
 /* Bits of the presence byte: which times are not 0. */
-enum { T_SENT, T_FIRST_BYTE, T_FIRST_TOKEN, T_SECOND_TOKEN, T_END, T_FIRST_OUTPUT, T_SEND_START, T_HEAD, T__COUNT };
-_Static_assert(T__COUNT <= 8, "the presence byte has a bit per time");
+enum {
+    T_SENT,
+    T_FIRST_BYTE,
+    T_FIRST_TOKEN,
+    T_SECOND_TOKEN,
+    T_END,
+    T_FIRST_OUTPUT,
+    T_SEND_START,
+    T_HEAD,
+    T_FIRST_TOOL,
+    T__COUNT
+};
+_Static_assert(T__COUNT <= 32, "the presence varint has a bit per time");
 
 struct file_header {
     char magic[8];
@@ -128,6 +143,11 @@ struct wire_rec {
     uint32_t reasoning_text_len;
     uint64_t session;
     uint32_t turn;
+    int64_t first_tool_ns;
+    uint32_t tool_calls;
+    uint32_t tool_events;
+    uint32_t tool_tokens;
+    uint32_t tool_text_len;
 };
 
 /* ---------- varints ---------- */
@@ -231,15 +251,16 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
     unsigned flags = (r->streaming ? FLAG_STREAMING : 0) | (r->warmup ? FLAG_WARMUP : 0) | (has_text ? FLAG_TEXT : 0) |
                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
                      (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0) |
-                     (r->tls ? FLAG_TLS : 0) | (r->multi_url ? FLAG_URL : 0) | (r->ramp ? FLAG_RAMP : 0);
-    const int64_t t[T__COUNT] = {r->sent_ns, r->first_byte_ns,   r->first_token_ns, r->second_token_ns,
-                                 r->end_ns,  r->first_output_ns, r->send_start_ns,  r->head_ns};
+                     (r->tls ? FLAG_TLS : 0) | (r->multi_url ? FLAG_URL : 0) | (r->ramp ? FLAG_RAMP : 0) |
+                     (r->tool_calls || r->tool_events ? FLAG_TOOLS : 0);
+    const int64_t t[T__COUNT] = {r->sent_ns,         r->first_byte_ns, r->first_token_ns, r->second_token_ns, r->end_ns,
+                                 r->first_output_ns, r->send_start_ns, r->head_ns,        r->first_tool_ns};
     unsigned present = 0;
     for (unsigned i = 0; i < T__COUNT; i++)
         present |= t[i] ? 1u << i : 0;
     unsigned char *p = h;
     p = put_v(p, flags);
-    *p++ = (unsigned char)present;
+    p = put_v(p, present);
     p = put_v(p, r->id);
     p = put_v(p, r->worker);
     p = put_v(p, r->payload);
@@ -280,16 +301,25 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
         p = put_v(p, text_len);
         p = put_v(p, r->reasoning_text_len <= text_len ? r->reasoning_text_len : 0);
     }
+    if (flags & FLAG_TOOLS) {
+        p = put_v(p, r->tool_calls);
+        p = put_v(p, r->tool_events);
+        if (has_text)
+            p = put_v(p, r->tool_text_len <= text_len ? r->tool_text_len : 0);
+        else
+            p = put_v(p, r->tool_tokens); /* with text: in the fixed block */
+    }
     return (size_t)(p - h);
 }
 
 static void encode_fin(unsigned char *f, int32_t osl_tokenizer, uint32_t osl, uint32_t reasoning_tokens,
-                       uint8_t osl_source)
+                       uint8_t osl_source, uint32_t tool_tokens)
 {
     memcpy(f, &osl_tokenizer, 4);
     memcpy(f + 4, &osl, 4);
     memcpy(f + 8, &reasoning_tokens, 4);
     f[12] = osl_source;
+    memcpy(f + 13, &tool_tokens, 4);
 }
 
 /* ---------- the writer thread (async logs) ---------- */
@@ -707,7 +737,7 @@ int sg_reclog_append(sg_reclog_t *l, const sg_record_t *r)
     }
     if (has_text) {
         unsigned char fin[FIN_SIZE];
-        encode_fin(fin, r->osl_tokenizer, r->osl, r->reasoning_tokens, r->osl_source);
+        encode_fin(fin, r->osl_tokenizer, r->osl, r->reasoning_tokens, r->osl_source, r->tool_tokens);
         if (put(l, r->text, text_len) || put(l, fin, sizeof(fin)))
             return l->err;
     }
@@ -815,17 +845,16 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
     memset(w, 0, sizeof(*w));
     uint64_t flags = d_u64(&d);
     w->flags = (uint16_t)flags;
-    const unsigned char *pb = d_bytes(&d, 1);
-    unsigned present = pb ? *pb : 0;
+    uint64_t present = d_u64(&d);
     w->id = d_u64(&d);
     w->worker = d_u32(&d);
     w->payload = d_u32(&d);
     w->model = d_u32(&d);
     w->intended_ns = unzz(d_u64(&d));
-    int64_t *t[T__COUNT] = {&w->sent_ns, &w->first_byte_ns,   &w->first_token_ns, &w->second_token_ns,
-                            &w->end_ns,  &w->first_output_ns, &w->send_start_ns,  &w->head_ns};
+    int64_t *t[T__COUNT] = {&w->sent_ns,         &w->first_byte_ns, &w->first_token_ns, &w->second_token_ns, &w->end_ns,
+                            &w->first_output_ns, &w->send_start_ns, &w->head_ns,        &w->first_tool_ns};
     for (unsigned i = 0; i < T__COUNT; i++)
-        if (present & (1u << i))
+        if (present & (1ull << i))
             *t[i] = (int64_t)((uint64_t)w->intended_ns + (uint64_t)unzz(d_u64(&d)));
     w->http_status = d_i32(&d);
     const unsigned char *ec = d_bytes(&d, 1);
@@ -867,8 +896,16 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
         w->text_len = d_u32(&d);
         w->reasoning_text_len = d_u32(&d);
     }
+    if (flags & FLAG_TOOLS) {
+        w->tool_calls = d_u32(&d);
+        w->tool_events = d_u32(&d);
+        if (text)
+            w->tool_text_len = d_u32(&d);
+        else
+            w->tool_tokens = d_u32(&d);
+    }
     if (!d.ok || present >> T__COUNT || w->n_events > MAX_EVENTS || w->text_len > SG_RECORD_TEXT_MAX ||
-        w->reasoning_text_len > w->text_len)
+        w->reasoning_text_len > w->text_len || w->tool_text_len > w->text_len)
         return 0;
     v->ev = d.p;
     for (uint32_t i = 0; i < w->n_events && d.ok; i++) {
@@ -884,6 +921,7 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
         memcpy(&w->osl, v->fin + 4, 4);
         memcpy(&w->reasoning_tokens, v->fin + 8, 4);
         w->osl_source = v->fin[12];
+        memcpy(&w->tool_tokens, v->fin + 13, 4);
     }
     if (w->err_class >= SG_ERRC__COUNT || w->osl_source > SG_OSL_EVENTS || (flags & ~(uint64_t)FLAG_ALL) ||
         w->osl_tokenizer < -1)
@@ -982,6 +1020,11 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.reasoning_events = w->reasoning_events;
     r.reasoning_from_usage = w->flags & FLAG_REASONING_USAGE;
     r.reasoning_text_len = w->reasoning_text_len;
+    r.tool_calls = w->tool_calls;
+    r.tool_events = w->tool_events;
+    r.tool_tokens = w->tool_tokens;
+    r.tool_text_len = w->tool_text_len;
+    r.first_tool_ns = w->first_tool_ns;
     r.warmup = w->flags & FLAG_WARMUP;
     r.ramp = w->flags & FLAG_RAMP;
     r.intended_ns = w->intended_ns;
@@ -1069,7 +1112,18 @@ int sg_reclog_finalize(const char *path, sg_token_count_fn count, void *ctx, sg_
                 r.reasoning_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
                 w->reasoning_tokens = r.reasoning_tokens;
             }
-            encode_fin((unsigned char *)v.fin, w->osl_tokenizer, w->osl, w->reasoning_tokens, w->osl_source);
+            /* tool-call arguments: the tokens of the text's tail they fill */
+            if (r.tool_text_len) {
+                n = count(ctx, v.text + (w->text_len - r.tool_text_len), r.tool_text_len);
+                if (n < 0) {
+                    rc = (int)n;
+                    break;
+                }
+                r.tool_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+                w->tool_tokens = r.tool_tokens;
+            }
+            encode_fin((unsigned char *)v.fin, w->osl_tokenizer, w->osl, w->reasoning_tokens, w->osl_source,
+                       w->tool_tokens);
         }
         if (m)
             sg_metrics_add(m, &r);
@@ -1322,6 +1376,12 @@ static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, cons
     PUT_OPT_INT(p, "max_tokens", w->max_tokens != 0, w->max_tokens);
     PUT_OPT_INT(p, "content_events", true, w->content_events);
     PUT_OPT_INT(p, "response_bytes", true, (int64_t)w->response_bytes);
+    if (w->flags & FLAG_TOOLS) { /* only on responses that made tool calls */
+        PUT_OPT_INT(p, "tool_calls", true, w->tool_calls);
+        PUT_OPT_INT(p, "tool_call_tokens", true, w->tool_tokens);
+        PUT_REL_NS(p, "first_tool_call_token_ns", w->first_tool_ns, base);
+        PUT_MS(p, "time_to_first_tool_call_token_ms", w->first_tool_ns != 0, w->first_tool_ns - w->intended_ns);
+    }
     SG_PUT_LIT(p, ",\"token_times_ms\":[");
     ob->len += (size_t)(p - start);
     if (w->first_token_ns) {

@@ -49,6 +49,9 @@ typedef enum {
     SG_M_HTTP_WAITING,    /* last request byte sent to the first response byte (TTFB) */
     SG_M_HTTP_RECEIVING,  /* first response byte to the end of the response */
     SG_M_HTTP_DURATION,   /* first request byte to the end of the response: sending + waiting + receiving */
+    SG_M_TOOL_CALLS,      /* tool calls per response, over the responses that made any (docs/metrics.md) */
+    SG_M_TOOL_TOKENS,     /* tool-call argument tokens per response, over the same responses */
+    SG_M_TTFTC,           /* time to first tool-call token: the first streamed argument fragment - intended */
     SG_M__COUNT
 } sg_metric_id_t;
 
@@ -161,6 +164,10 @@ double sg_metrics_latency_at_least(const sg_metrics_t *m, double p);
 uint64_t sg_metrics_good(const sg_metrics_t *m);          /* successful requests meeting every SLO */
 uint64_t sg_metrics_output_tokens(const sg_metrics_t *m); /* sum of OSL over successful requests */
 uint64_t sg_metrics_input_tokens(const sg_metrics_t *m);  /* sum of ISL (client count) over successful requests */
+/* Tool calls over successful requests: the calls, and their argument tokens (a part of sg_metrics_output_tokens:
+ * each response's at most its OSL). */
+uint64_t sg_metrics_tool_calls(const sg_metrics_t *m);
+uint64_t sg_metrics_tool_tokens(const sg_metrics_t *m);
 /* Successful requests of two or more tokens that all arrived at once (latency == TTFT, so ITL is 0): no
  * output_token_throughput_per_user (1/ITL) for them; they are left out of that metric, as AIPerf does. */
 uint64_t sg_metrics_per_user_undefined(const sg_metrics_t *m);

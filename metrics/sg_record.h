@@ -93,8 +93,15 @@ typedef struct {
     uint32_t reasoning_tokens; /* usage's reasoning_tokens, else (--tokenizer) the count of the reasoning text, else
                                 * the reasoning events; 0: none (or not said) */
     bool reasoning_from_usage; /* the server's usage gave reasoning_tokens */
-    bool no_output;            /* the endpoint generates nothing (embeddings, rankings): no OSL, no output metrics */
-    uint64_t response_bytes;   /* body bytes received */
+    /* tool calls (docs/metrics.md, *Tool calls*): the calls the response made; the content events that carried
+     * their arguments (a stream's fragments: counted in content_events too, so in OSL); the argument tokens
+     * (--tokenizer: the count of the arguments text, else tool_events); when the first fragment came */
+    uint32_t tool_calls;
+    uint32_t tool_events;
+    uint32_t tool_tokens;
+    int64_t first_tool_ns;
+    bool no_output;          /* the endpoint generates nothing (embeddings, rankings): no OSL, no output metrics */
+    uint64_t response_bytes; /* body bytes received */
 
     /* Content-event times as microsecond offsets from first_token_ns (event 0 is 0). Owned by the worker. */
     const uint32_t *event_us;
@@ -108,6 +115,8 @@ typedef struct {
     bool has_text;
     uint32_t reasoning_text_len; /* the text's first bytes that are reasoning; 0 when none, or when answer text
                                   * came between reasoning (then the reasoning events count) */
+    uint32_t tool_text_len;      /* the text's last bytes that are tool-call arguments; 0 when none, or when other
+                                  * text came after them (then the tool events count) */
 
     /* multi-turn sessions (docs/sessions.md): the session's run-wide id and this turn's index from 0 */
     bool in_session;

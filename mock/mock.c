@@ -334,6 +334,9 @@ stop:
                 "surge mock: %llu responses abandoned by the client (HTTP/1.1: connection closed with the response "
                 "pending; HTTP/2: RST_STREAM CANCEL)\n",
                 (unsigned long long)st.client_aborts);
+    if (exit_code == 0 && !o.quiet && st.tool_requests)
+        fprintf(stderr, "surge mock: %llu requests carried tools, %llu answered with a tool call\n",
+                (unsigned long long)st.tool_requests, (unsigned long long)st.tool_calls);
     if (exit_code == 0 && !o.quiet && o.n_faults) {
         char line[512];
         size_t n = 0;

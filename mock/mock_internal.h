@@ -99,6 +99,7 @@ typedef struct {
     int io_backend;              /* sg_io_backend_t asked for (--io-backend, $SURGE_IO_BACKEND) */
     /* the APIs beside chat and completions (mock_api.c, docs/mock.md) */
     uint32_t embedding_dim;     /* floats per embedding (--embedding-dim) */
+    double tool_call_rate;      /* --tool-call-rate: requests with tools answered with a tool call (mock_tools.c) */
     uint32_t reasoning_tokens;  /* the first this many output tokens are reasoning (chat, responses, messages) */
     bool reasoning_field_short; /* chat's reasoning goes in "reasoning" (vLLM's newer name), not "reasoning_content" */
     sg_mock_fault_t faults[SG_MOCK_MAX_FAULTS]; /* --fault, in the order given */
@@ -261,6 +262,10 @@ struct sg_mock_job {
     uint64_t serial;     /* the response's id number */
     int64_t created;     /* its creation time (Unix seconds) */
     const char *err_msg; /* SG_MOCK_JOB_API_ERROR: the message (static text) */
+    /* a tool call (mock_tools.c): the answer is one call of tool_name whose arguments are the n tokens */
+    bool tool;
+    uint8_t tool_name_len;
+    char tool_name[64];
     bool started;
     bool blocked; /* waiting for the connection's output to drain */
     /* HTTP/2: the stream (0 on HTTP/1.1) and its rendered, not yet framed response body */
@@ -362,6 +367,17 @@ void sg_mock_api_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j);
 /* An SG_MOCK_JOB_API_ERROR job's whole response (its body only over HTTP/2; *status gets the code). */
 void sg_mock_api_render_error(sg_mock_buf_t *b, const sg_mock_job_t *j, int *status);
 
+/* ---------- tool calls (mock_tools.c) ---------- */
+
+/* Whether a request's tools make j a tool call (tools given, tool_choice not none); sets j's tool name. The rate
+ * is the caller's draw. */
+bool sg_mock_tool_pick(sg_mock_job_t *j, const sg_oai_tools_req_t *t);
+/* The renderers of sg_mock_render_* for a tool-call job (j->tool) of chat, responses or messages. */
+void sg_mock_tool_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j);
+void sg_mock_tool_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j);
+void sg_mock_tool_render_token(sg_mock_buf_t *b, const sg_mock_job_t *j, uint32_t k);
+void sg_mock_tool_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j);
+
 /* ---------- server and workers ---------- */
 
 typedef struct {
@@ -374,6 +390,8 @@ typedef struct {
     uint64_t crash_conns, crash_lost;     /* --fault crash: connections closed, requests left unanswered */
     uint64_t client_aborts; /* responses the client gave up mid-way: HTTP/1.1 closed with them pending, or HTTP/2
                                RST_STREAM CANCEL before their end (a client's cancellation, as a server sees it) */
+    uint64_t tool_requests; /* completion requests that carried tools */
+    uint64_t tool_calls;    /* answered with a tool call */
 } sg_mock_stats_t;
 
 typedef struct sg_mock_worker sg_mock_worker_t;

@@ -82,6 +82,9 @@ static const char usage_text[] =
     "                       as reasoning_tokens. Completions and TGI have no reasoning channel: not there\n"
     "  --reasoning-field F  chat's reasoning member: reasoning_content (default) or reasoning (vLLM's newer name)\n"
     "  --embedding-dim N    floats per embedding vector (default 16, at most 16384)\n"
+    "  --tool-call-rate F   the share of requests carrying tools (and a tool_choice other than none) that are\n"
+    "                       answered with a tool call (default 1): chat, responses and messages, streamed as\n"
+    "                       argument deltas, one per output token; the exit line counts both\n"
     "  --tls                serve TLS (wolfSSL) instead of plaintext, with ALPN h2 and http/1.1: HTTP/2 when the\n"
     "                       client selects h2, HTTP/1.1 otherwise. Without --tls-cert a self-signed certificate\n"
     "                       (ECDSA P-256, CN and subjectAltName localhost and 127.0.0.1) is made at start:\n"
@@ -167,6 +170,7 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
     o->itl_ms = 5;
     o->workers = 1;
     o->backlog = 4096;
+    o->tool_call_rate = 1;
     o->max_streams = SG_MOCK_DEFAULT_STREAMS;
     o->embedding_dim = SG_MOCK_DEFAULT_EMBEDDING_DIM;
     const char *be = getenv("SURGE_IO_BACKEND");
@@ -252,6 +256,7 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--reasoning-tokens",
                                             "--reasoning-field",
                                             "--embedding-dim",
+                                            "--tool-call-rate",
                                             "--fault"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
@@ -389,6 +394,9 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                 o->reasoning_field_short = true;
             else
                 return bad(name, val, "expected reasoning_content or reasoning");
+        } else if (strcmp(name, "--tool-call-rate") == 0) {
+            if (!parse_double(val, 0, 1, &o->tool_call_rate))
+                return bad(name, val, "expected a fraction 0..1");
         } else if (strcmp(name, "--embedding-dim") == 0) {
             if (!parse_uint(val, SG_MOCK_MAX_EMBEDDING_DIM, &u) || u == 0)
                 return bad(name, val, "expected a dimension 1..16384");

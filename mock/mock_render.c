@@ -514,6 +514,10 @@ void sg_mock_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j)
     static const char chat_close[] = "\"},\"logprobs\":null,\"finish_reason\":\"length\"}]";
     static const char cmpl_open[] = "{\"index\":0,\"text\":\"";
     static const char cmpl_close[] = "\",\"logprobs\":null,\"finish_reason\":\"length\"}]";
+    if (SG_UNLIKELY(j->tool)) {
+        sg_mock_tool_render_full(b, j);
+        return;
+    }
     if (SG_UNLIKELY(j->kind > SG_OAI_COMPLETIONS)) {
         sg_mock_api_render_full(b, j);
         return;
@@ -628,6 +632,10 @@ void sg_mock_render_sse_end(sg_mock_buf_t *b, const sg_mock_job_t *j)
 
 void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j)
 {
+    if (SG_UNLIKELY(j->tool)) {
+        sg_mock_tool_render_stream_start(b, j);
+        return;
+    }
     if (SG_UNLIKELY(j->kind > SG_OAI_COMPLETIONS)) {
         sg_mock_api_render_stream_start(b, j);
         return;
@@ -642,6 +650,10 @@ void sg_mock_render_stream_start(sg_mock_buf_t *b, const sg_mock_job_t *j)
 
 void sg_mock_render_token(sg_mock_buf_t *b, const sg_mock_job_t *j, uint32_t k)
 {
+    if (SG_UNLIKELY(j->tool)) {
+        sg_mock_tool_render_token(b, j, k);
+        return;
+    }
     if (SG_UNLIKELY(j->kind > SG_OAI_COMPLETIONS)) {
         sg_mock_api_render_token(b, j, k);
         return;
@@ -656,6 +668,10 @@ void sg_mock_render_token(sg_mock_buf_t *b, const sg_mock_job_t *j, uint32_t k)
 
 void sg_mock_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j)
 {
+    if (SG_UNLIKELY(j->tool)) {
+        sg_mock_tool_render_stream_end(b, j);
+        return;
+    }
     if (SG_UNLIKELY(j->kind > SG_OAI_COMPLETIONS)) {
         sg_mock_api_render_stream_end(b, j);
         return;

@@ -263,6 +263,7 @@ static sg_mock_job_t *job_new(sg_mock_worker_t *w)
     j->close_linger = false;
     j->ka_max = 0;
     j->reasoning = 0;
+    j->tool = false;
     j->items = 0;
     j->shown = 0;
     j->status = 0;
@@ -621,6 +622,12 @@ static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice
         sg_mock_buf_u64(b, (uint64_t)r->max_tokens);
     else
         SG_MOCK_BUF_LIT(b, "null");
+    if (r->tools.n) { /* the tools the request carried, and a tool_choice of none */
+        SG_MOCK_BUF_LIT(b, ",\"tools\":");
+        sg_mock_buf_u64(b, r->tools.n);
+        if (r->tools.none)
+            SG_MOCK_BUF_LIT(b, ",\"tool_choice\":\"none\"");
+    }
     SG_MOCK_BUF_LIT(b, ",\"prompt_words\":");
     sg_mock_buf_u64(b, r->prompt_words);
     SG_MOCK_BUF_LIT(b, ",\"prompt\":\"");
@@ -815,7 +822,8 @@ static bool scan_api(const sg_mock_server_t *s, sg_mock_job_t *j, int *kind, sg_
                             /* TGI: /generate_stream always streams, /generate never does */
                             .stream = *kind == SG_OAI_GENERATE ? ends_with(path, "/generate_stream") : a->stream,
                             .prompt = a->prompt,
-                            .prompt_words = a->prompt_words};
+                            .prompt_words = a->prompt_words,
+                            .tools = a->tools};
     return true;
 }
 
@@ -908,6 +916,16 @@ static int build_answer(conn_t *c, sg_mock_job_t *j, int kind, sg_slice_t full_p
     j->n = generates ? tokens_for(s, r.max_tokens) : 0;
     if (kind == SG_OAI_CHAT || kind == SG_OAI_RESPONSES || kind == SG_OAI_MESSAGES)
         j->reasoning = s->opts.reasoning_tokens < j->n ? s->opts.reasoning_tokens : j->n;
+    if (SG_UNLIKELY(r.tools.n) && (kind == SG_OAI_CHAT || kind == SG_OAI_RESPONSES || kind == SG_OAI_MESSAGES)) {
+        /* a request with tools: a tool call (its arguments the n tokens, no reasoning before it) at the rate */
+        w->st.tool_requests++;
+        bool draw = s->opts.tool_call_rate >= 1 || sg_rng_uniform(&w->rng) < s->opts.tool_call_rate;
+        if (draw && sg_mock_tool_pick(j, &r.tools)) {
+            j->tool = true;
+            j->reasoning = 0;
+            w->st.tool_calls++;
+        }
+    }
     j->items = j->shown = a.inputs;
     if (kind == SG_OAI_RANK_COHERE && a.top_n >= 0 && (uint64_t)a.top_n < a.inputs)
         j->shown = (uint32_t)a.top_n;
@@ -2117,6 +2135,8 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     st->requests += w->st.requests;
     st->completions += w->st.completions;
     st->streamed += w->st.streamed;
+    st->tool_requests += w->st.tool_requests;
+    st->tool_calls += w->st.tool_calls;
     st->errors += w->st.errors;
     st->drops += w->st.drops;
     st->client_aborts += w->st.client_aborts;

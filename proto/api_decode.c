@@ -26,6 +26,17 @@ static void result_init(sg_oai_result_t *out)
     out->is_error = false;
     out->error_message = empty;
     out->error_code = -1;
+    out->tool_calls = 0;
+    out->tool_index_max = -1;
+    out->tool_n_args = 0;
+    out->tool_args_json = false;
+}
+
+/* One tool call's arguments (a non-empty fragment), kept while there is room. */
+static void tool_arg(sg_oai_result_t *out, sg_slice_t args)
+{
+    if (args.len && out->tool_n_args < SG_OAI_TOOL_ARGS_MAX)
+        out->tool_args[out->tool_n_args++] = args;
 }
 
 static void set_error(sg_oai_result_t *out, const sg_oai_err_t *e)
@@ -245,16 +256,37 @@ static int responses_output(sg_js_t *js, sg_oai_result_t *out)
             rc = sg_js_skip(js);
             continue;
         }
-        sg_slice_t key;
+        sg_slice_t key, type = empty, args = empty;
         int m = 0;
         rc = sg_js_obj_begin(js);
         while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
             if (SG_JS_KEY(js, key, "content") || SG_JS_KEY(js, key, "summary"))
                 rc = responses_parts(js, out);
+            else if (SG_JS_KEY(js, key, "type"))
+                rc = read_text(js, &type);
+            else if (SG_JS_KEY(js, key, "arguments"))
+                rc = read_text(js, &args);
             else
                 rc = sg_js_skip(js);
         }
+        if (rc == 0 && SG_JS_EQ(type, "function_call")) {
+            out->tool_calls++;
+            tool_arg(out, args);
+        }
     }
+    return rc;
+}
+
+/* An output item's "type" (response.output_item.added / .done carry the item). */
+static int item_type(sg_js_t *js, sg_slice_t *type)
+{
+    *type = empty;
+    if (sg_js_peek(js) != '{')
+        return sg_js_skip(js);
+    int rc = sg_js_obj_begin(js), n = 0;
+    sg_slice_t key;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1)
+        rc = SG_JS_KEY(js, key, "type") ? read_text(js, type) : sg_js_skip(js);
     return rc;
 }
 
@@ -279,7 +311,7 @@ static int responses_inner(sg_js_t *js, sg_oai_result_t *out, sg_oai_err_t *err)
 
 static int decode_responses(const char *json, size_t len, sg_oai_result_t *out)
 {
-    sg_slice_t type = empty, delta = empty, object = empty, key;
+    sg_slice_t type = empty, delta = empty, object = empty, itype = empty, key;
     sg_oai_err_t inner_err = {false, {"", 0}, -1};
     top_err_t te;
     top_err_init(&te);
@@ -294,6 +326,8 @@ static int decode_responses(const char *json, size_t len, sg_oai_result_t *out)
             rc = read_text(&js, &delta);
         } else if (SG_JS_KEY(&js, key, "response")) {
             rc = responses_inner(&js, out, &inner_err);
+        } else if (SG_JS_KEY(&js, key, "item")) {
+            rc = item_type(&js, &itype);
         } else if (SG_JS_KEY(&js, key, "output")) {
             have_output = sg_js_peek(&js) == '[';
             rc = responses_output(&js, out);
@@ -318,6 +352,11 @@ static int decode_responses(const char *json, size_t len, sg_oai_result_t *out)
         } else if (SG_JS_EQ(type, "response.reasoning_text.delta") ||
                    SG_JS_EQ(type, "response.reasoning_summary_text.delta")) {
             out->reasoning = delta;
+        } else if (SG_JS_EQ(type, "response.function_call_arguments.delta")) {
+            tool_arg(out, delta);
+        } else if (SG_JS_EQ(type, "response.output_item.added") && SG_JS_EQ(itype, "function_call")) {
+            /* its arguments are "" here: they come in the deltas (and whole again in .done, not counted) */
+            out->tool_calls = 1;
         } else if (SG_JS_EQ(type, "error") || SG_JS_EQ(type, "response.failed")) {
             /* The server's own words, most specific first: the response's error, an "error" member of the event,
              * the event's "message" and "code"; a response.failed that gives none reads as its type. Every
@@ -342,13 +381,14 @@ static int decode_responses(const char *json, size_t len, sg_oai_result_t *out)
 /* ---------- Anthropic's Messages API ---------- */
 
 typedef struct {
-    sg_slice_t type, text, thinking;
+    sg_slice_t type, text, thinking, partial_json, input;
 } block_t;
 
-/* delta or content_block: {"type", "text" | "thinking" | "partial_json", ...} */
+/* delta or content_block: {"type", "text" | "thinking" | "partial_json" | "input", ...}; input (a tool_use
+ * block's arguments, a JSON object) is kept as its raw bytes. */
 static int parse_block(sg_js_t *js, block_t *b)
 {
-    b->type = b->text = b->thinking = empty;
+    b->type = b->text = b->thinking = b->partial_json = b->input = empty;
     if (sg_js_peek(js) != '{')
         return sg_js_skip(js);
     int rc = sg_js_obj_begin(js), n = 0;
@@ -360,7 +400,14 @@ static int parse_block(sg_js_t *js, block_t *b)
             rc = read_text(js, &b->text);
         else if (SG_JS_KEY(js, key, "thinking"))
             rc = read_text(js, &b->thinking);
-        else
+        else if (SG_JS_KEY(js, key, "partial_json"))
+            rc = read_text(js, &b->partial_json);
+        else if (SG_JS_KEY(js, key, "input")) {
+            sg_js_peek(js);
+            const char *from = js->p;
+            rc = sg_js_skip(js);
+            b->input = (sg_slice_t){from, (size_t)(js->p - from)};
+        } else
             rc = sg_js_skip(js);
     }
     return rc;
@@ -391,6 +438,11 @@ static int messages_content(sg_js_t *js, sg_oai_result_t *out)
             out->content = b.text;
         else if (SG_JS_EQ(b.type, "thinking") && out->reasoning.len == 0)
             out->reasoning = b.thinking;
+        else if (SG_JS_EQ(b.type, "tool_use")) {
+            out->tool_calls++;
+            out->tool_args_json = true;
+            tool_arg(out, b.input);
+        }
     }
     return rc;
 }
@@ -409,7 +461,7 @@ static bool messages_event(sg_slice_t type)
 static int decode_messages(const char *json, size_t len, sg_oai_result_t *out)
 {
     sg_slice_t type = empty, key;
-    block_t delta = {empty, empty, empty};
+    block_t delta = {empty, empty, empty, empty, empty}, cblock = {empty, empty, empty, empty, empty};
     top_err_t te;
     top_err_init(&te);
     bool have_content = false;
@@ -421,6 +473,8 @@ static int decode_messages(const char *json, size_t len, sg_oai_result_t *out)
             rc = read_text(&js, &type);
         } else if (SG_JS_KEY(&js, key, "delta")) {
             rc = parse_block(&js, &delta);
+        } else if (SG_JS_KEY(&js, key, "content_block")) {
+            rc = parse_block(&js, &cblock);
         } else if (SG_JS_KEY(&js, key, "message") && sg_js_peek(&js) == '{') {
             rc = messages_inner(&js, out);
         } else if (SG_JS_KEY(&js, key, "usage")) {
@@ -442,6 +496,10 @@ static int decode_messages(const char *json, size_t len, sg_oai_result_t *out)
             out->content = delta.text;
         else if (SG_JS_EQ(delta.type, "thinking_delta"))
             out->reasoning = delta.thinking;
+        else if (SG_JS_EQ(delta.type, "input_json_delta"))
+            tool_arg(out, delta.partial_json);
+    } else if (SG_JS_EQ(type, "content_block_start") && SG_JS_EQ(cblock.type, "tool_use")) {
+        out->tool_calls = 1;
     }
     out->recognized = messages_event(type) || (SG_JS_EQ(type, "message") && have_content);
     top_error_apply(&te, out);

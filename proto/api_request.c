@@ -288,6 +288,7 @@ int sg_api_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_api
 {
     *out =
         (sg_api_request_t){.kind = kind, .model = empty, .prompt = empty, .max_tokens = -1, .top_n = -1, .inputs = 1};
+    out->tools = (sg_oai_tools_req_t){0, empty, empty, false};
     if (kind <= SG_OAI_COMPLETIONS || kind >= SG_OAI__KINDS) {
         out->err = "not an API this scanner knows";
         return SG_EINVAL;
@@ -341,6 +342,10 @@ int sg_api_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_api
             bool have = false;
             extra_words = 0;
             rc = text_value(&js, &extra_words, &query, &have);
+        } else if ((kind == SG_OAI_RESPONSES || kind == SG_OAI_MESSAGES) && SG_JS_KEY(&js, key, "tools")) {
+            rc = sg_oai_scan_tools(&js, false, &out->tools);
+        } else if ((kind == SG_OAI_RESPONSES || kind == SG_OAI_MESSAGES) && SG_JS_KEY(&js, key, "tool_choice")) {
+            rc = sg_oai_scan_tools(&js, true, &out->tools);
         } else if (kind == SG_OAI_RESPONSES && SG_JS_KEY(&js, key, "max_output_tokens")) {
             rc = rd_int(&js, &out->max_tokens);
         } else if (kind == SG_OAI_MESSAGES && SG_JS_KEY(&js, key, "messages")) {

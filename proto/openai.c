@@ -25,9 +25,17 @@ typedef struct {
     unsigned have;
 } msg_t;
 
+/* A choice's tool calls (delta.tool_calls or message.tool_calls), copied out only when the choice is the one. */
+typedef struct {
+    uint32_t calls, n;
+    int32_t index_max;
+    sg_slice_t args[SG_OAI_TOOL_ARGS_MAX];
+} tools_t;
+
 enum { C_DELTA = 1, C_MESSAGE = 2, C_TEXT = 4, C_FINISH_REASON = 8 };
 typedef struct {
     msg_t delta, message;
+    tools_t tools;
     sg_slice_t text;
     unsigned have;
     bool index_ok; /* "index" absent, null or 0 */
@@ -42,8 +50,74 @@ static int read_string_bit(sg_js_t *js, sg_slice_t *out, unsigned *have, unsigne
     return rc;
 }
 
+/* function: {"name", "arguments"}; a name (a string) marks the start of a call. */
+static int parse_function(sg_js_t *js, sg_slice_t *args, bool *named)
+{
+    if (sg_js_peek(js) != '{')
+        return sg_js_skip(js);
+    int rc = sg_js_obj_begin(js), n = 0;
+    sg_slice_t key, v;
+    bool present;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
+        if (SG_JS_KEY(js, key, "arguments")) {
+            rc = sg_js_read_string(js, &v, &present);
+            *args = present ? v : empty;
+        } else if (SG_JS_KEY(js, key, "name")) {
+            rc = sg_js_read_string(js, &v, &present);
+            *named = present;
+        } else {
+            rc = sg_js_skip(js);
+        }
+    }
+    return rc;
+}
+
+/*
+ * tool_calls: [{"index", "id", "type", "function": {"name", "arguments"}}...]. An entry with an id or a name
+ * starts a call (servers send them once, in a call's first delta); its arguments fragment is kept when not empty.
+ */
+static int parse_tool_calls(sg_js_t *js, tools_t *t)
+{
+    if (sg_js_peek(js) != '[')
+        return sg_js_skip(js);
+    int rc = sg_js_arr_begin(js), n = 0;
+    while (rc == 0 && (rc = sg_js_arr_next(js, &n)) == 1) {
+        if (sg_js_peek(js) != '{') {
+            rc = sg_js_skip(js);
+            continue;
+        }
+        sg_slice_t key, args = empty, v;
+        bool starts = false, present;
+        int64_t idx = -1;
+        int m = 0;
+        rc = sg_js_obj_begin(js);
+        while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
+            if (SG_JS_KEY(js, key, "function")) {
+                rc = parse_function(js, &args, &starts);
+            } else if (SG_JS_KEY(js, key, "id")) {
+                rc = sg_js_read_string(js, &v, &present);
+                starts |= present && v.len;
+            } else if (SG_JS_KEY(js, key, "index")) {
+                rc = sg_js_read_int(js, &idx, &present);
+                if (!present || idx < 0 || idx > INT32_MAX)
+                    idx = -1;
+            } else {
+                rc = sg_js_skip(js);
+            }
+        }
+        if (rc < 0)
+            return rc;
+        t->calls += starts;
+        if (idx > t->index_max)
+            t->index_max = (int32_t)idx;
+        if (args.len && t->n < SG_OAI_TOOL_ARGS_MAX)
+            t->args[t->n++] = args;
+    }
+    return rc;
+}
+
 /* A message object; anything else is skipped and the bit for it is cleared. */
-static int parse_msg(sg_js_t *js, msg_t *m, unsigned *have, unsigned bit)
+static int parse_msg(sg_js_t *js, msg_t *m, unsigned *have, unsigned bit, tools_t *tools)
 {
     m->have = 0;
     if (sg_js_peek(js) != '{') {
@@ -60,6 +134,8 @@ static int parse_msg(sg_js_t *js, msg_t *m, unsigned *have, unsigned bit)
             rc = read_string_bit(js, &m->reasoning_content, &m->have, M_REASONING_CONTENT);
         else if (SG_JS_KEY(js, key, "reasoning"))
             rc = read_string_bit(js, &m->reasoning, &m->have, M_REASONING);
+        else if (SG_JS_KEY(js, key, "tool_calls"))
+            rc = parse_tool_calls(js, tools);
         else
             rc = sg_js_skip(js);
     }
@@ -70,6 +146,8 @@ static int parse_choice(sg_js_t *js, choice_t *ch)
 {
     ch->have = 0;
     ch->index_ok = true;
+    ch->tools.calls = ch->tools.n = 0;
+    ch->tools.index_max = -1;
     int rc = sg_js_obj_begin(js), n = 0;
     sg_slice_t key;
     while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
@@ -85,9 +163,9 @@ static int parse_choice(sg_js_t *js, choice_t *ch)
                 ch->index_ok = is_int && idx == 0;
             }
         } else if (SG_JS_KEY(js, key, "delta")) {
-            rc = parse_msg(js, &ch->delta, &ch->have, C_DELTA);
+            rc = parse_msg(js, &ch->delta, &ch->have, C_DELTA, &ch->tools);
         } else if (SG_JS_KEY(js, key, "message")) {
-            rc = parse_msg(js, &ch->message, &ch->have, C_MESSAGE);
+            rc = parse_msg(js, &ch->message, &ch->have, C_MESSAGE, &ch->tools);
         } else if (SG_JS_KEY(js, key, "text")) {
             rc = read_string_bit(js, &ch->text, &ch->have, C_TEXT);
         } else if (SG_JS_KEY(js, key, "finish_reason")) {
@@ -270,6 +348,10 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
     out->is_error = false;
     out->error_message = empty;
     out->error_code = -1;
+    out->tool_calls = 0;
+    out->tool_index_max = -1;
+    out->tool_n_args = 0;
+    out->tool_args_json = false;
 
     choice_t ch;
     bool have_choice = false;
@@ -338,6 +420,12 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
                     out->reasoning = m->reasoning_content;
                 else if (m->have & M_REASONING)
                     out->reasoning = m->reasoning;
+            }
+            if (SG_UNLIKELY(ch.tools.calls | ch.tools.n) || ch.tools.index_max >= 0) {
+                out->tool_calls = ch.tools.calls;
+                out->tool_index_max = ch.tools.index_max;
+                out->tool_n_args = ch.tools.n;
+                memcpy(out->tool_args, ch.tools.args, ch.tools.n * sizeof *ch.tools.args);
             }
         }
     }
@@ -585,8 +673,72 @@ static int scan_prompt(sg_js_t *js, sg_oai_request_t *out, bool *found)
     return rc;
 }
 
+/* A tool's name: function.name, or the object's own name; type: the object's "type". */
+static int tool_object(sg_js_t *js, sg_slice_t *name, sg_slice_t *type)
+{
+    int rc = sg_js_obj_begin(js), n = 0;
+    sg_slice_t key, v;
+    bool present;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &n, &key)) == 1) {
+        if (SG_JS_KEY(js, key, "function") && sg_js_peek(js) == '{') {
+            sg_slice_t t;
+            rc = tool_object(js, name, &t);
+        } else if (SG_JS_KEY(js, key, "name")) {
+            rc = sg_js_read_string(js, &v, &present);
+            if (present)
+                *name = v;
+        } else if (type && SG_JS_KEY(js, key, "type")) {
+            rc = sg_js_read_string(js, &v, &present);
+            if (present)
+                *type = v;
+        } else {
+            rc = sg_js_skip(js);
+        }
+    }
+    return rc;
+}
+
+int sg_oai_scan_tools(void *scanner, bool choice, sg_oai_tools_req_t *t)
+{
+    sg_js_t *js = scanner;
+    int c = sg_js_peek(js);
+    if (choice) {
+        t->none = false;
+        t->named = empty;
+        if (c == '"') {
+            sg_slice_t v = empty;
+            int rc = sg_js_string(js, &v);
+            t->none = rc == 0 && SG_JS_EQ(v, "none");
+            return rc;
+        }
+        if (c != '{')
+            return sg_js_skip(js);
+        sg_slice_t type = empty;
+        int rc = tool_object(js, &t->named, &type);
+        t->none = SG_JS_EQ(type, "none");
+        return rc;
+    }
+    t->n = 0;
+    t->first = empty;
+    if (c != '[')
+        return sg_js_skip(js);
+    int rc = sg_js_arr_begin(js), n = 0;
+    while (rc == 0 && (rc = sg_js_arr_next(js, &n)) == 1) {
+        if (sg_js_peek(js) != '{') {
+            rc = sg_js_skip(js);
+            continue;
+        }
+        sg_slice_t name = empty;
+        rc = tool_object(js, &name, NULL);
+        if (t->n++ == 0)
+            t->first = name;
+    }
+    return rc;
+}
+
 int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_request_t *out)
 {
+    out->tools = (sg_oai_tools_req_t){0, empty, empty, false};
     out->model = empty;
     out->max_tokens = -1;
     out->stream = false;
@@ -629,6 +781,10 @@ int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai
                 else
                     rc = sg_js_skip(&js);
             }
+        } else if (kind == SG_OAI_CHAT && SG_JS_KEY(&js, key, "tools")) {
+            rc = sg_oai_scan_tools(&js, false, &out->tools);
+        } else if (kind == SG_OAI_CHAT && SG_JS_KEY(&js, key, "tool_choice")) {
+            rc = sg_oai_scan_tools(&js, true, &out->tools);
         } else if (kind == SG_OAI_CHAT && SG_JS_KEY(&js, key, "messages")) {
             rc = scan_messages(&js, out, &found);
         } else if (kind == SG_OAI_COMPLETIONS && SG_JS_KEY(&js, key, "prompt")) {

@@ -17,15 +17,16 @@ typedef struct {
      * shapes) follow the body: SG_OAI_RANK_TEI when it has "texts", SG_OAI_RANK_COHERE when it has "documents".
      */
     sg_oai_kind_t kind;
-    sg_slice_t model;      /* raw (escaped); empty when absent */
-    sg_slice_t prompt;     /* raw text the prompt ends with (the last message's, the query, the first input) */
-    int64_t max_tokens;    /* max_output_tokens / max_tokens / parameters.max_new_tokens; -1 when absent */
-    int64_t top_n;         /* Cohere rerank's top_n; -1 when absent */
-    uint64_t prompt_words; /* words (runs of non-whitespace) over every input the API counts; token ids count 1 */
-    uint32_t inputs;       /* embeddings: inputs; rankings: passages (texts, documents); 1 for the others */
-    bool stream;           /* "stream" is literally true */
-    bool details;          /* TGI: parameters.details is literally true */
-    const char *err;       /* on failure: what is wrong, for the error response (static text) */
+    sg_slice_t model;         /* raw (escaped); empty when absent */
+    sg_slice_t prompt;        /* raw text the prompt ends with (the last message's, the query, the first input) */
+    int64_t max_tokens;       /* max_output_tokens / max_tokens / parameters.max_new_tokens; -1 when absent */
+    int64_t top_n;            /* Cohere rerank's top_n; -1 when absent */
+    uint64_t prompt_words;    /* words (runs of non-whitespace) over every input the API counts; token ids count 1 */
+    uint32_t inputs;          /* embeddings: inputs; rankings: passages (texts, documents); 1 for the others */
+    bool stream;              /* "stream" is literally true */
+    bool details;             /* TGI: parameters.details is literally true */
+    sg_oai_tools_req_t tools; /* responses and messages: "tools" and "tool_choice" (sg_oai_scan_tools) */
+    const char *err;          /* on failure: what is wrong, for the error response (static text) */
 } sg_api_request_t;
 
 /*

@@ -28,6 +28,9 @@ typedef enum {
     SG_OAI__KINDS
 } sg_oai_kind_t;
 
+/* The most tool-call argument fragments one result holds (a whole response's calls past it are counted, not kept). */
+#define SG_OAI_TOOL_ARGS_MAX 16
+
 typedef struct {
     sg_slice_t content;        /* raw (escaped) first-choice text; len 0 when absent, null or "" */
     sg_slice_t reasoning;      /* raw reasoning_content / reasoning (chat), when a server sends it */
@@ -43,6 +46,19 @@ typedef struct {
     bool is_error;            /* top-level "error" object or string present */
     sg_slice_t error_message; /* raw error.message (or the error string) when is_error */
     int64_t error_code;       /* numeric error.code when present, else -1 */
+    /*
+     * Tool calls (docs/endpoints.md, *Tool calls*). A stream event: the calls it starts (chat: tool_calls entries
+     * with an id or a function name; responses: response.output_item.added of a function_call item; messages:
+     * content_block_start of a tool_use block) and its argument fragments (chat: function.arguments; responses:
+     * response.function_call_arguments.delta; messages: input_json_delta's partial_json). A whole response: its
+     * calls and each one's arguments. Fragments are raw JSON strings, except Anthropic's whole "input" objects
+     * (tool_args_json). Empty fragments are not kept.
+     */
+    uint32_t tool_calls;
+    int32_t tool_index_max; /* chat: the highest tool_calls[].index seen, -1 when none */
+    uint32_t tool_n_args;   /* fragments in tool_args (at most SG_OAI_TOOL_ARGS_MAX) */
+    bool tool_args_json;    /* tool_args are raw JSON values to count as they are, not strings to unescape */
+    sg_slice_t tool_args[SG_OAI_TOOL_ARGS_MAX];
 } sg_oai_result_t;
 
 /*
@@ -92,6 +108,19 @@ const char *sg_endpoint_names(void);
 /* True when an SSE data payload is the OpenAI end marker "[DONE]" (surrounding whitespace allowed). */
 bool sg_oai_is_done(const char *data, size_t len);
 
+/*
+ * A request's tools, as the mock reads them (chat's, the Responses API's and the Messages API's shapes alike):
+ * "tools": how many entries are objects and the first one's name (function.name, or name); "tool_choice": "none"
+ * (a string, or {"type": "none"}) or the tool it names ({"type": "function", "function": {"name"}}, {"type":
+ * "function" | "tool", "name"}).
+ */
+typedef struct {
+    uint32_t n;       /* tools given; 0 when none */
+    sg_slice_t first; /* raw name of the first tool (empty when it has none) */
+    sg_slice_t named; /* raw name tool_choice asks for, empty when it names none */
+    bool none;        /* tool_choice says none */
+} sg_oai_tools_req_t;
+
 /* What the mock server needs from a request body. */
 typedef struct {
     sg_slice_t model;   /* raw */
@@ -100,6 +129,7 @@ typedef struct {
     bool include_usage;    /* stream_options.include_usage */
     sg_slice_t prompt;     /* completions: raw "prompt" string; chat: raw content of the last message */
     uint64_t prompt_words; /* whitespace-separated words across all message contents / the prompt */
+    sg_oai_tools_req_t tools;
 } sg_oai_request_t;
 
 /*
@@ -113,6 +143,10 @@ typedef struct {
  * true only for a literal true. Words are runs of non-whitespace (ASCII space, \t \n \v \f \r, escaped or not).
  */
 SG_WUR int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_request_t *out);
+
+/* The scanner at a request's "tools" or "tool_choice" value (sg_oai_tools_req_t), for sg_api_scan_request too.
+ * 0 or SG_EJSON; consumes the value. */
+SG_WUR int sg_oai_scan_tools(void *js, bool choice, sg_oai_tools_req_t *t);
 
 /*
  * Decode a raw JSON string body (escapes included) into UTF-8. Writes at most cap bytes; returns the decoded

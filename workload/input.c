@@ -3,6 +3,7 @@
  * strings they need so the JSON trees are freed as soon as each line or element is read.
  */
 #include "sg_input.h"
+#include "sg_tools.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -201,6 +202,7 @@ static void entry_free(sg_input_entry_t *e)
     free(e->model);
     free(e->reply);
     free(e->hash_ids);
+    json_decref(e->tools);
 }
 
 void sg_input_free(sg_input_t *in)
@@ -488,6 +490,13 @@ static int jsonl_entry(const ctx_t *c, sg_input_format_t f, uint32_t line, const
     switch (f) {
     case SG_INPUT_GENAI_PERF:
         rc = genai_perf_prompt(c, line, o, e);
+        if (rc == 0 && json_object_get(o, "tools")) {
+            /* the line's own tools (OpenAI chat's shape), sent in its API's shape instead of --tools */
+            char why[160];
+            if (sg_tools_check(json_object_get(o, "tools"), why, sizeof why) < 0)
+                return fail_at(c, line, "tools", "%s", why);
+            e->tools = json_incref(json_object_get(o, "tools"));
+        }
         if (rc == 0)
             rc = get_uint(c, line, o, "output_length", false, 1, INT32_MAX, &e->max_tokens);
         if (rc == 0 && e->max_tokens < 0)

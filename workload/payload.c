@@ -9,6 +9,7 @@
 #include "sg_h1.h"
 #include "sg_input.h"
 #include "sg_textgen.h"
+#include "sg_tools.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -177,9 +178,9 @@ static int render_http(const sg_workload_spec_t *spec, const char *body, size_t 
     return 0;
 }
 
-/* One request with our body around its texts, for model p->model. */
-static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const text_t *texts, size_t n_texts,
-                     sg_payload_t *p, char *err, size_t errlen)
+/* One request with our body around its texts, for model p->model; tools (an input line's, else --tools) or NULL. */
+static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const json_t *tools, const text_t *texts,
+                     size_t n_texts, sg_payload_t *p, char *err, size_t errlen)
 {
     if (spec->grpc)
         return sg_payload_render_grpc(spec, extra, texts[0].s, texts[0].len, p, err, errlen);
@@ -187,6 +188,11 @@ static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const 
     json_t *body = make_body(spec, model, texts, n_texts, p->max_tokens);
     if (!body)
         return set_err(err, errlen, "cannot build the request body for model \"%s\" (not valid UTF-8?)", model);
+    if (tools && sg_tools_apply(body, spec->kind, tools, spec->tool_choice) != 0) {
+        json_decref(body);
+        return set_err(err, errlen, "tools apply to the chat, responses and messages endpoint types, not %s",
+                       sg_endpoint(spec->kind)->name);
+    }
     /* extra inputs go last so that the user can override anything we set, as with GenAI-Perf */
     if (extra && json_object_update(body, (json_t *)extra) != 0) {
         json_decref(body);
@@ -292,9 +298,10 @@ typedef struct {
     size_t raw_len;
     uint32_t isl;
     uint32_t max_tokens;
-    int32_t model; /* raw bodies: the model index, fixed; -1: one variant per model */
-    bool stream;   /* raw bodies: their own "stream"; else --streaming */
-    text_t *batch; /* embeddings and rankings: every text of the request (owned), text unused; NULL otherwise */
+    int32_t model;       /* raw bodies: the model index, fixed; -1: one variant per model */
+    bool stream;         /* raw bodies: their own "stream"; else --streaming */
+    text_t *batch;       /* embeddings and rankings: every text of the request (owned), text unused; NULL otherwise */
+    const json_t *tools; /* an input line's own tools (not owned), or NULL: --tools */
     uint32_t n_batch;
     uint8_t uniq_words; /* --cache-bust: the words of the per-request slot the text starts with; 0 for none */
 } entry_t;
@@ -698,6 +705,7 @@ static int file_entry(gen_t *G, names_t *names, const sg_input_entry_t *in, uint
     }
     e->model = -1;
     e->stream = spec->streaming;
+    e->tools = in->tools;
     if (in->max_tokens > 0)
         e->max_tokens = (uint32_t)in->max_tokens;
     else if (in->reply) {
@@ -976,9 +984,10 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
             p->streaming = e.raw ? e.stream : spec->streaming;
             p->inputs = e.batch ? e.n_batch - (spec->kind == SG_OAI_EMBEDDINGS ? 0 : 1) : 0;
             text_t one = {e.text, e.len};
+            const json_t *tools = e.tools ? e.tools : spec->tools;
             rc = e.raw     ? render_http(spec, e.raw, e.raw_len, p, err, errlen)
-                 : e.batch ? build_one(spec, extra, e.batch, e.n_batch, p, err, errlen)
-                           : build_one(spec, extra, &one, 1, p, err, errlen);
+                 : e.batch ? build_one(spec, extra, tools, e.batch, e.n_batch, p, err, errlen)
+                           : build_one(spec, extra, tools, &one, 1, p, err, errlen);
             if (rc == 0)
                 built = i * variants + v + 1;
             if (rc == 0 && e.uniq_words)

@@ -53,6 +53,9 @@ typedef struct {
     uint32_t session; /* 0-based index of its session */
     int64_t delay_ms; /* wait after the session's previous turn ended; -1 when the file gives none */
     uint32_t where;   /* 1-based line (JSON lines) or 0-based element index (JSON documents), for messages */
+    /* genai_perf lines: their own "tools" (OpenAI chat's shape, checked by sg_tools_check), sent instead of
+     * --tools; NULL when the line has none. Owned. */
+    struct json_t *tools;
 } sg_input_entry_t;
 
 typedef struct sg_input {

@@ -107,6 +107,9 @@ typedef struct {
     int model_strategy; /* 0 round robin, 1 random */
     bool streaming;
     const char *extra_inputs_json; /* JSON object text, merged last (overrides ours) */
+    /* --tools (OpenAI chat's shape, checked: sg_tools.h), or NULL; an input line's own tools replace them */
+    const struct json_t *tools;
+    const char *tool_choice; /* --tool-choice, or NULL: none sent (the server's default, auto) */
     /* prompts */
     uint32_t num_prompts;
     uint32_t isl_mean, isl_stddev;

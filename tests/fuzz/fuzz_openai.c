@@ -283,6 +283,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < sizeof sl / sizeof *sl; i++)
             if (sl[i].len && (sl[i].base < json || sl[i].base + sl[i].len > json + size))
                 FAIL("kind %d: slice %zu outside the input", k, i);
+        /* tool-call argument fragments: at most the room, each a non-empty slice of the input */
+        if (r.tool_n_args > SG_OAI_TOOL_ARGS_MAX || (r.tool_n_args && r.tool_calls == 0 && r.tool_args_json))
+            FAIL("kind %d: %u tool fragments for %u calls", k, r.tool_n_args, r.tool_calls);
+        for (uint32_t i = 0; i < r.tool_n_args && i < SG_OAI_TOOL_ARGS_MAX; i++)
+            if (!r.tool_args[i].len || r.tool_args[i].base < json ||
+                r.tool_args[i].base + r.tool_args[i].len > json + size)
+                FAIL("kind %d: tool fragment %u outside the input", k, i);
     }
     /* Unescape must agree with itself on length whatever the cap. */
     if (size > 0 && size < 4096) {
