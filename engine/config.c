@@ -101,6 +101,7 @@ enum {
     OPT_IGNORE_EOS,
     OPT_COOLDOWN,
     OPT_SLICE_DURATION,
+    OPT_MAX_TRIALS,
     OPT_STALL_THRESHOLD,
     OPT_SERVER_METRICS_URL,
     OPT_SERVER_METRICS_INTERVAL,
@@ -234,8 +235,9 @@ static const struct option long_options[] = {
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
-    {"measurement-interval", optional_argument, NULL, OPT_MEASUREMENT_INTERVAL},
-    {"stability-percentage", optional_argument, NULL, OPT_STABILITY},
+    {"measurement-interval", required_argument, NULL, OPT_MEASUREMENT_INTERVAL}, /* perf_analyzer, GenAI-Perf: ms */
+    {"stability-percentage", required_argument, NULL, OPT_STABILITY},            /* perf_analyzer, GenAI-Perf */
+    {"max-trials", required_argument, NULL, OPT_MAX_TRIALS},                     /* perf_analyzer */
     {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
     {"batch-size-text", required_argument, NULL, OPT_BATCH_SIZE},                /* GenAI-Perf's newer name */
     {"prompt-batch-size", required_argument, NULL, OPT_BATCH_SIZE},              /* AIPerf's */
@@ -278,7 +280,7 @@ static const struct option long_options[] = {
 };
 
 /* Leading ':' makes getopt report a missing value as ':' (distinct from an unknown option) and stay quiet. */
-static const char short_options[] = ":m:u:H:vhkp::s::b:";
+static const char short_options[] = ":m:u:H:vhkp:s:b:";
 
 /* The long name of an option value, for messages: users typed -m but the help lists --model. */
 static const char *opt_name(int val)
@@ -713,12 +715,6 @@ static int parse_goodput(sg_config_t *cfg, const char *arg)
 static int not_supported(int val)
 {
     switch (val) {
-    case OPT_MEASUREMENT_INTERVAL:
-        return fail("measurement-interval", "not supported: surge measures one window bounded by --request-count "
-                                            "or --benchmark-duration SECONDS; use those instead");
-    case OPT_STABILITY:
-        return fail("stability-percentage", "not supported: surge does not repeat windows until stable; it runs "
-                                            "one measurement bounded by --request-count or --benchmark-duration");
     case OPT_INPUT_DATASET:
         return fail("input-dataset", "not supported: surge fetches no hosted datasets; download one and give it "
                                      "with --input-file (ShareGPT, GenAI-Perf JSONL, ...), or use synthetic prompts");
@@ -777,6 +773,7 @@ typedef struct {
     const char *api_key;
     const char *rankings_flag; /* the first --rankings-* flag given */
     bool batch_given;
+    const char *stability_flag; /* --stability-percentage or --max-trials, the first given */
 } parse_state_t;
 
 /* ---------- load points: sweeps and the capacity search ---------- */
@@ -1019,6 +1016,37 @@ static int finish_points(sg_config_t *cfg, parse_state_t *st)
     if (st->scrape_interval_given && cfg->n_server_metrics_urls == 0)
         return fail("server-metrics-interval", "only applies with --server-metrics-url");
     return finish_multirun(cfg, st);
+}
+
+/*
+ * --measurement-interval MS (perf_analyzer's time windows): the point is measured in windows of MS until the last
+ * three agree within --stability-percentage, at most --max-trials windows (engine/stable.c). The windows are the
+ * point's --benchmark-duration, cut short once stable, so a count or a duration of its own has no meaning here.
+ */
+static int finish_stability(sg_config_t *cfg, parse_state_t *st)
+{
+    if (cfg->measurement_interval_ms <= 0) {
+        if (st->stability_flag)
+            return fail(st->stability_flag, "only applies with --measurement-interval MS (stability windows)");
+        return 0;
+    }
+    if (st->count_given || st->duration_given)
+        return fail("measurement-interval",
+                    "cannot be combined with --%s: the point runs in windows of the interval "
+                    "until they are stable (at most --max-trials windows)",
+                    st->count_given ? "request-count" : "benchmark-duration");
+    if (cfg->search)
+        return fail("measurement-interval", "cannot be combined with --search: the search sizes its own probes and "
+                                            "judges them by confidence intervals (docs/capacity.md)");
+    if (cfg->fixed_schedule)
+        return fail("measurement-interval", "cannot be combined with --fixed-schedule: the trace sets when the run "
+                                            "ends");
+    if (cfg->sessions)
+        return fail("measurement-interval", "does not apply to multi-turn sessions, whose turns wait on each other "
+                                            "across windows");
+    cfg->benchmark_duration_s = cfg->measurement_interval_ms * cfg->max_trials / 1e3;
+    st->duration_given = true;
+    return 0;
 }
 
 /* ---------- TLS files ---------- */
@@ -1488,6 +1516,14 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_PROGRESS:
         cfg->progress = 1;
         return 0;
+    case OPT_MEASUREMENT_INTERVAL: /* stability windows (engine/stable.c) */
+        return parse_num(opt, arg, "milliseconds, 10 or more", 10, false, 86400e3, &cfg->measurement_interval_ms);
+    case OPT_STABILITY:
+        st->stability_flag = st->stability_flag ? st->stability_flag : "stability-percentage";
+        return parse_num(opt, arg, "a percentage above 0", 0, true, 1000, &cfg->stability_pct);
+    case OPT_MAX_TRIALS:
+        st->stability_flag = st->stability_flag ? st->stability_flag : "max-trials";
+        return parse_u32(opt, arg, 3, SG_STABLE_MAX_TRIALS, &cfg->max_trials);
     case OPT_NO_PROGRESS:
         cfg->progress = 0;
         return 0;
@@ -1528,6 +1564,8 @@ static int set_defaults(sg_config_t *cfg)
     cfg->search_trials = 1;
     cfg->search_max_trials = 4;
     cfg->num_profile_runs = 1;
+    cfg->stability_pct = 10; /* perf_analyzer's defaults */
+    cfg->max_trials = 10;
     cfg->confidence_level = 0.95;
     cfg->warmup_only_first_run = true;
     cfg->headers = calloc(1, sizeof *cfg->headers);
@@ -1845,6 +1883,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
         cfg->concurrency = 1;
     if (st->rate_given)
         cfg->concurrency = 0;
+    rc = finish_stability(cfg, st);
+    if (rc)
+        return rc;
     if (st->grace_given && !st->duration_given)
         return fail("benchmark-grace-period", "bounds the wait after --benchmark-duration's sending, so it needs "
                                               "--benchmark-duration S");
@@ -2193,6 +2234,13 @@ char *sg_config_to_json(const sg_config_t *cfg)
     }
     json_object_set_new(o, "slice_duration",
                         cfg->slice_duration_s > 0 ? json_real(cfg->slice_duration_s) : json_null());
+    json_t *stab = cfg->measurement_interval_ms > 0 ? json_object() : NULL;
+    if (stab) {
+        json_object_set_new(stab, "measurement_interval_ms", json_real(cfg->measurement_interval_ms));
+        json_object_set_new(stab, "stability_percentage", json_real(cfg->stability_pct));
+        json_object_set_new(stab, "max_trials", json_integer(cfg->max_trials));
+    }
+    json_object_set_new(o, "stability", stab ? stab : json_null());
     json_t *slo_list = json_array();
     for (size_t i = 0; slo_list && i < cfg->n_slo_checks; i++)
         json_array_append_new(slo_list, json_string(cfg->slo_checks[i].text));

@@ -25,6 +25,7 @@ typedef enum { SG_SEARCH_NONE = 0, SG_SEARCH_MAX_RATE, SG_SEARCH_MAX_CONCURRENCY
 #define SG_COALESCE_AUTO UINT32_MAX
 #define SG_COALESCE_US_DEFAULT 1000u
 #define SG_COALESCE_US_MAX 100000u
+#define SG_STABLE_MAX_TRIALS 1000u /* --max-trials at most */
 
 typedef struct {
     /* endpoint */
@@ -143,6 +144,11 @@ typedef struct {
     size_t n_server_metrics_urls;
     double server_metrics_interval_s; /* --server-metrics-interval (default 1) */
     double slice_duration_s;          /* --slice-duration: per-window metrics in <stem>_surge_timeslices.*; 0 = none */
+    /* stability windows (engine/stable.c): windows of measurement_interval_ms (0: off) until the last three agree
+     * within stability_pct, at most max_trials windows */
+    double measurement_interval_ms;
+    double stability_pct;
+    uint32_t max_trials;
     double stall_threshold_ms; /* --stall-threshold-ms: a worker this late is a client stall (default 100; 0 off) */
     double max_error_rate;     /* share of failed requests allowed before a non-zero exit; 0 by default */
     sg_slo_t slos[8];          /* --goodput: per-request thresholds */
