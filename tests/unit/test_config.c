@@ -391,12 +391,35 @@ static void test_bad_values(void)
     BAD("-m", "x", "--streaming=yes");
     BAD("-m", "x", "--concurrency");
     BAD("-m", "x", "stray");
+    /* stability windows (perf_analyzer's and GenAI-Perf's -p, -s; perf_analyzer's --max-trials) */
+    {
+        sg_config_t c;
+        CHECK_EQ_INT(parse(&c, "-m", "x", "-p", "5000", NULL), 0);
+        CHECK(c.measurement_interval_ms == 5000 && c.stability_pct == 10 && c.max_trials == 10);
+        CHECK(c.request_count == 0 && c.benchmark_duration_s == 50); /* the windows bound the point */
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "-p500", "-s", "5", "--max-trials", "4", "--concurrency", "2,4", NULL), 0);
+        CHECK(c.measurement_interval_ms == 500 && c.stability_pct == 5 && c.max_trials == 4 && c.n_sweep_values == 2);
+        CHECK(c.benchmark_duration_s == 2);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--measurement-interval=300", "--stability-percentage=12.5", NULL), 0);
+        CHECK(c.measurement_interval_ms == 300 && c.stability_pct == 12.5);
+        sg_config_free(&c);
+    }
+    BAD("-m", "x", "--stability-percentage=10"); /* without windows */
+    BAD("-m", "x", "-s", "10");                  /* without windows */
+    BAD("-m", "x", "--max-trials", "5");         /* without windows */
+    BAD("-m", "x", "-p", "5");                   /* under 10 ms */
+    BAD("-m", "x", "-p", "abc");
+    BAD("-m", "x", "-p", "500", "-s", "0");
+    BAD("-m", "x", "-p", "500", "--max-trials", "2"); /* three are compared */
+    BAD("-m", "x", "-p", "500", "--max-trials", "1001");
+    BAD("-m", "x", "-p", "500", "--request-count", "10"); /* the windows bound the point */
+    BAD("-m", "x", "-p", "500", "--benchmark-duration", "10");
+    BAD("-m", "x", "-p", "500", "--search", "max-concurrency", "--slo", "time_to_first_token:p99<500");
+    BAD("-m", "x", "-p", "500", "--conversation-turn-mean", "3");
+    BAD("-m", "x", "-p");
     /* peers' flags we do not do */
-    BAD("-m", "x", "--measurement-interval", "5000");
-    BAD("-m", "x", "-p", "5000");
-    BAD("-m", "x", "-p5000");
-    BAD("-m", "x", "--stability-percentage=10");
-    BAD("-m", "x", "-s", "10");
     BAD("-m", "x", "--input-dataset", "openorca");
     BAD("-m", "x", "--generate-plots=yes");
     /* server metrics */
