@@ -102,6 +102,7 @@ enum {
     OPT_COOLDOWN,
     OPT_SLICE_DURATION,
     OPT_MAX_TRIALS,
+    OPT_GPU_TELEMETRY,
     OPT_STALL_THRESHOLD,
     OPT_SERVER_METRICS_URL,
     OPT_SERVER_METRICS_INTERVAL,
@@ -237,7 +238,9 @@ static const struct option long_options[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {"measurement-interval", required_argument, NULL, OPT_MEASUREMENT_INTERVAL}, /* perf_analyzer, GenAI-Perf: ms */
     {"stability-percentage", required_argument, NULL, OPT_STABILITY},            /* perf_analyzer, GenAI-Perf */
-    {"max-trials", required_argument, NULL, OPT_MAX_TRIALS},                     /* perf_analyzer */
+    {"max-trials", required_argument, NULL, OPT_MAX_TRIALS},
+    {"gpu-telemetry", optional_argument, NULL, OPT_GPU_TELEMETRY},
+    /* AIPerf: DCGM exporter URLs */ /* perf_analyzer */
     {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
     {"batch-size-text", required_argument, NULL, OPT_BATCH_SIZE},                /* GenAI-Perf's newer name */
     {"prompt-batch-size", required_argument, NULL, OPT_BATCH_SIZE},              /* AIPerf's */
@@ -774,6 +777,7 @@ typedef struct {
     const char *rankings_flag; /* the first --rankings-* flag given */
     bool batch_given;
     const char *stability_flag; /* --stability-percentage or --max-trials, the first given */
+    bool gpu_url_given;         /* --gpu-telemetry named an endpoint */
 } parse_state_t;
 
 /* ---------- load points: sweeps and the capacity search ---------- */
@@ -1016,6 +1020,45 @@ static int finish_points(sg_config_t *cfg, parse_state_t *st)
     if (st->scrape_interval_given && cfg->n_server_metrics_urls == 0)
         return fail("server-metrics-interval", "only applies with --server-metrics-url");
     return finish_multirun(cfg, st);
+}
+
+/*
+ * --gpu-telemetry [URL ...] (AIPerf's): DCGM exporter endpoints, scraped beside the server's metrics (the same
+ * scraper; metrics/srvmetrics.c knows DCGM's names and makes the summary's gpu_telemetry). A URL may leave out
+ * http:// and the path (localhost:9400 is http://localhost:9400/metrics); without one, the exporter's default
+ * port on this host.
+ */
+#define GPU_TELEMETRY_DEFAULT_URL "http://localhost:9400/metrics"
+
+static int gpu_telemetry_url(sg_config_t *cfg, const char *opt, const char *arg)
+{
+    if (strcmp(arg, "pynvml") == 0 || strcmp(arg, "amdsmi") == 0)
+        return fail(opt,
+                    "%s is not supported: surge reads GPU telemetry from a DCGM exporter's /metrics (give its "
+                    "URL, e.g. localhost:9400)",
+                    arg);
+    char url[1100];
+    const char *host = strstr(arg, "://") ? strstr(arg, "://") + 3 : arg;
+    snprintf(url, sizeof url, "%s%s%s", strstr(arg, "://") ? "" : "http://", arg, strchr(host, '/') ? "" : "/metrics");
+    char h[256], port[8], path[1024], err[512];
+    if (strlen(url) >= sizeof url - 1 ||
+        sg_scrape_url_parse(url, h, sizeof h, port, sizeof port, path, sizeof path, err, sizeof err) < 0)
+        return fail(opt, "%s", strlen(url) >= sizeof url - 1 ? "URL too long" : err);
+    for (size_t i = 0; i < cfg->n_server_metrics_urls; i++)
+        if (strcmp(cfg->server_metrics_urls[i], url) == 0)
+            return 0; /* scraped once */
+    if (cfg->n_server_metrics_urls == SG_MAX_SCRAPE_URLS)
+        return fail(opt, "at most %d URLs with --server-metrics-url", SG_MAX_SCRAPE_URLS);
+    return set_str(&cfg->server_metrics_urls[cfg->n_server_metrics_urls++], url);
+}
+
+static int gpu_telemetry(sg_config_t *cfg, parse_state_t *st, const char *opt, const char *arg)
+{
+    cfg->gpu_telemetry = true;
+    if (!arg)
+        return 0; /* the default endpoint, unless another --gpu-telemetry names one (finish) */
+    st->gpu_url_given = true;
+    return gpu_telemetry_url(cfg, opt, arg);
 }
 
 /*
@@ -1516,6 +1559,8 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_PROGRESS:
         cfg->progress = 1;
         return 0;
+    case OPT_GPU_TELEMETRY:
+        return gpu_telemetry(cfg, st, opt, arg);
     case OPT_MEASUREMENT_INTERVAL: /* stability windows (engine/stable.c) */
         return parse_num(opt, arg, "milliseconds, 10 or more", 10, false, 86400e3, &cfg->measurement_interval_ms);
     case OPT_STABILITY:
@@ -1842,6 +1887,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
                                     "one or the other");
     if (cfg->n_models == 0)
         return fail("model", "required: name the model to benchmark, e.g. -m meta-llama/Llama-3.1-8B-Instruct");
+    if (cfg->gpu_telemetry && !st->gpu_url_given &&
+        (rc = gpu_telemetry_url(cfg, "gpu-telemetry", GPU_TELEMETRY_DEFAULT_URL)) != 0)
+        return rc;
     rc = finish_points(cfg, st);
     if (rc)
         return rc;
@@ -2027,6 +2075,14 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
         if ((c == OPT_WARMUP_FIRST_ONLY || c == OPT_CONSISTENT_SEED) && !arg && optind < argc &&
             (strcmp(argv[optind], "true") == 0 || strcmp(argv[optind], "false") == 0))
             arg = argv[optind++];
+        /* AIPerf's --gpu-telemetry takes its URLs as the next words: every one up to the next flag */
+        if (c == OPT_GPU_TELEMETRY && !arg && optind < argc && argv[optind][0] != '-') {
+            while (optind < argc && argv[optind][0] != '-')
+                if ((rc = one_option(cfg, st, c, "gpu-telemetry", argv[optind++])) != 0)
+                    return rc;
+            idx = -1;
+            continue;
+        }
         /* idx is set for a long option only: a short one is named by its long form */
         rc = one_option(cfg, st, c, idx >= 0 ? long_options[idx].name : opt_name(c), arg);
         idx = -1;
@@ -2241,6 +2297,7 @@ char *sg_config_to_json(const sg_config_t *cfg)
         json_object_set_new(stab, "max_trials", json_integer(cfg->max_trials));
     }
     json_object_set_new(o, "stability", stab ? stab : json_null());
+    json_object_set_new(o, "gpu_telemetry", json_boolean(cfg->gpu_telemetry));
     json_t *slo_list = json_array();
     for (size_t i = 0; slo_list && i < cfg->n_slo_checks; i++)
         json_array_append_new(slo_list, json_string(cfg->slo_checks[i].text));

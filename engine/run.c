@@ -1808,6 +1808,12 @@ static int point_report(profile_t *p, point_t *pt)
     char *scrapes = report_scrapes(p, pt);
     char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
     char *stab_text = stab_json(pt->stab);
+    /* DCGM exporter series among the scrapes: per GPU, and tokens per joule over the point's output tokens */
+    char *gpu_text =
+        pt->scraper ? sg_srvm_gpu_json(sg_scraper_store(pt->scraper), sg_metrics_output_tokens(pt->merged)) : NULL;
+    if (!gpu_text && pt->scraper && cfg->gpu_telemetry)
+        fprintf(stderr, "surge: --gpu-telemetry: no DCGM exporter metric (DCGM_FI_DEV_*) was scraped from %s\n",
+                cfg->n_server_metrics_urls == 1 ? cfg->server_metrics_urls[0] : "the URLs given");
     /* why surge cancelled what it did (the workers' messages say it per request) */
     const char *cancelled_why = pt->interrupted           ? "the run was interrupted"
                                 : pt->probe.stopped_early ? "the probe was stopped early"
@@ -1822,6 +1828,7 @@ static int point_report(profile_t *p, point_t *pt)
     sg_run_info_t info = {
         .extra_json = dist_json ? dist_json : stab_text, /* a run over several ranks has no windows */
         .server_metrics_json = scrapes,
+        .gpu_json = gpu_text,
         .title = "surge | LLM Metrics",
         .streaming = p->n_streaming > 0,
         .interrupted = pt->interrupted,
@@ -1884,6 +1891,7 @@ static int point_report(profile_t *p, point_t *pt)
     free(scrapes);
     free(dist_json);
     free(stab_text);
+    free(gpu_text);
     if (pt->spec.quiet)
         point_line(pt);
     else if (xerr < 0)

@@ -143,6 +143,7 @@ typedef struct {
     char *server_metrics_urls[SG_MAX_SCRAPE_URLS]; /* --server-metrics-url, each http://HOST[:PORT]/PATH */
     size_t n_server_metrics_urls;
     double server_metrics_interval_s; /* --server-metrics-interval (default 1) */
+    bool gpu_telemetry;               /* --gpu-telemetry: its DCGM URLs are in server_metrics_urls too */
     double slice_duration_s;          /* --slice-duration: per-window metrics in <stem>_surge_timeslices.*; 0 = none */
     /* stability windows (engine/stable.c): windows of measurement_interval_ms (0: off) until the last three agree
      * within stability_pct, at most max_trials windows */
