@@ -419,6 +419,31 @@ static void test_bad_values(void)
     BAD("-m", "x", "-p", "500", "--search", "max-concurrency", "--slo", "time_to_first_token:p99<500");
     BAD("-m", "x", "-p", "500", "--conversation-turn-mean", "3");
     BAD("-m", "x", "-p");
+    /* --gpu-telemetry (AIPerf's): DCGM exporter URLs join the scrape list */
+    {
+        sg_config_t c;
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--gpu-telemetry", NULL), 0);
+        CHECK(c.gpu_telemetry && c.n_server_metrics_urls == 1 &&
+              strcmp(c.server_metrics_urls[0], "http://localhost:9400/metrics") == 0);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--server-metrics-url", "http://node1:9400/metrics", "--gpu-telemetry",
+                           "node1:9400", "http://node2:9401/dcgm", "--streaming", NULL),
+                     0);
+        CHECK(c.streaming && c.n_server_metrics_urls == 2); /* a URL already scraped is scraped once */
+        CHECK(strcmp(c.server_metrics_urls[0], "http://node1:9400/metrics") == 0);
+        CHECK(strcmp(c.server_metrics_urls[1], "http://node2:9401/dcgm") == 0);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--gpu-telemetry=127.0.0.1:9400", "--server-metrics-interval", "0.5", NULL),
+                     0);
+        CHECK(c.gpu_telemetry && c.n_server_metrics_urls == 1 && c.server_metrics_interval_s == 0.5);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", NULL), 0);
+        CHECK(!c.gpu_telemetry && c.n_server_metrics_urls == 0);
+        sg_config_free(&c);
+    }
+    BAD("-m", "x", "--gpu-telemetry", "pynvml");
+    BAD("-m", "x", "--gpu-telemetry", "https://node1:9400");
+    BAD("-m", "x", "--gpu-telemetry", "node1:99999");
     /* peers' flags we do not do */
     BAD("-m", "x", "--input-dataset", "openorca");
     BAD("-m", "x", "--generate-plots=yes");
