@@ -238,9 +238,8 @@ static const struct option long_options[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {"measurement-interval", required_argument, NULL, OPT_MEASUREMENT_INTERVAL}, /* perf_analyzer, GenAI-Perf: ms */
     {"stability-percentage", required_argument, NULL, OPT_STABILITY},            /* perf_analyzer, GenAI-Perf */
-    {"max-trials", required_argument, NULL, OPT_MAX_TRIALS},
-    {"gpu-telemetry", optional_argument, NULL, OPT_GPU_TELEMETRY},
-    /* AIPerf: DCGM exporter URLs */ /* perf_analyzer */
+    {"max-trials", required_argument, NULL, OPT_MAX_TRIALS},                     /* perf_analyzer */
+    {"gpu-telemetry", optional_argument, NULL, OPT_GPU_TELEMETRY},               /* AIPerf: DCGM exporter URLs */
     {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
     {"batch-size-text", required_argument, NULL, OPT_BATCH_SIZE},                /* GenAI-Perf's newer name */
     {"prompt-batch-size", required_argument, NULL, OPT_BATCH_SIZE},              /* AIPerf's */

@@ -57,6 +57,7 @@ typedef struct {
  */
 typedef struct {
     atomic_uint_fast64_t issued, done, ok;
+    atomic_uint_fast64_t cancelled;  /* of the finished, those surge cancelled (the run stopped) */
     atomic_uint_fast64_t latency_ns; /* sum over the ok ones: request_latency */
 } sg_win_count_t;
 /* The worker's window counts (*n of them; NULL without --measurement-interval). */

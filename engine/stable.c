@@ -20,8 +20,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * A closed loop's next request is intended when its slot freed: at the response's receive time, which with the
+ * kernel's stamps can lie a little before the worker handles it (a read held for coalescing, or left for a later
+ * turn). A window is judged once every worker has issued up to this much past its end, and after the join every
+ * judged window is counted again from the final counts (stab_finish), so the figures reported are always whole.
+ */
+#define LATE_NS 5000000LL
+
 typedef struct {
-    uint64_t requests, ok;
+    uint64_t requests, ok; /* requests: ok and failed, as the summary's request_count (cancelled ones apart) */
+    uint64_t cancelled;
     double throughput; /* successful requests / s */
     double latency_ms; /* mean request latency of the successful ones; NAN when none */
 } stab_win_t;
@@ -66,7 +75,7 @@ void stab_free(stab_t *s)
  * After the join (joined) every count is final. */
 static bool window_complete(const stab_t *s, const point_t *pt, uint32_t k, bool joined, stab_win_t *out)
 {
-    uint64_t requests = 0, ok = 0, lat_ns = 0;
+    uint64_t requests = 0, ok = 0, cancelled = 0, lat_ns = 0;
     for (unsigned i = 0; i < pt->n_workers; i++) {
         const sg_worker_progress_t *wp = sg_worker_progress(pt->ws[i]);
         uint32_t n = 0;
@@ -77,14 +86,16 @@ static bool window_complete(const stab_t *s, const point_t *pt, uint32_t k, bool
             bool done_issuing = atomic_load_explicit(&wp->issuing_done, memory_order_acquire) != 0;
             int64_t origin = atomic_load_explicit(&wp->win_origin_ns, memory_order_acquire);
             if (!done_issuing && (origin == 0 || atomic_load_explicit(&wp->issued_to_ns, memory_order_acquire) <
-                                                     origin + (int64_t)(k + 1) * s->win_ns))
+                                                     origin + (int64_t)(k + 1) * s->win_ns + LATE_NS))
                 return false; /* its measured phase has not begun, or it may still issue into window k */
         }
         uint64_t issued = atomic_load_explicit(&c[k].issued, memory_order_relaxed);
         uint64_t done = atomic_load_explicit(&c[k].done, memory_order_acquire);
         if (done < issued)
             return false;
-        requests += issued;
+        uint64_t cut = atomic_load_explicit(&c[k].cancelled, memory_order_relaxed);
+        requests += issued - cut;
+        cancelled += cut;
         ok += atomic_load_explicit(&c[k].ok, memory_order_relaxed);
         lat_ns += atomic_load_explicit(&c[k].latency_ns, memory_order_relaxed);
     }
@@ -92,6 +103,7 @@ static bool window_complete(const stab_t *s, const point_t *pt, uint32_t k, bool
     *out = (stab_win_t){
         .requests = requests,
         .ok = ok,
+        .cancelled = cancelled,
         .throughput = (double)ok / win_s,
         .latency_ms = ok ? (double)lat_ns / (double)ok / 1e6 : NAN,
     };
@@ -196,6 +208,12 @@ int stab_finish(profile_t *p, point_t *pt)
 {
     (void)p;
     stab_t *s = pt->stab;
+    /* the windows judged live, counted again from the final counts: a request handled after its window was judged
+     * (LATE_NS) is in them now, and the verdict is the rule's on these figures */
+    for (uint32_t k = 0; k < s->judged; k++)
+        window_complete(s, pt, k, true, &s->win[k]);
+    if (s->decided && s->judged >= 3)
+        s->stable = judge_last(s);
     /* a run that went its whole length has every window whole; an interrupted one's last window is partial */
     if (!s->decided && !pt->interrupted)
         judge(s, pt, true);
@@ -258,11 +276,11 @@ char *stab_json(const stab_t *s)
     double ms = (double)s->win_ns / 1e6;
     for (uint32_t k = 0; k < s->judged; k++) {
         const stab_win_t *w = &s->win[k];
-        json_array_append_new(wins,
-                              json_pack("{s:I, s:f, s:f, s:I, s:I, s:o, s:o}", "index", (json_int_t)k, "start_ms",
-                                        ms * k, "end_ms", ms * (k + 1), "request_count", (json_int_t)w->requests,
-                                        "ok_count", (json_int_t)w->ok, "request_throughput", num_or_null(w->throughput),
-                                        "avg_request_latency", num_or_null(w->latency_ms)));
+        json_array_append_new(
+            wins, json_pack("{s:I, s:f, s:f, s:I, s:I, s:I, s:o, s:o}", "index", (json_int_t)k, "start_ms", ms * k,
+                            "end_ms", ms * (k + 1), "request_count", (json_int_t)w->requests, "ok_count",
+                            (json_int_t)w->ok, "cancelled_count", (json_int_t)w->cancelled, "request_throughput",
+                            num_or_null(w->throughput), "avg_request_latency", num_or_null(w->latency_ms)));
     }
     json_object_set_new(o, "measurement_interval_ms", json_real(ms));
     json_object_set_new(o, "stability_percentage", json_real(s->pct));

@@ -348,6 +348,8 @@ static void win_done(sg_worker_t *w, const sg_record_t *rec)
     if (rec->err_class == SG_ERRC_NONE && rec->end_ns > rec->intended_ns) {
         bump(&c->ok, 1);
         bump(&c->latency_ns, (uint64_t)(rec->end_ns - rec->intended_ns));
+    } else if (rec->err_class == SG_ERRC_CANCELLED) {
+        bump(&c->cancelled, 1);
     }
     /* release: a reader that sees this count sees the ok and latency before it */
     atomic_store_explicit(&c->done, atomic_load_explicit(&c->done, memory_order_relaxed) + 1, memory_order_release);

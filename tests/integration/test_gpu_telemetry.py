@@ -170,7 +170,7 @@ def main(h):
             h.check(near(gg["gpu_sm_clock"]["avg"], sum(clk) / n), "GPU %d: SM clock mean" % gi, gg["gpu_sm_clock"])
             h.check(gg["gpu_temperature"]["max"] == max(col("DCGM_FI_DEV_GPU_TEMP")), "GPU %d: temperature max" % gi,
                     gg["gpu_temperature"])
-        out_tokens = sum(x["output_sequence_length"] for x in r.records if x.get("error") is None)
+        out_tokens = sum(x["output_sequence_length"] for x in r.records if x["status"] == "ok")
         h.check(g["output_tokens"] == out_tokens == 120 * 24, "output tokens: the ok requests' OSL summed",
                 (g["output_tokens"], out_tokens))
         h.check(near(g["energy_j"], total_j) and g["energy_source"] == "energy_counter", "energy: both GPUs'",

@@ -46,9 +46,12 @@ def check_pooled(h, r, st, interval_ms, what):
     lo, hi = first * interval_ms * 1e6, (last + 1) * interval_ms * 1e6
     inside = [x for x in r.records if lo <= x["intended_ns"] + off < hi]
     later = [x for x in r.records if x["intended_ns"] + off >= hi]
-    h.check(len(inside) == n and len(inside) + len(later) + sum(w["request_count"] for w in wins[:first]) ==
-            len(r.records), what + ": the JSONL's requests in the windows, the rest after them",
-            (len(inside), n, len(later), len(r.records)))
+    cut = [x for x in inside if x["status"] == "cancelled"]
+    before = sum(w["request_count"] + w["cancelled_count"] for w in wins[:first])
+    h.check(len(inside) - len(cut) == n and len(cut) == sum(w["cancelled_count"] for w in rep) and
+            len(inside) + len(later) + before == len(r.records),
+            what + ": the JSONL's requests in the windows, the rest after them",
+            (len(inside), len(cut), n, len(later), len(r.records)))
 
 
 def main(h):
