@@ -82,11 +82,12 @@ static bool window_complete(const stab_t *s, const point_t *pt, uint32_t k, bool
         const sg_win_count_t *c = sg_worker_windows(pt->ws[i], &n);
         if (!c || k >= n)
             return false;
+        /* live: the worker is past the window (its issued_to is a release store after its counts); a worker that
+         * stopped turning before that (the last window, the run's end) is judged after the join */
         if (!joined) {
-            bool done_issuing = atomic_load_explicit(&wp->issuing_done, memory_order_acquire) != 0;
             int64_t origin = atomic_load_explicit(&wp->win_origin_ns, memory_order_acquire);
-            if (!done_issuing && (origin == 0 || atomic_load_explicit(&wp->issued_to_ns, memory_order_acquire) <
-                                                     origin + (int64_t)(k + 1) * s->win_ns + LATE_NS))
+            if (origin == 0 || atomic_load_explicit(&wp->issued_to_ns, memory_order_acquire) <
+                                   origin + (int64_t)(k + 1) * s->win_ns + LATE_NS)
                 return false; /* its measured phase has not begun, or it may still issue into window k */
         }
         uint64_t issued = atomic_load_explicit(&c[k].issued, memory_order_relaxed);
