@@ -91,7 +91,7 @@ class Exporter:
             "DCGM_FI_DEV_ENC_UTIL": 0,
             "DCGM_FI_DEV_DEC_UTIL": 0,
             "DCGM_FI_DEV_XID_ERRORS": 0,
-            "DCGM_FI_DEV_FB_FREE": 81559 - (66000 + 97 * k + 13 * g) + 0,
+            "DCGM_FI_DEV_FB_FREE": 81559 - (66000 + 97 * k + 13 * g),
             "DCGM_FI_DEV_FB_USED": 66000 + 97 * k + 13 * g,
         }
 
