@@ -107,6 +107,8 @@ enum {
     OPT_IGNORE_EOS,
     OPT_COOLDOWN,
     OPT_SLICE_DURATION,
+    OPT_MAX_TRIALS,
+    OPT_GPU_TELEMETRY,
     OPT_STALL_THRESHOLD,
     OPT_SERVER_METRICS_URL,
     OPT_SERVER_METRICS_INTERVAL,
@@ -255,8 +257,10 @@ static const struct option long_options[] = {
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
-    {"measurement-interval", optional_argument, NULL, OPT_MEASUREMENT_INTERVAL},
-    {"stability-percentage", optional_argument, NULL, OPT_STABILITY},
+    {"measurement-interval", required_argument, NULL, OPT_MEASUREMENT_INTERVAL}, /* perf_analyzer, GenAI-Perf: ms */
+    {"stability-percentage", required_argument, NULL, OPT_STABILITY},            /* perf_analyzer, GenAI-Perf */
+    {"max-trials", required_argument, NULL, OPT_MAX_TRIALS},                     /* perf_analyzer */
+    {"gpu-telemetry", optional_argument, NULL, OPT_GPU_TELEMETRY},               /* AIPerf: DCGM exporter URLs */
     {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
     {"batch-size-text", required_argument, NULL, OPT_BATCH_SIZE},                /* GenAI-Perf's newer name */
     {"prompt-batch-size", required_argument, NULL, OPT_BATCH_SIZE},              /* AIPerf's */
@@ -326,7 +330,7 @@ static const struct option long_options[] = {
 };
 
 /* Leading ':' makes getopt report a missing value as ':' (distinct from an unknown option) and stay quiet. */
-static const char short_options[] = ":m:u:H:vhkp::s::b:f:";
+static const char short_options[] = ":m:u:H:vhkp:s:b:f:";
 
 /* The long name of an option value, for messages: users typed -m but the help lists --model. */
 static const char *opt_name(int val)
@@ -824,12 +828,6 @@ static int parse_goodput(sg_config_t *cfg, const char *arg)
 static int not_supported(int val)
 {
     switch (val) {
-    case OPT_MEASUREMENT_INTERVAL:
-        return fail("measurement-interval", "not supported: surge measures one window bounded by --request-count "
-                                            "or --benchmark-duration SECONDS; use those instead");
-    case OPT_STABILITY:
-        return fail("stability-percentage", "not supported: surge does not repeat windows until stable; it runs "
-                                            "one measurement bounded by --request-count or --benchmark-duration");
     case OPT_INPUT_DATASET:
         return fail("input-dataset", "not supported: surge fetches no hosted datasets; download one and give it "
                                      "with --input-file (ShareGPT, GenAI-Perf JSONL, ...), or use synthetic prompts");
@@ -889,7 +887,9 @@ typedef struct {
     const char *rankings_flag; /* the first --rankings-* flag given */
     bool batch_given;
     bool ramp_start_given, ramp_dur_given, cancel_delay_given;
-    double ramp_end; /* --ramp-up-end-rps; 0 when not given */
+    double ramp_end;            /* --ramp-up-end-rps; 0 when not given */
+    const char *stability_flag; /* --stability-percentage or --max-trials, the first given */
+    bool gpu_url_given;         /* --gpu-telemetry named an endpoint */
 } parse_state_t;
 
 static int finish_ramp_cancel(sg_config_t *cfg, parse_state_t *st);
@@ -1134,6 +1134,76 @@ static int finish_points(sg_config_t *cfg, parse_state_t *st)
     if (st->scrape_interval_given && cfg->n_server_metrics_urls == 0)
         return fail("server-metrics-interval", "only applies with --server-metrics-url");
     return finish_multirun(cfg, st);
+}
+
+/*
+ * --gpu-telemetry [URL ...] (AIPerf's): DCGM exporter endpoints, scraped beside the server's metrics (the same
+ * scraper; metrics/srvmetrics.c knows DCGM's names and makes the summary's gpu_telemetry). A URL may leave out
+ * http:// and the path (localhost:9400 is http://localhost:9400/metrics); without one, the exporter's default
+ * port on this host.
+ */
+#define GPU_TELEMETRY_DEFAULT_URL "http://localhost:9400/metrics"
+
+static int gpu_telemetry_url(sg_config_t *cfg, const char *opt, const char *arg)
+{
+    if (strcmp(arg, "pynvml") == 0 || strcmp(arg, "amdsmi") == 0)
+        return fail(opt,
+                    "%s is not supported: surge reads GPU telemetry from a DCGM exporter's /metrics (give its "
+                    "URL, e.g. localhost:9400)",
+                    arg);
+    char url[1100];
+    const char *host = strstr(arg, "://") ? strstr(arg, "://") + 3 : arg;
+    snprintf(url, sizeof url, "%s%s%s", strstr(arg, "://") ? "" : "http://", arg, strchr(host, '/') ? "" : "/metrics");
+    char h[256], port[8], path[1024], err[512];
+    if (strlen(url) >= sizeof url - 1 ||
+        sg_scrape_url_parse(url, h, sizeof h, port, sizeof port, path, sizeof path, err, sizeof err) < 0)
+        return fail(opt, "%s", strlen(url) >= sizeof url - 1 ? "URL too long" : err);
+    for (size_t i = 0; i < cfg->n_server_metrics_urls; i++)
+        if (strcmp(cfg->server_metrics_urls[i], url) == 0)
+            return 0; /* scraped once */
+    if (cfg->n_server_metrics_urls == SG_MAX_SCRAPE_URLS)
+        return fail(opt, "at most %d URLs with --server-metrics-url", SG_MAX_SCRAPE_URLS);
+    return set_str(&cfg->server_metrics_urls[cfg->n_server_metrics_urls++], url);
+}
+
+static int gpu_telemetry(sg_config_t *cfg, parse_state_t *st, const char *opt, const char *arg)
+{
+    cfg->gpu_telemetry = true;
+    if (!arg)
+        return 0; /* the default endpoint, unless another --gpu-telemetry names one (finish) */
+    st->gpu_url_given = true;
+    return gpu_telemetry_url(cfg, opt, arg);
+}
+
+/*
+ * --measurement-interval MS (perf_analyzer's time windows): the point is measured in windows of MS until the last
+ * three agree within --stability-percentage, at most --max-trials windows (engine/stable.c). The windows are the
+ * point's --benchmark-duration, cut short once stable, so a count or a duration of its own has no meaning here.
+ */
+static int finish_stability(sg_config_t *cfg, parse_state_t *st)
+{
+    if (cfg->measurement_interval_ms <= 0) {
+        if (st->stability_flag)
+            return fail(st->stability_flag, "only applies with --measurement-interval MS (stability windows)");
+        return 0;
+    }
+    if (st->count_given || st->duration_given)
+        return fail("measurement-interval",
+                    "cannot be combined with --%s: the point runs in windows of the interval "
+                    "until they are stable (at most --max-trials windows)",
+                    st->count_given ? "request-count" : "benchmark-duration");
+    if (cfg->search)
+        return fail("measurement-interval", "cannot be combined with --search: the search sizes its own probes and "
+                                            "judges them by confidence intervals (docs/capacity.md)");
+    if (cfg->fixed_schedule)
+        return fail("measurement-interval", "cannot be combined with --fixed-schedule: the trace sets when the run "
+                                            "ends");
+    if (cfg->sessions)
+        return fail("measurement-interval", "does not apply to multi-turn sessions, whose turns wait on each other "
+                                            "across windows");
+    cfg->benchmark_duration_s = cfg->measurement_interval_ms * cfg->max_trials / 1e3;
+    st->duration_given = true;
+    return 0;
 }
 
 /* ---------- TLS files ---------- */
@@ -1733,6 +1803,16 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_PROGRESS:
         cfg->progress = 1;
         return 0;
+    case OPT_GPU_TELEMETRY:
+        return gpu_telemetry(cfg, st, opt, arg);
+    case OPT_MEASUREMENT_INTERVAL: /* stability windows (engine/stable.c) */
+        return parse_num(opt, arg, "milliseconds, 10 or more", 10, false, 86400e3, &cfg->measurement_interval_ms);
+    case OPT_STABILITY:
+        st->stability_flag = st->stability_flag ? st->stability_flag : "stability-percentage";
+        return parse_num(opt, arg, "a percentage above 0", 0, true, 1000, &cfg->stability_pct);
+    case OPT_MAX_TRIALS:
+        st->stability_flag = st->stability_flag ? st->stability_flag : "max-trials";
+        return parse_u32(opt, arg, 3, SG_STABLE_MAX_TRIALS, &cfg->max_trials);
     case OPT_NO_PROGRESS:
         cfg->progress = 0;
         return 0;
@@ -1773,6 +1853,8 @@ static int set_defaults(sg_config_t *cfg)
     cfg->search_trials = 1;
     cfg->search_max_trials = 4;
     cfg->num_profile_runs = 1;
+    cfg->stability_pct = 10; /* perf_analyzer's defaults */
+    cfg->max_trials = 10;
     cfg->confidence_level = 0.95;
     cfg->warmup_only_first_run = true;
     cfg->headers = calloc(1, sizeof *cfg->headers);
@@ -2053,6 +2135,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
                                     "one or the other");
     if (cfg->n_models == 0)
         return fail("model", "required: name the model to benchmark, e.g. -m meta-llama/Llama-3.1-8B-Instruct");
+    if (cfg->gpu_telemetry && !st->gpu_url_given &&
+        (rc = gpu_telemetry_url(cfg, "gpu-telemetry", GPU_TELEMETRY_DEFAULT_URL)) != 0)
+        return rc;
     rc = finish_points(cfg, st);
     if (rc)
         return rc;
@@ -2111,6 +2196,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
         cfg->concurrency = 1;
     if (st->rate_given)
         cfg->concurrency = 0;
+    rc = finish_stability(cfg, st);
+    if (rc)
+        return rc;
     if (st->grace_given && !st->duration_given)
         return fail("benchmark-grace-period", "bounds the wait after --benchmark-duration's sending, so it needs "
                                               "--benchmark-duration S");
@@ -2257,6 +2345,14 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
         if ((c == OPT_WARMUP_FIRST_ONLY || c == OPT_CONSISTENT_SEED) && !arg && optind < argc &&
             (strcmp(argv[optind], "true") == 0 || strcmp(argv[optind], "false") == 0))
             arg = argv[optind++];
+        /* AIPerf's --gpu-telemetry takes its URLs as the next words: every one up to the next flag */
+        if (c == OPT_GPU_TELEMETRY && !arg && optind < argc && argv[optind][0] != '-') {
+            while (optind < argc && argv[optind][0] != '-')
+                if ((rc = one_option(cfg, st, c, "gpu-telemetry", argv[optind++])) != 0)
+                    return rc;
+            idx = -1;
+            continue;
+        }
         /* idx is set for a long option only: a short one is named by its long form */
         rc = one_option(cfg, st, c, idx >= 0 ? long_options[idx].name : opt_name(c), arg);
         idx = -1;
@@ -2397,6 +2493,8 @@ bool sg_config_option_repeatable(int val)
     case OPT_SLO:
     case OPT_GOODPUT:
     case OPT_SERVER_METRICS_URL:
+    case OPT_URL:           /* several URLs: one each */
+    case OPT_GPU_TELEMETRY: /* several DCGM exporters */
         return true;
     default:
         return false;
@@ -2623,6 +2721,14 @@ char *sg_config_to_json(const sg_config_t *cfg)
     }
     json_object_set_new(o, "slice_duration",
                         cfg->slice_duration_s > 0 ? json_real(cfg->slice_duration_s) : json_null());
+    json_t *stab = cfg->measurement_interval_ms > 0 ? json_object() : NULL;
+    if (stab) {
+        json_object_set_new(stab, "measurement_interval_ms", json_real(cfg->measurement_interval_ms));
+        json_object_set_new(stab, "stability_percentage", json_real(cfg->stability_pct));
+        json_object_set_new(stab, "max_trials", json_integer(cfg->max_trials));
+    }
+    json_object_set_new(o, "stability", stab ? stab : json_null());
+    json_object_set_new(o, "gpu_telemetry", json_boolean(cfg->gpu_telemetry));
     json_t *slo_list = json_array();
     for (size_t i = 0; slo_list && i < cfg->n_slo_checks; i++)
         json_array_append_new(slo_list, json_string(cfg->slo_checks[i].text));
@@ -2932,6 +3038,17 @@ void sg_config_usage(FILE *out)
                  "      --slice-duration S        also measure each S-second window of the run (AIPerf's time\n"
                  "                                slices), a request in the window of its intended start:\n"
                  "                                <stem>_surge_timeslices.json and .csv\n"
+                 "  -p, --measurement-interval MS\n"
+                 "                                stability windows (perf_analyzer's): measure in windows of MS\n"
+                 "                                milliseconds (a request in the window of its intended start)\n"
+                 "                                until the last 3 agree, then stop; the figures are those 3\n"
+                 "                                windows' requests pooled, and the summary's \"stability\" lists\n"
+                 "                                every window. Instead of --request-count/--benchmark-duration;\n"
+                 "                                each point of a sweep runs until stable\n"
+                 "  -s, --stability-percentage P  the last 3 windows agree when max/min of their throughput and\n"
+                 "                                of their mean request latency are each within P%% (default 10)\n"
+                 "      --max-trials N            at most N windows (3 or more; default 10); not stable by then:\n"
+                 "                                the last 3 reported, NOT STABLE, exit status 6\n"
                  "      --stall-threshold-ms MS   a worker whose loop runs this late (descheduled, blocked, CPU\n"
                  "                                starved) is a client stall: said on stderr at once, listed in\n"
                  "                                the summary's client_stalls and marked in the report\n"
@@ -3106,6 +3223,11 @@ void sg_config_usage(FILE *out)
                  "                                thread of its own; repeatable (up to 8): server_metrics.json/.csv\n"
                  "      --server-metrics-interval S\n"
                  "                                seconds between scrapes (default 1, at least 0.1)\n"
+                 "      --gpu-telemetry [URL ...] scrape NVIDIA DCGM exporters too (AIPerf's; URLs up to the next\n"
+                 "                                flag, localhost:9400 meaning http://localhost:9400/metrics;\n"
+                 "                                default that one): per GPU utilisation, memory, power, SM\n"
+                 "                                clock and energy in the console, summary and report, and output\n"
+                 "                                tokens per joule\n"
                  "      --generate-plots          also write report.html, the run's HTML report (as `surge report\n"
                  "                                DIR` does), into the artifact directory\n"
                  "      --show-trace-timing       also show the HTTP trace (http_req_connecting, _tls_handshaking,\n"
@@ -3168,9 +3290,7 @@ void sg_config_usage(FILE *out)
                  "  <stem>_surge.csv is laid out as GenAI-Perf's CSV, <stem>_surge.json as AIPerf's summary,\n"
                  "  and inputs.json holds every request body sent, as GenAI-Perf writes it.\n"
                  "\n"
-                 "Not supported (GenAI-Perf and perf_analyzer flags): --measurement-interval/-p and\n"
-                 "  --stability-percentage/-s (surge measures --request-count requests or --benchmark-duration\n"
-                 "  seconds, once),\n"
+                 "Not supported (GenAI-Perf and perf_analyzer flags):\n"
                  "  --input-dataset (download the data and give it with --input-file), and\n"
                  "  arguments after -- (there is no perf_analyzer behind surge).\n");
     fprintf(out, "\n"

@@ -184,8 +184,10 @@ int multirun_at(profile_t *p, const char *prefix, const point_spec_t *load, sg_p
         mr.interrupted = pt.interrupted;
         if (pt.interrupted) {
             run_failed(&mr, label, "interrupted: its files cover the run up to the interrupt");
-        } else if (pc == EXIT_OK || pc == EXIT_REQUEST_ERRORS || pc == EXIT_SLO_FAILED || pc == EXIT_SLO_INCONCLUSIVE) {
-            /* it measured: requests that failed or an --slo that failed are part of what it measured */
+        } else if (pc == EXIT_OK || pc == EXIT_REQUEST_ERRORS || pc == EXIT_SLO_FAILED || pc == EXIT_SLO_INCONCLUSIVE ||
+                   pc == EXIT_NOT_STABLE) {
+            /* it measured: requests that failed, an --slo that failed or windows not stable are part of what it
+             * measured */
             json_t *s = sg_metrics_ok(pt.merged) + sg_metrics_errors(pt.merged) > 0 ? run_summary(&pt) : NULL;
             if (s) {
                 mr.summaries[mr.n_used++] = s;

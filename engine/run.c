@@ -327,6 +327,9 @@ static void describe(const sg_run_t *run, unsigned n_workers, size_t n_streaming
                  cfg->benchmark_duration_s);
     else if (cfg->request_count)
         snprintf(stop, sizeof(stop), "%llu requests", (unsigned long long)cfg->request_count);
+    else if (cfg->measurement_interval_ms > 0)
+        snprintf(stop, sizeof(stop), "windows of %g ms until the last 3 agree within %g%%, at most %u",
+                 cfg->measurement_interval_ms, cfg->stability_pct, cfg->max_trials);
     else
         snprintf(stop, sizeof(stop), "%gs", cfg->benchmark_duration_s);
     /* the URL as given (a name stays a name: SNI and the certificate check use it), then the address it resolved
@@ -1067,6 +1070,8 @@ static int point_setup(profile_t *p, const point_spec_t *spec, point_t *pt)
         pt->cfg.random_seed ^= spec->reseed * 0x9e3779b97f4a7c15ULL; /* a distinct stream per reseed value */
     if (spec->no_warmup)
         pt->cfg.warmup_request_count = 0;
+    if (pt->cfg.measurement_interval_ms > 0 && !(pt->stab = stab_new(&pt->cfg)))
+        return EXIT_FATAL;
     const char *subdir = spec->subdir;
     char rank_dir[32];
     if (p->dist) { /* each rank's own files; rank 0 merges them into the artifact directory itself */
@@ -1567,6 +1572,8 @@ static void point_wait(profile_t *p, point_t *pt)
         }
         if (pt->spec.probe)
             probe_look(p, pt, now);
+        if (pt->stab)
+            stab_look(p, pt);
         if (show && now - last_print >= 500000000LL) {
             progress_line(ws, n, cfg, run->start_ns, false);
             last_print = now;
@@ -1914,9 +1921,17 @@ static int point_report(profile_t *p, point_t *pt)
     char *reuse_json = prompt_reuse(p, pt);
     char *scrapes = report_scrapes(p, pt);
     char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
+    char *stab_text = stab_json(pt->stab);
+    /* DCGM exporter series among the scrapes: per GPU, and tokens per joule over the point's output tokens */
+    char *gpu_text =
+        pt->scraper ? sg_srvm_gpu_json(sg_scraper_store(pt->scraper), sg_metrics_output_tokens(pt->merged)) : NULL;
+    if (!gpu_text && pt->scraper && cfg->gpu_telemetry)
+        fprintf(stderr, "surge: --gpu-telemetry: no DCGM exporter metric (DCGM_FI_DEV_*) was scraped from %s\n",
+                cfg->n_server_metrics_urls == 1 ? cfg->server_metrics_urls[0] : "the URLs given");
     /* why surge cancelled what it did (the workers' messages say it per request) */
     const char *cancelled_why = pt->interrupted           ? "the run was interrupted"
                                 : pt->probe.stopped_early ? "the probe was stopped early"
+                                : stab_stopped(pt->stab)  ? "the measurement windows were stable"
                                 : pt->grace_ended         ? "--benchmark-grace-period ended"
                                                           : NULL;
     /* the whole process's CPU, just before the summary: set-up before the start instant (payload table, connections
@@ -1925,8 +1940,9 @@ static int point_report(profile_t *p, point_t *pt)
     double proc_user_s, proc_sys_s;
     process_cpu(&proc_user_s, &proc_sys_s);
     sg_run_info_t info = {
-        .extra_json = dist_json,
+        .extra_json = dist_json ? dist_json : stab_text, /* a run over several ranks has no windows */
         .server_metrics_json = scrapes,
+        .gpu_json = gpu_text,
         .title = "surge | LLM Metrics",
         .streaming = p->n_streaming > 0,
         .interrupted = pt->interrupted,
@@ -1992,6 +2008,8 @@ static int point_report(profile_t *p, point_t *pt)
     free(reuse_json);
     free(scrapes);
     free(dist_json);
+    free(stab_text);
+    free(gpu_text);
     if (pt->spec.quiet)
         point_line(pt);
     else if (xerr < 0)
@@ -2058,8 +2076,11 @@ int point_exec(profile_t *p, const point_spec_t *spec, point_t *pt)
         code = point_run(p, pt);
     if (spec->probe)
         probe_end(p, pt);
+    int stab_code = EXIT_OK;
+    if (code == EXIT_OK && pt->stab)
+        stab_code = stab_finish(p, pt); /* before the report: its figures are the windows' */
     if (code == EXIT_OK)
-        code = point_report(p, pt);
+        code = points_worse(point_report(p, pt), stab_code);
     p->run.uniq_base += p->run.point_ids; /* the next point's prompts start past this one's */
     p->run.point_ids = 0;
     return code;
@@ -2086,6 +2107,7 @@ void point_free(point_t *pt)
     free(pt->probe.sample_t);
     free(pt->probe.sample_n);
     sg_scraper_free(pt->scraper);
+    stab_free(pt->stab);
     memset(pt, 0, sizeof(*pt));
 }
 

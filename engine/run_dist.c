@@ -36,6 +36,13 @@ int dist_prepare(profile_t *p)
                 o->world, o->source);
         return EXIT_USAGE;
     }
+    if (o->world > 1 && cfg->measurement_interval_ms > 0) {
+        fprintf(stderr,
+                "surge: a run over %u ranks (%s) cannot use --measurement-interval: each rank would judge its own "
+                "windows (give --world-size 1 to run it alone)\n",
+                o->world, o->source);
+        return EXIT_USAGE;
+    }
     if (o->world > 1 && cfg->export_summary) {
         fprintf(stderr,
                 "surge: --export-level summary: a run over %u ranks (%s) merges the ranks' per-request files, so "

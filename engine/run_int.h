@@ -20,7 +20,10 @@
 #define EXIT_FATAL 3            /* the run could not go on (I/O set-up, out of memory) */
 #define EXIT_SLO_FAILED 4       /* the run completed, and an --slo failed */
 #define EXIT_SLO_INCONCLUSIVE 5 /* the run completed, no --slo failed, and one could not be decided */
+#define EXIT_NOT_STABLE 6 /* --measurement-interval: the windows did not agree within --max-trials (perf_analyzer) */
 #define EXIT_INTERRUPTED 130
+
+typedef struct stab stab_t; /* stable.c: stability windows */
 
 /*
  * One `surge profile` invocation: the prepare steps fill it once, then every load point reads it. Each step
@@ -122,6 +125,7 @@ typedef struct {
     bool grace_ended;           /* --benchmark-grace-period ran out: what was outstanding was cancelled */
     bool fatal;                 /* a worker failed, or the OSL pass or the merge did */
     struct sg_scraper *scraper; /* --server-metrics-url: scraping from just before the load to just after */
+    stab_t *stab;               /* --measurement-interval: the windows judged (stable.c); NULL without */
     /* after point_report */
     double duration_s;
     sg_slo_verdict_t verdicts[SG_SLO_MAX]; /* one per --slo, in the order given */
@@ -154,6 +158,17 @@ int points_write(const profile_t *p, const char *stem, const char *key, json_t *
 void probe_begin(profile_t *p, point_t *pt);
 void probe_look(profile_t *p, point_t *pt, int64_t now);
 void probe_end(profile_t *p, point_t *pt);
+
+/* stable.c: stability windows (--measurement-interval). stab_look judges the windows complete so far (every look
+ * while the point runs) and stops the run once three agree; stab_finish, after the join, judges the rest, makes the
+ * point's metrics those of the three windows reported and says so (EXIT_OK or EXIT_NOT_STABLE); stab_json is the
+ * summary's "stability" object as the text of a JSON object (malloc'd; NULL without windows). */
+stab_t *stab_new(const sg_config_t *cfg);
+void stab_free(stab_t *s);
+void stab_look(profile_t *p, point_t *pt);
+bool stab_stopped(const stab_t *s);
+int stab_finish(profile_t *p, point_t *pt);
+char *stab_json(const stab_t *s);
 
 /* How many workers a point's load has room for (each needs a slot, an in-flight allowance, a connection). */
 unsigned point_worker_count(const sg_config_t *cfg);

@@ -25,6 +25,7 @@ typedef enum { SG_SEARCH_NONE = 0, SG_SEARCH_MAX_RATE, SG_SEARCH_MAX_CONCURRENCY
 #define SG_COALESCE_AUTO UINT32_MAX
 #define SG_COALESCE_US_DEFAULT 1000u
 #define SG_COALESCE_US_MAX 100000u
+#define SG_STABLE_MAX_TRIALS 1000u /* --max-trials at most */
 
 /* -u/--url given several times (AIPerf's multi-URL load balancing, docs/cli.md): at most this many */
 #define SG_MAX_URLS 8
@@ -173,7 +174,13 @@ typedef struct {
     char *server_metrics_urls[SG_MAX_SCRAPE_URLS]; /* --server-metrics-url, each http://HOST[:PORT]/PATH */
     size_t n_server_metrics_urls;
     double server_metrics_interval_s; /* --server-metrics-interval (default 1) */
+    bool gpu_telemetry;               /* --gpu-telemetry: its DCGM URLs are in server_metrics_urls too */
     double slice_duration_s;          /* --slice-duration: per-window metrics in <stem>_surge_timeslices.*; 0 = none */
+    /* stability windows (engine/stable.c): windows of measurement_interval_ms (0: off) until the last three agree
+     * within stability_pct, at most max_trials windows */
+    double measurement_interval_ms;
+    double stability_pct;
+    uint32_t max_trials;
     double stall_threshold_ms; /* --stall-threshold-ms: a worker this late is a client stall (default 100; 0 off) */
     double max_error_rate;     /* share of failed requests allowed before a non-zero exit; 0 by default */
     sg_slo_t slos[8];          /* --goodput: per-request thresholds */

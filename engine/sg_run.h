@@ -26,6 +26,7 @@ typedef enum {
     SG_STOP_PROBE,     /* a search probe stopped early: an --slo could no longer hold */
     SG_STOP_GRACE,     /* --benchmark-grace-period ran out after --benchmark-duration */
     SG_STOP_ABORT,     /* the run could not start */
+    SG_STOP_STABLE,    /* --measurement-interval: the windows were stable (engine/stable.c) */
 } sg_stop_why_t;
 
 /*

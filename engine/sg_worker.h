@@ -45,7 +45,23 @@ typedef struct {
     atomic_uint_fast64_t refused;         /* connection attempts that failed, every window, since the start */
     atomic_uint_fast64_t backing_off;     /* closed loop: slots waiting out a back-off now */
     atomic_uint unreach_n;                /* windows closed; sg_worker_unreachable's first unreach_n are final */
+    /* Stability windows (--measurement-interval; engine/stable.c), CLOCK_MONOTONIC ns: */
+    atomic_int_fast64_t win_origin_ns; /* where this worker's windows start (its measured phase); 0: not yet */
+    atomic_int_fast64_t issued_to_ns;  /* every request intended before this was issued (release, per turn) */
 } sg_worker_progress_t;
+
+/*
+ * One stability window's counts in one worker (single writer, relaxed; engine/stable.c reads them live): the
+ * measured requests intended in [origin + k I, origin + (k + 1) I), issued and finished (ok, failed or cancelled),
+ * and of the successful ones the count and the sum of their request latencies.
+ */
+typedef struct {
+    atomic_uint_fast64_t issued, done, ok;
+    atomic_uint_fast64_t cancelled;  /* of the finished, those surge cancelled (the run stopped) */
+    atomic_uint_fast64_t latency_ns; /* sum over the ok ones: request_latency */
+} sg_win_count_t;
+/* The worker's window counts (*n of them; NULL without --measurement-interval). */
+const sg_win_count_t *sg_worker_windows(const sg_worker_t *w, uint32_t *n);
 
 /* A client stall: from start_ns, when the worker's loop was due and did not turn, to end_ns, when it had done what
  * was due again; max_lag_ns the largest lateness in between; requests, those the worker issued in it (due in it:

@@ -21,8 +21,9 @@
  * then failed requests, then a failed --slo, then an inconclusive one. */
 int points_worse(int a, int b)
 {
-    static const int order[] = {EXIT_OK,    EXIT_SLO_INCONCLUSIVE, EXIT_SLO_FAILED, EXIT_REQUEST_ERRORS, EXIT_USAGE,
-                                EXIT_FATAL, EXIT_INTERRUPTED};
+    static const int order[] = {EXIT_OK,         EXIT_NOT_STABLE,     EXIT_SLO_INCONCLUSIVE,
+                                EXIT_SLO_FAILED, EXIT_REQUEST_ERRORS, EXIT_USAGE,
+                                EXIT_FATAL,      EXIT_INTERRUPTED};
     int ra = 0, rb = 0;
     for (int i = 0; i < (int)SG_ARRAY_LEN(order); i++) {
         if (order[i] == a)

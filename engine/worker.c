@@ -333,6 +333,36 @@ static void backoff_due(sg_worker_t *w, int64_t now)
 
 /* ---------------- request completion ---------------- */
 
+/* --measurement-interval: the window a measured request intended at t belongs to; NULL outside them. */
+static sg_win_count_t *win_of(sg_worker_t *w, int64_t t)
+{
+    if (w->win_origin_ns == 0 || t < w->win_origin_ns)
+        return NULL;
+    int64_t k = (t - w->win_origin_ns) / w->win_ns;
+    return k < (int64_t)w->n_win ? &w->win[k] : NULL;
+}
+
+static void bump(atomic_uint_fast64_t *a, uint64_t by)
+{
+    atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + by, memory_order_relaxed);
+}
+
+/* A measured request finished: its window's counts (engine/stable.c judges them while the run goes on). */
+static void win_done(sg_worker_t *w, const sg_record_t *rec)
+{
+    sg_win_count_t *c = win_of(w, rec->intended_ns);
+    if (!c)
+        return;
+    if (rec->err_class == SG_ERRC_NONE && rec->end_ns > rec->intended_ns) {
+        bump(&c->ok, 1);
+        bump(&c->latency_ns, (uint64_t)(rec->end_ns - rec->intended_ns));
+    } else if (rec->err_class == SG_ERRC_CANCELLED) {
+        bump(&c->cancelled, 1);
+    }
+    /* release: a reader that sees this count sees the ok and latency before it */
+    atomic_store_explicit(&c->done, atomic_load_explicit(&c->done, memory_order_relaxed) + 1, memory_order_release);
+}
+
 /*
  * A search probe's bounds (sg_run_bound_t): count this request where it is on the wrong side. With a tokenizer the
  * OSL is settled after the run, so the metrics that divide by it (ITL, the per-user rate) are not counted live.
@@ -355,6 +385,8 @@ static void count_bounds(sg_worker_t *w, const sg_record_t *rec)
 
 void wk_record_done(sg_worker_t *w, sg_record_t *rec)
 {
+    if (SG_UNLIKELY(w->win) && !rec->warmup)
+        win_done(w, rec);
     if (!rec->warmup && rec->resent)
         w->resent_measured++;
     if (rec->warmup) {
@@ -547,8 +579,19 @@ static void new_request(sg_worker_t *w, int64_t intended)
         sg_payload_uniq(w->run->payloads, r->payload, w->run->uniq_base + rec->id, r->uniq);
     rec->warmup = k < w->warmup_quota;
     r->cancel_planned = w->cancel_below && !rec->warmup && cancel_chosen(w, rec->id);
-    if (k == w->warmup_quota && w->cfg->benchmark_duration_s > 0)
+    if (k == w->warmup_quota && w->cfg->benchmark_duration_s > 0) {
         w->stop_issue_ns = wk_window_end(w, intended, w->warmup_quota > 0);
+        if (SG_UNLIKELY(w->win)) { /* the windows tile the measured phase */
+            w->win_origin_ns = w->stop_issue_ns - (int64_t)llround(w->cfg->benchmark_duration_s * 1e9);
+            atomic_store_explicit(&w->progress.win_origin_ns, w->win_origin_ns, memory_order_release);
+        }
+    }
+    if (SG_UNLIKELY(w->win) && !rec->warmup) {
+        sg_win_count_t *c = win_of(w, intended);
+        if (c)
+            atomic_store_explicit(&c->issued, atomic_load_explicit(&c->issued, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+    }
     wk_wait_push(w, r);
 }
 
@@ -657,6 +700,8 @@ static const char *stop_why(const sg_worker_t *w)
         return "--benchmark-grace-period ended";
     case SG_STOP_INTERRUPT:
         return "the run was interrupted";
+    case SG_STOP_STABLE:
+        return "the measurement windows were stable";
     default:
         return w->fatal ? "the worker failed" : "the run stopped";
     }
@@ -720,6 +765,9 @@ static void publish(sg_worker_t *w, int64_t now)
     /* a closed loop learns that the duration is over only when a slot frees: say so from the clock */
     if (w->issuing_done || now >= w->stop_issue_ns)
         atomic_store_explicit(&p->issuing_done, 1, memory_order_relaxed);
+    /* after this turn's issuing: a request issued later is intended at a later completion or arrival */
+    if (SG_UNLIKELY(w->win))
+        atomic_store_explicit(&p->issued_to_ns, now, memory_order_release);
 }
 
 /*
@@ -1165,6 +1213,16 @@ sg_worker_t *sg_worker_new(sg_run_t *run, unsigned index, unsigned n, int cpu, c
         free(w);
         return NULL;
     }
+    if (cfg->measurement_interval_ms > 0) { /* last: nothing after it can fail */
+        w->win_ns = (int64_t)llround(cfg->measurement_interval_ms * 1e6);
+        w->n_win = cfg->max_trials;
+        w->win = calloc(w->n_win, sizeof(*w->win));
+        if (!w->win) {
+            snprintf(err, errlen, "out of memory for the stability windows");
+            sg_worker_free(w);
+            return NULL;
+        }
+    }
     return w;
 }
 
@@ -1199,6 +1257,12 @@ int sg_worker_join(sg_worker_t *w, char *err, size_t errlen)
 const sg_worker_progress_t *sg_worker_progress(const sg_worker_t *w)
 {
     return &w->progress;
+}
+
+const sg_win_count_t *sg_worker_windows(const sg_worker_t *w, uint32_t *n)
+{
+    *n = w->n_win;
+    return w->win;
 }
 
 sg_metrics_t *sg_worker_metrics(sg_worker_t *w)
@@ -1265,6 +1329,7 @@ void sg_worker_free(sg_worker_t *w)
         (void)e;
     }
     sg_metrics_free(w->metrics);
+    free(w->win);
     wk_sess_free(w);
     free(w->backoff);
     sg_tls_ctx_free(w->tls_ctx); /* after every connection: wk_conns_free_all ran at the thread's end */

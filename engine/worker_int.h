@@ -190,7 +190,10 @@ struct sg_worker {
     uint64_t quota; /* requests this worker issues, warmup included; UINT64_MAX = until the duration */
     uint64_t warmup_quota;
     uint64_t issued;
-    int64_t stop_issue_ns;  /* INT64_MAX until the measured phase starts with a duration */
+    int64_t stop_issue_ns; /* INT64_MAX until the measured phase starts with a duration */
+    sg_win_count_t *win;   /* --measurement-interval: n_win windows of win_ns from win_origin_ns; NULL without */
+    uint32_t n_win;
+    int64_t win_ns, win_origin_ns;
     uint32_t slots;         /* closed loop */
     uint32_t max_in_flight; /* 0 = no cap */
     bool issuing_done;

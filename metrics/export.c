@@ -782,6 +782,8 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
                 info->loop_waits, (double)info->loop_completions / (double)info->loop_waits, info->loop_coalesced,
                 info->coalesce_us, info->coalesce_us ? ", " : "", info->coalesce_us ? info->coalesce_method : "");
     put_unreach(out, info);
+    if (info)
+        sg_export_gpu_table(out, info->gpu_json);
     put_clamped(out, m);
     if (sg_metrics_per_user_undefined(m))
         fprintf(out,
@@ -1372,6 +1374,8 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
     }
     if (!rc && info && info->server_metrics_json)
         rc = set(root, "server_metrics", input_config(info->server_metrics_json));
+    if (!rc && info && info->gpu_json)
+        rc = set(root, "gpu_telemetry", input_config(info->gpu_json));
     rc = rc ? rc : set(root, "was_interrupted", json_boolean(info && info->interrupted));
     if (!rc) { /* the files before the summary that could not be written: the summary's presence no longer vouches */
         json_t *nw = json_array();

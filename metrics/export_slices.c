@@ -248,6 +248,7 @@ int sg_export_timeslices(const char *json_path, const char *csv_path, const char
     wi.process_cpu_user_s = wi.process_cpu_sys_s = 0;
     wi.stall_threshold_ms = 0; /* the run's client stalls, not a slice's */
     wi.extra_json = NULL;      /* the run's clock and ranks are the run's, not a slice's */
+    wi.gpu_json = NULL;        /* the GPUs' energy and tokens per joule are the run's */
     rc = write_windows(&p, log_paths, n_windows, slice_s, slos, n_slos, &wi, slices, csv.f);
     free(p.bands);
     if (rc || ferror(csv.f)) {

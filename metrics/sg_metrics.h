@@ -258,6 +258,7 @@ typedef struct {
     uint64_t warmup_count;           /* warmup requests (not in the metrics) */
     const char *input_config_json;   /* a JSON object (text) describing the run's configuration */
     const char *server_metrics_json; /* --server-metrics-url: the scrapes' summary object (text); NULL: none */
+    const char *gpu_json; /* DCGM series scraped: the summary's "gpu_telemetry" (sg_srvm_gpu_json); NULL: none */
     bool has_slos;
     /* --show-trace-timing: the http_req_* rows in the console table too */
     bool show_trace_timing;
@@ -312,6 +313,9 @@ typedef struct {
      * (sg_prompt_reuse_line); NULL: not known (then neither is written) */
     const char *prompt_reuse_json;
 } sg_run_info_t;
+
+/* The console's GPU lines from a "gpu_telemetry" object (sg_srvm_gpu_json's text); nothing when NULL. */
+void sg_export_gpu_table(FILE *out, const char *gpu_json);
 
 /* "kernel" (every read carried the kernel's stamp), "user" (none did, or none were asked for: --timestamps
  * user), "mixed" (some fell back to the client's clock) */

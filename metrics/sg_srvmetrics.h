@@ -33,6 +33,15 @@ SG_WUR int sg_srvm_write(const sg_srvm_t *m, int64_t t0_ns, const char *json_pat
  * from t0_ns to t1_ns: per endpoint, each known metric's gauge statistics or counter delta and rate. */
 char *sg_srvm_summary_json(const sg_srvm_t *m, int64_t t0_ns, int64_t t1_ns);
 
+/*
+ * GPU telemetry: the summary's "gpu_telemetry" object (JSON text, malloc'd) from the DCGM exporter series scraped
+ * (any endpoint: --gpu-telemetry's or --server-metrics-url's), one entry per GPU (endpoint, gpu and UUID labels):
+ * the gauges' statistics (utilisation %, memory used and free MiB, power W, SM clock MHz, temperature C), the
+ * energy over the scraped span in J (the energy counter's increase, else the power integrated), and over every
+ * GPU the energy and output_tokens / energy (tokens per joule). NULL when no DCGM series was scraped.
+ */
+char *sg_srvm_gpu_json(const sg_srvm_t *m, uint64_t output_tokens);
+
 /* The canonical name of a server's metric (with its labels), or NULL (tests, docs). */
 const char *sg_srvm_known(const char *name, size_t name_len, const char *const *label_kv, size_t n_labels);
 

@@ -41,6 +41,15 @@ static const struct {
     {"nv_trt_llm_request_metrics", "request_type", "active", "requests_running"},
     {"nv_trt_llm_request_metrics", "request_type", "waiting", "requests_waiting"},
     {"nv_trt_llm_kv_cache_block_metrics", "kv_cache_block_type", "fraction", "kv_cache_usage"},
+    /* NVIDIA's DCGM exporter (dcgm-exporter's default counters): one series per GPU, labelled gpu, UUID, device,
+     * modelName, Hostname. Not summed over an endpoint as the rows above are: sg_srvm_gpu_json keeps each GPU */
+    {"DCGM_FI_DEV_GPU_UTIL", NULL, NULL, "gpu_utilization"},
+    {"DCGM_FI_DEV_FB_USED", NULL, NULL, "gpu_memory_used"},
+    {"DCGM_FI_DEV_FB_FREE", NULL, NULL, "gpu_memory_free"},
+    {"DCGM_FI_DEV_POWER_USAGE", NULL, NULL, "gpu_power"},
+    {"DCGM_FI_DEV_SM_CLOCK", NULL, NULL, "gpu_sm_clock"},
+    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", NULL, NULL, "gpu_energy"},
+    {"DCGM_FI_DEV_GPU_TEMP", NULL, NULL, "gpu_temperature"},
 };
 
 static const struct {
@@ -504,6 +513,163 @@ char *sg_srvm_summary_json(const sg_srvm_t *m, int64_t t0_ns, int64_t t1_ns)
         json_array_append_new(eps, o);
     }
     json_object_set_new(root, "endpoints", eps);
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return text;
+}
+
+/* ---------- GPU telemetry (DCGM exporter) ---------- */
+
+/* The per-GPU gauges, in the order the summary lists them, with DCGM's units. */
+static const struct {
+    const char *known, *unit;
+} GPU_GAUGES[] = {
+    {"gpu_utilization", "%"}, {"gpu_memory_used", "MiB"}, {"gpu_memory_free", "MiB"},
+    {"gpu_power", "W"},       {"gpu_sm_clock", "MHz"},    {"gpu_temperature", "C"},
+};
+
+/* One GPU: an endpoint's series that carry the same gpu and UUID labels. */
+typedef struct {
+    size_t endpoint;
+    const char *gpu, *uuid;      /* label values ("" when absent); borrowed from a series' labels */
+    const series_t *first;       /* a series of it, for the other labels */
+    const series_t *by_known[8]; /* GPU_GAUGES' series, then [6] the energy counter */
+} gpu_t;
+
+static const char *label(const series_t *x, const char *name)
+{
+    const char *v = json_string_value(json_object_get(x->labels, name));
+    return v ? v : "";
+}
+
+/* Gauge statistics of one series: unit, samples, avg, min, max, last. */
+static json_t *gauge_json(const series_t *x, const char *unit)
+{
+    double sum = 0, lo = INFINITY, hi = -INFINITY, last = NAN;
+    size_t n = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        double v = x->s[i].v;
+        if (!isfinite(v))
+            continue;
+        sum += v;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        last = v;
+        n++;
+    }
+    return json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "unit", unit, "samples", (json_int_t)n, "avg",
+                     n ? json_real(sum / (double)n) : json_null(), "min", n ? json_real(lo) : json_null(), "max",
+                     n ? json_real(hi) : json_null(), "last", n ? json_real(last) : json_null());
+}
+
+/*
+ * Energy over the scraped span (from the scrape just before the load to the one just after it), in J: the
+ * energy counter's increase (mJ; a counter that went down was reset and counts again from 0) where the exporter
+ * has it, else the power gauge (W) integrated by the trapezoid rule between scrapes. false when neither has two
+ * samples.
+ */
+static bool gpu_energy(const gpu_t *g, double *joules, double *span_s, const char **source)
+{
+    const series_t *e = g->by_known[6], *p = g->by_known[3];
+    const series_t *x = e && e->n >= 2 ? e : p && p->n >= 2 ? p : NULL;
+    if (!x)
+        return false;
+    double acc = 0;
+    size_t first = SIZE_MAX, last = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        if (!isfinite(x->s[i].v))
+            continue;
+        if (first != SIZE_MAX) {
+            const sample_t *a = &x->s[last], *b = &x->s[i];
+            if (x == e)
+                acc += b->v >= a->v ? b->v - a->v : b->v;
+            else
+                acc += (a->v + b->v) / 2 * (double)(b->t_ns - a->t_ns) / 1e9;
+        } else {
+            first = i;
+        }
+        last = i;
+    }
+    if (first == SIZE_MAX || first == last)
+        return false;
+    *joules = x == e ? acc / 1e3 : acc;
+    *span_s = (double)(x->s[last].t_ns - x->s[first].t_ns) / 1e9;
+    *source = x == e ? "energy_counter" : "power_integral";
+    return true;
+}
+
+char *sg_srvm_gpu_json(const sg_srvm_t *m, uint64_t output_tokens)
+{
+    gpu_t *gpus = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_series; i++) {
+        const series_t *x = &m->series[i];
+        if (!x->known || strncmp(x->known, "gpu_", 4) != 0)
+            continue;
+        const char *gpu = label(x, "gpu"), *uuid = label(x, "UUID");
+        size_t k = 0;
+        while (k < n &&
+               !(gpus[k].endpoint == x->endpoint && strcmp(gpus[k].gpu, gpu) == 0 && strcmp(gpus[k].uuid, uuid) == 0))
+            k++;
+        if (k == n) {
+            gpu_t *ng = realloc(gpus, (n + 1) * sizeof *ng);
+            if (!ng) {
+                free(gpus);
+                return NULL;
+            }
+            gpus = ng;
+            gpus[n++] = (gpu_t){.endpoint = x->endpoint, .gpu = gpu, .uuid = uuid, .first = x};
+        }
+        size_t slot = 6;
+        for (size_t u = 0; u < SG_ARRAY_LEN(GPU_GAUGES); u++)
+            if (strcmp(GPU_GAUGES[u].known, x->known) == 0)
+                slot = u;
+        if (!gpus[k].by_known[slot]) /* a second series of one GPU and meaning (other labels): the first counts */
+            gpus[k].by_known[slot] = x;
+    }
+    if (n == 0) {
+        free(gpus);
+        return NULL;
+    }
+    json_t *root = json_object(), *arr = json_array();
+    double total_j = 0;
+    size_t with_energy = 0;
+    const char *sources[2] = {NULL, NULL};
+    for (size_t k = 0; k < n; k++) {
+        const gpu_t *g = &gpus[k];
+        json_t *o =
+            json_pack("{s:s, s:s, s:s, s:s, s:s}", "endpoint", m->ep[g->endpoint].url, "gpu", g->gpu, "uuid", g->uuid,
+                      "model_name", label(g->first, "modelName"), "hostname", label(g->first, "Hostname"));
+        for (size_t u = 0; u < SG_ARRAY_LEN(GPU_GAUGES); u++)
+            json_object_set_new(o, GPU_GAUGES[u].known,
+                                g->by_known[u] ? gauge_json(g->by_known[u], GPU_GAUGES[u].unit) : json_null());
+        double j = 0, span = 0;
+        const char *src = NULL;
+        if (gpu_energy(g, &j, &span, &src)) {
+            json_object_set_new(
+                o, "energy", json_pack("{s:s, s:f, s:f, s:s}", "unit", "J", "value", j, "span_s", span, "source", src));
+            total_j += j;
+            with_energy++;
+            sources[strcmp(src, "energy_counter") == 0 ? 0 : 1] = src;
+        } else {
+            json_object_set_new(o, "energy", json_null());
+        }
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(root, "source", json_string("dcgm"));
+    json_object_set_new(root, "gpu_count", json_integer((json_int_t)n));
+    json_object_set_new(root, "gpus", arr);
+    /* the whole: every GPU's energy, when every GPU has one */
+    bool all = with_energy == n;
+    json_object_set_new(root, "energy_j", all ? json_real(total_j) : json_null());
+    json_object_set_new(root, "energy_source",
+                        !all                       ? json_null()
+                        : sources[0] && sources[1] ? json_string("mixed")
+                                                   : json_string(sources[0] ? sources[0] : sources[1]));
+    json_object_set_new(root, "output_tokens", json_integer((json_int_t)output_tokens));
+    json_object_set_new(root, "tokens_per_joule",
+                        all && total_j > 0 ? json_real((double)output_tokens / total_j) : json_null());
+    free(gpus);
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     return text;

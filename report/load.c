@@ -142,6 +142,8 @@ static int load_summary(rp_run_t *run, const char *path, char *err, size_t errle
     run->stalls = json_is_object(stalls) ? json_incref(stalls) : NULL;
     json_t *unreach = json_object_get(j, "server_unreachable");
     run->unreach = json_is_array(unreach) ? json_incref(unreach) : NULL;
+    json_t *gpu = json_object_get(j, "gpu_telemetry");
+    run->gpu = json_is_object(gpu) ? json_incref(gpu) : NULL;
     json_t *origin = json_object_get(json_object_get(j, "clock"), "records_origin_ns");
     run->records_origin_s = json_is_number(origin) ? json_number_value(origin) / 1e9 : 0;
     run->interrupted =
@@ -232,6 +234,7 @@ void rp_run_free(rp_run_t *run)
     json_decref(run->meta);
     json_decref(run->stalls);
     json_decref(run->unreach);
+    json_decref(run->gpu);
     free(run->req);
     for (size_t i = 0; i < run->n_err_class; i++)
         free(run->err_class[i]);

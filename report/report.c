@@ -36,7 +36,7 @@ static void usage(FILE *out)
  * data: the page writes them at full precision, and shows exactly what the files hold. */
 static json_t *files_of(json_t *list, rp_kind_t kind)
 {
-    static const char *const run_keys[] = {"summary", "slo", "config", "error_summary", "meta"};
+    static const char *const run_keys[] = {"summary", "slo", "config", "error_summary", "meta", "gpu"};
     static const char *const points_keys[] = {"header", "rows", "slo", "meta", "config"};
     static const char *const multi_keys[] = {"metadata", "metrics", "per_run"};
     const char *const *keys = kind == RP_RUN ? run_keys : kind == RP_MULTI ? multi_keys : points_keys;

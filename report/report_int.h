@@ -46,6 +46,7 @@ typedef struct {
     bool interrupted;
     json_t *stalls;          /* surge's client_stalls (--stall-threshold-ms), or NULL */
     json_t *unreach;         /* surge's server_unreachable windows (an array, maybe empty), or NULL */
+    json_t *gpu;             /* surge's gpu_telemetry (DCGM exporter series scraped), or NULL */
     double records_origin_s; /* where the records' times count from, in s after the run's start instant */
     rp_req_t *req;
     size_t n;

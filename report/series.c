@@ -461,6 +461,7 @@ json_t *rp_run_data(const rp_run_t *run)
     set_or_null(o, "config", run->config);
     set_or_null(o, "error_summary", run->errors);
     set_or_null(o, "meta", run->meta);
+    set_or_null(o, "gpu", run->gpu);
     json_t *c = json_object();
     json_object_set_new(c, "time_to_first_token", cdf(run, offsetof(rp_req_t, ttft)));
     json_object_set_new(c, "time_to_first_token_from_send", cdf(run, offsetof(rp_req_t, ttft_send)));

@@ -559,19 +559,59 @@
     requests_running: 'Server: requests running', requests_waiting: 'Server: requests waiting',
     kv_cache_usage: 'Server: KV-cache usage', prefix_cache_hits: 'Server: prefix-cache hits',
     prefix_cache_queries: 'Server: prefix-cache queries', generation_tokens: 'Server: tokens generated',
-    prompt_tokens: 'Server: prompt tokens'
+    prompt_tokens: 'Server: prompt tokens', gpu_utilization: 'GPU: utilisation', gpu_memory_used: 'GPU: memory used',
+    gpu_memory_free: 'GPU: memory free', gpu_power: 'GPU: power', gpu_sm_clock: 'GPU: SM clock',
+    gpu_temperature: 'GPU: temperature'
   };
 
   const SERVER_UNITS = {
     requests_running: 'requests', requests_waiting: 'requests', kv_cache_usage: 'fraction',
     prefix_cache_hits: 'tokens', prefix_cache_queries: 'tokens', prefix_cache_hit_rate: 'fraction',
-    generation_tokens: 'tokens', prompt_tokens: 'tokens'
+    generation_tokens: 'tokens', prompt_tokens: 'tokens', gpu_utilization: '%', gpu_memory_used: 'MiB',
+    gpu_memory_free: 'MiB', gpu_power: 'W', gpu_sm_clock: 'MHz', gpu_temperature: '\u00b0C'
   };
+
+  /* The summary's gpu_telemetry (DCGM exporter): one row per GPU, the figures as the summary has them. */
+  function gpuTable(runs) {
+    const list = runs.filter(function (r) { return r.gpu && r.gpu.gpus && r.gpu.gpus.length; });
+    if (!list.length) return null;
+    const heads = ['run', 'GPU', 'model', 'util avg (%)', 'util max (%)', 'memory used max (MiB)', 'power avg (W)',
+                   'energy (J)', 'SM clock avg (MHz)', 'temperature max (\u00b0C)'];
+    const rows = [el('tr', null, heads.map(function (h) { return el('th', { text: h }); }))];
+    const st = function (g, k, s) { return g[k] && typeof g[k][s] === 'number' ? g[k][s] : null; };
+    list.forEach(function (r) {
+      r.gpu.gpus.forEach(function (g, k) {
+        const cells = [['util_avg', st(g, 'gpu_utilization', 'avg')], ['util_max', st(g, 'gpu_utilization', 'max')],
+                       ['mem_used_max', st(g, 'gpu_memory_used', 'max')], ['power_avg', st(g, 'gpu_power', 'avg')],
+                       ['energy_j', g.energy ? g.energy.value : null], ['sm_clock_avg', st(g, 'gpu_sm_clock', 'avg')],
+                       ['temp_max', st(g, 'gpu_temperature', 'max')]];
+        rows.push(el('tr', null, [el('td', { text: r.label }), el('td', { text: g.gpu }),
+                                  el('td', { text: g.model_name || '' })].concat(cells.map(function (c) {
+          return el('td', { 'data-gpu': k, 'data-field': c[0], 'data-value': c[1] === null ? null : String(c[1]),
+                            text: fmt(c[1]) });
+        }))));
+      });
+    });
+    const notes = list.map(function (r) {
+      const g = r.gpu, src = g.energy_source === 'power_integral' ? 'the power gauge integrated between scrapes'
+        : g.energy_source === 'energy_counter' ? 'the energy counter\u2019s increase' : 'counter or power';
+      return typeof g.tokens_per_joule === 'number'
+        ? (runs.length > 1 ? r.label + ': ' : '') + fmt(g.tokens_per_joule) + ' output tokens per joule (' +
+          fmt(g.output_tokens) + ' tokens / ' + fmt(g.energy_j) + ' J over every GPU, from ' + src + ')'
+        : (runs.length > 1 ? r.label + ': ' : '') + 'energy not known for every GPU: no tokens per joule';
+    });
+    return el('div', { cls: 'gpu' }, [
+      el('h3', { text: 'GPU telemetry (DCGM exporter)' }),
+      el('div', { cls: 'scroll' }, [el('table', { cls: 'gpu' }, rows)]),
+      el('p', { cls: 'note', 'data-field': 'tokens_per_joule', text: notes.join('; ') })
+    ]);
+  }
 
   function serverCharts(grid, runs, section) {
     const groups = {};
     runs.forEach(function (r, i) {
       (r.server || []).forEach(function (s) {
+        if (s.known === 'gpu_energy') return; // its rate is the power, charted as such; the energy is in the table
         (groups[s.known] = groups[s.known] || []).push({ run: r, i: i, s: s });
       });
     });
@@ -781,6 +821,8 @@
 
     const srv = section(app, 'Server metrics');
     serverCharts(srv.grid, runs, srv.box);
+    const gt = gpuTable(runs);
+    if (gt) srv.box.append(gt);
   }
 
   /* A heading, then a box holding a grid of charts (and whatever notes or tables go after them). */

@@ -182,6 +182,15 @@ def main(h):
     h.check(out.get("request_count") == 11 and out.get("synthetic_input_tokens_mean") == 20 and
             out.get("headers") == ["X-A: b"] and out.get("config_file_sha256") == sha,
             "expand prints the resolved configuration, the command line's values winning", (rc.stderr, out))
+    # a list under a repeatable key: several URLs (and DCGM exporters), one flag each, not a comma-joined word
+    urls = write(h, "urls.yaml", "model: m\nurl:\n  - http://127.0.0.1:8001\n  - http://127.0.0.1:8002\n"
+                                 "gpu-telemetry: [127.0.0.1:9400, 127.0.0.1:9401]\nrequest-count: 5\n")
+    rc = h.run([h.surge, "config", "expand", urls], timeout=30)
+    out = json.loads(rc.stdout) if rc.returncode == 0 else {}
+    h.check(out.get("urls") == ["http://127.0.0.1:8001", "http://127.0.0.1:8002"],
+            "url: a list is several URLs", (rc.stderr, out.get("urls")))
+    h.check(len([u for u in out.get("server_metrics_url") or [] if ":940" in u]) == 2,
+            "gpu-telemetry: a list is several exporters", (rc.stderr, out.get("server_metrics_url")))
     # profile with a bad file sends nothing and says where
     rc = h.run([h.surge, "profile", "-f", bad, "-u", "127.0.0.1:9", "--artifact-dir", h.path("never")], timeout=30)
     h.check(rc.returncode == 2 and "bad.yaml:2: unknown key concurency" in rc.stderr and

@@ -414,12 +414,60 @@ static void test_bad_values(void)
     BAD("-m", "x", "--streaming=yes");
     BAD("-m", "x", "--concurrency");
     BAD("-m", "x", "stray");
+    /* stability windows (perf_analyzer's and GenAI-Perf's -p, -s; perf_analyzer's --max-trials) */
+    {
+        sg_config_t c;
+        CHECK_EQ_INT(parse(&c, "-m", "x", "-p", "5000", NULL), 0);
+        CHECK(c.measurement_interval_ms == 5000 && c.stability_pct == 10 && c.max_trials == 10);
+        CHECK(c.request_count == 0 && c.benchmark_duration_s == 50); /* the windows bound the point */
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "-p500", "-s", "5", "--max-trials", "4", "--concurrency", "2,4", NULL), 0);
+        CHECK(c.measurement_interval_ms == 500 && c.stability_pct == 5 && c.max_trials == 4 && c.n_sweep_values == 2);
+        CHECK(c.benchmark_duration_s == 2);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--measurement-interval=300", "--stability-percentage=12.5", NULL), 0);
+        CHECK(c.measurement_interval_ms == 300 && c.stability_pct == 12.5);
+        sg_config_free(&c);
+    }
+    BAD("-m", "x", "--stability-percentage=10"); /* without windows */
+    BAD("-m", "x", "-s", "10");                  /* without windows */
+    BAD("-m", "x", "--max-trials", "5");         /* without windows */
+    BAD("-m", "x", "-p", "5");                   /* under 10 ms */
+    BAD("-m", "x", "-p", "abc");
+    BAD("-m", "x", "-p", "500", "-s", "0");
+    BAD("-m", "x", "-p", "500", "--max-trials", "2"); /* three are compared */
+    BAD("-m", "x", "-p", "500", "--max-trials", "1001");
+    BAD("-m", "x", "-p", "500", "--request-count", "10"); /* the windows bound the point */
+    BAD("-m", "x", "-p", "500", "--benchmark-duration", "10");
+    BAD("-m", "x", "-p", "500", "--search", "max-concurrency", "--slo", "time_to_first_token:p99<500");
+    BAD("-m", "x", "-p", "500", "--conversation-turn-mean", "3");
+    BAD("-m", "x", "-p");
+    /* --gpu-telemetry (AIPerf's): DCGM exporter URLs join the scrape list */
+    {
+        sg_config_t c;
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--gpu-telemetry", NULL), 0);
+        CHECK(c.gpu_telemetry && c.n_server_metrics_urls == 1 &&
+              strcmp(c.server_metrics_urls[0], "http://localhost:9400/metrics") == 0);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--server-metrics-url", "http://node1:9400/metrics", "--gpu-telemetry",
+                           "node1:9400", "http://node2:9401/dcgm", "--streaming", NULL),
+                     0);
+        CHECK(c.streaming && c.n_server_metrics_urls == 2); /* a URL already scraped is scraped once */
+        CHECK(strcmp(c.server_metrics_urls[0], "http://node1:9400/metrics") == 0);
+        CHECK(strcmp(c.server_metrics_urls[1], "http://node2:9401/dcgm") == 0);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", "--gpu-telemetry=127.0.0.1:9400", "--server-metrics-interval", "0.5", NULL),
+                     0);
+        CHECK(c.gpu_telemetry && c.n_server_metrics_urls == 1 && c.server_metrics_interval_s == 0.5);
+        sg_config_free(&c);
+        CHECK_EQ_INT(parse(&c, "-m", "x", NULL), 0);
+        CHECK(!c.gpu_telemetry && c.n_server_metrics_urls == 0);
+        sg_config_free(&c);
+    }
+    BAD("-m", "x", "--gpu-telemetry", "pynvml");
+    BAD("-m", "x", "--gpu-telemetry", "https://node1:9400");
+    BAD("-m", "x", "--gpu-telemetry", "node1:99999");
     /* peers' flags we do not do */
-    BAD("-m", "x", "--measurement-interval", "5000");
-    BAD("-m", "x", "-p", "5000");
-    BAD("-m", "x", "-p5000");
-    BAD("-m", "x", "--stability-percentage=10");
-    BAD("-m", "x", "-s", "10");
     BAD("-m", "x", "--input-dataset", "openorca");
     BAD("-m", "x", "--generate-plots=yes");
     /* server metrics */

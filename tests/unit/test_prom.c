@@ -116,9 +116,80 @@ static void test_known(void)
     CHECK(strcmp(sg_srvm_known("nv_trt_llm_request_metrics", 26, active, 2), "requests_running") == 0);
     CHECK(sg_srvm_known("nv_trt_llm_request_metrics", 26, maxed, 2) == NULL);
     CHECK(sg_srvm_known("node_cpu_seconds_total", 22, none, 0) == NULL);
+    /* DCGM exporter's */
+    CHECK(strcmp(sg_srvm_known("DCGM_FI_DEV_GPU_UTIL", 20, none, 0), "gpu_utilization") == 0);
+    CHECK(strcmp(sg_srvm_known("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 36, none, 0), "gpu_energy") == 0);
+    CHECK(strcmp(sg_srvm_known("DCGM_FI_DEV_FB_USED", 19, none, 0), "gpu_memory_used") == 0);
+    CHECK(sg_srvm_known("DCGM_FI_DEV_MEM_CLOCK", 21, none, 0) == NULL);
 }
 
 #define S 1000000000LL
+
+/* Per GPU: the gauges' statistics, energy from the counter (a reset counted from 0), else the power integrated;
+ * tokens per joule only when every GPU's energy is known. */
+static void test_gpu(void)
+{
+    const char *urls[] = {"http://dcgm:9400/metrics"};
+    sg_srvm_t *m = sg_srvm_new(urls, 1, 1.0);
+    char err[256], body[1024];
+    /* GPU 0 has the energy counter (mJ): 1000000, 1250000, then a reset to 50000: 250 J + 50 J. GPU 1 has only
+     * power: 100 W, 300 W, 200 W at 0, 2, 3 s: (100+300)/2 x 2 + (300+200)/2 x 1 = 650 J */
+    static const double energy[] = {1000000, 1250000, 50000}, power1[] = {100, 300, 200}, util[] = {10, 90, 50};
+    static const int64_t t[] = {10 * S, 12 * S, 13 * S};
+    for (int i = 0; i < 3; i++) {
+        snprintf(body, sizeof body,
+                 "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+                 "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\",modelName=\"H100\",Hostname=\"n1\"} %g\n"
+                 "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-b\",modelName=\"H100\",Hostname=\"n1\"} %g\n"
+                 "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
+                 "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\",UUID=\"GPU-a\"} %g\n"
+                 "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
+                 "DCGM_FI_DEV_POWER_USAGE{gpu=\"1\",UUID=\"GPU-b\"} %g\n",
+                 util[i], util[2 - i], energy[i], power1[i]);
+        CHECK_EQ_INT(sg_srvm_add_scrape(m, 0, t[i], body, strlen(body), err, sizeof err), 0);
+    }
+    char *text = sg_srvm_gpu_json(m, 1900);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    json_t *gpus = json_object_get(j, "gpus");
+    CHECK_EQ_INT((int)json_array_size(gpus), 2);
+    json_t *g0 = json_array_get(gpus, 0), *g1 = json_array_get(gpus, 1);
+    CHECK(strcmp(json_string_value(json_object_get(g0, "uuid")), "GPU-a") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(g1, "model_name")), "H100") == 0);
+    CHECK_NEAR(json_real_value(json_object_get(json_object_get(g0, "gpu_utilization"), "avg")), 50, 1e-9);
+    CHECK_NEAR(json_real_value(json_object_get(json_object_get(g0, "gpu_utilization"), "max")), 90, 1e-9);
+    CHECK(json_is_null(json_object_get(g0, "gpu_power")));
+    json_t *e0 = json_object_get(g0, "energy"), *e1 = json_object_get(g1, "energy");
+    CHECK_NEAR(json_real_value(json_object_get(e0, "value")), 300, 1e-9);
+    CHECK(strcmp(json_string_value(json_object_get(e0, "source")), "energy_counter") == 0);
+    CHECK_NEAR(json_real_value(json_object_get(e0, "span_s")), 3, 1e-9);
+    CHECK_NEAR(json_real_value(json_object_get(e1, "value")), 650, 1e-9);
+    CHECK(strcmp(json_string_value(json_object_get(e1, "source")), "power_integral") == 0);
+    CHECK_NEAR(json_real_value(json_object_get(j, "energy_j")), 950, 1e-9);
+    CHECK(strcmp(json_string_value(json_object_get(j, "energy_source")), "mixed") == 0);
+    CHECK_NEAR(json_real_value(json_object_get(j, "tokens_per_joule")), 2, 1e-12);
+    json_decref(j);
+    sg_srvm_free(m);
+
+    /* one GPU without energy or power: no total, no tokens per joule; no DCGM series at all: no object */
+    m = sg_srvm_new(urls, 1, 1.0);
+    const char *b = "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 5\nDCGM_FI_DEV_POWER_USAGE{gpu=\"1\"} 100\n";
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ_INT(sg_srvm_add_scrape(m, 0, t[i], b, strlen(b), err, sizeof err), 0);
+    text = sg_srvm_gpu_json(m, 10);
+    j = json_loads(text, 0, NULL);
+    free(text);
+    CHECK(json_is_null(json_object_get(j, "energy_j")) && json_is_null(json_object_get(j, "tokens_per_joule")));
+    CHECK_NEAR(json_real_value(
+                   json_object_get(json_object_get(json_array_get(json_object_get(j, "gpus"), 1), "energy"), "value")),
+               200, 1e-9);
+    json_decref(j);
+    sg_srvm_free(m);
+    m = sg_srvm_new(urls, 1, 1.0);
+    CHECK_EQ_INT(sg_srvm_add_scrape(m, 0, t[0], "vllm:num_requests_running 1\n", 28, err, sizeof err), 0);
+    CHECK(sg_srvm_gpu_json(m, 10) == NULL);
+    sg_srvm_free(m);
+}
 
 static void test_store(void)
 {
@@ -169,5 +240,6 @@ int main(void)
     test_refused();
     test_known();
     test_store();
+    test_gpu();
     return test_finish("test_prom");
 }
