@@ -138,6 +138,7 @@ enum {
     OPT_RANK_PASSAGE_TOKENS_STDDEV,
     OPT_RANK_QUERY_TOKENS_MEAN,
     OPT_RANK_QUERY_TOKENS_STDDEV,
+    OPT_MEDIA, /* every --image-* and --audio-* flag: sg_media_option tells them apart by name */
     /* TLS */
     OPT_INSECURE = 'k',
     OPT_CACERT = 0x200,
@@ -199,6 +200,21 @@ static const struct option long_options[] = {
     {"custom-dataset-type", required_argument, NULL, OPT_INPUT_FORMAT}, /* AIPerf's */
     /* AIPerf's synthetic rankings */
     {"rankings-passages-mean", required_argument, NULL, OPT_RANK_PASSAGES_MEAN},
+    {"image-width-mean", required_argument, NULL, OPT_MEDIA},
+    {"image-width-stddev", required_argument, NULL, OPT_MEDIA},
+    {"image-height-mean", required_argument, NULL, OPT_MEDIA},
+    {"image-height-stddev", required_argument, NULL, OPT_MEDIA},
+    {"image-format", required_argument, NULL, OPT_MEDIA},
+    {"image-batch-size", required_argument, NULL, OPT_MEDIA},
+    {"batch-size-image", required_argument, NULL, OPT_MEDIA},
+    {"audio-length-mean", required_argument, NULL, OPT_MEDIA},
+    {"audio-length-stddev", required_argument, NULL, OPT_MEDIA},
+    {"audio-format", required_argument, NULL, OPT_MEDIA},
+    {"audio-batch-size", required_argument, NULL, OPT_MEDIA},
+    {"batch-size-audio", required_argument, NULL, OPT_MEDIA},
+    {"audio-sample-rates", required_argument, NULL, OPT_MEDIA},
+    {"audio-depths", required_argument, NULL, OPT_MEDIA},
+    {"audio-num-channels", required_argument, NULL, OPT_MEDIA},
     {"rankings-passages-stddev", required_argument, NULL, OPT_RANK_PASSAGES_STDDEV},
     {"rankings-passages-prompt-token-mean", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_MEAN},
     {"rankings-passages-prompt-token-stddev", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_STDDEV},
@@ -1317,8 +1333,13 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_ISL_STDDEV:
         st->isl_given = true;
         return parse_u32(opt, arg, 0, MAX_ISL, &cfg->isl_stddev);
+    case OPT_MEDIA: {
+        char err[256];
+        return sg_media_option(&cfg->media, opt, arg, err, sizeof err) < 0 ? fail(NULL, "%s", err) : 0;
+    }
     case OPT_NUM_PROMPTS:
         st->num_prompts_given = true;
+        cfg->num_prompts_given = true;
         return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->num_prompts);
     case OPT_CACHE_BUST:
         if (strcmp(arg, "first_turn_prefix") != 0 && strcmp(arg, "none") != 0)
@@ -1511,6 +1532,7 @@ static int set_defaults(sg_config_t *cfg)
     cfg->coalesce_us = SG_COALESCE_AUTO;
     cfg->isl_mean = 550;
     cfg->num_prompts = 100;
+    sg_media_defaults(&cfg->media);
     cfg->osl_mean = -1;
     cfg->prefix_len = DEFAULT_PREFIX_LEN;
     cfg->block_size = DEFAULT_BLOCK_SIZE;
@@ -1636,6 +1658,8 @@ static int finish_cache_bust(sg_config_t *cfg, const parse_state_t *st)
         why = "--num-prefix-prompts";
     else if (!cfg->triton && sg_endpoint(cfg->endpoint_type)->batch)
         why = "embeddings and rankings";
+    else if (!cfg->triton && cfg->endpoint_type == SG_OAI_IMAGE_RETRIEVAL)
+        why = "image_retrieval (images only, no text)";
     else if (st->num_prompts_given && !st->cache_bust)
         why = "--num-prompts";
     if (st->cache_bust && why && strcmp(why, "--cache-bust none") != 0 && strcmp(why, "--num-prompts") != 0)
@@ -1869,6 +1893,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
             return rc;
     }
     rc = sg_config_check_sessions(cfg);
+    if (rc)
+        return rc;
+    rc = sg_config_check_media(cfg);
     if (rc)
         return rc;
     rc = finish_cache_bust(cfg, st);
@@ -2236,6 +2263,9 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "workers", json_integer(cfg->workers));
     json_object_set_new(o, "synthetic_input_tokens_mean", json_integer(cfg->isl_mean));
     json_object_set_new(o, "synthetic_input_tokens_stddev", json_integer(cfg->isl_stddev));
+    json_t *media = sg_config_media_json(cfg);
+    if (media)
+        json_object_set_new(o, "media", media);
     if (cfg->rankings.on) {
         const sg_rankings_synth_t *r = &cfg->rankings;
         json_object_set_new(o, "rankings_passages_mean", json_integer(r->passages_mean));

@@ -512,6 +512,9 @@ static int prepare_workload(profile_t *p)
         .deterministic = cfg->osl_deterministic,
         .grpc_timeout = grpc_timeout[0] ? grpc_timeout : NULL,
         .cache_bust = cfg->cache_bust,
+        .media = &cfg->media,
+        .media_requests = cfg->request_count ? cfg->request_count + cfg->warmup_request_count : 0,
+        .num_prompts_given = cfg->num_prompts_given,
     };
     if (cfg->sessions) {
         int rc = prepare_conversations(p, &spec);
@@ -1798,6 +1801,11 @@ static int point_report(profile_t *p, point_t *pt)
     point_verdicts(pt);
     char *input_json = sg_config_to_json(cfg);
     char *reuse_json = prompt_reuse(p, pt);
+    /* images and audio: the requests sent (warmup included) take the table's entries in turn */
+    char *media_json =
+        cfg->sessions
+            ? NULL
+            : sg_media_summary(&p->payloads, sg_metrics_ok(pt->merged) + sg_metrics_errors(pt->merged) + pt->warmup);
     char *scrapes = report_scrapes(p, pt);
     char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
     /* why surge cancelled what it did (the workers' messages say it per request) */
@@ -1864,6 +1872,7 @@ static int point_report(profile_t *p, point_t *pt)
         .command = p->command,
         .host = p->host[0] ? p->host : NULL,
         .prompt_reuse_json = reuse_json,
+        .media_json = media_json,
     };
     if (!pt->spec.quiet) {
         sg_export_table(stdout, pt->merged, &info);
@@ -1872,6 +1881,7 @@ static int point_report(profile_t *p, point_t *pt)
     int xerr = write_exports(&p->run, pt->ws, pt->n_workers, pt->merged, &info);
     free(input_json);
     free(reuse_json);
+    free(media_json);
     free(scrapes);
     free(dist_json);
     if (pt->spec.quiet)

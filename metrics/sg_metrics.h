@@ -280,6 +280,9 @@ typedef struct {
     /* How often the run's prompts repeat: the summary's "prompt_reuse" object (text), also a console line
      * (sg_prompt_reuse_line); NULL: not known (then neither is written) */
     const char *prompt_reuse_json;
+    /* Images and audio in the requests: the summary's "media" object (text, sg_media_summary in workload/), also
+     * a console line (sg_media_line); NULL when no request carried any */
+    const char *media_json;
 } sg_run_info_t;
 
 /* "kernel" (every read carried the kernel's stamp), "user" (none did, or none were asked for: --timestamps
@@ -294,6 +297,8 @@ const char *sg_timestamp_source(bool asked, uint64_t stamped, uint64_t unstamped
  */
 void sg_prompt_reuse_fill(json_t *o);
 void sg_prompt_reuse_line(const json_t *o, char *line, size_t cap);
+/* The "media" object (docs/metrics.md) in one line for the console. */
+void sg_media_line(const json_t *o, char *line, size_t cap);
 
 /* Benchmark duration in seconds: last end - first intended over the measured phase. 0 when nothing ran. */
 double sg_metrics_duration_s(const sg_metrics_t *m);

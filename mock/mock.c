@@ -329,6 +329,9 @@ stop:
                 "%llu connections dropped\n",
                 (unsigned long long)st.requests, (unsigned long long)st.completions, (unsigned long long)st.streamed,
                 (unsigned long long)st.errors, (unsigned long long)st.drops);
+    if (exit_code == 0 && !o.quiet && (st.images || st.audios))
+        fprintf(stderr, "surge mock: media received: %llu images, %llu audio clips, %llu bytes decoded\n",
+                (unsigned long long)st.images, (unsigned long long)st.audios, (unsigned long long)st.media_bytes);
     if (exit_code == 0 && !o.quiet && o.n_faults) {
         char line[512];
         size_t n = 0;

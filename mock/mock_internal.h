@@ -365,8 +365,9 @@ void sg_mock_api_render_error(sg_mock_buf_t *b, const sg_mock_job_t *j, int *sta
 /* ---------- server and workers ---------- */
 
 typedef struct {
-    uint64_t requests;    /* HTTP requests parsed */
-    uint64_t completions; /* completion requests (any outcome after the body was scanned) */
+    uint64_t requests;                    /* HTTP requests parsed */
+    uint64_t completions;                 /* completion requests (any outcome after the body was scanned) */
+    uint64_t images, audios, media_bytes; /* image and audio parts in them, and their decoded bytes */
     uint64_t streamed;
     uint64_t errors;                      /* injected 500s */
     uint64_t drops;                       /* connections cut on purpose */
