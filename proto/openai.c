@@ -458,6 +458,7 @@ static uint64_t count_words(sg_slice_t raw)
 /* An image_url part's value: {"url": U} or the URL itself. */
 static int scan_image_url(sg_js_t *js, sg_slice_t *url, bool *present)
 {
+    *present = false; /* a repeated member replaces the earlier one */
     if (sg_js_peek(js) == '"')
         return sg_js_read_string(js, url, present);
     if (sg_js_peek(js) != '{')
@@ -493,7 +494,12 @@ int sg_oai_scan_part(sg_js_t *js, sg_oai_media_t *media, bool *is_text, sg_slice
             rc = sg_js_read_string(js, &url, &has_url);
         } else if (SG_JS_KEY(js, key, "image_url")) {
             rc = scan_image_url(js, &nested_url, &has_nested);
-        } else if (SG_JS_KEY(js, key, "input_audio") && sg_js_peek(js) == '{') {
+        } else if (SG_JS_KEY(js, key, "input_audio")) {
+            has_audio = false;
+            if (sg_js_peek(js) != '{') {
+                rc = sg_js_skip(js);
+                continue;
+            }
             int k = 0;
             rc = sg_js_obj_begin(js);
             while (rc == 0 && (rc = sg_js_obj_next(js, &k, &key)) == 1)
