@@ -200,6 +200,12 @@ static const struct option long_options[] = {
     {"custom-dataset-type", required_argument, NULL, OPT_INPUT_FORMAT}, /* AIPerf's */
     /* AIPerf's synthetic rankings */
     {"rankings-passages-mean", required_argument, NULL, OPT_RANK_PASSAGES_MEAN},
+    {"rankings-passages-stddev", required_argument, NULL, OPT_RANK_PASSAGES_STDDEV},
+    {"rankings-passages-prompt-token-mean", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_MEAN},
+    {"rankings-passages-prompt-token-stddev", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_STDDEV},
+    {"rankings-query-prompt-token-mean", required_argument, NULL, OPT_RANK_QUERY_TOKENS_MEAN},
+    {"rankings-query-prompt-token-stddev", required_argument, NULL, OPT_RANK_QUERY_TOKENS_STDDEV},
+    /* AIPerf's images and audio (workload/sg_media.h) */
     {"image-width-mean", required_argument, NULL, OPT_MEDIA},
     {"image-width-stddev", required_argument, NULL, OPT_MEDIA},
     {"image-height-mean", required_argument, NULL, OPT_MEDIA},
@@ -215,11 +221,6 @@ static const struct option long_options[] = {
     {"audio-sample-rates", required_argument, NULL, OPT_MEDIA},
     {"audio-depths", required_argument, NULL, OPT_MEDIA},
     {"audio-num-channels", required_argument, NULL, OPT_MEDIA},
-    {"rankings-passages-stddev", required_argument, NULL, OPT_RANK_PASSAGES_STDDEV},
-    {"rankings-passages-prompt-token-mean", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_MEAN},
-    {"rankings-passages-prompt-token-stddev", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_STDDEV},
-    {"rankings-query-prompt-token-mean", required_argument, NULL, OPT_RANK_QUERY_TOKENS_MEAN},
-    {"rankings-query-prompt-token-stddev", required_argument, NULL, OPT_RANK_QUERY_TOKENS_STDDEV},
     {"conversation-num", required_argument, NULL, OPT_CONV_NUM},
     {"num-conversations", required_argument, NULL, OPT_CONV_NUM},
     {"num-sessions", required_argument, NULL, OPT_CONV_NUM},

@@ -82,11 +82,6 @@ static json_t *text_array(const text_t *t, size_t n, bool objects)
 }
 
 /*
- * The body of one request in the endpoint type's shape (docs/endpoints.md). texts[0] is the prompt, the
- * embeddings' first input or the rankings' query; embeddings take every text as an input, rankings texts[1..]
- * as passages.
- */
-/*
  * A chat message's content with images and audio: the text part first (so the prompt, and a --cache-bust slot,
  * come before any base64), then the images as image_url parts (data URLs, or URLs), then the clips as
  * input_audio parts. Takes text.
@@ -128,6 +123,11 @@ static json_t *image_inputs(const sg_media_item_t *media, uint32_t n_media)
     return a;
 }
 
+/*
+ * The body of one request in the endpoint type's shape (docs/endpoints.md). texts[0] is the prompt, the
+ * embeddings' first input or the rankings' query; embeddings take every text as an input, rankings texts[1..]
+ * as passages. Chat carries media (images, clips) as content parts; image_retrieval carries only its images.
+ */
 static json_t *make_body(const sg_workload_spec_t *spec, const char *model, const text_t *texts, size_t n_texts,
                          uint32_t max_tokens, const sg_media_item_t *media, uint32_t n_media)
 {
