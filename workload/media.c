@@ -560,12 +560,13 @@ char *sg_media_summary(const sg_payload_table_t *t, uint64_t sent)
     uint64_t distinct = cycles ? with : with_part;
     double n = sent ? (double)sent : 1;
     json_t *o = json_pack(
-        "{s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:I, s:f, s:I, s:f}", "requests", (json_int_t)sent, "images",
-        (json_int_t)images, "audios", (json_int_t)audios, "media_bytes", (json_int_t)bytes, "images_per_request",
-        (double)images / n, "audios_per_request", (double)audios / n, "media_bytes_per_request", (double)bytes / n,
-        "media_bytes_per_request_min", (json_int_t)mn, "media_bytes_per_request_max", (json_int_t)mx,
-        "media_share_of_request_bytes", req_bytes ? (double)bytes / (double)req_bytes : 0.0, "distinct_media_sets",
-        (json_int_t)distinct, "sends_per_media_set", distinct ? (double)sent / (double)distinct : 0.0);
+        "{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:I, s:f, s:I, s:f}", "table_entries", (json_int_t)with,
+        "requests", (json_int_t)sent, "images", (json_int_t)images, "audios", (json_int_t)audios, "media_bytes",
+        (json_int_t)bytes, "images_per_request", (double)images / n, "audios_per_request", (double)audios / n,
+        "media_bytes_per_request", (double)bytes / n, "media_bytes_per_request_min", (json_int_t)mn,
+        "media_bytes_per_request_max", (json_int_t)mx, "media_share_of_request_bytes",
+        req_bytes ? (double)bytes / (double)req_bytes : 0.0, "distinct_media_sets", (json_int_t)distinct,
+        "sends_per_media_set", distinct ? (double)sent / (double)distinct : 0.0);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;

@@ -171,7 +171,7 @@ void sg_workload_free(sg_payload_table_t *t);
  * sent-1 take entries id % n_entries in turn, so the totals are exact): images, audios, media_bytes (totals),
  * images_per_request, audios_per_request, media_bytes_per_request (means), media_bytes_per_request_min/_max (over
  * the entries), media_share_of_request_bytes, distinct_media_sets (entries with media sent at least once),
- * sends_per_media_set. NULL when no entry carries media (or on OOM).
+ * sends_per_media_set, table_entries (entries with media). NULL when no entry carries media (or on OOM).
  */
 char *sg_media_summary(const sg_payload_table_t *t, uint64_t sent);
 

@@ -84,6 +84,14 @@ def main(h):
             isl[:4])
     h.check(r.summary and r.summary["input_config"].get("media", {}).get("image_format") == "random",
             "chat: input_config echoes the media flags", (r.summary or {}).get("input_config", {}).get("media"))
+    # surge merge of the run alone gives its media object back (over ranks the parts' objects are summed)
+    out = h.path("merged")
+    p = h.run([h.surge, "merge", r.dir, "-o", out, "-q"])
+    merged = {}
+    if p.returncode == 0:
+        with open(os.path.join(out, "profile_export_surge.json")) as f:
+            merged = json.load(f).get("media", {})
+    h.check(p.returncode == 0 and merged == media, "merge: the media object survives", (p.returncode, merged, media))
 
     # 2. image_retrieval, JPEG
     with h.mock("--ttft-ms", 0, record=True) as m:
