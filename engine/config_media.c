@@ -24,11 +24,6 @@ __attribute__((format(printf, 2, 3))) static int fail(const char *opt, const cha
 int sg_config_check_media(const sg_config_t *cfg)
 {
     const sg_media_spec_t *m = &cfg->media;
-    bool image_flags = m->image_w_mean > 0 || m->image_h_mean > 0 || m->image_w_stddev > 0 || m->image_h_stddev > 0 ||
-                       m->image_format != SG_IMG_PNG;
-    bool audio_flags = m->audio_len_mean > 0 || m->audio_len_stddev > 0 || m->n_rates != 1 ||
-                       m->audio_rates[0] != 16000 || m->n_depths != 1 || m->audio_depths[0] != 16 ||
-                       m->audio_channels != 1;
     bool images = sg_media_images(m), audio = sg_media_audio(m);
     bool retrieval = !cfg->triton && cfg->endpoint_type == SG_OAI_IMAGE_RETRIEVAL;
     if (retrieval && cfg->streaming)
@@ -40,14 +35,14 @@ int sg_config_check_media(const sg_config_t *cfg)
                         "images), or an --input-file whose lines name \"image\" or \"images\"");
         return 0;
     }
-    if (image_flags && m->image_batch && (m->image_w_mean > 0) != (m->image_h_mean > 0))
+    if (m->image_batch && (m->image_w_mean > 0) != (m->image_h_mean > 0))
         return fail(m->image_w_mean > 0 ? "image-width-mean" : "image-height-mean",
                     "synthetic images need both --image-width-mean and --image-height-mean above 0");
-    if (image_flags && !images && m->image_batch)
-        return fail(m->first_flag, "shapes synthetic images, which need --image-width-mean and --image-height-mean "
+    if (m->image_flag && !images && m->image_batch)
+        return fail(m->image_flag, "shapes synthetic images, which need --image-width-mean and --image-height-mean "
                                    "above 0");
-    if (audio_flags && !audio && m->audio_batch)
-        return fail(m->first_flag, "shapes synthetic audio, which needs --audio-length-mean above 0");
+    if (m->audio_flag && !audio && m->audio_batch)
+        return fail(m->audio_flag, "shapes synthetic audio, which needs --audio-length-mean above 0");
     if (!images && !audio) {
         if (retrieval && !cfg->input_file)
             return fail(m->first_flag, "image_retrieval sends images: give --image-width-mean and "

@@ -131,6 +131,12 @@ int sg_media_option(sg_media_spec_t *m, const char *name, const char *arg, char 
         return 1;
     if (!m->first_flag)
         m->first_flag = known;
+    /* what shapes synthetic media: not a batch size, nor a mean of 0 (AIPerf's default: none) */
+    bool shapes = strstr(known, "batch-size") == NULL && !(strstr(known, "-mean") && strtod(arg, NULL) == 0);
+    if (shapes && !m->image_flag && strncmp(known, "image-", 6) == 0)
+        m->image_flag = known;
+    if (shapes && !m->audio_flag && strncmp(known, "audio-", 6) == 0)
+        m->audio_flag = known;
     if (strcmp(name, "image-width-mean") == 0)
         return parse_double(name, arg, SG_MEDIA_MAX_SIDE, &m->image_w_mean, err, errlen);
     if (strcmp(name, "image-width-stddev") == 0)

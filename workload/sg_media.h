@@ -40,6 +40,8 @@ typedef struct {
     uint32_t n_depths;
     uint32_t audio_channels; /* 1 or 2 */
     const char *first_flag;  /* the first media flag given (for messages), NULL when none */
+    const char *image_flag;  /* the first --image-* flag given other than the batch size or a mean of 0, or NULL */
+    const char *audio_flag;  /* the same for --audio-* */
 } sg_media_spec_t;
 
 void sg_media_defaults(sg_media_spec_t *m);

@@ -136,6 +136,7 @@ def main(h):
         (("--image-width-mean", -8, "--image-height-mean", 8), "expected a number from 0"),
         (("--image-width-mean", 8), "need both --image-width-mean and --image-height-mean"),
         (("--audio-length-mean", 1, "--audio-format", "mp3"), "WAV only"),
+        (("--audio-num-channels", 2), "needs --audio-length-mean above 0"),
         (("--image-width-mean", 8, "--image-height-mean", 8, "--endpoint-type", "completions"), "not in completions"),
         (("--endpoint-type", "image_retrieval"), "image_retrieval sends images"),
     ]

@@ -197,6 +197,14 @@ static void test_options(void)
     CHECK_EQ_INT(sg_media_option(&m, "audio-depths", "8,32", err, sizeof err), 0);
     CHECK_EQ_INT(m.audio_depths[1], 32);
     CHECK(strcmp(m.first_flag, "image-width-mean") == 0);
+    /* what shapes media, for the refusal of a shape without a size: not a batch size, not a mean of 0 */
+    sg_media_spec_t z;
+    sg_media_defaults(&z);
+    CHECK_EQ_INT(sg_media_option(&z, "image-width-mean", "0", err, sizeof err), 0);
+    CHECK_EQ_INT(sg_media_option(&z, "audio-batch-size", "2", err, sizeof err), 0);
+    CHECK(z.image_flag == NULL && z.audio_flag == NULL && z.first_flag != NULL);
+    CHECK_EQ_INT(sg_media_option(&z, "audio-num-channels", "2", err, sizeof err), 0);
+    CHECK(z.audio_flag && strcmp(z.audio_flag, "audio-num-channels") == 0);
     static const struct {
         const char *name, *arg, *says;
     } bad[] = {
