@@ -425,6 +425,8 @@ void sg_mock_job_schedule(const struct sg_mock_server *s, sg_mock_job_t *j, int6
 sg_mock_load_t *sg_mock_load_new(unsigned workers);
 void sg_mock_load_free(sg_mock_load_t *l, unsigned workers);
 void sg_mock_load_add(sg_mock_load_t *loads, unsigned worker, const sg_mock_job_t *j, int64_t itl_ns, int64_t now);
+/* Images and audio a request brought (counted at arrival, for /metrics' surge_mock_* counters). */
+void sg_mock_load_media(sg_mock_load_t *loads, unsigned worker, const sg_oai_media_t *m);
 /* The body of a scrape at now (Prometheus text, vLLM's names) into buf; its length. */
 size_t sg_mock_metrics_text(const struct sg_mock_server *s, int64_t now, char *buf, size_t cap);
 #define SG_MOCK_METRICS_MAX 2048

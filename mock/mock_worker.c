@@ -943,6 +943,8 @@ static int build_answer(conn_t *c, sg_mock_job_t *j, int kind, sg_slice_t full_p
     w->st.images += r.media.images;
     w->st.audios += r.media.audios;
     w->st.media_bytes += r.media.bytes;
+    if ((r.media.images || r.media.audios) && s->load)
+        sg_mock_load_media(s->load, w->idx, &r.media);
     /* ids are unique across workers: worker w hands out w, w + N, w + 2N, ... */
     j->serial = w->next_id++ * s->opts.workers + w->idx;
     j->created = (int64_t)time(NULL);

@@ -18,6 +18,7 @@ import json
 import os
 import struct
 import sys
+import urllib.request
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -57,6 +58,9 @@ def main(h):
                     "--image-height-mean", 40, "--image-batch-size", 2, "--image-format", "random",
                     "--audio-length-mean", 0.2, "--audio-sample-rates", "8,16", "--audio-depths", "8,16",
                     "--audio-num-channels", 2)
+        with urllib.request.urlopen(m.url + "/metrics", timeout=10) as resp:
+            scrape = dict(line.rsplit(" ", 1) for line in resp.read().decode().splitlines()
+                          if line.startswith("surge_mock_"))
         m.stop()
         recs = m.records()
     h.check(len(recs) == N, "chat: %d requests reached the server" % N, len(recs))
@@ -76,6 +80,8 @@ def main(h):
     sent, got = media.get("media_bytes", 0), sum(x.get("media_bytes", 0) for x in recs)
     h.check(0.74 * sent <= got <= 0.75 * sent, "chat: the server decoded 3/4 of the media bytes the client reports",
             "server %d, client %d (%.4f)" % (got, sent, got / sent if sent else 0))
+    h.check(scrape == {"surge_mock_images_total": str(2 * N), "surge_mock_audio_clips_total": str(N),
+                       "surge_mock_media_bytes_total": str(got)}, "chat: the server's /metrics counts them too", scrape)
     h.check("Media: 2.00 images and 1.00 audio clips per request" in r.stdout, "chat: and the console says so",
             r.stdout[-800:])
     # the server's usage adds the media tokens to the prompt's words, request by request
