@@ -1041,12 +1041,13 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
     if (synth_media && !input && !spec->num_prompts_given) {
         /* grow the table towards one entry per request, within the pool's bytes, so media repeat as little as
          * memory allows */
-        double per = media_estimate(spec->media) * (double)spec->n_models;
-        double fit = per > 0 ? floor((double)SG_MEDIA_POOL_BYTES / per) : 0;
+        double text = (double)spec->isl_mean * 8 + 512; /* a prompt's bytes and the request head, roughly */
+        double per = (media_estimate(spec->media) + text) * (double)spec->n_models;
+        double fit = floor((double)SG_MEDIA_POOL_BYTES / per);
         double want = spec->media_requests ? (double)spec->media_requests : fit;
         double n = want < fit ? want : fit;
         if (n > (double)n_entries)
-            n_entries = n > 1e6 ? 1000000 : (size_t)n;
+            n_entries = n > SG_MEDIA_POOL_ENTRIES ? SG_MEDIA_POOL_ENTRIES : (size_t)n;
     }
 
     json_t *extra = NULL;

@@ -141,9 +141,10 @@ typedef struct {
     bool num_prompts_given;
 } sg_workload_spec_t;
 
-/* The most media text a synthetic table is grown to hold (estimated before drawing), and the most any table may
- * hold once built. */
+/* The most bytes a synthetic table with media is grown to hold (its media and prompts, estimated before drawing)
+ * and the most entries, and the most media any table may hold once built. */
 #define SG_MEDIA_POOL_BYTES (256ull << 20)
+#define SG_MEDIA_POOL_ENTRIES 20000
 #define SG_MEDIA_TABLE_MAX (4ull << 30)
 
 /*
