@@ -413,6 +413,7 @@ int sg_media_synth_image(const sg_media_spec_t *m, sg_rng_t *rng, sg_media_item_
     if (!out->text)
         return set_err(err, errlen, "out of memory encoding an image"), SG_ENOMEM;
     out->kind = SG_MEDIA_IMAGE;
+    out->plain = true;
     snprintf(out->fmt, sizeof out->fmt, "%s", jpeg ? "jpeg" : "png");
     return 0;
 }
@@ -441,6 +442,7 @@ int sg_media_synth_audio(const sg_media_spec_t *m, sg_rng_t *rng, sg_media_item_
     if (!out->text)
         return set_err(err, errlen, "out of memory encoding a clip"), SG_ENOMEM;
     out->kind = SG_MEDIA_AUDIO;
+    out->plain = true;
     snprintf(out->fmt, sizeof out->fmt, "wav");
     return 0;
 }
@@ -579,6 +581,7 @@ int sg_media_from_ref(const char *ref, size_t ref_len, sg_media_kind_t kind, sg_
     if (kind == SG_MEDIA_IMAGE)
         snprintf(prefix, sizeof prefix, "data:image/%s;base64,", fmt);
     out->text = sg_base64(prefix, strlen(prefix), b, n, &out->len);
+    out->plain = true;
     free(b);
     return out->text ? 0 : SG_ENOMEM;
 }

@@ -82,11 +82,27 @@ static json_t *text_array(const text_t *t, size_t n, bool objects)
 }
 
 /*
+ * Media text goes into the body after it is dumped: base64 (plain items) needs no JSON escape, and jansson's
+ * UTF-8 check and escape scan of megabytes of it took half the time to build a table of images. The body holds
+ * a placeholder per item, which must then occur exactly once (else the body is built again with the text in it).
+ */
+#define MEDIA_MARK "@@surge-media-%u@@"
+
+static json_t *media_string(const sg_media_item_t *it, uint32_t k, bool marks)
+{
+    if (!marks || !it->plain)
+        return json_stringn(it->text, it->len);
+    char mark[40];
+    snprintf(mark, sizeof mark, MEDIA_MARK, k);
+    return json_string(mark);
+}
+
+/*
  * A chat message's content with images and audio: the text part first (so the prompt, and a --cache-bust slot,
  * come before any base64), then the images as image_url parts (data URLs, or URLs), then the clips as
  * input_audio parts. Takes text.
  */
-static json_t *media_content(json_t *text, const sg_media_item_t *media, uint32_t n_media)
+static json_t *media_content(json_t *text, const sg_media_item_t *media, uint32_t n_media, bool marks)
 {
     json_t *a = json_pack("[{s:s, s:o}]", "type", "text", "text", text);
     for (int kind = SG_MEDIA_IMAGE; a && kind <= SG_MEDIA_AUDIO; kind++)
@@ -94,11 +110,11 @@ static json_t *media_content(json_t *text, const sg_media_item_t *media, uint32_
             const sg_media_item_t *it = &media[i];
             if (it->kind != kind)
                 continue;
-            json_t *part =
-                kind == SG_MEDIA_IMAGE
-                    ? json_pack("{s:s, s:{s:s%}}", "type", "image_url", "image_url", "url", it->text, it->len)
-                    : json_pack("{s:s, s:{s:s%, s:s}}", "type", "input_audio", "input_audio", "data", it->text, it->len,
-                                "format", it->fmt);
+            json_t *v = media_string(it, i, marks);
+            json_t *part = kind == SG_MEDIA_IMAGE
+                               ? json_pack("{s:s, s:{s:o*}}", "type", "image_url", "image_url", "url", v)
+                               : json_pack("{s:s, s:{s:o*, s:s}}", "type", "input_audio", "input_audio", "data", v,
+                                           "format", it->fmt);
             if (!part || json_array_append_new(a, part) != 0) {
                 json_decref(a);
                 a = NULL;
@@ -108,13 +124,13 @@ static json_t *media_content(json_t *text, const sg_media_item_t *media, uint32_
 }
 
 /* image_retrieval's inputs (GenAI-Perf's shape): {"type": "image_url", "url": U} per image. */
-static json_t *image_inputs(const sg_media_item_t *media, uint32_t n_media)
+static json_t *image_inputs(const sg_media_item_t *media, uint32_t n_media, bool marks)
 {
     json_t *a = json_array();
     for (uint32_t i = 0; a && i < n_media; i++) {
         if (media[i].kind != SG_MEDIA_IMAGE)
             continue;
-        json_t *v = json_pack("{s:s, s:s%}", "type", "image_url", "url", media[i].text, media[i].len);
+        json_t *v = json_pack("{s:s, s:o*}", "type", "image_url", "url", media_string(&media[i], i, marks));
         if (!v || json_array_append_new(a, v) != 0) {
             json_decref(a);
             a = NULL;
@@ -129,10 +145,10 @@ static json_t *image_inputs(const sg_media_item_t *media, uint32_t n_media)
  * as passages. Chat carries media (images, clips) as content parts; image_retrieval carries only its images.
  */
 static json_t *make_body(const sg_workload_spec_t *spec, const char *model, const text_t *texts, size_t n_texts,
-                         uint32_t max_tokens, const sg_media_item_t *media, uint32_t n_media)
+                         uint32_t max_tokens, const sg_media_item_t *media, uint32_t n_media, bool marks)
 {
     if (spec->kind == SG_OAI_IMAGE_RETRIEVAL) /* GenAI-Perf sends no model, no text: the images */
-        return json_pack("{s:o*}", "input", image_inputs(media, n_media));
+        return json_pack("{s:o*}", "input", image_inputs(media, n_media, marks));
     json_t *text = json_stringn(texts[0].s, texts[0].len);
     if (!text)
         return NULL;
@@ -141,7 +157,7 @@ static json_t *make_body(const sg_workload_spec_t *spec, const char *model, cons
     switch (spec->kind) {
     case SG_OAI_CHAT:
         if (n_media) {
-            json_t *content = media_content(text, media, n_media);
+            json_t *content = media_content(text, media, n_media, marks);
             body = json_pack("{s:s, s:[{s:s, s:o*}], s:b}", "model", model, "messages", "role", "user", "content",
                              content, "stream", (int)stream);
             break;
@@ -228,6 +244,61 @@ static int render_http(const sg_workload_spec_t *spec, const char *body, size_t 
     return 0;
 }
 
+/*
+ * The dumped body with each plain item's placeholder replaced by its text (malloc'd, *len), or NULL with *len 0
+ * when a placeholder does not occur exactly once (a prompt or --extra-inputs spelling one: the caller builds the
+ * body again with the text in it), or NULL with *len 1 when memory ran out.
+ */
+static char *media_splice(const char *text, const sg_media_item_t *media, uint32_t n_media, size_t *len)
+{
+    size_t tl = strlen(text), out_len = tl;
+    const char **at = calloc(n_media, sizeof *at);
+    size_t *ml = calloc(n_media, sizeof *ml);
+    char *out = NULL;
+    *len = 1;
+    if (!at || !ml)
+        goto done;
+    *len = 0;
+    for (uint32_t k = 0; k < n_media; k++) {
+        if (!media[k].plain)
+            continue;
+        char mark[40];
+        ml[k] = (size_t)snprintf(mark, sizeof mark, MEDIA_MARK, k);
+        at[k] = strstr(text, mark);
+        if (!at[k] || strstr(at[k] + 1, mark))
+            goto done;
+        out_len += media[k].len - ml[k];
+    }
+    if (!(out = malloc(out_len + 1))) {
+        *len = 1;
+        goto done;
+    }
+    /* copy in text order: the placeholders, sorted by where they are */
+    size_t o = 0;
+    const char *from = text;
+    for (;;) {
+        uint32_t next = n_media;
+        for (uint32_t k = 0; k < n_media; k++)
+            if (at[k] && at[k] >= from && (next == n_media || at[k] < at[next]))
+                next = k;
+        if (next == n_media)
+            break;
+        memcpy(out + o, from, (size_t)(at[next] - from));
+        o += (size_t)(at[next] - from);
+        memcpy(out + o, media[next].text, media[next].len);
+        o += media[next].len;
+        from = at[next] + ml[next];
+    }
+    memcpy(out + o, from, tl - (size_t)(from - text));
+    o += tl - (size_t)(from - text);
+    out[o] = '\0';
+    *len = o;
+done:
+    free(at);
+    free(ml);
+    return out;
+}
+
 /* One request with our body around its texts (and media), for model p->model. */
 static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const text_t *texts, size_t n_texts,
                      const sg_media_item_t *media, uint32_t n_media, sg_payload_t *p, char *err, size_t errlen)
@@ -235,21 +306,38 @@ static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const 
     if (spec->grpc)
         return sg_payload_render_grpc(spec, extra, texts[0].s, texts[0].len, p, err, errlen);
     const char *model = spec->models[p->model];
-    json_t *body = make_body(spec, model, texts, n_texts, p->max_tokens, media, n_media);
-    if (!body)
-        return set_err(err, errlen, "cannot build the request body for model \"%s\" (not valid UTF-8?)", model);
-    /* extra inputs go last so that the user can override anything we set, as with GenAI-Perf */
-    if (extra && json_object_update(body, (json_t *)extra) != 0) {
+    bool marks = false;
+    for (uint32_t k = 0; k < n_media; k++)
+        marks |= media[k].plain;
+    for (;;) {
+        json_t *body = make_body(spec, model, texts, n_texts, p->max_tokens, media, n_media, marks);
+        if (!body)
+            return set_err(err, errlen, "cannot build the request body for model \"%s\" (not valid UTF-8?)", model);
+        /* extra inputs go last so that the user can override anything we set, as with GenAI-Perf */
+        if (extra && json_object_update(body, (json_t *)extra) != 0) {
+            json_decref(body);
+            return SG_ENOMEM;
+        }
+        char *text = json_dumps(body, JSON_COMPACT);
         json_decref(body);
-        return SG_ENOMEM;
+        if (!text)
+            return SG_ENOMEM;
+        size_t len = strlen(text);
+        if (marks) {
+            char *spliced = media_splice(text, media, n_media, &len);
+            free(text);
+            if (!spliced && len)
+                return SG_ENOMEM;
+            if (!spliced) { /* a placeholder spelled elsewhere too: the slow way, the text in the JSON */
+                marks = false;
+                continue;
+            }
+            text = spliced;
+        }
+        int rc = render_http(spec, text, len, p, err, errlen);
+        free(text);
+        return rc;
     }
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    if (!text)
-        return SG_ENOMEM;
-    int rc = render_http(spec, text, strlen(text), p, err, errlen);
-    free(text);
-    return rc;
 }
 
 const char *sg_payload_body(const sg_payload_t *p, size_t *len)

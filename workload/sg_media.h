@@ -65,6 +65,7 @@ typedef struct {
     size_t len;
     uint8_t kind;   /* sg_media_kind_t */
     char fmt[8];    /* "png", "jpeg", "wav", "mp3", ... ("url" for an image sent by URL) */
+    bool plain;     /* text is base64 (after a data URL's prefix): JSON carries it as it is, no escape needed */
     uint32_t w, h;  /* synthetic images: size in pixels (0 otherwise) */
     double seconds; /* synthetic audio: length (0 otherwise) */
 } sg_media_item_t;

@@ -400,6 +400,21 @@ static void test_bodies(void)
     free(summary);
     sg_workload_free(&t);
 
+    /* the media text goes in after the body is dumped (a placeholder per item); a placeholder spelled elsewhere
+     * too (here by --extra-inputs) makes the body be built the slow way, whole and right */
+    spec.extra_inputs_json = "{\"note\":\"@@surge-media-0@@\"}";
+    spec.num_prompts_given = true;
+    CHECK_EQ_INT(sg_workload_build(&spec, &t, err, sizeof err), 0);
+    json_t *nb = body_of(&t.items[0]);
+    json_t *parts = json_object_get(json_array_get(json_object_get(nb, "messages"), 0), "content");
+    const char *u0 = json_string_value(json_object_get(json_object_get(json_array_get(parts, 1), "image_url"), "url"));
+    CHECK(u0 && strncmp(u0, "data:image/png;base64,", 22) == 0);
+    CHECK(strcmp(json_string_value(json_object_get(nb, "note")), "@@surge-media-0@@") == 0);
+    json_decref(nb);
+    sg_workload_free(&t);
+    spec.extra_inputs_json = NULL;
+    spec.num_prompts_given = false;
+
     /* --num-prompts given: the table keeps its size */
     spec.num_prompts_given = true;
     CHECK_EQ_INT(sg_workload_build(&spec, &t, err, sizeof err), 0);
