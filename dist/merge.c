@@ -226,6 +226,51 @@ static int slos_of(json_t *cfg, sg_slo_t *slos, size_t *n_slos, sg_slo_check_t *
     return 0;
 }
 
+/*
+ * The parts' "media" objects as one (docs/metrics.md): requests, images, clips and bytes summed, the means again
+ * from the sums, the least and most any entry carried over all parts; the ranks share one table (one seed), so the
+ * distinct sets are the sum's requests, at most its entries. NULL when no part has one.
+ */
+static char *merge_media(const part_t *parts, size_t n)
+{
+    json_int_t sent = 0, images = 0, audios = 0, bytes = 0, mn = -1, mx = 0, table = 0;
+    double req_bytes = 0;
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_object_get(parts[i].summary, "media");
+        if (!json_is_object(m))
+            continue;
+        any = true;
+        json_int_t b = json_integer_value(json_object_get(m, "media_bytes"));
+        double share = json_number_value(json_object_get(m, "media_share_of_request_bytes"));
+        sent += json_integer_value(json_object_get(m, "requests"));
+        images += json_integer_value(json_object_get(m, "images"));
+        audios += json_integer_value(json_object_get(m, "audios"));
+        bytes += b;
+        req_bytes += share > 0 ? (double)b / share : 0;
+        json_int_t lo = json_integer_value(json_object_get(m, "media_bytes_per_request_min"));
+        json_int_t hi = json_integer_value(json_object_get(m, "media_bytes_per_request_max"));
+        json_int_t t = json_integer_value(json_object_get(m, "table_entries"));
+        mn = mn < 0 || lo < mn ? lo : mn;
+        mx = hi > mx ? hi : mx;
+        table = t > table ? t : table;
+    }
+    if (!any)
+        return NULL;
+    double d = sent ? (double)sent : 1;
+    json_int_t distinct = sent < table ? sent : table;
+    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:I, s:f, s:I, s:f}", "table_entries", table,
+                          "requests", sent, "images", images, "audios", audios, "media_bytes", bytes,
+                          "images_per_request", (double)images / d, "audios_per_request", (double)audios / d,
+                          "media_bytes_per_request", (double)bytes / d, "media_bytes_per_request_min", mn < 0 ? 0 : mn,
+                          "media_bytes_per_request_max", mx, "media_share_of_request_bytes",
+                          req_bytes > 0 ? (double)bytes / req_bytes : 0.0, "distinct_media_sets", distinct,
+                          "sends_per_media_set", distinct ? (double)sent / (double)distinct : 0.0);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
+
 /* The summary's "merged_from" (and the parts' own "dist" members, which name their rank). */
 static json_t *parts_json(const part_t *parts, size_t n)
 {
@@ -257,7 +302,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
     size_t n = mg->n_dirs;
     part_t *parts = calloc(n ? n : 1, sizeof(*parts));
     sink_t sink = {0};
-    char *log_path = NULL, *stem = NULL, *extra = NULL, *input = NULL, *reuse_text = NULL;
+    char *log_path = NULL, *stem = NULL, *extra = NULL, *input = NULL, *reuse_text = NULL, *media_text = NULL;
     sg_stall_t *stalls = NULL;
     size_t n_stalls = 0;
     uint64_t stalls_dropped = 0;
@@ -495,6 +540,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         reuse_text = json_dumps(reuse, JSON_COMPACT);
     }
     json_decref(reuse);
+    media_text = merge_media(parts, n);
     if (mg->extra_json) {
         json_t *e = json_loads(mg->extra_json, 0, NULL);
         if (json_is_object(e))
@@ -567,6 +613,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .command = json_string_value(json_object_get(parts[0].summary, "command")),
         .host = json_string_value(json_object_get(parts[0].summary, "host")),
         .prompt_reuse_json = reuse_text,
+        .media_json = media_text,
     };
 
     /* the files, the summary last (its presence says the others are complete) */
@@ -653,6 +700,7 @@ out:
     free(input);
     free(extra);
     free(reuse_text);
+    free(media_text);
     free(stem);
     free(p_sjson);
     free(p_scsv);

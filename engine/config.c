@@ -159,6 +159,7 @@ enum {
     OPT_CONCURRENCY_RAMP_DURATION,
     OPT_CANCEL_RATE,
     OPT_CANCEL_DELAY,
+    OPT_MEDIA, /* every --image-* and --audio-* flag: sg_media_option tells them apart by name */
     /* TLS */
     OPT_INSECURE = 'k',
     OPT_CACERT = 0x200,
@@ -227,6 +228,22 @@ static const struct option long_options[] = {
     {"rankings-passages-prompt-token-stddev", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_STDDEV},
     {"rankings-query-prompt-token-mean", required_argument, NULL, OPT_RANK_QUERY_TOKENS_MEAN},
     {"rankings-query-prompt-token-stddev", required_argument, NULL, OPT_RANK_QUERY_TOKENS_STDDEV},
+    /* AIPerf's images and audio (workload/sg_media.h) */
+    {"image-width-mean", required_argument, NULL, OPT_MEDIA},
+    {"image-width-stddev", required_argument, NULL, OPT_MEDIA},
+    {"image-height-mean", required_argument, NULL, OPT_MEDIA},
+    {"image-height-stddev", required_argument, NULL, OPT_MEDIA},
+    {"image-format", required_argument, NULL, OPT_MEDIA},
+    {"image-batch-size", required_argument, NULL, OPT_MEDIA},
+    {"batch-size-image", required_argument, NULL, OPT_MEDIA},
+    {"audio-length-mean", required_argument, NULL, OPT_MEDIA},
+    {"audio-length-stddev", required_argument, NULL, OPT_MEDIA},
+    {"audio-format", required_argument, NULL, OPT_MEDIA},
+    {"audio-batch-size", required_argument, NULL, OPT_MEDIA},
+    {"batch-size-audio", required_argument, NULL, OPT_MEDIA},
+    {"audio-sample-rates", required_argument, NULL, OPT_MEDIA},
+    {"audio-depths", required_argument, NULL, OPT_MEDIA},
+    {"audio-num-channels", required_argument, NULL, OPT_MEDIA},
     {"conversation-num", required_argument, NULL, OPT_CONV_NUM},
     {"num-conversations", required_argument, NULL, OPT_CONV_NUM},
     {"num-sessions", required_argument, NULL, OPT_CONV_NUM},
@@ -1593,8 +1610,13 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_ISL_STDDEV:
         st->isl_given = true;
         return parse_u32(opt, arg, 0, MAX_ISL, &cfg->isl_stddev);
+    case OPT_MEDIA: {
+        char err[256];
+        return sg_media_option(&cfg->media, opt, arg, err, sizeof err) < 0 ? fail(NULL, "%s", err) : 0;
+    }
     case OPT_NUM_PROMPTS:
         st->num_prompts_given = true;
+        cfg->num_prompts_given = true;
         return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->num_prompts);
     case OPT_CACHE_BUST:
         if (strcmp(arg, "first_turn_prefix") != 0 && strcmp(arg, "none") != 0)
@@ -1836,6 +1858,7 @@ static int set_defaults(sg_config_t *cfg)
     cfg->coalesce_us = SG_COALESCE_AUTO;
     cfg->isl_mean = 550;
     cfg->num_prompts = 100;
+    sg_media_defaults(&cfg->media);
     cfg->osl_mean = -1;
     cfg->prefix_len = DEFAULT_PREFIX_LEN;
     cfg->block_size = DEFAULT_BLOCK_SIZE;
@@ -1963,6 +1986,8 @@ static int finish_cache_bust(sg_config_t *cfg, const parse_state_t *st)
         why = "--num-prefix-prompts";
     else if (!cfg->triton && sg_endpoint(cfg->endpoint_type)->batch)
         why = "embeddings and rankings";
+    else if (!cfg->triton && cfg->endpoint_type == SG_OAI_IMAGE_RETRIEVAL)
+        why = "image_retrieval (images only, no text)";
     else if (st->num_prompts_given && !st->cache_bust)
         why = "--num-prompts";
     if (st->cache_bust && why && strcmp(why, "--cache-bust none") != 0 && strcmp(why, "--num-prompts") != 0)
@@ -2223,6 +2248,9 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
             return rc;
     }
     rc = sg_config_check_sessions(cfg);
+    if (rc)
+        return rc;
+    rc = sg_config_check_media(cfg);
     if (rc)
         return rc;
     rc = finish_cache_bust(cfg, st);
@@ -2775,6 +2803,9 @@ char *sg_config_to_json(const sg_config_t *cfg)
     json_object_set_new(o, "workers", json_integer(cfg->workers));
     json_object_set_new(o, "synthetic_input_tokens_mean", json_integer(cfg->isl_mean));
     json_object_set_new(o, "synthetic_input_tokens_stddev", json_integer(cfg->isl_stddev));
+    json_t *media = sg_config_media_json(cfg);
+    if (media)
+        json_object_set_new(o, "media", media);
     if (cfg->rankings.on) {
         const sg_rankings_synth_t *r = &cfg->rankings;
         json_object_set_new(o, "rankings_passages_mean", json_integer(r->passages_mean));
@@ -2950,7 +2981,8 @@ void sg_config_usage(FILE *out)
                  "      --endpoint-type TYPE      API to call (default: chat): chat, completions, embeddings,\n"
                  "                                rankings (NIM; nim_rankings), hf_tei_rankings,\n"
                  "                                cohere_rankings, responses (OpenAI Responses), messages\n"
-                 "                                (Anthropic), generate (TGI); kserve is --service-kind triton\n"
+                 "                                (Anthropic), generate (TGI), image_retrieval (GenAI-Perf's:\n"
+                 "                                images to v1/infer); kserve is --service-kind triton\n"
                  "                                (docs/endpoints.md)\n"
                  "      --endpoint PATH           path after the URL's base path, leading / optional\n"
                  "                                (default: the type's, e.g. v1/chat/completions)\n"
@@ -3129,6 +3161,25 @@ void sg_config_usage(FILE *out)
                  "                                first_turn_prefix for synthetic prompts, none when the run\n"
                  "                                asks for reuse (--num-prompts, --num-prefix-prompts,\n"
                  "                                --input-file, sessions, embeddings, rankings)\n"
+                 "      --image-width-mean W, --image-height-mean H (AIPerf's)\n"
+                 "                                synthetic images in chat requests (both above 0): random noise\n"
+                 "                                of W x H pixels (normal around each mean), encoded before the\n"
+                 "                                run and sent as data URLs in image_url parts; each request\n"
+                 "                                its own images, repeated only past the pool (docs/workloads.md)\n"
+                 "      --image-width-stddev S, --image-height-stddev S\n"
+                 "                                their standard deviations in pixels (default: 0)\n"
+                 "      --image-format FMT        png, jpeg or random (per image) (default: png)\n"
+                 "      --image-batch-size N      images per request, 0 for none (default: 1)\n"
+                 "                                (AIPerf's alias: --batch-size-image)\n"
+                 "      --audio-length-mean S, --audio-length-stddev S\n"
+                 "                                synthetic audio (mean above 0): WAV clips of noise S seconds\n"
+                 "                                long (normal), sent as input_audio parts (default: 0, none)\n"
+                 "      --audio-sample-rates LIST kHz, one drawn per clip, e.g. 16,44.1 (default: 16)\n"
+                 "      --audio-depths LIST       bits per sample, one drawn per clip: 8,16,24,32 (default: 16)\n"
+                 "      --audio-num-channels N    1 or 2 (default: 1)\n"
+                 "      --audio-batch-size N      clips per request, 0 for none (default: 1)\n"
+                 "                                (AIPerf's alias: --batch-size-audio)\n"
+                 "      --audio-format wav        the only format surge writes (AIPerf's mp3 is refused)\n"
                  "      --num-prefix-prompts K    K distinct shared prefixes; each prompt starts with one of\n"
                  "                                them, drawn at random (seeded) (default: 0, none)\n"
                  "      --prefix-prompt-length N  tokens in each prefix, counted in the prompt's ISL\n"

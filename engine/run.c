@@ -550,6 +550,9 @@ static int prepare_workload(profile_t *p)
         .grpc_timeout = grpc_timeout[0] ? grpc_timeout : NULL,
         .cache_bust = cfg->cache_bust,
         .tool_choice = cfg->tool_choice,
+        .media = &cfg->media,
+        .media_requests = cfg->request_count ? cfg->request_count + cfg->warmup_request_count : 0,
+        .num_prompts_given = cfg->num_prompts_given,
     };
     if (cfg->tools_json || cfg->tool_choice) {
         int rc = prepare_tools(p, &spec);
@@ -1919,6 +1922,11 @@ static int point_report(profile_t *p, point_t *pt)
     point_verdicts(pt);
     char *input_json = sg_config_to_json(cfg);
     char *reuse_json = prompt_reuse(p, pt);
+    /* images and audio: the requests sent (warmup included) take the table's entries in turn */
+    char *media_json =
+        cfg->sessions
+            ? NULL
+            : sg_media_summary(&p->payloads, sg_metrics_ok(pt->merged) + sg_metrics_errors(pt->merged) + pt->warmup);
     char *scrapes = report_scrapes(p, pt);
     char *dist_json = p->dist ? sg_dist_rank_json(p->dist) : NULL;
     char *stab_text = stab_json(pt->stab);
@@ -1998,6 +2006,7 @@ static int point_report(profile_t *p, point_t *pt)
         .command = p->command,
         .host = p->host[0] ? p->host : NULL,
         .prompt_reuse_json = reuse_json,
+        .media_json = media_json,
     };
     if (!pt->spec.quiet) {
         sg_export_table(stdout, pt->merged, &info);
@@ -2006,6 +2015,7 @@ static int point_report(profile_t *p, point_t *pt)
     int xerr = write_exports(&p->run, pt->ws, pt->n_workers, pt->merged, &info);
     free(input_json);
     free(reuse_json);
+    free(media_json);
     free(scrapes);
     free(dist_json);
     free(stab_text);

@@ -144,9 +144,12 @@ typedef struct {
     char *tools_file;                  /* --tools FILE, or NULL */
     char *tool_choice;                 /* --tool-choice, or NULL (not sent) */
     char *tools_json;                  /* the --tools file's array, checked, compact; NULL without --tools */
-    int input_format;                  /* sg_input_format_t; 0 = detect */
-    uint32_t block_size;               /* tokens per hash_ids block of a trace */
-    bool fixed_schedule;               /* send each trace entry at its timestamp */
+    /* images and audio (AIPerf's --image-* and --audio-* flags, workload/sg_media.h; docs/workloads.md) */
+    sg_media_spec_t media;
+    bool num_prompts_given; /* --num-prompts was given: the table keeps that size even with media */
+    int input_format;       /* sg_input_format_t; 0 = detect */
+    uint32_t block_size;    /* tokens per hash_ids block of a trace */
+    bool fixed_schedule;    /* send each trace entry at its timestamp */
     /* multi-turn sessions (docs/sessions.md): on with turn_mean > 1 or a multi_turn input file */
     bool sessions;
     uint32_t conversation_num;                       /* --conversation-num: distinct synthetic conversations */
@@ -205,6 +208,11 @@ SG_WUR int sg_config_parse(sg_config_t *cfg, int argc, char **argv);
 /* Sessions (cfg->sessions) with what they cannot run with: 0, or SG_EINVAL with one line on stderr. Called by the
  * parse, and again once an input file turned out to be multi_turn. */
 SG_WUR int sg_config_check_sessions(const sg_config_t *cfg);
+/* The media flags with the rest of cfg (engine/config_media.c): 0, or SG_EINVAL with one line on stderr. */
+SG_WUR int sg_config_check_media(const sg_config_t *cfg);
+/* The "media" object of input_config (a new reference), or NULL when no media flag was given. */
+struct json_t;
+struct json_t *sg_config_media_json(const sg_config_t *cfg);
 /* Frees every string cfg owns and zeroes it; safe on a zeroed or already freed cfg. */
 void sg_config_free(sg_config_t *cfg);
 /* A JSON object (malloc'd text) describing cfg, for input_config in the summary. */

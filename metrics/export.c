@@ -824,7 +824,31 @@ int sg_export_table(FILE *out, const sg_metrics_t *m, const sg_run_info_t *info)
         fprintf(out, "Prompts: %s\n", line);
         json_decref(reuse);
     }
+    json_t *media = info && info->media_json ? json_loads(info->media_json, 0, NULL) : NULL;
+    if (media) {
+        char line[400];
+        sg_media_line(media, line, sizeof line);
+        fprintf(out, "Media: %s\n", line);
+        json_decref(media);
+    }
     return ferror(out) ? -EIO : 0;
+}
+
+void sg_media_line(const json_t *o, char *line, size_t cap)
+{
+    double images = json_number_value(json_object_get(o, "images_per_request"));
+    double audios = json_number_value(json_object_get(o, "audios_per_request"));
+    double bytes = json_number_value(json_object_get(o, "media_bytes_per_request"));
+    double share = json_number_value(json_object_get(o, "media_share_of_request_bytes"));
+    json_int_t sent = json_integer_value(json_object_get(o, "requests"));
+    json_int_t distinct = json_integer_value(json_object_get(o, "distinct_media_sets"));
+    char b[32];
+    fmt_num(b, sizeof b, bytes, 0);
+    snprintf(line, cap,
+             "%.2f images and %.2f audio clips per request, %s bytes of media per request (mean, as sent: %.1f%% "
+             "of the request bytes); %lld distinct sets for %lld requests, each sent %.1f times on average",
+             images, audios, b, share * 100, (long long)distinct, (long long)sent,
+             distinct > 0 ? (double)sent / (double)distinct : 0.0);
 }
 
 /* ---------- prompt reuse ---------- */
@@ -1364,6 +1388,8 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
         rc = set(root, "prompt_reuse", input_config(info->prompt_reuse_json));
     if (!rc && sg_metrics_urls(m))
         rc = set(root, "urls", sg_export_urls_json(m, info));
+    if (!rc && info && info->media_json)
+        rc = set(root, "media", input_config(info->media_json));
     rc = rc ? rc : set(root, "isl_source", info && info->isl_source ? json_string(info->isl_source) : json_null());
     if (!rc && info && info->tokenizer) {
         char desc[1024]; /* a path need not be UTF-8: the summary must stay valid JSON */

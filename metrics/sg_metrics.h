@@ -312,6 +312,9 @@ typedef struct {
     /* How often the run's prompts repeat: the summary's "prompt_reuse" object (text), also a console line
      * (sg_prompt_reuse_line); NULL: not known (then neither is written) */
     const char *prompt_reuse_json;
+    /* Images and audio in the requests: the summary's "media" object (text, sg_media_summary in workload/), also
+     * a console line (sg_media_line); NULL when no request carried any */
+    const char *media_json;
 } sg_run_info_t;
 
 /* The console's GPU lines from a "gpu_telemetry" object (sg_srvm_gpu_json's text); nothing when NULL. */
@@ -329,6 +332,8 @@ const char *sg_timestamp_source(bool asked, uint64_t stamped, uint64_t unstamped
  */
 void sg_prompt_reuse_fill(json_t *o);
 void sg_prompt_reuse_line(const json_t *o, char *line, size_t cap);
+/* The "media" object (docs/metrics.md) in one line for the console. */
+void sg_media_line(const json_t *o, char *line, size_t cap);
 
 /* Several URLs: what the workers saw of one URL, over all of them (engine/run_urls.c). */
 typedef struct sg_url_info {

@@ -337,6 +337,9 @@ stop:
     if (exit_code == 0 && !o.quiet && st.tool_requests)
         fprintf(stderr, "surge mock: %llu requests carried tools, %llu answered with a tool call\n",
                 (unsigned long long)st.tool_requests, (unsigned long long)st.tool_calls);
+    if (exit_code == 0 && !o.quiet && (st.images || st.audios))
+        fprintf(stderr, "surge mock: media received: %llu images, %llu audio clips, %llu bytes decoded\n",
+                (unsigned long long)st.images, (unsigned long long)st.audios, (unsigned long long)st.media_bytes);
     if (exit_code == 0 && !o.quiet && o.n_faults) {
         char line[512];
         size_t n = 0;

@@ -170,6 +170,8 @@ const char *sg_mock_api_name(sg_oai_kind_t kind)
         return "messages";
     case SG_OAI_GENERATE:
         return "generate";
+    case SG_OAI_IMAGE_RETRIEVAL:
+        return "image_retrieval";
     default:
         return "chat";
     }
@@ -694,6 +696,7 @@ void sg_mock_api_render_full(sg_mock_buf_t *b, const sg_mock_job_t *j)
     size_t mark = sg_mock_body_open(b, j);
     switch (j->kind) {
     case SG_OAI_EMBEDDINGS:
+    case SG_OAI_IMAGE_RETRIEVAL: /* NIM's answer: one embedding per image */
         render_embeddings(b, j);
         break;
     case SG_OAI_RANK_NIM:

@@ -381,8 +381,9 @@ void sg_mock_tool_render_stream_end(sg_mock_buf_t *b, const sg_mock_job_t *j);
 /* ---------- server and workers ---------- */
 
 typedef struct {
-    uint64_t requests;    /* HTTP requests parsed */
-    uint64_t completions; /* completion requests (any outcome after the body was scanned) */
+    uint64_t requests;                    /* HTTP requests parsed */
+    uint64_t completions;                 /* completion requests (any outcome after the body was scanned) */
+    uint64_t images, audios, media_bytes; /* image and audio parts in them, and their decoded bytes */
     uint64_t streamed;
     uint64_t errors;                      /* injected 500s */
     uint64_t drops;                       /* connections cut on purpose */
@@ -444,6 +445,8 @@ void sg_mock_job_schedule(const struct sg_mock_server *s, sg_mock_job_t *j, int6
 sg_mock_load_t *sg_mock_load_new(unsigned workers);
 void sg_mock_load_free(sg_mock_load_t *l, unsigned workers);
 void sg_mock_load_add(sg_mock_load_t *loads, unsigned worker, const sg_mock_job_t *j, int64_t itl_ns, int64_t now);
+/* Images and audio a request brought (counted at arrival, for /metrics' surge_mock_* counters). */
+void sg_mock_load_media(sg_mock_load_t *loads, unsigned worker, const sg_oai_media_t *m);
 /* The body of a scrape at now (Prometheus text, vLLM's names) into buf; its length. */
 size_t sg_mock_metrics_text(const struct sg_mock_server *s, int64_t now, char *buf, size_t cap);
 #define SG_MOCK_METRICS_MAX 2048

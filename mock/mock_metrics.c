@@ -26,6 +26,7 @@ struct sg_mock_load {
     entry_t *e;
     size_t n, cap, fold_at;
     uint64_t done_requests, done_tokens, done_prompt;
+    uint64_t images, audios, media_bytes; /* image and audio parts received, and their decoded bytes */
 };
 
 sg_mock_load_t *sg_mock_load_new(unsigned n)
@@ -107,8 +108,19 @@ void sg_mock_load_add(sg_mock_load_t *loads, unsigned worker, const sg_mock_job_
     pthread_mutex_unlock(&l->mu);
 }
 
+void sg_mock_load_media(sg_mock_load_t *loads, unsigned worker, const sg_oai_media_t *m)
+{
+    sg_mock_load_t *l = &loads[worker];
+    pthread_mutex_lock(&l->mu);
+    l->images += m->images;
+    l->audios += m->audios;
+    l->media_bytes += m->bytes;
+    pthread_mutex_unlock(&l->mu);
+}
+
 typedef struct {
     uint64_t running, waiting, requests, tokens, prompt;
+    uint64_t images, audios, media_bytes;
 } counts_t;
 
 static void count(sg_mock_load_t *l, int64_t now, counts_t *c)
@@ -118,6 +130,9 @@ static void count(sg_mock_load_t *l, int64_t now, counts_t *c)
     c->requests += l->done_requests;
     c->tokens += l->done_tokens;
     c->prompt += l->done_prompt;
+    c->images += l->images;
+    c->audios += l->audios;
+    c->media_bytes += l->media_bytes;
     for (size_t i = 0; i < l->n; i++) {
         const entry_t *e = &l->e[i];
         if (now < e->start) {
@@ -156,9 +171,19 @@ size_t sg_mock_metrics_text(const sg_mock_server_t *s, int64_t now, char *buf, s
                      "vllm:generation_tokens_total%s %llu\n"
                      "# HELP vllm:request_success_total Completions whose last token is past.\n"
                      "# TYPE vllm:request_success_total counter\n"
-                     "vllm:request_success_total%s %llu\n",
+                     "vllm:request_success_total%s %llu\n"
+                     "# HELP surge_mock_images_total Image parts received (chat image_url, image_retrieval inputs).\n"
+                     "# TYPE surge_mock_images_total counter\n"
+                     "surge_mock_images_total %llu\n"
+                     "# HELP surge_mock_audio_clips_total Audio parts received (chat input_audio).\n"
+                     "# TYPE surge_mock_audio_clips_total counter\n"
+                     "surge_mock_audio_clips_total %llu\n"
+                     "# HELP surge_mock_media_bytes_total Decoded bytes of the base64 images and clips received.\n"
+                     "# TYPE surge_mock_media_bytes_total counter\n"
+                     "surge_mock_media_bytes_total %llu\n",
                      label, (unsigned long long)c.running, label, (unsigned long long)c.waiting, label, kv, label,
                      (unsigned long long)c.prompt, label, (unsigned long long)c.tokens, label,
-                     (unsigned long long)c.requests);
+                     (unsigned long long)c.requests, (unsigned long long)c.images, (unsigned long long)c.audios,
+                     (unsigned long long)c.media_bytes);
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }

@@ -630,6 +630,20 @@ static void record_request(sg_mock_worker_t *w, conn_t *c, int64_t now, sg_slice
     }
     SG_MOCK_BUF_LIT(b, ",\"prompt_words\":");
     sg_mock_buf_u64(b, r->prompt_words);
+    if (r->media.images || r->media.audios) {
+        SG_MOCK_BUF_LIT(b, ",\"images\":");
+        sg_mock_buf_u64(b, r->media.images);
+        SG_MOCK_BUF_LIT(b, ",\"images_sized\":");
+        sg_mock_buf_u64(b, r->media.images_sized);
+        SG_MOCK_BUF_LIT(b, ",\"audios\":");
+        sg_mock_buf_u64(b, r->media.audios);
+        SG_MOCK_BUF_LIT(b, ",\"audios_timed\":");
+        sg_mock_buf_u64(b, r->media.audios_timed);
+        SG_MOCK_BUF_LIT(b, ",\"media_bytes\":");
+        sg_mock_buf_u64(b, r->media.bytes);
+        SG_MOCK_BUF_LIT(b, ",\"media_tokens\":");
+        sg_mock_buf_u64(b, r->media.tokens);
+    }
     SG_MOCK_BUF_LIT(b, ",\"prompt\":\"");
     if (r->prompt.base)
         sg_mock_buf_json_raw(b, r->prompt);
@@ -793,6 +807,8 @@ static int route(sg_slice_t path)
         return SG_OAI_MESSAGES;
     if (ends_with(path, "/generate") || ends_with(path, "/generate_stream"))
         return SG_OAI_GENERATE;
+    if (ends_with(path, "/infer"))
+        return SG_OAI_IMAGE_RETRIEVAL;
     return -1;
 }
 
@@ -808,7 +824,7 @@ static bool scan_api(const sg_mock_server_t *s, sg_mock_job_t *j, int *kind, sg_
     if (err == 0 && a->inputs > SG_MOCK_MAX_ITEMS) {
         err = SG_EPROTO;
         a->err = "more than 65536 inputs in one request";
-    } else if (err == 0 && *kind == SG_OAI_EMBEDDINGS &&
+    } else if (err == 0 && (*kind == SG_OAI_EMBEDDINGS || *kind == SG_OAI_IMAGE_RETRIEVAL) &&
                (uint64_t)a->inputs * s->opts.embedding_dim > SG_MOCK_MAX_FLOATS) {
         err = SG_EPROTO;
         a->err = "inputs x --embedding-dim is over 4194304 floats";
@@ -823,7 +839,8 @@ static bool scan_api(const sg_mock_server_t *s, sg_mock_job_t *j, int *kind, sg_
                             .stream = *kind == SG_OAI_GENERATE ? ends_with(path, "/generate_stream") : a->stream,
                             .prompt = a->prompt,
                             .prompt_words = a->prompt_words,
-                            .tools = a->tools};
+                            .tools = a->tools,
+                            .media = a->media};
     return true;
 }
 
@@ -911,7 +928,7 @@ static int build_answer(conn_t *c, sg_mock_job_t *j, int kind, sg_slice_t full_p
     if (fault)
         drop = fault == SG_MOCK_FAULT_RST; /* one fault per request: rst cuts where --drop-rate does */
     /* embeddings and rankings generate nothing: answered whole once the prompt is read (the TTFT) */
-    bool generates = kind <= SG_OAI_COMPLETIONS || kind >= SG_OAI_RESPONSES;
+    bool generates = kind <= SG_OAI_COMPLETIONS || (kind >= SG_OAI_RESPONSES && kind != SG_OAI_IMAGE_RETRIEVAL);
     j->kind = (uint8_t)kind;
     j->n = generates ? tokens_for(s, r.max_tokens) : 0;
     if (kind == SG_OAI_CHAT || kind == SG_OAI_RESPONSES || kind == SG_OAI_MESSAGES)
@@ -939,6 +956,13 @@ static int build_answer(conn_t *c, sg_mock_job_t *j, int kind, sg_slice_t full_p
     int err = usage_counts(w, j, &r);
     if (err < 0)
         return err;
+    /* images and audio: their tokens by the documented formula (sg_media_probe.h) join the prompt's */
+    j->usage_prompt += r.media.tokens;
+    w->st.images += r.media.images;
+    w->st.audios += r.media.audios;
+    w->st.media_bytes += r.media.bytes;
+    if ((r.media.images || r.media.audios) && s->load)
+        sg_mock_load_media(s->load, w->idx, &r.media);
     /* ids are unique across workers: worker w hands out w, w + N, w + 2N, ... */
     j->serial = w->next_id++ * s->opts.workers + w->idx;
     j->created = (int64_t)time(NULL);
@@ -2134,6 +2158,9 @@ void sg_mock_worker_finish(sg_mock_worker_t *w, sg_mock_stats_t *st)
     free(w->tls_buf);
     st->requests += w->st.requests;
     st->completions += w->st.completions;
+    st->images += w->st.images;
+    st->audios += w->st.audios;
+    st->media_bytes += w->st.media_bytes;
     st->streamed += w->st.streamed;
     st->tool_requests += w->st.tool_requests;
     st->tool_calls += w->st.tool_calls;

@@ -624,6 +624,8 @@ int sg_api_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
         return decode_messages(json, len, out);
     case SG_OAI_GENERATE:
         return decode_generate(json, len, out);
+    case SG_OAI_IMAGE_RETRIEVAL:
+        return decode_list("data", json, len, out);
     default:
         return sg_oai_decode(kind, json, len, out);
     }
@@ -641,6 +643,7 @@ static const sg_endpoint_t endpoints[SG_OAI__KINDS] = {
     [SG_OAI_RESPONSES] = {"responses", "v1/responses", NULL, true, true, false, true},
     [SG_OAI_MESSAGES] = {"messages", "v1/messages", NULL, true, true, false, true},
     [SG_OAI_GENERATE] = {"generate", "generate", "generate_stream", true, true, false, true},
+    [SG_OAI_IMAGE_RETRIEVAL] = {"image_retrieval", "v1/infer", NULL, false, false, false, true},
 };
 
 const sg_endpoint_t *sg_endpoint(sg_oai_kind_t kind)
@@ -676,5 +679,5 @@ int sg_endpoint_parse(const char *name, sg_oai_kind_t *kind)
 const char *sg_endpoint_names(void)
 {
     return "chat, completions, embeddings, rankings (nim_rankings), hf_tei_rankings, cohere_rankings, responses, "
-           "messages, generate (huggingface_generate)";
+           "messages, generate (huggingface_generate), image_retrieval";
 }

@@ -7,6 +7,7 @@
  */
 #include "sg_api_request.h"
 #include "json_scan.h"
+#include "oai_int.h"
 
 static const sg_slice_t empty = {"", 0};
 
@@ -281,6 +282,29 @@ static int nim_query(sg_js_t *js, uint64_t *words, sg_slice_t *q, bool *found)
     return text_object(js, NULL, words, q, found);
 }
 
+/* image_retrieval's "input": a non-empty array of {"type": "image_url", "url": U} (each an input). */
+static int image_inputs(sg_js_t *js, sg_api_request_t *out, bool *found)
+{
+    out->inputs = 0;
+    memset(&out->media, 0, sizeof out->media);
+    *found = false;
+    if (sg_js_peek(js) != '[')
+        return sg_js_skip(js);
+    int rc = sg_js_arr_begin(js), n = 0;
+    while (rc == 0 && (rc = sg_js_arr_next(js, &n)) == 1) {
+        if (sg_js_peek(js) != '{') {
+            rc = sg_js_skip(js);
+            continue;
+        }
+        bool is_text, present;
+        sg_slice_t text;
+        rc = sg_oai_scan_part(js, &out->media, &is_text, &text, &present);
+    }
+    out->inputs = out->media.images;
+    *found = rc == 0 && out->inputs > 0;
+    return rc;
+}
+
 static const char *const part_types[] = {"text", "input_text", "output_text", NULL};
 static const char *const block_types[] = {"text", NULL};
 
@@ -364,6 +388,8 @@ int sg_api_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_api
             rc = text_value(&js, &words, &out->prompt, &found);
         } else if (kind == SG_OAI_GENERATE && SG_JS_KEY(&js, key, "parameters")) {
             rc = tgi_parameters(&js, out);
+        } else if (kind == SG_OAI_IMAGE_RETRIEVAL && SG_JS_KEY(&js, key, "input")) {
+            rc = image_inputs(&js, out, &found);
         } else {
             rc = sg_js_skip(&js);
         }
@@ -383,7 +409,7 @@ int sg_api_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_api
         }
     } else {
         out->prompt_words = words + extra_words;
-        out->inputs = kind == SG_OAI_EMBEDDINGS ? out->inputs : 1;
+        out->inputs = kind == SG_OAI_EMBEDDINGS || kind == SG_OAI_IMAGE_RETRIEVAL ? out->inputs : 1;
     }
     if (found)
         return 0;
@@ -403,6 +429,9 @@ int sg_api_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_api
         break;
     case SG_OAI_MESSAGES:
         out->err = "request has no \"messages\" (a non-empty array)";
+        break;
+    case SG_OAI_IMAGE_RETRIEVAL:
+        out->err = "request has no \"input\" (a non-empty array of {\"type\": \"image_url\", \"url\": ...})";
         break;
     default:
         out->err = "request has no \"inputs\" string";

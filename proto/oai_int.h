@@ -26,4 +26,10 @@ int sg_oai_parse_usage_details(sg_js_t *js, int64_t *reasoning_tokens);
  * integer; any other value is skipped. For prompt_tokens_details.cached_tokens and llama.cpp's timings.cache_n. */
 int sg_oai_parse_member_count(sg_js_t *js, const char *name, size_t name_len, int64_t *v);
 
+/*
+ * One content part (an object; the scanner before it): a text part's text (*is_text, *text, *present), or an
+ * image_url or input_audio part added to m (sg_oai_media_t). Consumes the value.
+ */
+int sg_oai_scan_part(sg_js_t *js, sg_oai_media_t *m, bool *is_text, sg_slice_t *text, bool *present);
+
 #endif

@@ -7,6 +7,7 @@
 #include "sg_openai.h"
 #include "json_scan.h"
 #include "oai_int.h"
+#include "sg_media_probe.h"
 
 #include <string.h>
 
@@ -542,8 +543,85 @@ static uint64_t count_words(sg_slice_t raw)
     return words;
 }
 
-/* A message's content: a string, or an array of parts of which the {"type":"text","text":...} ones count. */
-static int scan_content(sg_js_t *js, uint64_t *words, sg_slice_t *first_text, bool *has_text)
+/* An image_url part's value: {"url": U} or the URL itself. */
+static int scan_image_url(sg_js_t *js, sg_slice_t *url, bool *present)
+{
+    *present = false; /* a repeated member replaces the earlier one */
+    if (sg_js_peek(js) == '"')
+        return sg_js_read_string(js, url, present);
+    if (sg_js_peek(js) != '{')
+        return sg_js_skip(js);
+    int m = 0, rc = sg_js_obj_begin(js);
+    sg_slice_t key;
+    while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1)
+        rc = SG_JS_KEY(js, key, "url") ? sg_js_read_string(js, url, present) : sg_js_skip(js);
+    return rc;
+}
+
+int sg_oai_scan_part(sg_js_t *js, sg_oai_media_t *media, bool *is_text, sg_slice_t *text, bool *present)
+{
+    enum { P_OTHER, P_TEXT, P_IMAGE, P_AUDIO } type = P_OTHER;
+    sg_slice_t url = empty, nested_url = empty, audio = empty, key;
+    bool has_url = false, has_nested = false, has_audio = false;
+    *present = false;
+    *text = empty;
+    int m = 0, rc = sg_js_obj_begin(js);
+    while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
+        if (SG_JS_KEY(js, key, "type")) {
+            sg_slice_t t;
+            bool is_str;
+            rc = sg_js_read_string(js, &t, &is_str);
+            type = !is_str                      ? P_OTHER
+                   : SG_JS_EQ(t, "text")        ? P_TEXT
+                   : SG_JS_EQ(t, "image_url")   ? P_IMAGE
+                   : SG_JS_EQ(t, "input_audio") ? P_AUDIO
+                                                : P_OTHER;
+        } else if (SG_JS_KEY(js, key, "text")) {
+            rc = sg_js_read_string(js, text, present);
+        } else if (SG_JS_KEY(js, key, "url")) { /* image_retrieval's inputs */
+            rc = sg_js_read_string(js, &url, &has_url);
+        } else if (SG_JS_KEY(js, key, "image_url")) {
+            rc = scan_image_url(js, &nested_url, &has_nested);
+        } else if (SG_JS_KEY(js, key, "input_audio")) {
+            has_audio = false;
+            if (sg_js_peek(js) != '{') {
+                rc = sg_js_skip(js);
+                continue;
+            }
+            int k = 0;
+            rc = sg_js_obj_begin(js);
+            while (rc == 0 && (rc = sg_js_obj_next(js, &k, &key)) == 1)
+                rc = SG_JS_KEY(js, key, "data") ? sg_js_read_string(js, &audio, &has_audio) : sg_js_skip(js);
+        } else {
+            rc = sg_js_skip(js);
+        }
+    }
+    *is_text = type == P_TEXT;
+    if (rc < 0 || !media)
+        return rc;
+    sg_media_info_t info;
+    if (type == P_IMAGE && (has_nested || has_url)) {
+        sg_slice_t u = has_nested ? nested_url : url;
+        sg_media_probe_image_url(u.base, u.len, &info);
+        media->images++;
+        media->images_sized += info.known;
+        media->bytes += info.bytes;
+        media->tokens += info.known ? sg_media_image_tokens(info.w, info.h) : 0;
+    } else if (type == P_AUDIO && has_audio) {
+        sg_media_probe_audio(audio.base, audio.len, &info);
+        media->audios++;
+        media->audios_timed += info.known;
+        media->bytes += info.bytes;
+        media->tokens += info.known ? sg_media_audio_tokens(info.seconds) : 0;
+    }
+    return rc;
+}
+
+/*
+ * A message's content: a string, or an array of parts of which the {"type":"text","text":...} ones count, and
+ * the image_url and input_audio ones add to media.
+ */
+static int scan_content(sg_js_t *js, uint64_t *words, sg_slice_t *first_text, bool *has_text, sg_oai_media_t *media)
 {
     *has_text = false;
     int c = sg_js_peek(js);
@@ -564,21 +642,8 @@ static int scan_content(sg_js_t *js, uint64_t *words, sg_slice_t *first_text, bo
             continue;
         }
         bool is_text = false, present = false;
-        sg_slice_t text = empty, key;
-        int m = 0;
-        rc = sg_js_obj_begin(js);
-        while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
-            if (SG_JS_KEY(js, key, "type")) {
-                sg_slice_t type;
-                bool is_str;
-                rc = sg_js_read_string(js, &type, &is_str);
-                is_text = is_str && SG_JS_EQ(type, "text");
-            } else if (SG_JS_KEY(js, key, "text")) {
-                rc = sg_js_read_string(js, &text, &present);
-            } else {
-                rc = sg_js_skip(js);
-            }
-        }
+        sg_slice_t text;
+        rc = sg_oai_scan_part(js, media, &is_text, &text, &present);
         if (rc == 0 && is_text && present) {
             *words += count_words(text);
             if (!*has_text) {
@@ -595,6 +660,7 @@ static int scan_messages(sg_js_t *js, sg_oai_request_t *out, bool *found)
 {
     out->prompt = empty;
     out->prompt_words = 0;
+    memset(&out->media, 0, sizeof out->media);
     *found = false;
     if (sg_js_peek(js) != '[')
         return sg_js_skip(js);
@@ -608,20 +674,28 @@ static int scan_messages(sg_js_t *js, sg_oai_request_t *out, bool *found)
         }
         int m = 0;
         sg_slice_t key;
-        uint64_t words = 0; /* a repeated "content" replaces the earlier one, words included */
+        uint64_t words = 0; /* a repeated "content" replaces the earlier one, words and media included */
+        sg_oai_media_t media = {0};
         rc = sg_js_obj_begin(js);
         while (rc == 0 && (rc = sg_js_obj_next(js, &m, &key)) == 1) {
             if (SG_JS_KEY(js, key, "content")) {
                 sg_slice_t text;
                 bool has_text;
                 words = 0;
-                rc = scan_content(js, &words, &text, &has_text);
+                memset(&media, 0, sizeof media);
+                rc = scan_content(js, &words, &text, &has_text, &media);
                 out->prompt = has_text ? text : empty;
             } else {
                 rc = sg_js_skip(js);
             }
         }
         out->prompt_words += words;
+        out->media.images += media.images;
+        out->media.audios += media.audios;
+        out->media.images_sized += media.images_sized;
+        out->media.audios_timed += media.audios_timed;
+        out->media.bytes += media.bytes;
+        out->media.tokens += media.tokens;
     }
     return rc;
 }
@@ -745,6 +819,7 @@ int sg_oai_scan_request(sg_oai_kind_t kind, const char *json, size_t len, sg_oai
     out->include_usage = false;
     out->prompt = empty;
     out->prompt_words = 0;
+    memset(&out->media, 0, sizeof out->media);
 
     int64_t max_tokens = -1, max_completion_tokens = -1;
     bool found = false, present;

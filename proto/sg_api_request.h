@@ -26,6 +26,7 @@ typedef struct {
     bool stream;              /* "stream" is literally true */
     bool details;             /* TGI: parameters.details is literally true */
     sg_oai_tools_req_t tools; /* responses and messages: "tools" and "tool_choice" (sg_oai_scan_tools) */
+    sg_oai_media_t media;     /* image_retrieval: its images (inputs counts them) */
     const char *err;          /* on failure: what is wrong, for the error response (static text) */
 } sg_api_request_t;
 
@@ -45,6 +46,8 @@ typedef struct {
  *  - messages: a non-empty "messages" array as chat's (content a string or blocks of type text), and "system"
  *    (a string or text blocks) counts too.
  *  - generate (TGI): "inputs": a string; "parameters": {"max_new_tokens": n, "details": bool}.
+ *  - image_retrieval: "input": a non-empty array of {"type": "image_url", "url": U}; inputs counts the images,
+ *    media their bytes and tokens (sg_media_probe.h).
  * The prompt is the last message's (or item's) first text, the query for rankings, the first string input for
  * embeddings, the inputs for generate.
  */

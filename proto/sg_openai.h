@@ -25,6 +25,8 @@ typedef enum {
     SG_OAI_RESPONSES,       /* /v1/responses (OpenAI Responses API): response.output_text.delta events */
     SG_OAI_MESSAGES,        /* /v1/messages (Anthropic Messages API): content_block_delta events */
     SG_OAI_GENERATE,        /* /generate and /generate_stream (Hugging Face TGI): token.text events */
+    SG_OAI_IMAGE_RETRIEVAL, /* /v1/infer (GenAI-Perf's image_retrieval, NIM): {"input":[{"type":"image_url","url"}]}
+                             * -> {"data":[...]} */
     SG_OAI__KINDS
 } sg_oai_kind_t;
 
@@ -121,6 +123,19 @@ typedef struct {
     bool none;        /* tool_choice says none */
 } sg_oai_tools_req_t;
 
+/*
+ * Images and audio in a request body, as the mock counts them (sg_media_probe.h): chat's content parts of type
+ * image_url ({"image_url": {"url": U}} or {"image_url": U}) and input_audio ({"input_audio": {"data": B64}}),
+ * image_retrieval's {"type": "image_url", "url": U} inputs.
+ */
+typedef struct {
+    uint32_t images, audios;
+    uint32_t images_sized; /* images whose PNG or JPEG header gave their size (data URLs) */
+    uint32_t audios_timed; /* clips whose WAV header gave their length */
+    uint64_t bytes;        /* decoded bytes of the base64 media (URLs count 0) */
+    uint64_t tokens;       /* the mock's token count for them (sg_media_image_tokens, sg_media_audio_tokens) */
+} sg_oai_media_t;
+
 /* What the mock server needs from a request body. */
 typedef struct {
     sg_slice_t model;   /* raw */
@@ -130,6 +145,7 @@ typedef struct {
     sg_slice_t prompt;     /* completions: raw "prompt" string; chat: raw content of the last message */
     uint64_t prompt_words; /* whitespace-separated words across all message contents / the prompt */
     sg_oai_tools_req_t tools;
+    sg_oai_media_t media; /* chat: image and audio parts over every message */
 } sg_oai_request_t;
 
 /*
@@ -137,6 +153,7 @@ typedef struct {
  *
  * Chat: "messages" must be a non-empty array. Each message's "content" counts: a string, or an array of parts
  * where those with "type":"text" add their "text"; prompt is the last message's content (its first text part).
+ * Parts of type image_url and input_audio add to media.
  * Completions: "prompt" is a string, or a non-empty array whose first element decides: strings (the first is
  * the prompt), token ids (each id counts as a word, prompt empty), or arrays of ids (the first one's ids count).
  * max_tokens: max_completion_tokens when present (as vLLM does), else max_tokens. stream and include_usage are

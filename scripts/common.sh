@@ -5,7 +5,7 @@ SURGE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Debian packages surge needs to build, test and benchmark.
 SURGE_BUILD_PKGS="cmake make gcc libc6-dev pkg-config liburing-dev libjansson-dev libpcre2-dev libicu-dev libnghttp2-dev
-    libwolfssl-dev protobuf-c-compiler libprotobuf-c-dev libjs-chart.js libyaml-dev"
+    libwolfssl-dev protobuf-c-compiler libprotobuf-c-dev libjs-chart.js libyaml-dev libpng-dev libjpeg62-turbo-dev"
 SURGE_TEST_PKGS="python3 clang libclang-rt-14-dev clang-format nginx nghttp2-client openssl protobuf-compiler
     python3-protobuf python3-grpcio python3-grpc-tools python3-h2 nghttp2-server"
 # The report's tests load each kind of page in headless Chromium.

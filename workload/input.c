@@ -203,6 +203,11 @@ static void entry_free(sg_input_entry_t *e)
     free(e->reply);
     free(e->hash_ids);
     json_decref(e->tools);
+    for (uint32_t i = 0; i < e->n_media; i++)
+        free(e->media[i]);
+    free(e->media);
+    free(e->media_lens);
+    free(e->media_kinds);
 }
 
 void sg_input_free(sg_input_t *in)
@@ -435,12 +440,72 @@ static int named_texts(const ctx_t *c, uint32_t line, const json_t *texts, sg_in
     return take_strings(c, line, "passages", passages, e);
 }
 
+/* One image or clip reference (a non-empty string) added to e's media. */
+static int take_media(const ctx_t *c, uint32_t line, const char *field, const json_t *v, uint8_t kind,
+                      sg_input_entry_t *e)
+{
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        char got[96];
+        show(v, got, sizeof got);
+        return fail_at(c, line, field, "expected a path or URL (a non-empty string), got %s", got);
+    }
+    char **m = realloc(e->media, (e->n_media + 1) * sizeof *m);
+    if (!m)
+        return oom(c);
+    e->media = m;
+    size_t *l = realloc(e->media_lens, (e->n_media + 1) * sizeof *l);
+    if (!l)
+        return oom(c);
+    e->media_lens = l;
+    uint8_t *k = realloc(e->media_kinds, e->n_media + 1);
+    if (!k)
+        return oom(c);
+    e->media_kinds = k;
+    if (!(e->media[e->n_media] = dup_n(json_string_value(v), json_string_length(v))))
+        return oom(c);
+    e->media_lens[e->n_media] = json_string_length(v);
+    e->media_kinds[e->n_media++] = kind;
+    return 0;
+}
+
+/* GenAI-Perf's "image" (one), AIPerf's "images" (a list), and "audio" / "audios" the same way. */
+static int genai_perf_media(const ctx_t *c, uint32_t line, const json_t *o, sg_input_entry_t *e)
+{
+    static const char *const video[] = {"video", "videos"};
+    for (size_t i = 0; i < SG_ARRAY_LEN(video); i++)
+        if (json_object_get(o, video[i]))
+            return fail_at(c, line, video[i], "not supported: surge sends text, images and audio, not video");
+    static const struct {
+        const char *one, *many;
+        uint8_t kind;
+    } f[] = {{"image", "images", 0}, {"audio", "audios", 1}};
+    for (size_t k = 0; k < SG_ARRAY_LEN(f); k++) {
+        const json_t *one = json_object_get(o, f[k].one), *many = json_object_get(o, f[k].many);
+        int rc = 0;
+        if (one && !json_is_null(one))
+            rc = take_media(c, line, f[k].one, one, f[k].kind, e);
+        if (many && !json_is_null(many)) {
+            if (!json_is_array(many))
+                return fail_at(c, line, f[k].many, "expected a list of paths or URLs");
+            size_t i;
+            const json_t *v;
+            json_array_foreach(many, i, v)
+            {
+                if (rc == 0)
+                    rc = take_media(c, line, f[k].many, v, f[k].kind, e);
+            }
+        }
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 static int genai_perf_prompt(const ctx_t *c, uint32_t line, const json_t *o, sg_input_entry_t *e)
 {
-    static const char *const media[] = {"image", "images", "audio", "audios", "video", "videos"};
-    for (size_t i = 0; i < SG_ARRAY_LEN(media); i++)
-        if (json_object_get(o, media[i]))
-            return fail_at(c, line, media[i], "not supported: surge sends text prompts only");
+    int mrc = genai_perf_media(c, line, o, e);
+    if (mrc)
+        return mrc;
     if (json_object_get(o, "timestamp") || json_object_get(o, "delay"))
         return fail_at(c, line, json_object_get(o, "timestamp") ? "timestamp" : "delay",
                        "per-line timing is not supported here: to replay traffic at its times, give a mooncake_trace "
@@ -449,6 +514,10 @@ static int genai_perf_prompt(const ctx_t *c, uint32_t line, const json_t *o, sg_
     if (key)
         return get_string(c, line, o, key, true, &e->prompt, &e->prompt_len);
     const json_t *texts = json_object_get(o, "texts");
+    if (!texts && e->n_media) { /* images or audio alone (GenAI-Perf's image_retrieval lines): no text */
+        e->prompt = dup_n("", 0);
+        return e->prompt ? 0 : oom(c);
+    }
     if (!texts)
         return fail_at(c, line, "text", "missing: each line needs the prompt as \"text\" (or \"text_input\")");
     if (json_is_array(texts) && json_array_size(texts) && json_is_object(json_array_get(texts, 0)))
@@ -640,7 +709,9 @@ static int detect_line(const ctx_t *c, const json_t *o, sg_input_format_t *f)
 {
     if (json_object_get(o, "session_id") || json_object_get(o, "turns"))
         *f = SG_INPUT_MULTI_TURN;
-    else if (json_object_get(o, "text_input") || json_object_get(o, "text") || json_object_get(o, "texts"))
+    else if (json_object_get(o, "text_input") || json_object_get(o, "text") || json_object_get(o, "texts") ||
+             json_object_get(o, "image") || json_object_get(o, "images") || json_object_get(o, "audio") ||
+             json_object_get(o, "audios"))
         *f = SG_INPUT_GENAI_PERF;
     else if (json_object_get(o, "input_length") || json_object_get(o, "hash_ids"))
         *f = SG_INPUT_MOONCAKE;
@@ -684,7 +755,9 @@ static int turn_text(const ctx_t *c, uint32_t line, const json_t *t, sg_input_en
     static const char *const media[] = {"image", "images", "audio", "audios", "video", "videos"};
     for (size_t i = 0; i < SG_ARRAY_LEN(media); i++)
         if (json_object_get(t, media[i]))
-            return fail_at(c, line, media[i], "not supported: surge sends text turns only");
+            return fail_at(c, line, media[i],
+                           "not supported in multi_turn sessions: images and audio go in single-turn genai_perf "
+                           "lines");
     if (json_object_get(t, "text"))
         return get_string(c, line, t, "text", true, &e->prompt, &e->prompt_len);
     const json_t *texts = json_object_get(t, "texts");

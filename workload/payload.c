@@ -32,6 +32,7 @@
 #define STREAM_TEXT (STREAM_BASE + 4)
 #define STREAM_PREFIX (STREAM_BASE + 5)
 #define STREAM_RANKINGS (STREAM_BASE + 6)
+#define STREAM_MEDIA (STREAM_BASE + 7)
 
 #define MAX_ISL_WORDS 16000000.0 /* a sane allocation even when a large stddev draws far out */
 #define MAX_BATCH_TEXTS 65536.0  /* passages in one synthetic rankings request (--batch-size's cap too) */
@@ -82,13 +83,73 @@ static json_t *text_array(const text_t *t, size_t n, bool objects)
 }
 
 /*
+ * Media text goes into the body after it is dumped: base64 (plain items) needs no JSON escape, and jansson's
+ * UTF-8 check and escape scan of megabytes of it took half the time to build a table of images. The body holds
+ * a placeholder per item, which must then occur exactly once (else the body is built again with the text in it).
+ */
+#define MEDIA_MARK "@@surge-media-%u@@"
+
+static json_t *media_string(const sg_media_item_t *it, uint32_t k, bool marks)
+{
+    if (!marks || !it->plain)
+        return json_stringn(it->text, it->len);
+    char mark[40];
+    snprintf(mark, sizeof mark, MEDIA_MARK, k);
+    return json_string(mark);
+}
+
+/*
+ * A chat message's content with images and audio: the text part first (so the prompt, and a --cache-bust slot,
+ * come before any base64), then the images as image_url parts (data URLs, or URLs), then the clips as
+ * input_audio parts. Takes text.
+ */
+static json_t *media_content(json_t *text, const sg_media_item_t *media, uint32_t n_media, bool marks)
+{
+    json_t *a = json_pack("[{s:s, s:o}]", "type", "text", "text", text);
+    for (int kind = SG_MEDIA_IMAGE; a && kind <= SG_MEDIA_AUDIO; kind++)
+        for (uint32_t i = 0; a && i < n_media; i++) {
+            const sg_media_item_t *it = &media[i];
+            if (it->kind != kind)
+                continue;
+            json_t *v = media_string(it, i, marks);
+            json_t *part = kind == SG_MEDIA_IMAGE
+                               ? json_pack("{s:s, s:{s:o*}}", "type", "image_url", "image_url", "url", v)
+                               : json_pack("{s:s, s:{s:o*, s:s}}", "type", "input_audio", "input_audio", "data", v,
+                                           "format", it->fmt);
+            if (!part || json_array_append_new(a, part) != 0) {
+                json_decref(a);
+                a = NULL;
+            }
+        }
+    return a;
+}
+
+/* image_retrieval's inputs (GenAI-Perf's shape): {"type": "image_url", "url": U} per image. */
+static json_t *image_inputs(const sg_media_item_t *media, uint32_t n_media, bool marks)
+{
+    json_t *a = json_array();
+    for (uint32_t i = 0; a && i < n_media; i++) {
+        if (media[i].kind != SG_MEDIA_IMAGE)
+            continue;
+        json_t *v = json_pack("{s:s, s:o*}", "type", "image_url", "url", media_string(&media[i], i, marks));
+        if (!v || json_array_append_new(a, v) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a;
+}
+
+/*
  * The body of one request in the endpoint type's shape (docs/endpoints.md). texts[0] is the prompt, the
  * embeddings' first input or the rankings' query; embeddings take every text as an input, rankings texts[1..]
- * as passages.
+ * as passages. Chat carries media (images, clips) as content parts; image_retrieval carries only its images.
  */
 static json_t *make_body(const sg_workload_spec_t *spec, const char *model, const text_t *texts, size_t n_texts,
-                         uint32_t max_tokens)
+                         uint32_t max_tokens, const sg_media_item_t *media, uint32_t n_media, bool marks)
 {
+    if (spec->kind == SG_OAI_IMAGE_RETRIEVAL) /* GenAI-Perf sends no model, no text: the images */
+        return json_pack("{s:o*}", "input", image_inputs(media, n_media, marks));
     json_t *text = json_stringn(texts[0].s, texts[0].len);
     if (!text)
         return NULL;
@@ -96,6 +157,12 @@ static json_t *make_body(const sg_workload_spec_t *spec, const char *model, cons
     bool stream = spec->streaming;
     switch (spec->kind) {
     case SG_OAI_CHAT:
+        if (n_media) {
+            json_t *content = media_content(text, media, n_media, marks);
+            body = json_pack("{s:s, s:[{s:s, s:o*}], s:b}", "model", model, "messages", "role", "user", "content",
+                             content, "stream", (int)stream);
+            break;
+        }
         body = json_pack("{s:s, s:[{s:s, s:o}], s:b}", "model", model, "messages", "role", "user", "content", text,
                          "stream", (int)stream);
         break;
@@ -178,33 +245,107 @@ static int render_http(const sg_workload_spec_t *spec, const char *body, size_t 
     return 0;
 }
 
-/* One request with our body around its texts, for model p->model; tools (an input line's, else --tools) or NULL. */
+/*
+ * The dumped body with each plain item's placeholder replaced by its text (malloc'd, *len), or NULL with *len 0
+ * when a placeholder does not occur exactly once (a prompt or --extra-inputs spelling one: the caller builds the
+ * body again with the text in it), or NULL with *len 1 when memory ran out.
+ */
+static char *media_splice(const char *text, const sg_media_item_t *media, uint32_t n_media, size_t *len)
+{
+    size_t tl = strlen(text), out_len = tl;
+    const char **at = calloc(n_media, sizeof *at);
+    size_t *ml = calloc(n_media, sizeof *ml);
+    char *out = NULL;
+    *len = 1;
+    if (!at || !ml)
+        goto done;
+    *len = 0;
+    for (uint32_t k = 0; k < n_media; k++) {
+        if (!media[k].plain)
+            continue;
+        char mark[40];
+        ml[k] = (size_t)snprintf(mark, sizeof mark, MEDIA_MARK, k);
+        at[k] = strstr(text, mark);
+        if (!at[k] || strstr(at[k] + 1, mark))
+            goto done;
+        out_len += media[k].len - ml[k];
+    }
+    if (!(out = malloc(out_len + 1))) {
+        *len = 1;
+        goto done;
+    }
+    /* copy in text order: the placeholders, sorted by where they are */
+    size_t o = 0;
+    const char *from = text;
+    for (;;) {
+        uint32_t next = n_media;
+        for (uint32_t k = 0; k < n_media; k++)
+            if (at[k] && at[k] >= from && (next == n_media || at[k] < at[next]))
+                next = k;
+        if (next == n_media)
+            break;
+        memcpy(out + o, from, (size_t)(at[next] - from));
+        o += (size_t)(at[next] - from);
+        memcpy(out + o, media[next].text, media[next].len);
+        o += media[next].len;
+        from = at[next] + ml[next];
+    }
+    memcpy(out + o, from, tl - (size_t)(from - text));
+    o += tl - (size_t)(from - text);
+    out[o] = '\0';
+    *len = o;
+done:
+    free(at);
+    free(ml);
+    return out;
+}
+
+/* One request with our body around its texts (and media), for model p->model; tools (an input line's, else
+ * --tools) or NULL. */
 static int build_one(const sg_workload_spec_t *spec, const json_t *extra, const json_t *tools, const text_t *texts,
-                     size_t n_texts, sg_payload_t *p, char *err, size_t errlen)
+                     size_t n_texts, const sg_media_item_t *media, uint32_t n_media, sg_payload_t *p, char *err,
+                     size_t errlen)
 {
     if (spec->grpc)
         return sg_payload_render_grpc(spec, extra, texts[0].s, texts[0].len, p, err, errlen);
     const char *model = spec->models[p->model];
-    json_t *body = make_body(spec, model, texts, n_texts, p->max_tokens);
-    if (!body)
-        return set_err(err, errlen, "cannot build the request body for model \"%s\" (not valid UTF-8?)", model);
-    if (tools && sg_tools_apply(body, spec->kind, tools, spec->tool_choice) != 0) {
+    bool marks = false;
+    for (uint32_t k = 0; k < n_media; k++)
+        marks |= media[k].plain;
+    for (;;) {
+        json_t *body = make_body(spec, model, texts, n_texts, p->max_tokens, media, n_media, marks);
+        if (!body)
+            return set_err(err, errlen, "cannot build the request body for model \"%s\" (not valid UTF-8?)", model);
+        if (tools && sg_tools_apply(body, spec->kind, tools, spec->tool_choice) != 0) {
+            json_decref(body);
+            return set_err(err, errlen, "tools apply to the chat, responses and messages endpoint types, not %s",
+                           sg_endpoint(spec->kind)->name);
+        }
+        /* extra inputs go last so that the user can override anything we set, as with GenAI-Perf */
+        if (extra && json_object_update(body, (json_t *)extra) != 0) {
+            json_decref(body);
+            return SG_ENOMEM;
+        }
+        char *text = json_dumps(body, JSON_COMPACT);
         json_decref(body);
-        return set_err(err, errlen, "tools apply to the chat, responses and messages endpoint types, not %s",
-                       sg_endpoint(spec->kind)->name);
+        if (!text)
+            return SG_ENOMEM;
+        size_t len = strlen(text);
+        if (marks) {
+            char *spliced = media_splice(text, media, n_media, &len);
+            free(text);
+            if (!spliced && len)
+                return SG_ENOMEM;
+            if (!spliced) { /* a placeholder spelled elsewhere too: the slow way, the text in the JSON */
+                marks = false;
+                continue;
+            }
+            text = spliced;
+        }
+        int rc = render_http(spec, text, len, p, err, errlen);
+        free(text);
+        return rc;
     }
-    /* extra inputs go last so that the user can override anything we set, as with GenAI-Perf */
-    if (extra && json_object_update(body, (json_t *)extra) != 0) {
-        json_decref(body);
-        return SG_ENOMEM;
-    }
-    char *text = json_dumps(body, JSON_COMPACT);
-    json_decref(body);
-    if (!text)
-        return SG_ENOMEM;
-    int rc = render_http(spec, text, strlen(text), p, err, errlen);
-    free(text);
-    return rc;
 }
 
 const char *sg_payload_body(const sg_payload_t *p, size_t *len)
@@ -303,11 +444,16 @@ typedef struct {
     text_t *batch;       /* embeddings and rankings: every text of the request (owned), text unused; NULL otherwise */
     const json_t *tools; /* an input line's own tools (not owned), or NULL: --tools */
     uint32_t n_batch;
-    uint8_t uniq_words; /* --cache-bust: the words of the per-request slot the text starts with; 0 for none */
+    uint8_t uniq_words;     /* --cache-bust: the words of the per-request slot the text starts with; 0 for none */
+    sg_media_item_t *media; /* images and clips (owned), n_media of them */
+    uint32_t n_media;
 } entry_t;
 
 static void entry_free(entry_t *e)
 {
+    for (uint32_t k = 0; k < e->n_media; k++)
+        sg_media_item_free(&e->media[k]);
+    free(e->media);
     free(e->text);
     for (uint32_t k = 0; k < e->n_batch; k++)
         free((char *)e->batch[k].s);
@@ -378,6 +524,7 @@ typedef struct {
     size_t bcap, bn;
     /* --cache-bust: the slot's alphabet and its width (owned until handed to the table) */
     sg_uniq_alpha_t uniq;
+    sg_rng_t media_rng; /* synthetic images and clips: sizes, lengths, formats, pixels and samples */
 } gen_t;
 
 /* Requests a slot of full width keeps apart (uniq.n ^ digits at least this): days at any rate we know of. */
@@ -844,6 +991,54 @@ static int batch_entry(gen_t *G, names_t *names, uint32_t i, entry_t *e, char *e
     return 0;
 }
 
+/*
+ * The images and clips of entry e: synthetic ones drawn for it (--image-*, --audio-*), or those its input file
+ * line names (read and encoded now). Each synthetic one is drawn from the media stream, so no two entries share
+ * one.
+ */
+static int entry_media(gen_t *G, const sg_input_entry_t *in, entry_t *e, char *err, size_t errlen)
+{
+    const sg_media_spec_t *m = G->spec->media;
+    uint32_t ni = m && sg_media_images(m) ? m->image_batch : 0, na = m && sg_media_audio(m) ? m->audio_batch : 0;
+    uint32_t n = in ? in->n_media : ni + na;
+    if (!n)
+        return 0;
+    e->media = calloc(n, sizeof *e->media);
+    if (!e->media)
+        return SG_ENOMEM;
+    for (uint32_t k = 0; k < n; k++) {
+        int rc;
+        if (in)
+            rc = sg_media_from_ref(in->media[k], in->media_lens[k], (sg_media_kind_t)in->media_kinds[k], &e->media[k],
+                                   err, errlen);
+        else if (k < ni)
+            rc = sg_media_synth_image(m, &G->media_rng, &e->media[k], err, errlen);
+        else
+            rc = sg_media_synth_audio(m, &G->media_rng, &e->media[k], err, errlen);
+        if (rc < 0)
+            return rc;
+        e->n_media = k + 1;
+    }
+    return 0;
+}
+
+/* Media text one synthetic entry is expected to carry (for sizing the table before drawing). */
+static double media_estimate(const sg_media_spec_t *m)
+{
+    double b = 0;
+    if (sg_media_images(m)) /* noise does not compress: about its pixels' bytes, base64's 4/3 on top */
+        b += m->image_batch * (m->image_w_mean * m->image_h_mean * 3 + 200) * 4 / 3;
+    if (sg_media_audio(m)) {
+        double rate = 0, depth = 0;
+        for (uint32_t i = 0; i < m->n_rates; i++)
+            rate = rate > m->audio_rates[i] ? rate : m->audio_rates[i];
+        for (uint32_t i = 0; i < m->n_depths; i++)
+            depth = depth > m->audio_depths[i] ? depth : m->audio_depths[i];
+        b += m->audio_batch * (m->audio_len_mean * rate * depth / 8 * m->audio_channels + 44) * 4 / 3;
+    }
+    return b;
+}
+
 static void gen_free(gen_t *G)
 {
     if (G->prefixes)
@@ -869,6 +1064,7 @@ static int gen_init(gen_t *G, const sg_workload_spec_t *spec, char *err, size_t 
     sg_rng_seed(&G->prefix_rng, spec->seed, STREAM_PREFIX);
     sg_rng_seed(&G->text_rng, spec->seed, STREAM_TEXT);
     sg_rng_seed(&G->rank_rng, spec->seed, STREAM_RANKINGS);
+    sg_rng_seed(&G->media_rng, spec->seed, STREAM_MEDIA);
     int rc = sg_textgen_new(spec->tok, &G->gen, err, errlen);
     if (rc < 0)
         return rc;
@@ -923,6 +1119,35 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
                        : spec->num_prefix ? "--num-prefix-prompts"
                                           : "embeddings or rankings");
 
+    bool synth_media = spec->media && (sg_media_images(spec->media) || sg_media_audio(spec->media));
+    bool file_media = false;
+    for (size_t i = 0; input && i < input->n && !file_media; i++)
+        file_media = input->e[i].n_media > 0;
+    bool images_only = spec->kind == SG_OAI_IMAGE_RETRIEVAL && !spec->grpc;
+    if ((synth_media || file_media) && (spec->grpc || (spec->kind != SG_OAI_CHAT && !images_only)))
+        return set_err(err, errlen,
+                       "images and audio go in chat requests (--endpoint-type chat) or, images only, "
+                       "image_retrieval; not in %s%s",
+                       spec->grpc ? "KServe gRPC calls" : sg_endpoint(spec->kind)->name,
+                       file_media ? " (the input file names some)" : "");
+    if (images_only && !(synth_media && sg_media_images(spec->media)) && !file_media)
+        return set_err(err, errlen,
+                       "image_retrieval sends images: give --image-width-mean and --image-height-mean (synthetic "
+                       "images), or an --input-file whose lines name \"image\" or \"images\"");
+    if (images_only && synth_media && sg_media_audio(spec->media))
+        return set_err(err, errlen, "image_retrieval takes images only, not audio (--audio-length-mean)");
+    if (synth_media && !input && !spec->num_prompts_given) {
+        /* grow the table towards one entry per request, within the pool's bytes, so media repeat as little as
+         * memory allows */
+        double text = (double)spec->isl_mean * 8 + 512; /* a prompt's bytes and the request head, roughly */
+        double per = (media_estimate(spec->media) + text) * (double)spec->n_models;
+        double fit = floor((double)SG_MEDIA_POOL_BYTES / per);
+        double want = spec->media_requests ? (double)spec->media_requests : fit;
+        double n = want < fit ? want : fit;
+        if (n > (double)n_entries)
+            n_entries = n > SG_MEDIA_POOL_ENTRIES ? SG_MEDIA_POOL_ENTRIES : (size_t)n;
+    }
+
     json_t *extra = NULL;
     if (spec->extra_inputs_json && spec->extra_inputs_json[0]) {
         json_error_t je;
@@ -963,6 +1188,7 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
         rc = SG_ENOMEM;
     }
     size_t built = 0;
+    uint64_t media_total = 0;
     for (size_t i = 0; rc == 0 && i < n_entries; i++) {
         entry_t e = {0};
         if (!batched && input && input->e[i].n_texts > 1)
@@ -976,18 +1202,40 @@ int sg_workload_build(const sg_workload_spec_t *spec, sg_payload_table_t *out, c
             rc = file_entry(&G, &names, &input->e[i], (uint32_t)i, &e, err, errlen);
         else
             rc = synthetic_entry(&G, (uint32_t)i, &e, err, errlen);
+        if (rc == 0 && (synth_media || file_media))
+            rc = entry_media(&G, input ? &input->e[i] : NULL, &e, err, errlen);
+        if (rc == 0 && images_only)
+            e.isl = 0; /* image_retrieval sends no text */
+        uint64_t media_bytes = 0;
+        uint32_t images = 0, audios = 0;
+        for (uint32_t k = 0; k < e.n_media; k++) {
+            media_bytes += e.media[k].len;
+            images += e.media[k].kind == SG_MEDIA_IMAGE;
+            audios += e.media[k].kind == SG_MEDIA_AUDIO;
+        }
+        media_total += media_bytes * variants;
+        if (rc == 0 && media_total > SG_MEDIA_TABLE_MAX)
+            rc = set_err(err, errlen,
+                         "the requests' images and audio come to over %llu GiB before request %zu of %zu: fewer "
+                         "--num-prompts, smaller or fewer images, or shorter clips",
+                         SG_MEDIA_TABLE_MAX >> 30, i + 1, n_entries);
+        if (rc == 0 && images_only && images == 0)
+            rc = set_err(err, errlen, "an image_retrieval request needs at least one image (this line names none)");
         for (uint32_t v = 0; rc == 0 && v < variants; v++) {
             sg_payload_t *p = &items[i * variants + v];
             p->isl = e.isl;
             p->max_tokens = e.max_tokens;
             p->model = e.model >= 0 ? (uint32_t)e.model : v;
             p->streaming = e.raw ? e.stream : spec->streaming;
-            p->inputs = e.batch ? e.n_batch - (spec->kind == SG_OAI_EMBEDDINGS ? 0 : 1) : 0;
+            p->inputs = e.batch ? e.n_batch - (spec->kind == SG_OAI_EMBEDDINGS ? 0 : 1) : images_only ? images : 0;
+            p->images = (uint16_t)images;
+            p->audios = (uint16_t)audios;
+            p->media_bytes = media_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)media_bytes;
             text_t one = {e.text, e.len};
             const json_t *tools = e.tools ? e.tools : spec->tools;
             rc = e.raw     ? render_http(spec, e.raw, e.raw_len, p, err, errlen)
-                 : e.batch ? build_one(spec, extra, tools, e.batch, e.n_batch, p, err, errlen)
-                           : build_one(spec, extra, tools, &one, 1, p, err, errlen);
+                 : e.batch ? build_one(spec, extra, tools, e.batch, e.n_batch, NULL, 0, p, err, errlen)
+                           : build_one(spec, extra, tools, &one, 1, e.media, e.n_media, p, err, errlen);
             if (rc == 0)
                 built = i * variants + v + 1;
             if (rc == 0 && e.uniq_words)

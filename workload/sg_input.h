@@ -4,7 +4,8 @@
  * the field, and shows what was there.
  *
  * Formats (--input-format names; detected when not given, see docs/workloads.md):
- *   genai_perf      JSON lines {"text_input": "...", optional "output_length" or "max_tokens": N}
+ *   genai_perf      JSON lines {"text_input": "...", optional "output_length" or "max_tokens": N}; optional media:
+ *                   "image" or "images" (paths, http(s) or data URLs), "audio" or "audios" (paths, data URLs)
  *   llm_perf        JSON lines {"input": "...", optional "output": "reference answer" (its length) or N}
  *   sharegpt        a JSON array of {"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}
  *   perf_analyzer   a JSON document {"data": [{"payload": [{request body}, ...]}, ...]}
@@ -44,6 +45,12 @@ typedef struct {
     char **texts;
     size_t *text_lens;
     uint32_t n_texts;
+    /* genai_perf lines: images and audio as the file names them (paths or URLs, not yet read): media[i] of
+     * media_lens[i] bytes, media_kinds[i] an sg_media_kind_t (0 image, 1 audio); images first, in file order */
+    char **media;
+    size_t *media_lens;
+    uint8_t *media_kinds;
+    uint32_t n_media;
     /* mooncake_trace */
     int64_t t_ns; /* timestamp (mooncake_trace); a multi_turn turn's, or -1 when it has none */
     uint32_t input_length;

@@ -7,6 +7,7 @@
 #define SG_WORKLOAD_H
 
 #include "sg_common.h"
+#include "sg_media.h"
 #include "sg_openai.h"
 
 #include <stdio.h>
@@ -23,7 +24,9 @@ typedef struct {
      * words (sg_payload_uniq): bytes [uniq_off, uniq_off + uniq_len) of `bytes`; uniq_len 0 when there is none */
     uint32_t uniq_off;
     uint16_t uniq_len;
-    uint8_t uniq_words; /* words in the slot, each one token: ISL counts them */
+    uint8_t uniq_words;      /* words in the slot, each one token: ISL counts them */
+    uint16_t images, audios; /* image and audio parts in the body (sg_media.h) */
+    uint32_t media_bytes;    /* their text in the body: data URLs, base64, URLs (bytes as sent) */
 } sg_payload_t;
 
 /* The most bytes a payload's per-request slot takes (SG_UNIQ_WORDS_MAX words of at most 8 letters, spaces). */
@@ -132,7 +135,20 @@ typedef struct {
      * fills with its own (sg_payload_uniq), inside its ISL. Only for synthetic single-prompt requests without
      * shared prefixes (sg_workload_build refuses the rest). */
     bool cache_bust;
+    /* images and audio (sg_media.h): synthetic ones with this spec, NULL or nothing asked for: none (an input file
+     * names its own). media_requests: requests the run will send (0: not known); with synthetic media and
+     * num_prompts_given false the table grows past num_prompts towards it, within SG_MEDIA_POOL_BYTES, so that
+     * media repeat as little as memory allows (docs/workloads.md) */
+    const sg_media_spec_t *media;
+    uint64_t media_requests;
+    bool num_prompts_given;
 } sg_workload_spec_t;
+
+/* The most bytes a synthetic table with media is grown to hold (its media and prompts, estimated before drawing)
+ * and the most entries, and the most media any table may hold once built. */
+#define SG_MEDIA_POOL_BYTES (256ull << 20)
+#define SG_MEDIA_POOL_ENTRIES 20000
+#define SG_MEDIA_TABLE_MAX (4ull << 30)
 
 /*
  * Build the table. Synthetic: num_prompts distinct prompts, each with its own ISL (normal around the mean, at
@@ -153,6 +169,15 @@ struct json_t;
 SG_WUR int sg_payload_render_grpc(const sg_workload_spec_t *spec, const struct json_t *extra, const char *prompt,
                                   size_t prompt_len, sg_payload_t *p, char *err, size_t errlen);
 void sg_workload_free(sg_payload_table_t *t);
+
+/*
+ * The summary's "media" object (JSON text, malloc'd) for a run that sent `sent` requests of table t (ids 0 ..
+ * sent-1 take entries id % n_entries in turn, so the totals are exact): images, audios, media_bytes (totals),
+ * images_per_request, audios_per_request, media_bytes_per_request (means), media_bytes_per_request_min/_max (over
+ * the entries), media_share_of_request_bytes, distinct_media_sets (entries with media sent at least once),
+ * sends_per_media_set, table_entries (entries with media). NULL when no entry carries media (or on OOM).
+ */
+char *sg_media_summary(const sg_payload_table_t *t, uint64_t sent);
 
 /*
  * Synthetic text of exactly n words drawn from surge's built-in vocabulary: every word is a common lowercase

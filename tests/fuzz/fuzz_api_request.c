@@ -138,6 +138,23 @@ static void check(sg_oai_kind_t kind, const json_t *root, int rc, const sg_api_r
         want_ok = nonempty_array(json_object_get(root, "messages"));
         max_tokens = count_of(json_object_get(root, "max_tokens"));
         break;
+    case SG_OAI_IMAGE_RETRIEVAL: {
+        /* each {"type": "image_url"} element with a URL (its "url", or "image_url" as a string or {"url"}) */
+        const json_t *in = json_object_get(root, "input");
+        uint32_t images = 0;
+        for (size_t i = 0; json_is_array(in) && i < json_array_size(in); i++) {
+            const json_t *e = json_array_get(in, i), *type = json_object_get(e, "type");
+            const json_t *iu = json_object_get(e, "image_url");
+            images += json_is_string(type) && json_string_length(type) == 9 &&
+                      memcmp(json_string_value(type), "image_url", 9) == 0 &&
+                      (json_is_string(json_object_get(e, "url")) || json_is_string(iu) ||
+                       json_is_string(json_object_get(iu, "url")));
+        }
+        want_ok = images > 0;
+        if (want_ok && q->inputs != images)
+            FAIL("image_retrieval: inputs %u want %u", q->inputs, images);
+        break;
+    }
     default: {
         const json_t *in = json_object_get(root, "inputs"), *params = json_object_get(root, "parameters");
         want_ok = json_is_string(in);

@@ -130,7 +130,8 @@ def main(h):
         ("what.jsonl", '{"question": "q"}\n', [], 'cannot tell the format of'),
         ("broken.jsonl", '{"text_input": "a"}\n{"text_input": \n', [], "broken.jsonl line 2: not valid JSON"),
         ("gp.jsonl", jsonl([{"text_input": "a"}]), ["--fixed-schedule"], "not a trace"),
-        ("img.jsonl", jsonl([{"text": "a", "image": "cat.png"}]), [], 'img.jsonl line 1: "image" not supported'),
+        ("img.jsonl", jsonl([{"text": "a", "image": "cat.png"}]), [], 'img.jsonl line 1: cannot open cat.png'),
+        ("vid.jsonl", jsonl([{"text": "a", "video": "v.mp4"}]), [], 'vid.jsonl line 1: "video" not supported'),
     ]
     with h.mock(record=True) as m:
         for name, text, extra, want in cases:

@@ -107,7 +107,27 @@ static void test_genai_perf(void)
     BAD("{\"texts\": [{\"name\": \"query\", \"contents\": [\"a\", \"b\"]}, {\"name\": \"passages\", "
         "\"contents\": [\"p\"]}]}",
         SG_INPUT_AUTO, "\"query\" whose contents hold one string", NULL);
-    BAD("{\"text\": \"a\", \"image\": \"cat.png\"}", SG_INPUT_AUTO, "line 1: \"image\" not supported", "text");
+    /* images and audio (GenAI-Perf's "image", AIPerf's lists): kept as named, images first; read by the workload */
+    CHECK_EQ_INT(parse("{\"text\": \"a\", \"audio\": \"x.wav\", \"images\": [\"cat.png\", \"https://h/d.jpg\"], "
+                       "\"image\": \"b.png\"}\n{\"image\": \"only.png\"}",
+                       SG_INPUT_AUTO, &in),
+                 0);
+    CHECK_EQ_INT(in.format, SG_INPUT_GENAI_PERF);
+    CHECK_EQ_INT(in.e[0].n_media, 4);
+    if (in.e[0].n_media == 4) {
+        CHECK_EQ_STR(in.e[0].media[0], in.e[0].media_lens[0], "b.png");
+        CHECK_EQ_STR(in.e[0].media[2], in.e[0].media_lens[2], "https://h/d.jpg");
+        CHECK_EQ_STR(in.e[0].media[3], in.e[0].media_lens[3], "x.wav");
+        CHECK_EQ_INT(in.e[0].media_kinds[2], 0);
+        CHECK_EQ_INT(in.e[0].media_kinds[3], 1);
+    }
+    CHECK_EQ_INT(in.e[1].n_media, 1); /* an image alone (GenAI-Perf's image_retrieval lines): no text */
+    CHECK_EQ_INT(in.e[1].prompt_len, 0);
+    sg_input_free(&in);
+    BAD("{\"text\": \"a\", \"image\": 5}", SG_INPUT_AUTO, "line 1: \"image\" expected a path or URL", "5");
+    BAD("{\"text\": \"a\", \"images\": \"a.png\"}", SG_INPUT_AUTO, "\"images\" expected a list", NULL);
+    BAD("{\"text\": \"a\", \"audios\": [\"\"]}", SG_INPUT_AUTO, "\"audios\" expected a path or URL", NULL);
+    BAD("{\"text\": \"a\", \"video\": \"v.mp4\"}", SG_INPUT_AUTO, "line 1: \"video\" not supported", "not video");
     BAD("{\"text\": \"a\", \"timestamp\": 5}", SG_INPUT_AUTO, "\"timestamp\" per-line timing", "mooncake_trace");
 }
 
@@ -228,7 +248,8 @@ static void test_multi_turn(void)
     BAD("{\"session_id\": \"a\", \"turns\": []}", SG_INPUT_AUTO, "line 1: \"turns\" must be a non-empty list", NULL);
     BAD("{\"session_id\": \"a\", \"turns\": [{\"text\": \"a\", \"delay\": -1}]}", SG_INPUT_AUTO,
         "line 1: \"delay\" must be a number of milliseconds", NULL);
-    BAD("{\"session_id\": \"a\", \"turns\": [{\"image\": \"x.png\"}]}", SG_INPUT_AUTO, "\"image\" not supported", NULL);
+    BAD("{\"session_id\": \"a\", \"turns\": [{\"image\": \"x.png\"}]}", SG_INPUT_AUTO,
+        "\"image\" not supported in multi_turn", NULL);
     BAD("{\"session_id\": [1]}", SG_INPUT_AUTO, "\"session_id\" must be a string", NULL);
     sg_input_format_t f;
     CHECK(sg_input_format_parse("multi_turn", &f) == 0 && f == SG_INPUT_MULTI_TURN);
