@@ -10,18 +10,21 @@ HTTP/2: RST_STREAM CANCEL), surge counts them in cancelled_by_test (never in err
 the same requests over both protocols.
 """
 # ctest: one-backend
+# ctest: run-serial (arrival times at the server are checked to a few milliseconds)
 import math
 
 import harness
 from profiling import SLOW, profile
 
-# Arrival times at the server against the schedule: at most 2.7 ms off in release builds (10 ms allowed); under the
+# Arrival times at the server against the schedule: at most 2.7 ms off in release builds run alone; one release run
+# beside other tests and a build on the 2 cores went past 10 ms, so 25 ms (and the test runs serially). Under the
 # sanitizers on 2 cores shared with other builds (load 8) up to 105 ms, so 300 ms there: the release build judges
 # the precision, the sanitizer builds the mechanism.
-JITTER_MS = 300 if SLOW else 10
-# A cut's lateness after its delay: at most 3.2 ms in release (10 ms allowed); under TSan on those loaded cores up
-# to 470 ms, as long as the 1 s answer itself, so there only the lower bound (never before the delay) is checked.
-CUT_SLACK_MS = None if SLOW else 10
+JITTER_MS = 300 if SLOW else 25
+# A cut's lateness after its delay: at most 3.2 ms in release alone (25 ms allowed, as above); under TSan on those
+# loaded cores up to 470 ms, as long as the 1 s answer itself, so there only the lower bound (never before the
+# delay) is checked.
+CUT_SLACK_MS = None if SLOW else 25
 
 
 def lam_inv_linear(u, r0, r1, d):
