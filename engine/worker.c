@@ -193,6 +193,7 @@ static void ka_forget(sg_worker_t *w)
         w->ka_relearned++;
     w->silent_streak[0] = w->silent_streak[1] = 0;
     w->no_reuse_after[0] = w->no_reuse_after[1] = false;
+    w->ka_probe_at[0] = w->ka_probe_at[1] = 0;
 }
 
 void wk_note_unreachable(sg_worker_t *w, int err, int64_t now)

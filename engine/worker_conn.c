@@ -401,6 +401,17 @@ static void conn_start(sg_conn_t *c, sg_req_t *r)
  * silent closes on the healthy server is learnt as before.
  */
 #define SILENT_CLOSE_WINDOW_NS 1000000000LL
+/*
+ * A crash whose server is back at once (a supervisor's instant respawn) refuses no connect, so the rule above does
+ * not see it, and its closes teach the habit. They differ in when they come: a dying process's connections all close
+ * together, so the client sees the streak within a moment, while a habit closes each connection after its own
+ * response. Closes that bunch are not proof (a server that answers a batch at a time closes in bunches too), so a
+ * habit learnt from a streak seen within SILENT_CLOSE_MASS_NS gets one probe KA_PROBE_AFTER_NS later: one connection
+ * is pooled after such a response anyway. If the server keeps it (the reuse is answered), the habit is forgotten and
+ * connections are pooled again; if it closes it, the habit stands (its one lost request re-sent) and no more probes.
+ */
+#define SILENT_CLOSE_MASS_NS 10000000LL
+#define KA_PROBE_AFTER_NS 1000000000LL
 
 /* c was closed by the server at `at` (a FIN, or the loss of a request sent then), unannounced. */
 static void note_silent_close(sg_conn_t *c, int64_t at)
@@ -410,9 +421,15 @@ static void note_silent_close(sg_conn_t *c, int64_t at)
         return;
     int kind = c->last_stream;
     w->silent_closes++;
-    if (w->no_reuse_after[kind] || ++w->silent_streak[kind] < SG_SILENT_CLOSE_LIMIT)
+    if (w->no_reuse_after[kind])
+        return;
+    int64_t seen = sg_now_ns();
+    if (w->silent_streak[kind] == 0)
+        w->silent_first_ns[kind] = seen;
+    if (++w->silent_streak[kind] < SG_SILENT_CLOSE_LIMIT)
         return;
     w->no_reuse_after[kind] = true;
+    w->ka_probe_at[kind] = seen - w->silent_first_ns[kind] < SILENT_CLOSE_MASS_NS ? seen + KA_PROBE_AFTER_NS : 0;
     /* connections idle after such a response are as good as closed already: do not send on them */
     for (unsigned u = 0; u < w->n_urls; u++)
         for (sg_conn_t *i = w->idle_head[u], *next; i; i = next) {
@@ -534,11 +551,20 @@ static void handle_data(sg_conn_t *c, const char *data, size_t len)
     c->rs.req = NULL;
     c->served++;
     keep_alive_hints(c, &c->h1.head);
-    if (c->served >= 2)
-        w->silent_streak[c->last_stream] = 0; /* a reuse after that kind of response worked */
+    if (c->served >= 2) { /* a reuse after that kind of response worked */
+        w->silent_streak[c->last_stream] = 0;
+        if (w->no_reuse_after[c->last_stream]) { /* a probe: the closes it was learnt from were a crash's */
+            w->no_reuse_after[c->last_stream] = false;
+            w->ka_relearned++;
+        }
+    }
     c->last_stream = c->rs.event_stream;
+    int kind = c->last_stream;
+    bool probe = w->no_reuse_after[kind] && w->ka_probe_at[kind] && wk_t_recv_ns >= w->ka_probe_at[kind];
     bool keep =
-        c->h1.head.keep_alive && (size_t)n == len && c->served < c->ka_limit && !w->no_reuse_after[c->last_stream];
+        c->h1.head.keep_alive && (size_t)n == len && c->served < c->ka_limit && (!w->no_reuse_after[kind] || probe);
+    if (keep && probe)
+        w->ka_probe_at[kind] = 0; /* one probe */
     if (keep) {
         c->idle_since_ns = wk_t_recv_ns;
         wk_idle_push(w, c);

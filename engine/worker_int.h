@@ -252,6 +252,8 @@ struct sg_worker {
      */
     uint8_t silent_streak[2];
     bool no_reuse_after[2];
+    int64_t silent_first_ns[2]; /* when the first close of the current streak was seen (the worker's clock) */
+    int64_t ka_probe_at[2];     /* learnt from closes that came all at once: one reuse tried from then (0: none) */
     uint64_t silent_closes;
     uint64_t ka_relearned; /* times the learning above was reset when the server accepted connections again */
     /*

@@ -1923,14 +1923,20 @@ static int64_t next_deadline(const sg_mock_worker_t *w, int64_t now)
 }
 
 /* --fault crash: what a killed server does. Every connection closes at once, the listening socket goes (so
- * connects are refused), and the requests in progress are never answered. */
+ * connects are refused), and the requests in progress are never answered. With DOWN 0 the listening socket stays:
+ * a server respawned so fast (or handed its socket by a supervisor) that no connect is ever refused. */
 static void worker_crash(sg_mock_worker_t *w, int64_t now)
 {
+    bool instant = w->restart_ns <= w->crash_ns;
     w->crash_ns = INT64_MAX;
-    if (w->accept_armed)
-        sg_loop_cancel(&w->loop, &w->accept_op, w->listen_fd);
-    sg_loop_close(&w->loop, w->listen_fd);
-    w->listen_fd = -1;
+    if (instant) {
+        w->restart_ns = INT64_MAX;
+    } else {
+        if (w->accept_armed)
+            sg_loop_cancel(&w->loop, &w->accept_op, w->listen_fd);
+        sg_loop_close(&w->loop, w->listen_fd);
+        w->listen_fd = -1;
+    }
     uint64_t lost = w->jobs_live, conns = 0;
     for (conn_t *c = w->conns, *next; c; c = next) {
         next = c->next;
@@ -1947,7 +1953,9 @@ static void worker_crash(sg_mock_worker_t *w, int64_t now)
         fprintf(stderr,
                 "surge mock: worker %u crashed at %.3f s: %llu connections closed, %llu requests unanswered%s\n",
                 w->idx, (double)(now - w->srv->start_ns) / 1e9, (unsigned long long)conns, (unsigned long long)lost,
-                w->restart_ns == INT64_MAX ? "; it stays down" : "");
+                instant                      ? "; still listening (an instant respawn)"
+                : w->restart_ns == INT64_MAX ? "; it stays down"
+                                             : "");
     }
 }
 

@@ -229,6 +229,30 @@ def habit_after_restart(h):
     check_accounting(h, r, what)
 
 
+def instant_respawn(h):
+    """A crash whose server is back at once (the mock's crash:AT,0: every connection closed together, the listening
+    socket kept, so no connect is refused). Its closes teach the keep-alive habit (they look the same), but they came
+    all at once, so one connection is tried again a second later; the server keeps it, so the habit is forgotten:
+    connections are reused again, and the run blames no habit. Without the probe, every request after the crash
+    opened a connection of its own (1,147 requests on 1,147 connections)."""
+    what = "instant respawn"
+    with h.mock("--ttft-ms", 30, "--itl-ms", 1, "--fault", "crash:1500,0", record=True) as m:
+        p = h.run([h.surge, "profile", "-m", "mock-model", "-u", m.url, "--artifact-dir", h.path("art-respawn"),
+                   "--no-progress", "--output-tokens-mean", 4, "--synthetic-input-tokens-mean", 16, "--concurrency",
+                   16, "--benchmark-duration", 5], timeout=60)
+        m.stop()
+        seen = m.records()
+    h.check(p.returncode in (0, 1) and LEARNT not in p.stderr, "%s: no keep-alive habit blamed at the end (exit %d)"
+            % (what, p.returncode), p.stderr[-1500:])
+    t0 = min((x["t_ns"] for x in seen), default=0)
+    # the crash at 1.5 s, the probe a second after the habit was learnt: from 3.5 s on, connections carry many each
+    late = [x for x in seen if x["t_ns"] - t0 > 3.5e9]
+    conns = {(x["worker"], x["conn"]) for x in late}
+    h.check(len(late) > 16 and len(late) >= 5 * max(1, len(conns)),
+            "%s: connections reused again after the probe (%d requests on %d connections, at least 5 each)"
+            % (what, len(late), len(conns)))
+
+
 def open_loop(h):
     what = "open loop"
     rate = 100.0
@@ -339,6 +363,7 @@ def sessions_down(h):
 def main(h):
     closed_loop(h, "io_uring")
     closed_loop(h, "epoll")
+    instant_respawn(h)
     habit_after_restart(h)
     open_loop(h)
     never_back(h)
