@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "sg_cfgfile.h"
 #include "sg_config.h"
+#include "sg_options.h"
 #include "sg_opts.h"
 
 #include <errno.h>
@@ -78,9 +79,11 @@ static int group_of(const struct option *longs, const struct option *o)
     return pos ? pos->val : o->val;
 }
 
+/* --help, --version and --config are the command line's only (engine/options.c) */
 static bool not_a_key(const struct option *o)
 {
-    return strcmp(o->name, "help") == 0 || strcmp(o->name, "version") == 0 || strcmp(o->name, "config") == 0;
+    const sg_opt_t *r = sg_opt_find(o->name);
+    return !r || (r->flags & SG_OPT_NOT_A_KEY);
 }
 
 static size_t edit_distance(const char *a, const char *b)

@@ -14,6 +14,7 @@
 #include "sg_tools.h"
 #include "sg_kserve.h"
 #include "sg_loop.h"
+#include "sg_options.h"
 #include "sg_opts.h"
 #include "sg_tcp.h"
 
@@ -43,319 +44,11 @@
 #define DEFAULT_PREFIX_LEN 100 /* GenAI-Perf's default --prefix-prompt-length */
 #define DEFAULT_BLOCK_SIZE 512 /* AIPerf's default --isl-block-size: tokens per hash_ids block of a trace */
 
-enum {
-    OPT_MODEL = 'm',
-    OPT_URL = 'u',
-    OPT_HEADER = 'H',
-    OPT_VERBOSE = 'v',
-    OPT_HELP = 'h',
-    OPT_MEASUREMENT_INTERVAL = 'p',
-    OPT_STABILITY = 's',
-    OPT_BATCH_SIZE = 'b',
-    OPT_CONFIG = 'f', /* --config/-f FILE: a YAML file of flags (engine/cfgfile.c expands it before the parse) */
-    OPT_MODEL_STRATEGY = 256,
-    OPT_SERVICE_KIND,
-    OPT_BACKEND,
-    OPT_ENDPOINT_TYPE,
-    OPT_ENDPOINT,
-    OPT_STREAMING,
-    OPT_HTTP2,
-    OPT_MAX_CONNECTIONS,
-    OPT_LOCAL_ADDRESS,
-    OPT_API_KEY,
-    OPT_EXTRA_INPUTS,
-    OPT_REQUEST_RATE,
-    OPT_DISTRIBUTION,
-    OPT_CONCURRENCY,
-    OPT_MAX_CONCURRENCY,
-    OPT_REQUEST_COUNT,
-    OPT_DURATION,
-    OPT_GRACE,
-    OPT_WARMUP,
-    OPT_TIMEOUT,
-    OPT_SEED,
-    OPT_WORKERS,
-    OPT_ISL_MEAN,
-    OPT_ISL_STDDEV,
-    OPT_NUM_PROMPTS,
-    OPT_CACHE_BUST,
-    OPT_OSL_MEAN,
-    OPT_OSL_STDDEV,
-    OPT_OSL_DETERMINISTIC,
-    OPT_TOKENIZER,
-    OPT_INPUT_FILE,
-    OPT_ARTIFACT_DIR,
-    OPT_OVERWRITE,
-    OPT_EXPORT_FILE,
-    OPT_MAX_ERROR_RATE,
-    OPT_GOODPUT,
-    OPT_PROGRESS,
-    OPT_NO_PROGRESS,
-    OPT_VERSION,
-    OPT_CONCURRENCY_RANGE,
-    OPT_RATE_RANGE,
-    OPT_INPUT_DATASET,
-    OPT_GENERATE_PLOTS,
-    OPT_SHOW_TRACE_TIMING,
-    OPT_URL_STRATEGY,
-    OPT_FIXED_SCHEDULE,
-    OPT_FIXED_SPEEDUP,
-    OPT_INPUT_FORMAT,
-    OPT_PREFIX_LEN,
-    OPT_NUM_PREFIX,
-    OPT_BLOCK_SIZE,
-    OPT_IGNORE_EOS,
-    OPT_COOLDOWN,
-    OPT_SLICE_DURATION,
-    OPT_MAX_TRIALS,
-    OPT_GPU_TELEMETRY,
-    OPT_STALL_THRESHOLD,
-    OPT_SERVER_METRICS_URL,
-    OPT_SERVER_METRICS_INTERVAL,
-    OPT_BURSTINESS,
-    OPT_IO_BACKEND,
-    OPT_EXPORT_LEVEL,
-    OPT_TIMESTAMPS,
-    OPT_COALESCE_US,
-    OPT_WORLD_SIZE,
-    OPT_RANK,
-    OPT_COORDINATOR,
-    OPT_COORD_TIMEOUT,
-    OPT_SLO,
-    OPT_SEARCH,
-    OPT_SEARCH_RANGE,
-    OPT_SEARCH_PRECISION,
-    OPT_SEARCH_TRIALS,
-    OPT_SEARCH_MAX_TRIALS,
-    OPT_CONFIDENCE_LEVEL,
-    OPT_NUM_PROFILE_RUNS,
-    OPT_PROFILE_RUN_COOLDOWN,
-    OPT_WARMUP_FIRST_ONLY,
-    OPT_NO_WARMUP_FIRST_ONLY,
-    OPT_CONSISTENT_SEED,
-    OPT_NO_CONSISTENT_SEED,
-    OPT_CONV_NUM,
-    OPT_TURN_MEAN,
-    OPT_TURN_STDDEV,
-    OPT_TURN_DELAY_MEAN,
-    OPT_TURN_DELAY_STDDEV,
-    OPT_TURN_DELAY_RATIO,
-    OPT_RANK_PASSAGES_MEAN,
-    OPT_RANK_PASSAGES_STDDEV,
-    OPT_RANK_PASSAGE_TOKENS_MEAN,
-    OPT_RANK_PASSAGE_TOKENS_STDDEV,
-    OPT_RANK_QUERY_TOKENS_MEAN,
-    OPT_RANK_QUERY_TOKENS_STDDEV,
-    /* vLLM's `vllm bench serve` flags that are not aliases of ours */
-    OPT_VLLM_DATASET_NAME,
-    OPT_VLLM_RANGE_RATIO,
-    OPT_VLLM_SAVE_RESULT,
-    OPT_VLLM_PERCENTILE_METRICS,
-    OPT_VLLM_METRIC_PERCENTILES,
-    OPT_RAMP_STRATEGY,
-    OPT_RAMP_START_RPS,
-    OPT_RAMP_END_RPS,
-    OPT_RATE_RAMP_DURATION,
-    OPT_CONCURRENCY_RAMP_DURATION,
-    OPT_CANCEL_RATE,
-    OPT_CANCEL_DELAY,
-    OPT_MEDIA, /* every --image-* and --audio-* flag: sg_media_option tells them apart by name */
-    /* TLS */
-    OPT_INSECURE = 'k',
-    OPT_CACERT = 0x200,
-    OPT_CERT,
-    OPT_KEY,
-    OPT_TOOLS,
-    OPT_TOOL_CHOICE,
-};
-
-/*
- * The peers' flags we do not implement take optional_argument: whatever form the user typed (--flag, --flag=x,
- * --flag x), we get to explain instead of getopt complaining about the argument first.
- */
-static const struct option long_options[] = {
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"model-selection-strategy", required_argument, NULL, OPT_MODEL_STRATEGY},
-    {"url", required_argument, NULL, OPT_URL},
-    {"service-kind", required_argument, NULL, OPT_SERVICE_KIND},
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"endpoint-type", required_argument, NULL, OPT_ENDPOINT_TYPE},
-    {"endpoint", required_argument, NULL, OPT_ENDPOINT},
-    {"streaming", no_argument, NULL, OPT_STREAMING},
-    {"http2", no_argument, NULL, OPT_HTTP2},
-    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-    {"local-address", required_argument, NULL, OPT_LOCAL_ADDRESS},
-    {"header", required_argument, NULL, OPT_HEADER},
-    {"api-key", required_argument, NULL, OPT_API_KEY},
-    {"extra-inputs", required_argument, NULL, OPT_EXTRA_INPUTS},
-    {"request-rate", required_argument, NULL, OPT_REQUEST_RATE},
-    {"request-distribution", required_argument, NULL, OPT_DISTRIBUTION},
-    {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-    {"max-concurrency", required_argument, NULL, OPT_MAX_CONCURRENCY},
-    {"request-count", required_argument, NULL, OPT_REQUEST_COUNT},
-    {"num-requests", required_argument, NULL, OPT_REQUEST_COUNT}, /* AIPerf */
-    {"benchmark-duration", required_argument, NULL, OPT_DURATION},
-    {"benchmark-grace-period", required_argument, NULL, OPT_GRACE},
-    {"warmup-request-count", required_argument, NULL, OPT_WARMUP},
-    {"request-timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"random-seed", required_argument, NULL, OPT_SEED},
-    {"workers", required_argument, NULL, OPT_WORKERS},
-    {"synthetic-input-tokens-mean", required_argument, NULL, OPT_ISL_MEAN},
-    {"synthetic-input-tokens-stddev", required_argument, NULL, OPT_ISL_STDDEV},
-    /* AIPerf's names for the same four */
-    {"isl", required_argument, NULL, OPT_ISL_MEAN},
-    {"isl-stddev", required_argument, NULL, OPT_ISL_STDDEV},
-    {"prompt-input-tokens-mean", required_argument, NULL, OPT_ISL_MEAN},
-    {"prompt-input-tokens-stddev", required_argument, NULL, OPT_ISL_STDDEV},
-    {"num-prompts", required_argument, NULL, OPT_NUM_PROMPTS},
-    {"cache-bust", required_argument, NULL, OPT_CACHE_BUST},
-    {"output-tokens-mean", required_argument, NULL, OPT_OSL_MEAN},
-    {"output-tokens-stddev", required_argument, NULL, OPT_OSL_STDDEV},
-    {"osl", required_argument, NULL, OPT_OSL_MEAN},
-    {"osl-stddev", required_argument, NULL, OPT_OSL_STDDEV},
-    {"prompt-output-tokens-mean", required_argument, NULL, OPT_OSL_MEAN},
-    {"prompt-output-tokens-stddev", required_argument, NULL, OPT_OSL_STDDEV},
-    {"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS}, /* vLLM */
-    {"output-tokens-mean-deterministic", no_argument, NULL, OPT_OSL_DETERMINISTIC},
-    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-    {"input-file", required_argument, NULL, OPT_INPUT_FILE},
-    {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
-    {"custom-dataset-type", required_argument, NULL, OPT_INPUT_FORMAT}, /* AIPerf's */
-    /* AIPerf's synthetic rankings */
-    {"rankings-passages-mean", required_argument, NULL, OPT_RANK_PASSAGES_MEAN},
-    {"rankings-passages-stddev", required_argument, NULL, OPT_RANK_PASSAGES_STDDEV},
-    {"rankings-passages-prompt-token-mean", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_MEAN},
-    {"rankings-passages-prompt-token-stddev", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_STDDEV},
-    {"rankings-query-prompt-token-mean", required_argument, NULL, OPT_RANK_QUERY_TOKENS_MEAN},
-    {"rankings-query-prompt-token-stddev", required_argument, NULL, OPT_RANK_QUERY_TOKENS_STDDEV},
-    /* AIPerf's images and audio (workload/sg_media.h) */
-    {"image-width-mean", required_argument, NULL, OPT_MEDIA},
-    {"image-width-stddev", required_argument, NULL, OPT_MEDIA},
-    {"image-height-mean", required_argument, NULL, OPT_MEDIA},
-    {"image-height-stddev", required_argument, NULL, OPT_MEDIA},
-    {"image-format", required_argument, NULL, OPT_MEDIA},
-    {"image-batch-size", required_argument, NULL, OPT_MEDIA},
-    {"batch-size-image", required_argument, NULL, OPT_MEDIA},
-    {"audio-length-mean", required_argument, NULL, OPT_MEDIA},
-    {"audio-length-stddev", required_argument, NULL, OPT_MEDIA},
-    {"audio-format", required_argument, NULL, OPT_MEDIA},
-    {"audio-batch-size", required_argument, NULL, OPT_MEDIA},
-    {"batch-size-audio", required_argument, NULL, OPT_MEDIA},
-    {"audio-sample-rates", required_argument, NULL, OPT_MEDIA},
-    {"audio-depths", required_argument, NULL, OPT_MEDIA},
-    {"audio-num-channels", required_argument, NULL, OPT_MEDIA},
-    {"conversation-num", required_argument, NULL, OPT_CONV_NUM},
-    {"num-conversations", required_argument, NULL, OPT_CONV_NUM},
-    {"num-sessions", required_argument, NULL, OPT_CONV_NUM},
-    {"conversation-turn-mean", required_argument, NULL, OPT_TURN_MEAN},
-    {"session-turns-mean", required_argument, NULL, OPT_TURN_MEAN},
-    {"conversation-turn-stddev", required_argument, NULL, OPT_TURN_STDDEV},
-    {"session-turns-stddev", required_argument, NULL, OPT_TURN_STDDEV},
-    {"conversation-turn-delay-mean", required_argument, NULL, OPT_TURN_DELAY_MEAN},
-    {"session-turn-delay-mean", required_argument, NULL, OPT_TURN_DELAY_MEAN},
-    {"conversation-turn-delay-stddev", required_argument, NULL, OPT_TURN_DELAY_STDDEV},
-    {"session-turn-delay-stddev", required_argument, NULL, OPT_TURN_DELAY_STDDEV},
-    {"conversation-turn-delay-ratio", required_argument, NULL, OPT_TURN_DELAY_RATIO},
-    {"session-delay-ratio", required_argument, NULL, OPT_TURN_DELAY_RATIO},
-    {"prefix-prompt-length", required_argument, NULL, OPT_PREFIX_LEN},
-    {"num-prefix-prompts", required_argument, NULL, OPT_NUM_PREFIX},
-    {"prefix-prompt-pool-size", required_argument, NULL, OPT_NUM_PREFIX},
-    {"isl-block-size", required_argument, NULL, OPT_BLOCK_SIZE},
-    {"fixed-schedule", no_argument, NULL, OPT_FIXED_SCHEDULE},
-    {"fixed-schedule-speedup", required_argument, NULL, OPT_FIXED_SPEEDUP},
-    {"artifact-dir", required_argument, NULL, OPT_ARTIFACT_DIR},
-    {"overwrite", no_argument, NULL, OPT_OVERWRITE},
-    {"profile-export-file", required_argument, NULL, OPT_EXPORT_FILE},
-    {"export-level", required_argument, NULL, OPT_EXPORT_LEVEL},
-    {"verbose", no_argument, NULL, OPT_VERBOSE},
-    {"max-error-rate", required_argument, NULL, OPT_MAX_ERROR_RATE},
-    {"goodput", required_argument, NULL, OPT_GOODPUT},
-    {"progress", no_argument, NULL, OPT_PROGRESS},
-    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"measurement-interval", required_argument, NULL, OPT_MEASUREMENT_INTERVAL}, /* perf_analyzer, GenAI-Perf: ms */
-    {"stability-percentage", required_argument, NULL, OPT_STABILITY},            /* perf_analyzer, GenAI-Perf */
-    {"max-trials", required_argument, NULL, OPT_MAX_TRIALS},                     /* perf_analyzer */
-    {"gpu-telemetry", optional_argument, NULL, OPT_GPU_TELEMETRY},               /* AIPerf: DCGM exporter URLs */
-    {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
-    {"batch-size-text", required_argument, NULL, OPT_BATCH_SIZE},                /* GenAI-Perf's newer name */
-    {"prompt-batch-size", required_argument, NULL, OPT_BATCH_SIZE},              /* AIPerf's */
-    {"concurrency-range", required_argument, NULL, OPT_CONCURRENCY_RANGE},       /* perf_analyzer */
-    {"request-rate-range", required_argument, NULL, OPT_RATE_RANGE},             /* perf_analyzer */
-    {"parameter-sweep-cooldown-seconds", required_argument, NULL, OPT_COOLDOWN}, /* AIPerf */
-    {"slo", required_argument, NULL, OPT_SLO},
-    {"slice-duration", required_argument, NULL, OPT_SLICE_DURATION}, /* AIPerf */
-    {"stall-threshold-ms", required_argument, NULL, OPT_STALL_THRESHOLD},
-    {"server-metrics-url", required_argument, NULL, OPT_SERVER_METRICS_URL},           /* GenAI-Perf, AIPerf */
-    {"server-metrics-interval", required_argument, NULL, OPT_SERVER_METRICS_INTERVAL}, /* seconds */
-    {"burstiness", required_argument, NULL, OPT_BURSTINESS},                           /* vLLM */
-    {"arrival-smoothness", required_argument, NULL, OPT_BURSTINESS},                   /* AIPerf */
-    {"search", required_argument, NULL, OPT_SEARCH},
-    {"search-range", required_argument, NULL, OPT_SEARCH_RANGE},
-    {"search-precision", required_argument, NULL, OPT_SEARCH_PRECISION},
-    {"search-trials", required_argument, NULL, OPT_SEARCH_TRIALS},
-    {"search-max-trials", required_argument, NULL, OPT_SEARCH_MAX_TRIALS},
-    {"num-profile-runs", required_argument, NULL, OPT_NUM_PROFILE_RUNS},                        /* AIPerf */
-    {"confidence-level", required_argument, NULL, OPT_CONFIDENCE_LEVEL},                        /* AIPerf */
-    {"profile-run-cooldown-seconds", required_argument, NULL, OPT_PROFILE_RUN_COOLDOWN},        /* AIPerf */
-    {"profile-run-disable-warmup-after-first", optional_argument, NULL, OPT_WARMUP_FIRST_ONLY}, /* AIPerf */
-    {"no-profile-run-disable-warmup-after-first", no_argument, NULL, OPT_NO_WARMUP_FIRST_ONLY},
-    {"set-consistent-seed", optional_argument, NULL, OPT_CONSISTENT_SEED}, /* AIPerf */
-    {"no-set-consistent-seed", no_argument, NULL, OPT_NO_CONSISTENT_SEED},
-    {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
-    {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
-    {"show-trace-timing", no_argument, NULL, OPT_SHOW_TRACE_TIMING}, /* AIPerf */
-    {"url-strategy", required_argument, NULL, OPT_URL_STRATEGY},     /* AIPerf */
-    {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
-    {"timestamps", required_argument, NULL, OPT_TIMESTAMPS},
-    {"coalesce-us", required_argument, NULL, OPT_COALESCE_US},
-    {"world-size", required_argument, NULL, OPT_WORLD_SIZE},
-    {"rank", required_argument, NULL, OPT_RANK},
-    {"coordinator", required_argument, NULL, OPT_COORDINATOR},
-    {"coordinator-timeout", required_argument, NULL, OPT_COORD_TIMEOUT},
-    {"cacert", required_argument, NULL, OPT_CACERT},
-    {"insecure", no_argument, NULL, OPT_INSECURE},
-    {"cert", required_argument, NULL, OPT_CERT},
-    {"key", required_argument, NULL, OPT_KEY},
-    {"config", required_argument, NULL, OPT_CONFIG},
-    /* vLLM's `vllm bench serve` names (docs/cli.md, vLLM's names) */
-    {"base-url", required_argument, NULL, OPT_URL},
-    {"random-input-len", required_argument, NULL, OPT_ISL_MEAN},
-    {"random-output-len", required_argument, NULL, OPT_OSL_MEAN},
-    {"random-range-ratio", required_argument, NULL, OPT_VLLM_RANGE_RATIO},
-    {"dataset-name", required_argument, NULL, OPT_VLLM_DATASET_NAME},
-    {"dataset-path", required_argument, NULL, OPT_INPUT_FILE},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"result-dir", required_argument, NULL, OPT_ARTIFACT_DIR},
-    {"result-filename", required_argument, NULL, OPT_EXPORT_FILE},
-    {"save-result", no_argument, NULL, OPT_VLLM_SAVE_RESULT},
-    {"save-detailed", no_argument, NULL, OPT_VLLM_SAVE_RESULT},
-    {"percentile-metrics", required_argument, NULL, OPT_VLLM_PERCENTILE_METRICS},
-    {"metric-percentiles", required_argument, NULL, OPT_VLLM_METRIC_PERCENTILES},
-    {"disable-tqdm", no_argument, NULL, OPT_NO_PROGRESS},
-    {"ramp-up-strategy", required_argument, NULL, OPT_RAMP_STRATEGY},                      /* vLLM */
-    {"ramp-up-start-rps", required_argument, NULL, OPT_RAMP_START_RPS},                    /* vLLM */
-    {"ramp-up-end-rps", required_argument, NULL, OPT_RAMP_END_RPS},                        /* vLLM */
-    {"request-rate-ramp-duration", required_argument, NULL, OPT_RATE_RAMP_DURATION},       /* AIPerf */
-    {"concurrency-ramp-duration", required_argument, NULL, OPT_CONCURRENCY_RAMP_DURATION}, /* AIPerf */
-    {"request-cancellation-rate", required_argument, NULL, OPT_CANCEL_RATE},               /* AIPerf */
-    {"request-cancellation-delay", required_argument, NULL, OPT_CANCEL_DELAY},             /* AIPerf */
-    {"tools", required_argument, NULL, OPT_TOOLS},
-    {"tool-choice", required_argument, NULL, OPT_TOOL_CHOICE},
-    {NULL, 0, NULL, 0},
-};
-
-/* Leading ':' makes getopt report a missing value as ':' (distinct from an unknown option) and stay quiet. */
-static const char short_options[] = ":m:u:H:vhkp:s:b:f:";
-
 /* The long name of an option value, for messages: users typed -m but the help lists --model. */
 static const char *opt_name(int val)
 {
-    for (const struct option *o = long_options; o->name; o++)
-        if (o->val == val)
-            return o->name;
-    return "?";
+    const sg_opt_t *r = sg_opt_by_val(val);
+    return r ? r->name : "?";
 }
 
 /* "FILE:LINE" of the config-file key the option being parsed came from (sg_cfgfile_where); NULL for argv's own */
@@ -876,10 +569,8 @@ static bool takes_next_arg(const char *a)
         return a[1] && a[2] == '\0' && strchr("muH", a[1]);
     if (strchr(a, '='))
         return false;
-    for (const struct option *o = long_options; o->name; o++)
-        if (strcmp(o->name, a + 2) == 0)
-            return o->has_arg == required_argument;
-    return false;
+    const sg_opt_t *r = sg_opt_find(a + 2);
+    return r && r->has_arg == required_argument;
 }
 
 typedef struct {
@@ -1259,7 +950,7 @@ static bool list_within(const char *arg, const char *const *set)
 }
 
 /*
- * vLLM's `vllm bench serve` flags that are more than another name of ours (those are aliases in long_options):
+ * vLLM's `vllm bench serve` flags that are more than another name of ours (those are aliases in engine/options.c):
  * each accepted where surge does what it means, refused with the flag to use where it does something else.
  */
 static int vllm_option(sg_config_t *cfg, parse_state_t *st, int c, const char *opt, const char *arg)
@@ -2340,6 +2031,8 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
     int rc = reject_passthrough(argc, argv);
     if (rc)
         return rc;
+    const char *short_options;
+    const struct option *long_options = sg_opt_getopt(&short_options);
     /* full names only: getopt_long would take --isl for --isl-block-size */
     if (sg_opts_check("surge", "surge profile --help", argc, argv, short_options, long_options) < 0)
         return SG_EINVAL;
@@ -2507,34 +2200,19 @@ int sg_config_parse(sg_config_t *cfg, int argc, char **argv)
 
 const struct option *sg_config_options(const char **shorts)
 {
-    if (shorts)
-        *shorts = short_options;
-    return long_options;
+    return sg_opt_getopt(shorts);
 }
 
 bool sg_config_option_repeatable(int val)
 {
-    switch (val) {
-    case OPT_MODEL:
-    case OPT_HEADER:
-    case OPT_EXTRA_INPUTS:
-    case OPT_SLO:
-    case OPT_GOODPUT:
-    case OPT_SERVER_METRICS_URL:
-    case OPT_URL:           /* several URLs: one each */
-    case OPT_GPU_TELEMETRY: /* several DCGM exporters */
-        return true;
-    default:
-        return false;
-    }
+    const sg_opt_t *r = sg_opt_by_val(val);
+    return r && (r->flags & SG_OPT_REPEATABLE);
 }
 
 int sg_config_check_value(const char *name, const char *arg, const char *where)
 {
-    const struct option *o = long_options;
-    while (o->name && strcmp(o->name, name) != 0)
-        o++;
-    if (!o->name || o->val == OPT_HELP || o->val == OPT_VERSION || o->val == OPT_CONFIG)
+    const sg_opt_t *o = sg_opt_find(name);
+    if (!o || (o->flags & SG_OPT_NOT_A_KEY))
         return fail(NULL, "unknown option --%s", name);
     sg_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -2546,7 +2224,7 @@ int sg_config_check_value(const char *name, const char *arg, const char *where)
     fail_where = where;
     quiet_notes = true;
     if (rc == 0)
-        rc = one_option(&cfg, &st, o->val, o->name, arg);
+        rc = one_option(&cfg, &st, o->val, name, arg);
     quiet_notes = false;
     fail_where = NULL;
     json_decref(st.extra);
