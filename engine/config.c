@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "sg_config.h"
+#include "config_int.h"
 #include "sg_cfgfile.h"
 #include "sg_sched.h"
 #include "sg_scrape.h"
@@ -38,9 +39,6 @@
 #define DEFAULT_TRITON_URL "localhost:8001" /* Triton's gRPC port, GenAI-Perf's default for triton */
 #define DEFAULT_REQUEST_COUNT 100
 #define DEFAULT_EXPORT_FILE "profile_export.json"
-#define MAX_PROMPTS 10000000u /* each prompt is pre-rendered in memory; beyond this the table outgrows RAM */
-#define MAX_ISL 1000000u      /* words; far beyond any model's context, still a sane allocation */
-#define MAX_WORKERS 4096u
 #define DEFAULT_PREFIX_LEN 100 /* GenAI-Perf's default --prefix-prompt-length */
 #define DEFAULT_BLOCK_SIZE 512 /* AIPerf's default --isl-block-size: tokens per hash_ids block of a trace */
 
@@ -573,33 +571,6 @@ static bool takes_next_arg(const char *a)
     return r && r->has_arg == required_argument;
 }
 
-typedef struct {
-    json_t *extra;
-    bool rate_given, concurrency_given, max_concurrency_given, distribution_given;
-    bool conv_given;             /* a --conversation-* flag */
-    const char *burstiness_flag; /* --burstiness or --arrival-smoothness, as given */
-    const char *sweep_flag; /* the flag that made a sweep: "concurrency", "request-rate", "concurrency-range", ... */
-    bool cooldown_given, search_range_given, search_precision_given, search_trials_given, search_max_trials_given;
-    const char *multirun_flag; /* the first --profile-run-* flag given */
-    bool scrape_interval_given;
-    bool count_given, duration_given, artifact_dir_given, grace_given;
-    const char *cache_bust; /* --cache-bust as given, NULL when absent */
-    bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
-    bool ignore_eos;
-    char *endpoint;
-    const char *backend;
-    const char *endpoint_type;
-    bool rankings_generic; /* --endpoint-type rankings: NIM's shape unless --extra-inputs rankings:tei */
-    bool osl_given;
-    const char *api_key;
-    const char *rankings_flag; /* the first --rankings-* flag given */
-    bool batch_given;
-    bool ramp_start_given, ramp_dur_given, cancel_delay_given;
-    double ramp_end;            /* --ramp-up-end-rps; 0 when not given */
-    const char *stability_flag; /* --stability-percentage or --max-trials, the first given */
-    bool gpu_url_given;         /* --gpu-telemetry named an endpoint */
-} parse_state_t;
-
 static int finish_ramp_cancel(sg_config_t *cfg, parse_state_t *st);
 
 /* ---------- load points: sweeps and the capacity search ---------- */
@@ -608,10 +579,6 @@ static int finish_ramp_cancel(sg_config_t *cfg, parse_state_t *st);
 #define DEFAULT_PROBE_S                                                                                                \
     10 /* --search: each probe's --benchmark-duration unless given */ /* a range that makes more is a typo (1:100000), \
                                                                          not a plan */
-#define MAX_CONCURRENCY 10000000u
-#define MAX_BATCH 65536u /* inputs (or passages) in one request */
-#define MAX_RATE 1e9
-#define MAX_PROFILE_RUNS 1000u /* --num-profile-runs */
 
 /* One value of a sweep: a concurrency (a whole number >= 1) or a request rate (a positive number, not inf). */
 static int sweep_value(const char *opt, sg_sweep_kind_t kind, const char *s, double *out)
@@ -1002,9 +969,40 @@ static int vllm_option(sg_config_t *cfg, parse_state_t *st, int c, const char *o
     }
 }
 
+/*
+ * A typed row of the options table (engine/options.c): its "given" mark set, then its value range-checked into its
+ * field. The messages are parse_u32's, parse_u64's and parse_num's, as the hand-written cases had them.
+ */
+static int typed_option(sg_config_t *cfg, parse_state_t *st, const sg_opt_t *r, const char *opt, const char *arg)
+{
+    if (r->given)
+        *(bool *)((char *)st + r->given - 1) = true;
+    void *field = (char *)cfg + r->field;
+    switch (r->type) {
+    case SG_OT_FLAG:
+        *(bool *)field = true;
+        return 0;
+    case SG_OT_U32:
+        return parse_u32(opt, arg, (uint32_t)r->lo, (uint32_t)r->hi, field);
+    case SG_OT_U64:
+        return parse_u64(opt, arg, (uint64_t)r->lo, UINT64_MAX, field);
+    case SG_OT_NUM:
+        return parse_num(opt, arg, r->range, r->lo, r->lo_open, r->hi, field);
+    case SG_OT_STR:
+        if (!*arg)
+            return fail(opt, "%s, got an empty value", r->range);
+        return set_str(field, arg);
+    default:
+        return fail(opt, "internal: no parse for this option");
+    }
+}
+
 /* c as getopt_long returned it; opt the long name the user typed (an alias is named as typed). */
 static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *opt, const char *arg)
 {
+    const sg_opt_t *row = sg_opt_by_val(c);
+    if (row && row->type != SG_OT_CUSTOM)
+        return typed_option(cfg, st, row, opt, arg);
     uint64_t u64;
     switch (c) {
     case OPT_MODEL: {
@@ -1072,9 +1070,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "expected one of %s, or kserve; got \"%s\"", sg_endpoint_names(), arg);
         st->rankings_generic = strcmp(arg, "rankings") == 0;
         return 0;
-    case OPT_BATCH_SIZE:
-        st->batch_given = true;
-        return parse_u32(opt, arg, 1, MAX_BATCH, &cfg->batch_size);
     case OPT_RANK_PASSAGES_MEAN:
     case OPT_RANK_PASSAGES_STDDEV:
     case OPT_RANK_PASSAGE_TOKENS_MEAN:
@@ -1113,9 +1108,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
                 return fail(opt, "must not contain spaces, '#', control or non-ASCII characters, got \"%s\"", arg);
         return set_str(&st->endpoint, e);
     }
-    case OPT_STREAMING:
-        cfg->streaming = true;
-        return 0;
     case OPT_HEADER:
         return add_header(cfg, arg);
     case OPT_API_KEY:
@@ -1159,11 +1151,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return parse_sweep_range(cfg, st, opt, SG_SWEEP_CONCURRENCY, arg);
     case OPT_RATE_RANGE:
         return parse_sweep_range(cfg, st, opt, SG_SWEEP_RATE, arg);
-    case OPT_COOLDOWN:
-        st->cooldown_given = true;
-        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->cooldown_s);
-    case OPT_SLICE_DURATION:
-        return parse_num(opt, arg, "seconds, above 0", 0, true, 86400 * 365, &cfg->slice_duration_s);
     case OPT_STALL_THRESHOLD:
         if (parse_num(opt, arg, "milliseconds, 1 or more (0: not watched)", 0, false, 3600e3,
                       &cfg->stall_threshold_ms) != 0)
@@ -1171,8 +1158,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (cfg->stall_threshold_ms > 0 && cfg->stall_threshold_ms < 1)
             return fail(opt, "expected milliseconds, 1 or more (0: not watched), got %s", arg);
         return 0;
-    case OPT_NUM_PROFILE_RUNS:
-        return parse_u32(opt, arg, 1, MAX_PROFILE_RUNS, &cfg->num_profile_runs);
     case OPT_CONFIDENCE_LEVEL: /* of a multi-run's intervals and of every --slo verdict's */
         if (parse_num(opt, arg, "a confidence level between 0 and 1 (exclusive), such as 0.90, 0.95 or 0.99", 0, true,
                       1, &cfg->confidence_level) != 0)
@@ -1212,9 +1197,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "%s", err);
         return set_str(&cfg->server_metrics_urls[cfg->n_server_metrics_urls++], arg);
     }
-    case OPT_SERVER_METRICS_INTERVAL:
-        st->scrape_interval_given = true;
-        return parse_num(opt, arg, "seconds, 0.1 or more", 0.1, false, 3600, &cfg->server_metrics_interval_s);
     case OPT_BURSTINESS:
         st->burstiness_flag = opt;
         return parse_num(opt, arg, "a positive number (1: Poisson; below 1 burstier, above 1 smoother)", 0, true, 1e6,
@@ -1243,20 +1225,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     case OPT_SEARCH_RANGE:
         st->search_range_given = true;
         return parse_search_range(cfg, opt, arg);
-    case OPT_SEARCH_PRECISION:
-        st->search_precision_given = true;
-        return parse_num(opt, arg, "a fraction above 0 and at most 1 (0.05 = 5%)", 0, true, 1, &cfg->search_precision);
-    case OPT_SEARCH_TRIALS:
-        st->search_trials_given = true;
-        return parse_u32(opt, arg, 1, 100, &cfg->search_trials);
-    case OPT_SEARCH_MAX_TRIALS:
-        st->search_max_trials_given = true;
-        return parse_u32(opt, arg, 1, 100, &cfg->search_max_trials);
-    case OPT_HTTP2:
-        cfg->http2 = true;
-        return 0;
-    case OPT_MAX_CONNECTIONS:
-        return parse_u32(opt, arg, 1, 1000000, &cfg->max_connections);
     case OPT_LOCAL_ADDRESS: {
         /* the syntax now; whether each address is this host's is the start-up check's (run.c) */
         sg_addr_t *v;
@@ -1267,15 +1235,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         free(v);
         return set_str(&cfg->local_address, arg);
     }
-    case OPT_MAX_CONCURRENCY:
-        st->max_concurrency_given = true;
-        return parse_u32(opt, arg, 1, 10000000, &cfg->max_concurrency);
-    case OPT_REQUEST_COUNT:
-        st->count_given = true;
-        return parse_u64(opt, arg, 1, UINT64_MAX, &cfg->request_count);
-    case OPT_DURATION:
-        st->duration_given = true;
-        return parse_num(opt, arg, "a positive number of seconds", 0, true, 1e9, &cfg->benchmark_duration_s);
     case OPT_GRACE:
         st->grace_given = true;
         if (strcmp(arg, "inf") == 0) { /* AIPerf's spelling of "wait for every request" */
@@ -1283,24 +1242,11 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return 0;
         }
         return parse_num(opt, arg, "a number of seconds (0 or more) or inf", 0, false, 1e9, &cfg->benchmark_grace_s);
-    case OPT_WARMUP:
-        st->warmup_given = true;
-        return parse_u64(opt, arg, 0, UINT64_MAX, &cfg->warmup_request_count);
-    case OPT_TIMEOUT:
-        return parse_num(opt, arg, "a positive number of seconds", 0, true, 1e9, &cfg->request_timeout_s);
-    case OPT_SEED:
-        return parse_u64(opt, arg, 0, UINT64_MAX, &cfg->random_seed);
     case OPT_WORKERS:
         if (parse_u64(opt, arg, 1, MAX_WORKERS, &u64) != 0)
             return SG_EINVAL;
         cfg->workers = (unsigned)u64;
         return 0;
-    case OPT_ISL_MEAN:
-        st->isl_given = true;
-        return parse_u32(opt, arg, 1, MAX_ISL, &cfg->isl_mean);
-    case OPT_ISL_STDDEV:
-        st->isl_given = true;
-        return parse_u32(opt, arg, 0, MAX_ISL, &cfg->isl_stddev);
     case OPT_MEDIA: {
         char err[256];
         return sg_media_option(&cfg->media, opt, arg, err, sizeof err) < 0 ? fail(NULL, "%s", err) : 0;
@@ -1318,14 +1264,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
                         arg);
         st->cache_bust = arg;
         return 0;
-    case OPT_PREFIX_LEN:
-        st->prefix_len_given = true;
-        return parse_u32(opt, arg, 1, MAX_ISL, &cfg->prefix_len);
-    case OPT_NUM_PREFIX:
-        return parse_u32(opt, arg, 0, MAX_PROMPTS, &cfg->num_prefix);
-    case OPT_BLOCK_SIZE:
-        st->block_given = true;
-        return parse_u32(opt, arg, 1, MAX_ISL, &cfg->block_size);
     case OPT_INPUT_FORMAT: {
         sg_input_format_t f;
         if (sg_input_format_parse(arg, &f) != 0)
@@ -1334,32 +1272,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         cfg->input_format = (int)f;
         return 0;
     }
-    case OPT_FIXED_SCHEDULE:
-        cfg->fixed_schedule = true;
-        return 0;
-    case OPT_CONV_NUM:
-        st->conv_given = true;
-        return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->conversation_num);
-    case OPT_TURN_MEAN:
-        st->conv_given = true;
-        return parse_num(opt, arg, "a number of turns, at least 1", 1, false, 10000, &cfg->turn_mean);
-    case OPT_TURN_STDDEV:
-        st->conv_given = true;
-        return parse_num(opt, arg, "a number of turns, at least 0", 0, false, 10000, &cfg->turn_stddev);
-    case OPT_TURN_DELAY_MEAN:
-        st->conv_given = true;
-        return parse_num(opt, arg, "milliseconds, at least 0", 0, false, 1e9, &cfg->turn_delay_mean_ms);
-    case OPT_TURN_DELAY_STDDEV:
-        st->conv_given = true;
-        return parse_num(opt, arg, "milliseconds, at least 0", 0, false, 1e9, &cfg->turn_delay_stddev_ms);
-    case OPT_TURN_DELAY_RATIO:
-        st->conv_given = true;
-        return parse_num(opt, arg, "a factor, at least 0 (0.5 halves every delay)", 0, false, 1e6,
-                         &cfg->turn_delay_ratio);
-    case OPT_FIXED_SPEEDUP:
-        st->speedup_given = true;
-        return parse_num(opt, arg, "a positive number (2 replays twice as fast)", 0, true, 1e9,
-                         &cfg->fixed_schedule_speedup);
     case OPT_OSL_MEAN:
         st->osl_given = true;
         if (strcmp(arg, "-1") == 0) {
@@ -1375,38 +1287,8 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         u64 = v;
         cfg->osl_mean = (int32_t)u64;
         return 0;
-    case OPT_OSL_STDDEV:
-        return parse_u32(opt, arg, 0, INT32_MAX, &cfg->osl_stddev);
-    case OPT_OSL_DETERMINISTIC:
-        cfg->osl_deterministic = true;
-        return 0;
     case OPT_IGNORE_EOS:
         st->ignore_eos = true;
-        return 0;
-    case OPT_TOKENIZER:
-        if (!*arg)
-            return fail(opt, "expected a tokenizer.json file, a directory holding one, a *.tiktoken file or a "
-                             "Hugging Face model id, got an empty value");
-        return set_str(&cfg->tokenizer, arg);
-    case OPT_INPUT_FILE:
-        if (!*arg)
-            return fail(opt, "expected a file, got an empty value");
-        return set_str(&cfg->input_file, arg);
-    case OPT_TOOLS:
-        if (!*arg)
-            return fail(opt, "expected a JSON file of tool definitions, got an empty value");
-        return set_str(&cfg->tools_file, arg);
-    case OPT_TOOL_CHOICE:
-        if (!*arg)
-            return fail(opt, "expected auto, required, none or a tool's name, got an empty value");
-        return set_str(&cfg->tool_choice, arg);
-    case OPT_ARTIFACT_DIR:
-        if (!*arg)
-            return fail(opt, "expected a directory, got an empty value");
-        st->artifact_dir_given = true;
-        return set_str(&cfg->artifact_dir, arg);
-    case OPT_OVERWRITE:
-        cfg->overwrite = true;
         return 0;
     case OPT_EXPORT_FILE:
         if (!*arg || strcmp(arg, ".") == 0 || strcmp(arg, "..") == 0)
@@ -1417,17 +1299,11 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
                         "got \"%s\"",
                         arg);
         return set_str(&cfg->profile_export_file, arg);
-    case OPT_VERBOSE:
-        cfg->verbose = true;
-        return 0;
     case OPT_GENERATE_PLOTS:
         /* GenAI-Perf's flag takes no value; a "true"/"false" is accepted for scripts that pass one */
         if (arg && strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0)
             return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
         cfg->generate_plots = !arg || strcmp(arg, "true") == 0;
-        return 0;
-    case OPT_SHOW_TRACE_TIMING:
-        cfg->show_trace_timing = true;
         return 0;
     case OPT_WORLD_SIZE:
         if (parse_u64(opt, arg, 1, 1024, &u64) != 0)
@@ -1443,8 +1319,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (!*arg)
             return fail(opt, "expected HOST:PORT (rank 0's host name or address, and a port)");
         return set_str(&cfg->coordinator, arg);
-    case OPT_COORD_TIMEOUT:
-        return parse_num(opt, arg, "seconds, 1 or more", 1, false, 86400, &cfg->coordinator_timeout_s);
     case OPT_EXPORT_LEVEL:
         /* AIPerf's levels: summary (aggregates only), records (+ per-request JSONL), raw (+ bodies) */
         if (strcmp(arg, "summary") == 0 || strcmp(arg, "records") == 0) {
@@ -1472,35 +1346,17 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (!isdigit((unsigned char)arg[0]))
             return fail(opt, "expected auto or microseconds from 0 to %u, got \"%s\"", SG_COALESCE_US_MAX, arg);
         return parse_u32(opt, arg, 0, SG_COALESCE_US_MAX, &cfg->coalesce_us);
-    case OPT_MAX_ERROR_RATE:
-        return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
     case OPT_RAMP_STRATEGY:
         if (strcmp(arg, "linear") != 0 && strcmp(arg, "exponential") != 0)
             return fail(opt, "expected linear or exponential, got \"%s\"", arg);
         cfg->ramp_strategy = strcmp(arg, "linear") == 0 ? SG_RAMP_LINEAR : SG_RAMP_EXPONENTIAL;
         return 0;
-    case OPT_RAMP_START_RPS:
-        st->ramp_start_given = true;
-        return parse_num(opt, arg, "requests/s, 0 or more", 0, false, MAX_RATE, &cfg->ramp_start_rps);
     case OPT_RAMP_END_RPS:
         return parse_num(opt, arg, "requests/s, above 0", 0, true, MAX_RATE, &st->ramp_end);
-    case OPT_RATE_RAMP_DURATION:
-        st->ramp_dur_given = true;
-        return parse_num(opt, arg, "seconds, above 0", 0, true, 1e7, &cfg->ramp_duration_s);
-    case OPT_CONCURRENCY_RAMP_DURATION:
-        return parse_num(opt, arg, "seconds, above 0", 0, true, 1e7, &cfg->concurrency_ramp_s);
-    case OPT_CANCEL_RATE:
-        return parse_num(opt, arg, "a percentage from 0 to 100", 0, false, 100, &cfg->cancel_rate_pct);
-    case OPT_CANCEL_DELAY:
-        st->cancel_delay_given = true;
-        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 1e7, &cfg->cancel_delay_s);
     case OPT_GOODPUT:
         return parse_goodput(cfg, arg);
     case OPT_CACERT:
         return tls_file(opt, arg, "a PEM file of CA certificates", &cfg->cacert);
-    case OPT_INSECURE:
-        cfg->insecure = true;
-        return 0;
     case OPT_CERT:
         return tls_file(opt, arg, "a PEM client certificate file", &cfg->client_cert);
     case OPT_KEY:
@@ -1518,8 +1374,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return 0;
     case OPT_GPU_TELEMETRY:
         return gpu_telemetry(cfg, st, opt, arg);
-    case OPT_MEASUREMENT_INTERVAL: /* stability windows (engine/stable.c) */
-        return parse_num(opt, arg, "milliseconds, 10 or more", 10, false, 86400e3, &cfg->measurement_interval_ms);
     case OPT_STABILITY:
         st->stability_flag = st->stability_flag ? st->stability_flag : "stability-percentage";
         return parse_num(opt, arg, "a percentage above 0", 0, true, 1000, &cfg->stability_pct);

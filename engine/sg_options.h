@@ -140,6 +140,14 @@ enum {
 #define SG_OPT_REPEATABLE 1u /* each time given adds a value (-m a -m b); a config file's list is several */
 #define SG_OPT_NOT_A_KEY 2u  /* the command line's only (--help, --version, --config): no config-file key */
 
+/*
+ * How a row's value is taken. SG_OT_CUSTOM: engine/config.c's one_option has a case for it. The others are generic
+ * (config.c's typed_option): FLAG sets a bool field, U32/U64 take a whole number in [lo, hi] (U64: no upper bound),
+ * NUM a number in [lo, hi] (or (lo, hi] with lo_open) described by `range` in the message, STR a non-empty string
+ * (`range` says what was expected).
+ */
+typedef enum { SG_OT_CUSTOM = 0, SG_OT_FLAG, SG_OT_U32, SG_OT_U64, SG_OT_NUM, SG_OT_STR } sg_opt_type_t;
+
 typedef struct {
     const char *name;           /* canonical long name: config key, docs/cli.md's and --help's name */
     int val;                    /* OPT_*: several rows share OPT_MEDIA (sg_media_option tells them apart by name) */
@@ -147,6 +155,12 @@ typedef struct {
     char short_name;            /* 0 for none */
     unsigned flags;             /* SG_OPT_* */
     const char *const *aliases; /* NULL-terminated other names, or NULL */
+    sg_opt_type_t type;
+    size_t field;      /* typed rows: offsetof(sg_config_t, the field) */
+    size_t given;      /* 0, or 1 + offsetof(parse_state_t, a bool the row sets to true when given) */
+    double lo, hi;     /* U32, NUM: the range; U64: lo only */
+    bool lo_open;      /* NUM: lo itself is refused */
+    const char *range; /* NUM, STR: what the message says was expected */
 } sg_opt_t;
 
 /* The rows, in --help's order. */
