@@ -156,11 +156,13 @@ typedef struct {
     unsigned flags;             /* SG_OPT_* */
     const char *const *aliases; /* NULL-terminated other names, or NULL */
     sg_opt_type_t type;
-    size_t field;      /* typed rows: offsetof(sg_config_t, the field) */
-    size_t given;      /* 0, or 1 + offsetof(parse_state_t, a bool the row sets to true when given) */
-    double lo, hi;     /* U32, NUM: the range; U64: lo only */
-    bool lo_open;      /* NUM: lo itself is refused */
-    const char *range; /* NUM, STR: what the message says was expected */
+    size_t field;        /* typed rows: offsetof(sg_config_t, the field) */
+    size_t given;        /* 0, or 1 + offsetof(parse_state_t, a bool the row sets to true when given) */
+    double lo, hi;       /* U32, NUM: the range; U64: lo only */
+    bool lo_open;        /* NUM: lo itself is refused */
+    const char *range;   /* NUM, STR: what the message says was expected */
+    const char *help;    /* its block of --help, as printed: the synopsis line(s), then the text at column 32 */
+    const char *help_in; /* or: the row whose block describes this one too (--key is in --cert's) */
 } sg_opt_t;
 
 /* The rows, in --help's order. */
@@ -171,6 +173,9 @@ extern const size_t sg_opt_count;
 const sg_opt_t *sg_opt_find(const char *name);
 /* The first row whose val is val (a short option's, or one of OPT_MEDIA's), or NULL. */
 const sg_opt_t *sg_opt_by_val(int val);
+
+/* The i-th item of --help's layout (NULL past the end): a row's name (*is_row) or text printed as it is. */
+const char *sg_opt_help_layout(size_t i, bool *is_row);
 
 struct option;
 /* getopt_long's table made from the rows (each name, then its aliases; NULL-terminated) and, in *shorts, the

@@ -1335,6 +1335,40 @@ static void test_options_table(void)
         const sg_opt_t *r = sg_opt_find(longs[i].name);
         CHECK(r && r->val == longs[i].val && r->has_arg == longs[i].has_arg);
     }
+    /* --help: every row has its block (or is in another row's, or in the prose), and each block is printed once */
+    {
+        char *usage = NULL;
+        size_t usage_len = 0;
+        FILE *mem = open_memstream(&usage, &usage_len);
+        CHECK(mem != NULL);
+        sg_config_usage(mem);
+        fclose(mem);
+        for (size_t i = 0; i < sg_opt_count; i++) {
+            const sg_opt_t *r = &sg_opt_table[i];
+            size_t listed = 0;
+            bool is_row;
+            const char *t;
+            for (size_t k = 0; (t = sg_opt_help_layout(k, &is_row)); k++)
+                listed += is_row && strcmp(t, r->name) == 0;
+            char flag[128];
+            snprintf(flag, sizeof flag, "--%s", r->name);
+            const sg_opt_t *in = r->help_in ? sg_opt_find(r->help_in) : NULL;
+            bool ok = r->help ? listed == 1 && strstr(r->help, flag) != NULL
+                              : listed == 0 && ((in && in->help && strstr(in->help, flag)) || strstr(usage, flag));
+            if (!ok) {
+                test_failures++;
+                fprintf(stderr, "test_config.c: --%s: help %s, listed %zu times in --help's layout, help_in %s\n",
+                        r->name, r->help ? "given" : "none", listed, r->help_in ? r->help_in : "none");
+            }
+            test_checks++;
+        }
+        bool is_row;
+        const char *t;
+        for (size_t k = 0; (t = sg_opt_help_layout(k, &is_row)); k++)
+            if (is_row)
+                CHECK(sg_opt_find(t) && sg_opt_find(t)->help && strcmp(sg_opt_find(t)->name, t) == 0);
+        free(usage);
+    }
     /* every alias parses to its row: compared through the configuration's JSON echo (stderr quiet meanwhile) */
     fflush(stderr);
     int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
