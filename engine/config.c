@@ -992,6 +992,13 @@ static int typed_option(sg_config_t *cfg, parse_state_t *st, const sg_opt_t *r, 
         if (!*arg)
             return fail(opt, "%s, got an empty value", r->range);
         return set_str(field, arg);
+    case SG_OT_ENUM:
+        for (size_t i = 0; r->choices[i]; i++)
+            if (strcmp(arg, r->choices[i]) == 0) {
+                *(int *)field = r->values[i];
+                return 0;
+            }
+        return fail(opt, "expected %s, got \"%s\"", r->range, arg);
     default:
         return fail(opt, "internal: no parse for this option");
     }
@@ -1017,14 +1024,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         cfg->n_models++;
         return 0;
     }
-    case OPT_MODEL_STRATEGY:
-        if (strcmp(arg, "round_robin") == 0)
-            cfg->model_strategy = SG_MODEL_ROUND_ROBIN;
-        else if (strcmp(arg, "random") == 0)
-            cfg->model_strategy = SG_MODEL_RANDOM;
-        else
-            return fail(opt, "expected round_robin or random, got \"%s\"", arg);
-        return 0;
     case OPT_URL:
         return add_url(cfg, arg);
     case OPT_URL_STRATEGY:
@@ -1131,17 +1130,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         }
         return parse_num(opt, arg, "a positive number, or inf (every request due at the start)", 0, true, 1e9,
                          &cfg->request_rate);
-    case OPT_DISTRIBUTION:
-        st->distribution_given = true;
-        if (strcmp(arg, "poisson") == 0)
-            cfg->distribution = SG_DIST_POISSON;
-        else if (strcmp(arg, "constant") == 0)
-            cfg->distribution = SG_DIST_CONSTANT;
-        else if (strcmp(arg, "gamma") == 0)
-            cfg->distribution = SG_DIST_GAMMA;
-        else
-            return fail(opt, "expected poisson, constant or gamma, got \"%s\"", arg);
-        return 0;
     case OPT_CONCURRENCY:
         if (strchr(arg, ','))
             return parse_sweep_list(cfg, st, opt, SG_SWEEP_CONCURRENCY, arg);
@@ -1214,14 +1202,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         cfg->n_slo_checks++;
         return 0;
     }
-    case OPT_SEARCH:
-        if (strcmp(arg, "max-request-rate") == 0)
-            cfg->search = SG_SEARCH_MAX_RATE;
-        else if (strcmp(arg, "max-concurrency") == 0)
-            cfg->search = SG_SEARCH_MAX_CONCURRENCY;
-        else
-            return fail(opt, "expected max-request-rate (open loop) or max-concurrency (closed loop), got \"%s\"", arg);
-        return 0;
     case OPT_SEARCH_RANGE:
         st->search_range_given = true;
         return parse_search_range(cfg, opt, arg);
@@ -1346,11 +1326,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (!isdigit((unsigned char)arg[0]))
             return fail(opt, "expected auto or microseconds from 0 to %u, got \"%s\"", SG_COALESCE_US_MAX, arg);
         return parse_u32(opt, arg, 0, SG_COALESCE_US_MAX, &cfg->coalesce_us);
-    case OPT_RAMP_STRATEGY:
-        if (strcmp(arg, "linear") != 0 && strcmp(arg, "exponential") != 0)
-            return fail(opt, "expected linear or exponential, got \"%s\"", arg);
-        cfg->ramp_strategy = strcmp(arg, "linear") == 0 ? SG_RAMP_LINEAR : SG_RAMP_EXPONENTIAL;
-        return 0;
     case OPT_RAMP_END_RPS:
         return parse_num(opt, arg, "requests/s, above 0", 0, true, MAX_RATE, &st->ramp_end);
     case OPT_GOODPUT:

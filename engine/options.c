@@ -3,6 +3,7 @@
 #include "sg_options.h"
 #include "config_int.h"
 #include "sg_config.h"
+#include "sg_sched.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -26,6 +27,14 @@
 #define NUM(f, what, l, open, h)                                                                                       \
     .type = SG_OT_NUM, .field = FIELD(f, double), .range = what, .lo = (l), .lo_open = (open), .hi = (h)
 #define STR(f, what) .type = SG_OT_STR, .field = FIELD(f, char *), .range = what
+/* an enum field (an int's size) set to one of the values by its word */
+#define ENUM(f, what, words, ...)                                                                                      \
+    .type = SG_OT_ENUM,                                                                                                \
+    .field = offsetof(sg_config_t, f) + 0 * sizeof(char[sizeof(((sg_config_t *)0)->f) == sizeof(int) ? 1 : -1]),       \
+    .range = what, .choices = words, .values = (const int[])                                                           \
+    {                                                                                                                  \
+        __VA_ARGS__                                                                                                    \
+    }
 #define GIVEN(g) .given = 1 + offsetof(parse_state_t, g) + 0 * sizeof(&((parse_state_t *)0)->g == (bool *)0)
 
 /*
@@ -36,6 +45,8 @@ const sg_opt_t sg_opt_table[] = {
     OPT("model", OPT_MODEL, ARG, .short_name = 'm', .flags = SG_OPT_REPEATABLE,
         .help = "  -m, --model NAME              model to benchmark (required); repeat for several\n"),
     OPT("model-selection-strategy", OPT_MODEL_STRATEGY, ARG,
+        ENUM(model_strategy, "round_robin or random", ALIASES("round_robin", "random"), SG_MODEL_ROUND_ROBIN,
+             SG_MODEL_RANDOM),
         .help = "      --model-selection-strategy {round_robin,random}\n"
                 "                                how each prompt gets its model when there are several\n"
                 "                                (default: round_robin)\n"),
@@ -105,6 +116,9 @@ const sg_opt_t sg_opt_table[] = {
                 "                                whatever the server's speed; not with --concurrency. inf\n"
                 "                                (vLLM's): every request due at the start, sent at once\n"),
     OPT("request-distribution", OPT_DISTRIBUTION, ARG,
+        ENUM(distribution, "poisson, constant or gamma", ALIASES("poisson", "constant", "gamma"), SG_DIST_POISSON,
+             SG_DIST_CONSTANT, SG_DIST_GAMMA),
+        GIVEN(distribution_given),
         .help = "      --request-distribution {poisson,constant,gamma}\n"
                 "                                arrivals with --request-rate (default: poisson)\n"),
     OPT("concurrency", OPT_CONCURRENCY, ARG,
@@ -415,6 +429,8 @@ const sg_opt_t sg_opt_table[] = {
                 "                                coefficient of variation of 1/sqrt(K): 1 is Poisson, below 1\n"
                 "                                burstier, above 1 smoother (default: 1)\n"), /* vLLM; AIPerf */
     OPT("search", OPT_SEARCH, ARG,
+        ENUM(search, "max-request-rate (open loop) or max-concurrency (closed loop)",
+             ALIASES("max-request-rate", "max-concurrency"), SG_SEARCH_MAX_RATE, SG_SEARCH_MAX_CONCURRENCY),
         .help = "      --search max-request-rate|max-concurrency\n"
                 "                                find the highest request rate (open loop) or concurrency\n"
                 "                                (closed loop) at which every --slo passes: double from LO\n"
@@ -529,6 +545,8 @@ const sg_opt_t sg_opt_table[] = {
     OPT("percentile-metrics", OPT_VLLM_PERCENTILE_METRICS, ARG), /* vLLM */
     OPT("metric-percentiles", OPT_VLLM_METRIC_PERCENTILES, ARG), /* vLLM */
     OPT("ramp-up-strategy", OPT_RAMP_STRATEGY, ARG,
+        ENUM(ramp_strategy, "linear or exponential", ALIASES("linear", "exponential"), SG_RAMP_LINEAR,
+             SG_RAMP_EXPONENTIAL),
         .help = "      --ramp-up-strategy {linear,exponential}, --ramp-up-start-rps A, --ramp-up-end-rps B\n"
                 "                                vLLM's ramp: the open loop's rate goes from A to B (B is the\n"
                 "                                --request-rate), linearly or as A (B/A)^(t/D); arrivals are\n"

@@ -144,9 +144,10 @@ enum {
  * How a row's value is taken. SG_OT_CUSTOM: engine/config.c's one_option has a case for it. The others are generic
  * (config.c's typed_option): FLAG sets a bool field, U32/U64 take a whole number in [lo, hi] (U64: no upper bound),
  * NUM a number in [lo, hi] (or (lo, hi] with lo_open) described by `range` in the message, STR a non-empty string
- * (`range` says what was expected).
+ * (`range` says what was expected), ENUM one of `choices`, stored as the int of `values` at the same place (`range`
+ * lists them for the message).
  */
-typedef enum { SG_OT_CUSTOM = 0, SG_OT_FLAG, SG_OT_U32, SG_OT_U64, SG_OT_NUM, SG_OT_STR } sg_opt_type_t;
+typedef enum { SG_OT_CUSTOM = 0, SG_OT_FLAG, SG_OT_U32, SG_OT_U64, SG_OT_NUM, SG_OT_STR, SG_OT_ENUM } sg_opt_type_t;
 
 typedef struct {
     const char *name;           /* canonical long name: config key, docs/cli.md's and --help's name */
@@ -156,13 +157,15 @@ typedef struct {
     unsigned flags;             /* SG_OPT_* */
     const char *const *aliases; /* NULL-terminated other names, or NULL */
     sg_opt_type_t type;
-    size_t field;        /* typed rows: offsetof(sg_config_t, the field) */
-    size_t given;        /* 0, or 1 + offsetof(parse_state_t, a bool the row sets to true when given) */
-    double lo, hi;       /* U32, NUM: the range; U64: lo only */
-    bool lo_open;        /* NUM: lo itself is refused */
-    const char *range;   /* NUM, STR: what the message says was expected */
-    const char *help;    /* its block of --help, as printed: the synopsis line(s), then the text at column 32 */
-    const char *help_in; /* or: the row whose block describes this one too (--key is in --cert's) */
+    size_t field;               /* typed rows: offsetof(sg_config_t, the field) */
+    size_t given;               /* 0, or 1 + offsetof(parse_state_t, a bool the row sets to true when given) */
+    double lo, hi;              /* U32, NUM: the range; U64: lo only */
+    bool lo_open;               /* NUM: lo itself is refused */
+    const char *range;          /* NUM, STR, ENUM: what the message says was expected */
+    const char *const *choices; /* ENUM: the words taken (NULL-terminated) */
+    const int *values;          /* ENUM: the value of each */
+    const char *help;           /* its block of --help, as printed: the synopsis line(s), then the text at column 32 */
+    const char *help_in;        /* or: the row whose block describes this one too (--key is in --cert's) */
 } sg_opt_t;
 
 /* The rows, in --help's order. */
