@@ -2,7 +2,9 @@
  * `surge profile`'s options, one row each (engine/options.c): the row's name is the long flag, the config file's key
  * (engine/cfgfile.c) and the name docs/cli.md and --help list; its aliases are peers' names for the same option
  * (GenAI-Perf's older ones, AIPerf's, vLLM's), each parsed as the row. getopt's table is made from the rows
- * (sg_opt_getopt), as is what a config file may hold and repeat. The values themselves are engine/config.c's.
+ * (sg_opt_getopt), as is what a config file may hold and repeat, surge profile --help (each row's block, in
+ * options.c's help_layout) and, for the rows that say how (a flag, a number in a range, a string, a word of a set),
+ * the value's parse into its sg_config_t field; the rest, and the rules across options, are engine/config.c's.
  */
 #ifndef SG_OPTIONS_H
 #define SG_OPTIONS_H
@@ -168,7 +170,7 @@ typedef struct {
     const char *help_in;        /* or: the row whose block describes this one too (--key is in --cert's) */
 } sg_opt_t;
 
-/* The rows, in --help's order. */
+/* The rows, in getopt's order (--help's is options.c's help_layout). */
 extern const sg_opt_t sg_opt_table[];
 extern const size_t sg_opt_count;
 
