@@ -975,8 +975,12 @@ static int vllm_option(sg_config_t *cfg, parse_state_t *st, int c, const char *o
  */
 static int typed_option(sg_config_t *cfg, parse_state_t *st, const sg_opt_t *r, const char *opt, const char *arg)
 {
+    if (r->first && !*(const char **)((char *)st + r->first - 1))
+        *(const char **)((char *)st + r->first - 1) = r->name;
     if (r->given)
         *(bool *)((char *)st + r->given - 1) = true;
+    if (r->set)
+        *(bool *)((char *)cfg + r->set - 1) = true;
     void *field = (char *)cfg + r->field;
     switch (r->type) {
     case SG_OT_FLAG:
@@ -1069,33 +1073,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "expected one of %s, or kserve; got \"%s\"", sg_endpoint_names(), arg);
         st->rankings_generic = strcmp(arg, "rankings") == 0;
         return 0;
-    case OPT_RANK_PASSAGES_MEAN:
-    case OPT_RANK_PASSAGES_STDDEV:
-    case OPT_RANK_PASSAGE_TOKENS_MEAN:
-    case OPT_RANK_PASSAGE_TOKENS_STDDEV:
-    case OPT_RANK_QUERY_TOKENS_MEAN:
-    case OPT_RANK_QUERY_TOKENS_STDDEV: {
-        if (!st->rankings_flag)
-            st->rankings_flag = opt;
-        sg_rankings_synth_t *r = &cfg->rankings;
-        switch (c) {
-        case OPT_RANK_PASSAGES_MEAN:
-            return parse_u32(opt, arg, 1, MAX_BATCH, &r->passages_mean);
-        case OPT_RANK_PASSAGES_STDDEV:
-            r->passages_stddev_given = true;
-            return parse_u32(opt, arg, 0, MAX_BATCH, &r->passages_stddev);
-        case OPT_RANK_PASSAGE_TOKENS_MEAN:
-            return parse_u32(opt, arg, 1, MAX_ISL, &r->passage_mean);
-        case OPT_RANK_PASSAGE_TOKENS_STDDEV:
-            r->passage_stddev_given = true;
-            return parse_u32(opt, arg, 0, MAX_ISL, &r->passage_stddev);
-        case OPT_RANK_QUERY_TOKENS_MEAN:
-            return parse_u32(opt, arg, 1, MAX_ISL, &r->query_mean);
-        default:
-            r->query_stddev_given = true;
-            return parse_u32(opt, arg, 0, MAX_ISL, &r->query_stddev);
-        }
-    }
     case OPT_ENDPOINT: {
         const char *e = arg;
         while (*e == '/')
@@ -1156,10 +1133,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
                         "got %s",
                         arg);
         return 0;
-    case OPT_PROFILE_RUN_COOLDOWN:
-        if (!st->multirun_flag)
-            st->multirun_flag = "profile-run-cooldown-seconds";
-        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->profile_run_cooldown_s);
     case OPT_WARMUP_FIRST_ONLY:
     case OPT_NO_WARMUP_FIRST_ONLY:
         if (!st->multirun_flag)
@@ -1231,10 +1204,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         char err[256];
         return sg_media_option(&cfg->media, opt, arg, err, sizeof err) < 0 ? fail(NULL, "%s", err) : 0;
     }
-    case OPT_NUM_PROMPTS:
-        st->num_prompts_given = true;
-        cfg->num_prompts_given = true;
-        return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->num_prompts);
     case OPT_CACHE_BUST:
         if (strcmp(arg, "first_turn_prefix") != 0 && strcmp(arg, "none") != 0)
             return fail(opt,
@@ -1349,12 +1318,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return 0;
     case OPT_GPU_TELEMETRY:
         return gpu_telemetry(cfg, st, opt, arg);
-    case OPT_STABILITY:
-        st->stability_flag = st->stability_flag ? st->stability_flag : "stability-percentage";
-        return parse_num(opt, arg, "a percentage above 0", 0, true, 1000, &cfg->stability_pct);
-    case OPT_MAX_TRIALS:
-        st->stability_flag = st->stability_flag ? st->stability_flag : "max-trials";
-        return parse_u32(opt, arg, 3, SG_STABLE_MAX_TRIALS, &cfg->max_trials);
     case OPT_NO_PROGRESS:
         cfg->progress = 0;
         return 0;

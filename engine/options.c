@@ -35,6 +35,10 @@
     {                                                                                                                  \
         __VA_ARGS__                                                                                                    \
     }
+/* a bool of sg_config_t set when the option is given */
+#define SET(f) .set = 1 + offsetof(sg_config_t, f) + 0 * sizeof(&((sg_config_t *)0)->f == (bool *)0)
+/* the first of several options given, named in parse_state_t for the cross-option rules' messages */
+#define FIRST(g) .first = 1 + offsetof(parse_state_t, g) + 0 * sizeof(&((parse_state_t *)0)->g == (const char **)0)
 #define GIVEN(g) .given = 1 + offsetof(parse_state_t, g) + 0 * sizeof(&((parse_state_t *)0)->g == (bool *)0)
 
 /*
@@ -164,7 +168,8 @@ const sg_opt_t sg_opt_table[] = {
         .aliases = ALIASES("isl-stddev", "prompt-input-tokens-stddev"), U32(isl_stddev, 0, MAX_ISL), GIVEN(isl_given),
         .help = "      --synthetic-input-tokens-stddev N, --isl-stddev N\n"
                 "                                its standard deviation (default: 0)\n"),
-    OPT("num-prompts", OPT_NUM_PROMPTS, ARG,
+    OPT("num-prompts", OPT_NUM_PROMPTS, ARG, U32(num_prompts, 1, MAX_PROMPTS), GIVEN(num_prompts_given),
+        SET(num_prompts_given),
         .help = "      --num-prompts N           distinct prompts, reused in turn (default: 100); GenAI-Perf's\n"
                 "                                meaning: vLLM's --num-prompts is --request-count here.\n"
                 "                                Given, prompts repeat: each is sent requests/N times\n"),
@@ -215,22 +220,26 @@ const sg_opt_t sg_opt_table[] = {
             "                                hash_ids lines), multi_turn (AIPerf's sessions) (default:\n"
             "                                detected from the file); AIPerf's --custom-dataset-type\n"), /* AIPerf's
                                                                                                            */
-    OPT("rankings-passages-mean", OPT_RANK_PASSAGES_MEAN, ARG,
+    OPT("rankings-passages-mean", OPT_RANK_PASSAGES_MEAN, ARG, U32(rankings.passages_mean, 1, MAX_BATCH),
+        FIRST(rankings_flag),
         .help = "      --rankings-passages-mean N, --rankings-passages-stddev N\n"
                 "                                synthetic rankings: passages per query (AIPerf's; default\n"
                 "                                --batch-size, stddev 0)\n"),
-    OPT("rankings-passages-stddev", OPT_RANK_PASSAGES_STDDEV, ARG, .help_in = "rankings-passages-mean"),
+    OPT("rankings-passages-stddev", OPT_RANK_PASSAGES_STDDEV, ARG, U32(rankings.passages_stddev, 0, MAX_BATCH),
+        SET(rankings.passages_stddev_given), FIRST(rankings_flag), .help_in = "rankings-passages-mean"),
     OPT("rankings-passages-prompt-token-mean", OPT_RANK_PASSAGE_TOKENS_MEAN, ARG,
-        .help_in = "rankings-query-prompt-token-mean"),
+        U32(rankings.passage_mean, 1, MAX_ISL), FIRST(rankings_flag), .help_in = "rankings-query-prompt-token-mean"),
     OPT("rankings-passages-prompt-token-stddev", OPT_RANK_PASSAGE_TOKENS_STDDEV, ARG,
+        U32(rankings.passage_stddev, 0, MAX_ISL), SET(rankings.passage_stddev_given), FIRST(rankings_flag),
         .help_in = "rankings-query-prompt-token-mean"),
-    OPT("rankings-query-prompt-token-mean", OPT_RANK_QUERY_TOKENS_MEAN, ARG,
+    OPT("rankings-query-prompt-token-mean", OPT_RANK_QUERY_TOKENS_MEAN, ARG, U32(rankings.query_mean, 1, MAX_ISL),
+        FIRST(rankings_flag),
         .help = "      --rankings-query-prompt-token-mean N, --rankings-query-prompt-token-stddev N,\n"
                 "      --rankings-passages-prompt-token-mean N, --rankings-passages-prompt-token-stddev N\n"
                 "                                tokens of the query and of each passage (default: the\n"
                 "                                synthetic input tokens mean and stddev)\n"),
-    OPT("rankings-query-prompt-token-stddev", OPT_RANK_QUERY_TOKENS_STDDEV, ARG,
-        .help_in = "rankings-query-prompt-token-mean"),
+    OPT("rankings-query-prompt-token-stddev", OPT_RANK_QUERY_TOKENS_STDDEV, ARG, U32(rankings.query_stddev, 0, MAX_ISL),
+        SET(rankings.query_stddev_given), FIRST(rankings_flag), .help_in = "rankings-query-prompt-token-mean"),
     OPT("image-width-mean", OPT_MEDIA, ARG,
         .help = "      --image-width-mean W, --image-height-mean H (AIPerf's)\n"
                 "                                synthetic images in chat requests (both above 0): random noise\n"
@@ -362,12 +371,13 @@ const sg_opt_t sg_opt_table[] = {
                 "                                every window. Instead of --request-count/--benchmark-duration;\n"
                 "                                each point of a sweep runs until stable\n"), /* perf_analyzer,
                                                                                                  GenAI-Perf: ms */
-    OPT("stability-percentage", OPT_STABILITY, ARG, .short_name = 's',
+    OPT("stability-percentage", OPT_STABILITY, ARG, NUM(stability_pct, "a percentage above 0", 0, true, 1000),
+        FIRST(stability_flag), .short_name = 's',
         .help = "  -s, --stability-percentage P  the last 3 windows agree when max/min of their throughput "
                 "and\n"
                 "                                of their mean request latency are each within P% (default "
                 "10)\n"), /* perf_analyzer, GenAI-Perf */
-    OPT("max-trials", OPT_MAX_TRIALS, ARG,
+    OPT("max-trials", OPT_MAX_TRIALS, ARG, U32(max_trials, 3, SG_STABLE_MAX_TRIALS), FIRST(stability_flag),
         .help = "      --max-trials N            at most N windows (3 or more; default 10); not stable by then:\n"
                 "                                the last 3 reported, NOT STABLE, exit status 6\n"), /* perf_analyzer
                                                                                                       */
@@ -465,6 +475,7 @@ const sg_opt_t sg_opt_table[] = {
     OPT("confidence-level", OPT_CONFIDENCE_LEVEL, ARG,
         .help = "      --confidence-level C      of every verdict's interval (default 0.95)\n"), /* AIPerf */
     OPT("profile-run-cooldown-seconds", OPT_PROFILE_RUN_COOLDOWN, ARG,
+        NUM(profile_run_cooldown_s, "seconds, 0 or more", 0, false, 86400), FIRST(multirun_flag),
         .help = "      --profile-run-cooldown-seconds S\n"
                 "                                pause between runs (default 0)\n"), /* AIPerf */
     OPT("profile-run-disable-warmup-after-first", OPT_WARMUP_FIRST_ONLY, OPTARG,

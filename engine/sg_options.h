@@ -159,11 +159,13 @@ typedef struct {
     unsigned flags;             /* SG_OPT_* */
     const char *const *aliases; /* NULL-terminated other names, or NULL */
     sg_opt_type_t type;
-    size_t field;               /* typed rows: offsetof(sg_config_t, the field) */
-    size_t given;               /* 0, or 1 + offsetof(parse_state_t, a bool the row sets to true when given) */
-    double lo, hi;              /* U32, NUM: the range; U64: lo only */
-    bool lo_open;               /* NUM: lo itself is refused */
-    const char *range;          /* NUM, STR, ENUM: what the message says was expected */
+    size_t field;      /* typed rows: offsetof(sg_config_t, the field) */
+    size_t given;      /* 0, or 1 + offsetof(parse_state_t, a bool the row sets to true when given) */
+    size_t set;        /* 0, or 1 + offsetof(sg_config_t, a bool the row sets to true when given) */
+    size_t first;      /* 0, or 1 + offsetof(parse_state_t, a const char * set to the row's name unless already set) */
+    double lo, hi;     /* U32, NUM: the range; U64: lo only */
+    bool lo_open;      /* NUM: lo itself is refused */
+    const char *range; /* NUM, STR, ENUM: what the message says was expected */
     const char *const *choices; /* ENUM: the words taken (NULL-terminated) */
     const int *values;          /* ENUM: the value of each */
     const char *help;           /* its block of --help, as printed: the synopsis line(s), then the text at column 32 */
