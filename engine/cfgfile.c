@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "sg_cfgfile.h"
 #include "sg_config.h"
+#include "sg_options.h"
 #include "sg_opts.h"
 
 #include <errno.h>
@@ -21,7 +22,7 @@
 /* One key of the file, as the flags it stands for. */
 typedef struct {
     const struct option *opt; /* the table entry the key names */
-    int group;                /* the option it sets: its val, or X's for no-X */
+    int group;                /* the option it sets: its row in sg_opt_table, or X's for no-X */
     unsigned line;
     char where[WHERE_LEN]; /* "FILE:LINE" */
     char **words;          /* "--name=value" or "--name" */
@@ -71,16 +72,28 @@ static const struct option *find_opt(const struct option *longs, const char *nam
     return NULL;
 }
 
-/* --no-progress sets what --progress sets: one option for overriding and for duplicates */
-static int group_of(const struct option *longs, const struct option *o)
+/*
+ * The option a name sets, for overriding and for duplicates: its row (so --num-requests is --request-count, and
+ * each of the media flags, which share one getopt value, is an option of its own); --no-progress sets what
+ * --progress sets.
+ */
+static int group_of_row(const sg_opt_t *r)
 {
-    const struct option *pos = strncmp(o->name, "no-", 3) == 0 ? find_opt(longs, o->name + 3) : NULL;
-    return pos ? pos->val : o->val;
+    const sg_opt_t *pos = strncmp(r->name, "no-", 3) == 0 ? sg_opt_find(r->name + 3) : NULL;
+    return (int)((pos ? pos : r) - sg_opt_table);
 }
 
+static int group_of(const struct option *o)
+{
+    const sg_opt_t *r = sg_opt_find(o->name);
+    return r ? group_of_row(r) : -1 - o->val;
+}
+
+/* --help, --version and --config are the command line's only (engine/options.c) */
 static bool not_a_key(const struct option *o)
 {
-    return strcmp(o->name, "help") == 0 || strcmp(o->name, "version") == 0 || strcmp(o->name, "config") == 0;
+    const sg_opt_t *r = sg_opt_find(o->name);
+    return !r || (r->flags & SG_OPT_NOT_A_KEY);
 }
 
 static size_t edit_distance(const char *a, const char *b)
@@ -185,7 +198,7 @@ static const char *scalar_text(file_t *f, const yaml_node_t *v, const char *key)
 static int take_value(file_t *f, yaml_document_t *doc, const char *raw, unsigned line, const struct option *o,
                       yaml_node_t *v, const struct option *longs)
 {
-    int group = group_of(longs, o);
+    int group = group_of(o);
     for (size_t i = 0; i < f->n; i++)
         if (f->e[i].group == group) {
             problem(f, line, "%s: the same option as %s on line %u; give it once", raw, f->e[i].opt->name,
@@ -682,7 +695,7 @@ int sg_cfgfile_expand(int argc, char **argv, sg_cfgfile_t *out)
             if (strcmp(name, "config") == 0) {
                 cfg_value = has_eq ? a + 3 + nl : (i + 1 < argc ? argv[++i] : NULL);
             } else {
-                given[n_given++] = group_of(longs, o);
+                given[n_given++] = group_of(o);
                 if (o->has_arg == required_argument && !has_eq)
                     i++;
                 continue;
@@ -701,7 +714,8 @@ int sg_cfgfile_expand(int argc, char **argv, sg_cfgfile_t *out)
                     cfg_value = p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : NULL);
                     break;
                 }
-                given[n_given++] = *p;
+                const sg_opt_t *r = sg_opt_by_val(*p);
+                given[n_given++] = r ? group_of_row(r) : -1 - *p;
                 int t = short_takes_arg(shorts, *p);
                 if (t == 1 && !p[1])
                     i++;

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "sg_config.h"
+#include "config_int.h"
 #include "sg_cfgfile.h"
 #include "sg_sched.h"
 #include "sg_scrape.h"
@@ -14,6 +15,7 @@
 #include "sg_tools.h"
 #include "sg_kserve.h"
 #include "sg_loop.h"
+#include "sg_options.h"
 #include "sg_opts.h"
 #include "sg_tcp.h"
 
@@ -37,325 +39,14 @@
 #define DEFAULT_TRITON_URL "localhost:8001" /* Triton's gRPC port, GenAI-Perf's default for triton */
 #define DEFAULT_REQUEST_COUNT 100
 #define DEFAULT_EXPORT_FILE "profile_export.json"
-#define MAX_PROMPTS 10000000u /* each prompt is pre-rendered in memory; beyond this the table outgrows RAM */
-#define MAX_ISL 1000000u      /* words; far beyond any model's context, still a sane allocation */
-#define MAX_WORKERS 4096u
 #define DEFAULT_PREFIX_LEN 100 /* GenAI-Perf's default --prefix-prompt-length */
 #define DEFAULT_BLOCK_SIZE 512 /* AIPerf's default --isl-block-size: tokens per hash_ids block of a trace */
-
-enum {
-    OPT_MODEL = 'm',
-    OPT_URL = 'u',
-    OPT_HEADER = 'H',
-    OPT_VERBOSE = 'v',
-    OPT_HELP = 'h',
-    OPT_MEASUREMENT_INTERVAL = 'p',
-    OPT_STABILITY = 's',
-    OPT_BATCH_SIZE = 'b',
-    OPT_CONFIG = 'f', /* --config/-f FILE: a YAML file of flags (engine/cfgfile.c expands it before the parse) */
-    OPT_MODEL_STRATEGY = 256,
-    OPT_SERVICE_KIND,
-    OPT_BACKEND,
-    OPT_ENDPOINT_TYPE,
-    OPT_ENDPOINT,
-    OPT_STREAMING,
-    OPT_HTTP2,
-    OPT_MAX_CONNECTIONS,
-    OPT_LOCAL_ADDRESS,
-    OPT_API_KEY,
-    OPT_EXTRA_INPUTS,
-    OPT_REQUEST_RATE,
-    OPT_DISTRIBUTION,
-    OPT_CONCURRENCY,
-    OPT_MAX_CONCURRENCY,
-    OPT_REQUEST_COUNT,
-    OPT_DURATION,
-    OPT_GRACE,
-    OPT_WARMUP,
-    OPT_TIMEOUT,
-    OPT_SEED,
-    OPT_WORKERS,
-    OPT_ISL_MEAN,
-    OPT_ISL_STDDEV,
-    OPT_NUM_PROMPTS,
-    OPT_CACHE_BUST,
-    OPT_OSL_MEAN,
-    OPT_OSL_STDDEV,
-    OPT_OSL_DETERMINISTIC,
-    OPT_TOKENIZER,
-    OPT_INPUT_FILE,
-    OPT_ARTIFACT_DIR,
-    OPT_OVERWRITE,
-    OPT_EXPORT_FILE,
-    OPT_MAX_ERROR_RATE,
-    OPT_GOODPUT,
-    OPT_PROGRESS,
-    OPT_NO_PROGRESS,
-    OPT_VERSION,
-    OPT_CONCURRENCY_RANGE,
-    OPT_RATE_RANGE,
-    OPT_INPUT_DATASET,
-    OPT_GENERATE_PLOTS,
-    OPT_SHOW_TRACE_TIMING,
-    OPT_URL_STRATEGY,
-    OPT_FIXED_SCHEDULE,
-    OPT_FIXED_SPEEDUP,
-    OPT_INPUT_FORMAT,
-    OPT_PREFIX_LEN,
-    OPT_NUM_PREFIX,
-    OPT_BLOCK_SIZE,
-    OPT_IGNORE_EOS,
-    OPT_COOLDOWN,
-    OPT_SLICE_DURATION,
-    OPT_MAX_TRIALS,
-    OPT_GPU_TELEMETRY,
-    OPT_STALL_THRESHOLD,
-    OPT_SERVER_METRICS_URL,
-    OPT_SERVER_METRICS_INTERVAL,
-    OPT_BURSTINESS,
-    OPT_IO_BACKEND,
-    OPT_EXPORT_LEVEL,
-    OPT_TIMESTAMPS,
-    OPT_COALESCE_US,
-    OPT_WORLD_SIZE,
-    OPT_RANK,
-    OPT_COORDINATOR,
-    OPT_COORD_TIMEOUT,
-    OPT_SLO,
-    OPT_SEARCH,
-    OPT_SEARCH_RANGE,
-    OPT_SEARCH_PRECISION,
-    OPT_SEARCH_TRIALS,
-    OPT_SEARCH_MAX_TRIALS,
-    OPT_CONFIDENCE_LEVEL,
-    OPT_NUM_PROFILE_RUNS,
-    OPT_PROFILE_RUN_COOLDOWN,
-    OPT_WARMUP_FIRST_ONLY,
-    OPT_NO_WARMUP_FIRST_ONLY,
-    OPT_CONSISTENT_SEED,
-    OPT_NO_CONSISTENT_SEED,
-    OPT_CONV_NUM,
-    OPT_TURN_MEAN,
-    OPT_TURN_STDDEV,
-    OPT_TURN_DELAY_MEAN,
-    OPT_TURN_DELAY_STDDEV,
-    OPT_TURN_DELAY_RATIO,
-    OPT_RANK_PASSAGES_MEAN,
-    OPT_RANK_PASSAGES_STDDEV,
-    OPT_RANK_PASSAGE_TOKENS_MEAN,
-    OPT_RANK_PASSAGE_TOKENS_STDDEV,
-    OPT_RANK_QUERY_TOKENS_MEAN,
-    OPT_RANK_QUERY_TOKENS_STDDEV,
-    /* vLLM's `vllm bench serve` flags that are not aliases of ours */
-    OPT_VLLM_DATASET_NAME,
-    OPT_VLLM_RANGE_RATIO,
-    OPT_VLLM_SAVE_RESULT,
-    OPT_VLLM_PERCENTILE_METRICS,
-    OPT_VLLM_METRIC_PERCENTILES,
-    OPT_RAMP_STRATEGY,
-    OPT_RAMP_START_RPS,
-    OPT_RAMP_END_RPS,
-    OPT_RATE_RAMP_DURATION,
-    OPT_CONCURRENCY_RAMP_DURATION,
-    OPT_CANCEL_RATE,
-    OPT_CANCEL_DELAY,
-    OPT_MEDIA, /* every --image-* and --audio-* flag: sg_media_option tells them apart by name */
-    /* TLS */
-    OPT_INSECURE = 'k',
-    OPT_CACERT = 0x200,
-    OPT_CERT,
-    OPT_KEY,
-    OPT_TOOLS,
-    OPT_TOOL_CHOICE,
-};
-
-/*
- * The peers' flags we do not implement take optional_argument: whatever form the user typed (--flag, --flag=x,
- * --flag x), we get to explain instead of getopt complaining about the argument first.
- */
-static const struct option long_options[] = {
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"model-selection-strategy", required_argument, NULL, OPT_MODEL_STRATEGY},
-    {"url", required_argument, NULL, OPT_URL},
-    {"service-kind", required_argument, NULL, OPT_SERVICE_KIND},
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"endpoint-type", required_argument, NULL, OPT_ENDPOINT_TYPE},
-    {"endpoint", required_argument, NULL, OPT_ENDPOINT},
-    {"streaming", no_argument, NULL, OPT_STREAMING},
-    {"http2", no_argument, NULL, OPT_HTTP2},
-    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-    {"local-address", required_argument, NULL, OPT_LOCAL_ADDRESS},
-    {"header", required_argument, NULL, OPT_HEADER},
-    {"api-key", required_argument, NULL, OPT_API_KEY},
-    {"extra-inputs", required_argument, NULL, OPT_EXTRA_INPUTS},
-    {"request-rate", required_argument, NULL, OPT_REQUEST_RATE},
-    {"request-distribution", required_argument, NULL, OPT_DISTRIBUTION},
-    {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-    {"max-concurrency", required_argument, NULL, OPT_MAX_CONCURRENCY},
-    {"request-count", required_argument, NULL, OPT_REQUEST_COUNT},
-    {"num-requests", required_argument, NULL, OPT_REQUEST_COUNT}, /* AIPerf */
-    {"benchmark-duration", required_argument, NULL, OPT_DURATION},
-    {"benchmark-grace-period", required_argument, NULL, OPT_GRACE},
-    {"warmup-request-count", required_argument, NULL, OPT_WARMUP},
-    {"request-timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"random-seed", required_argument, NULL, OPT_SEED},
-    {"workers", required_argument, NULL, OPT_WORKERS},
-    {"synthetic-input-tokens-mean", required_argument, NULL, OPT_ISL_MEAN},
-    {"synthetic-input-tokens-stddev", required_argument, NULL, OPT_ISL_STDDEV},
-    /* AIPerf's names for the same four */
-    {"isl", required_argument, NULL, OPT_ISL_MEAN},
-    {"isl-stddev", required_argument, NULL, OPT_ISL_STDDEV},
-    {"prompt-input-tokens-mean", required_argument, NULL, OPT_ISL_MEAN},
-    {"prompt-input-tokens-stddev", required_argument, NULL, OPT_ISL_STDDEV},
-    {"num-prompts", required_argument, NULL, OPT_NUM_PROMPTS},
-    {"cache-bust", required_argument, NULL, OPT_CACHE_BUST},
-    {"output-tokens-mean", required_argument, NULL, OPT_OSL_MEAN},
-    {"output-tokens-stddev", required_argument, NULL, OPT_OSL_STDDEV},
-    {"osl", required_argument, NULL, OPT_OSL_MEAN},
-    {"osl-stddev", required_argument, NULL, OPT_OSL_STDDEV},
-    {"prompt-output-tokens-mean", required_argument, NULL, OPT_OSL_MEAN},
-    {"prompt-output-tokens-stddev", required_argument, NULL, OPT_OSL_STDDEV},
-    {"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS}, /* vLLM */
-    {"output-tokens-mean-deterministic", no_argument, NULL, OPT_OSL_DETERMINISTIC},
-    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-    {"input-file", required_argument, NULL, OPT_INPUT_FILE},
-    {"input-format", required_argument, NULL, OPT_INPUT_FORMAT},
-    {"custom-dataset-type", required_argument, NULL, OPT_INPUT_FORMAT}, /* AIPerf's */
-    /* AIPerf's synthetic rankings */
-    {"rankings-passages-mean", required_argument, NULL, OPT_RANK_PASSAGES_MEAN},
-    {"rankings-passages-stddev", required_argument, NULL, OPT_RANK_PASSAGES_STDDEV},
-    {"rankings-passages-prompt-token-mean", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_MEAN},
-    {"rankings-passages-prompt-token-stddev", required_argument, NULL, OPT_RANK_PASSAGE_TOKENS_STDDEV},
-    {"rankings-query-prompt-token-mean", required_argument, NULL, OPT_RANK_QUERY_TOKENS_MEAN},
-    {"rankings-query-prompt-token-stddev", required_argument, NULL, OPT_RANK_QUERY_TOKENS_STDDEV},
-    /* AIPerf's images and audio (workload/sg_media.h) */
-    {"image-width-mean", required_argument, NULL, OPT_MEDIA},
-    {"image-width-stddev", required_argument, NULL, OPT_MEDIA},
-    {"image-height-mean", required_argument, NULL, OPT_MEDIA},
-    {"image-height-stddev", required_argument, NULL, OPT_MEDIA},
-    {"image-format", required_argument, NULL, OPT_MEDIA},
-    {"image-batch-size", required_argument, NULL, OPT_MEDIA},
-    {"batch-size-image", required_argument, NULL, OPT_MEDIA},
-    {"audio-length-mean", required_argument, NULL, OPT_MEDIA},
-    {"audio-length-stddev", required_argument, NULL, OPT_MEDIA},
-    {"audio-format", required_argument, NULL, OPT_MEDIA},
-    {"audio-batch-size", required_argument, NULL, OPT_MEDIA},
-    {"batch-size-audio", required_argument, NULL, OPT_MEDIA},
-    {"audio-sample-rates", required_argument, NULL, OPT_MEDIA},
-    {"audio-depths", required_argument, NULL, OPT_MEDIA},
-    {"audio-num-channels", required_argument, NULL, OPT_MEDIA},
-    {"conversation-num", required_argument, NULL, OPT_CONV_NUM},
-    {"num-conversations", required_argument, NULL, OPT_CONV_NUM},
-    {"num-sessions", required_argument, NULL, OPT_CONV_NUM},
-    {"conversation-turn-mean", required_argument, NULL, OPT_TURN_MEAN},
-    {"session-turns-mean", required_argument, NULL, OPT_TURN_MEAN},
-    {"conversation-turn-stddev", required_argument, NULL, OPT_TURN_STDDEV},
-    {"session-turns-stddev", required_argument, NULL, OPT_TURN_STDDEV},
-    {"conversation-turn-delay-mean", required_argument, NULL, OPT_TURN_DELAY_MEAN},
-    {"session-turn-delay-mean", required_argument, NULL, OPT_TURN_DELAY_MEAN},
-    {"conversation-turn-delay-stddev", required_argument, NULL, OPT_TURN_DELAY_STDDEV},
-    {"session-turn-delay-stddev", required_argument, NULL, OPT_TURN_DELAY_STDDEV},
-    {"conversation-turn-delay-ratio", required_argument, NULL, OPT_TURN_DELAY_RATIO},
-    {"session-delay-ratio", required_argument, NULL, OPT_TURN_DELAY_RATIO},
-    {"prefix-prompt-length", required_argument, NULL, OPT_PREFIX_LEN},
-    {"num-prefix-prompts", required_argument, NULL, OPT_NUM_PREFIX},
-    {"prefix-prompt-pool-size", required_argument, NULL, OPT_NUM_PREFIX},
-    {"isl-block-size", required_argument, NULL, OPT_BLOCK_SIZE},
-    {"fixed-schedule", no_argument, NULL, OPT_FIXED_SCHEDULE},
-    {"fixed-schedule-speedup", required_argument, NULL, OPT_FIXED_SPEEDUP},
-    {"artifact-dir", required_argument, NULL, OPT_ARTIFACT_DIR},
-    {"overwrite", no_argument, NULL, OPT_OVERWRITE},
-    {"profile-export-file", required_argument, NULL, OPT_EXPORT_FILE},
-    {"export-level", required_argument, NULL, OPT_EXPORT_LEVEL},
-    {"verbose", no_argument, NULL, OPT_VERBOSE},
-    {"max-error-rate", required_argument, NULL, OPT_MAX_ERROR_RATE},
-    {"goodput", required_argument, NULL, OPT_GOODPUT},
-    {"progress", no_argument, NULL, OPT_PROGRESS},
-    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"measurement-interval", required_argument, NULL, OPT_MEASUREMENT_INTERVAL}, /* perf_analyzer, GenAI-Perf: ms */
-    {"stability-percentage", required_argument, NULL, OPT_STABILITY},            /* perf_analyzer, GenAI-Perf */
-    {"max-trials", required_argument, NULL, OPT_MAX_TRIALS},                     /* perf_analyzer */
-    {"gpu-telemetry", optional_argument, NULL, OPT_GPU_TELEMETRY},               /* AIPerf: DCGM exporter URLs */
-    {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
-    {"batch-size-text", required_argument, NULL, OPT_BATCH_SIZE},                /* GenAI-Perf's newer name */
-    {"prompt-batch-size", required_argument, NULL, OPT_BATCH_SIZE},              /* AIPerf's */
-    {"concurrency-range", required_argument, NULL, OPT_CONCURRENCY_RANGE},       /* perf_analyzer */
-    {"request-rate-range", required_argument, NULL, OPT_RATE_RANGE},             /* perf_analyzer */
-    {"parameter-sweep-cooldown-seconds", required_argument, NULL, OPT_COOLDOWN}, /* AIPerf */
-    {"slo", required_argument, NULL, OPT_SLO},
-    {"slice-duration", required_argument, NULL, OPT_SLICE_DURATION}, /* AIPerf */
-    {"stall-threshold-ms", required_argument, NULL, OPT_STALL_THRESHOLD},
-    {"server-metrics-url", required_argument, NULL, OPT_SERVER_METRICS_URL},           /* GenAI-Perf, AIPerf */
-    {"server-metrics-interval", required_argument, NULL, OPT_SERVER_METRICS_INTERVAL}, /* seconds */
-    {"burstiness", required_argument, NULL, OPT_BURSTINESS},                           /* vLLM */
-    {"arrival-smoothness", required_argument, NULL, OPT_BURSTINESS},                   /* AIPerf */
-    {"search", required_argument, NULL, OPT_SEARCH},
-    {"search-range", required_argument, NULL, OPT_SEARCH_RANGE},
-    {"search-precision", required_argument, NULL, OPT_SEARCH_PRECISION},
-    {"search-trials", required_argument, NULL, OPT_SEARCH_TRIALS},
-    {"search-max-trials", required_argument, NULL, OPT_SEARCH_MAX_TRIALS},
-    {"num-profile-runs", required_argument, NULL, OPT_NUM_PROFILE_RUNS},                        /* AIPerf */
-    {"confidence-level", required_argument, NULL, OPT_CONFIDENCE_LEVEL},                        /* AIPerf */
-    {"profile-run-cooldown-seconds", required_argument, NULL, OPT_PROFILE_RUN_COOLDOWN},        /* AIPerf */
-    {"profile-run-disable-warmup-after-first", optional_argument, NULL, OPT_WARMUP_FIRST_ONLY}, /* AIPerf */
-    {"no-profile-run-disable-warmup-after-first", no_argument, NULL, OPT_NO_WARMUP_FIRST_ONLY},
-    {"set-consistent-seed", optional_argument, NULL, OPT_CONSISTENT_SEED}, /* AIPerf */
-    {"no-set-consistent-seed", no_argument, NULL, OPT_NO_CONSISTENT_SEED},
-    {"input-dataset", optional_argument, NULL, OPT_INPUT_DATASET},
-    {"generate-plots", optional_argument, NULL, OPT_GENERATE_PLOTS},
-    {"show-trace-timing", no_argument, NULL, OPT_SHOW_TRACE_TIMING}, /* AIPerf */
-    {"url-strategy", required_argument, NULL, OPT_URL_STRATEGY},     /* AIPerf */
-    {"io-backend", required_argument, NULL, OPT_IO_BACKEND},
-    {"timestamps", required_argument, NULL, OPT_TIMESTAMPS},
-    {"coalesce-us", required_argument, NULL, OPT_COALESCE_US},
-    {"world-size", required_argument, NULL, OPT_WORLD_SIZE},
-    {"rank", required_argument, NULL, OPT_RANK},
-    {"coordinator", required_argument, NULL, OPT_COORDINATOR},
-    {"coordinator-timeout", required_argument, NULL, OPT_COORD_TIMEOUT},
-    {"cacert", required_argument, NULL, OPT_CACERT},
-    {"insecure", no_argument, NULL, OPT_INSECURE},
-    {"cert", required_argument, NULL, OPT_CERT},
-    {"key", required_argument, NULL, OPT_KEY},
-    {"config", required_argument, NULL, OPT_CONFIG},
-    /* vLLM's `vllm bench serve` names (docs/cli.md, vLLM's names) */
-    {"base-url", required_argument, NULL, OPT_URL},
-    {"random-input-len", required_argument, NULL, OPT_ISL_MEAN},
-    {"random-output-len", required_argument, NULL, OPT_OSL_MEAN},
-    {"random-range-ratio", required_argument, NULL, OPT_VLLM_RANGE_RATIO},
-    {"dataset-name", required_argument, NULL, OPT_VLLM_DATASET_NAME},
-    {"dataset-path", required_argument, NULL, OPT_INPUT_FILE},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"result-dir", required_argument, NULL, OPT_ARTIFACT_DIR},
-    {"result-filename", required_argument, NULL, OPT_EXPORT_FILE},
-    {"save-result", no_argument, NULL, OPT_VLLM_SAVE_RESULT},
-    {"save-detailed", no_argument, NULL, OPT_VLLM_SAVE_RESULT},
-    {"percentile-metrics", required_argument, NULL, OPT_VLLM_PERCENTILE_METRICS},
-    {"metric-percentiles", required_argument, NULL, OPT_VLLM_METRIC_PERCENTILES},
-    {"disable-tqdm", no_argument, NULL, OPT_NO_PROGRESS},
-    {"ramp-up-strategy", required_argument, NULL, OPT_RAMP_STRATEGY},                      /* vLLM */
-    {"ramp-up-start-rps", required_argument, NULL, OPT_RAMP_START_RPS},                    /* vLLM */
-    {"ramp-up-end-rps", required_argument, NULL, OPT_RAMP_END_RPS},                        /* vLLM */
-    {"request-rate-ramp-duration", required_argument, NULL, OPT_RATE_RAMP_DURATION},       /* AIPerf */
-    {"concurrency-ramp-duration", required_argument, NULL, OPT_CONCURRENCY_RAMP_DURATION}, /* AIPerf */
-    {"request-cancellation-rate", required_argument, NULL, OPT_CANCEL_RATE},               /* AIPerf */
-    {"request-cancellation-delay", required_argument, NULL, OPT_CANCEL_DELAY},             /* AIPerf */
-    {"tools", required_argument, NULL, OPT_TOOLS},
-    {"tool-choice", required_argument, NULL, OPT_TOOL_CHOICE},
-    {NULL, 0, NULL, 0},
-};
-
-/* Leading ':' makes getopt report a missing value as ':' (distinct from an unknown option) and stay quiet. */
-static const char short_options[] = ":m:u:H:vhkp:s:b:f:";
 
 /* The long name of an option value, for messages: users typed -m but the help lists --model. */
 static const char *opt_name(int val)
 {
-    for (const struct option *o = long_options; o->name; o++)
-        if (o->val == val)
-            return o->name;
-    return "?";
+    const sg_opt_t *r = sg_opt_by_val(val);
+    return r ? r->name : "?";
 }
 
 /* "FILE:LINE" of the config-file key the option being parsed came from (sg_cfgfile_where); NULL for argv's own */
@@ -876,38 +567,9 @@ static bool takes_next_arg(const char *a)
         return a[1] && a[2] == '\0' && strchr("muH", a[1]);
     if (strchr(a, '='))
         return false;
-    for (const struct option *o = long_options; o->name; o++)
-        if (strcmp(o->name, a + 2) == 0)
-            return o->has_arg == required_argument;
-    return false;
+    const sg_opt_t *r = sg_opt_find(a + 2);
+    return r && r->has_arg == required_argument;
 }
-
-typedef struct {
-    json_t *extra;
-    bool rate_given, concurrency_given, max_concurrency_given, distribution_given;
-    bool conv_given;             /* a --conversation-* flag */
-    const char *burstiness_flag; /* --burstiness or --arrival-smoothness, as given */
-    const char *sweep_flag; /* the flag that made a sweep: "concurrency", "request-rate", "concurrency-range", ... */
-    bool cooldown_given, search_range_given, search_precision_given, search_trials_given, search_max_trials_given;
-    const char *multirun_flag; /* the first --profile-run-* flag given */
-    bool scrape_interval_given;
-    bool count_given, duration_given, artifact_dir_given, grace_given;
-    const char *cache_bust; /* --cache-bust as given, NULL when absent */
-    bool isl_given, num_prompts_given, prefix_len_given, warmup_given, format_given, speedup_given, block_given;
-    bool ignore_eos;
-    char *endpoint;
-    const char *backend;
-    const char *endpoint_type;
-    bool rankings_generic; /* --endpoint-type rankings: NIM's shape unless --extra-inputs rankings:tei */
-    bool osl_given;
-    const char *api_key;
-    const char *rankings_flag; /* the first --rankings-* flag given */
-    bool batch_given;
-    bool ramp_start_given, ramp_dur_given, cancel_delay_given;
-    double ramp_end;            /* --ramp-up-end-rps; 0 when not given */
-    const char *stability_flag; /* --stability-percentage or --max-trials, the first given */
-    bool gpu_url_given;         /* --gpu-telemetry named an endpoint */
-} parse_state_t;
 
 static int finish_ramp_cancel(sg_config_t *cfg, parse_state_t *st);
 
@@ -917,10 +579,6 @@ static int finish_ramp_cancel(sg_config_t *cfg, parse_state_t *st);
 #define DEFAULT_PROBE_S                                                                                                \
     10 /* --search: each probe's --benchmark-duration unless given */ /* a range that makes more is a typo (1:100000), \
                                                                          not a plan */
-#define MAX_CONCURRENCY 10000000u
-#define MAX_BATCH 65536u /* inputs (or passages) in one request */
-#define MAX_RATE 1e9
-#define MAX_PROFILE_RUNS 1000u /* --num-profile-runs */
 
 /* One value of a sweep: a concurrency (a whole number >= 1) or a request rate (a positive number, not inf). */
 static int sweep_value(const char *opt, sg_sweep_kind_t kind, const char *s, double *out)
@@ -1259,7 +917,7 @@ static bool list_within(const char *arg, const char *const *set)
 }
 
 /*
- * vLLM's `vllm bench serve` flags that are more than another name of ours (those are aliases in long_options):
+ * vLLM's `vllm bench serve` flags that are more than another name of ours (those are aliases in engine/options.c):
  * each accepted where surge does what it means, refused with the flag to use where it does something else.
  */
 static int vllm_option(sg_config_t *cfg, parse_state_t *st, int c, const char *opt, const char *arg)
@@ -1311,9 +969,51 @@ static int vllm_option(sg_config_t *cfg, parse_state_t *st, int c, const char *o
     }
 }
 
+/*
+ * A typed row of the options table (engine/options.c): its "given" mark set, then its value range-checked into its
+ * field. The messages are parse_u32's, parse_u64's and parse_num's, as the hand-written cases had them.
+ */
+static int typed_option(sg_config_t *cfg, parse_state_t *st, const sg_opt_t *r, const char *opt, const char *arg)
+{
+    if (r->first && !*(const char **)((char *)st + r->first - 1))
+        *(const char **)((char *)st + r->first - 1) = r->name;
+    if (r->given)
+        *(bool *)((char *)st + r->given - 1) = true;
+    if (r->set)
+        *(bool *)((char *)cfg + r->set - 1) = true;
+    void *field = (char *)cfg + r->field;
+    switch (r->type) {
+    case SG_OT_FLAG:
+        *(bool *)field = true;
+        return 0;
+    case SG_OT_U32:
+        return parse_u32(opt, arg, (uint32_t)r->lo, (uint32_t)r->hi, field);
+    case SG_OT_U64:
+        return parse_u64(opt, arg, (uint64_t)r->lo, UINT64_MAX, field);
+    case SG_OT_NUM:
+        return parse_num(opt, arg, r->range, r->lo, r->lo_open, r->hi, field);
+    case SG_OT_STR:
+        if (!*arg)
+            return fail(opt, "%s, got an empty value", r->range);
+        return set_str(field, arg);
+    case SG_OT_ENUM:
+        for (size_t i = 0; r->choices[i]; i++)
+            if (strcmp(arg, r->choices[i]) == 0) {
+                *(int *)field = r->values[i];
+                return 0;
+            }
+        return fail(opt, "expected %s, got \"%s\"", r->range, arg);
+    default:
+        return fail(opt, "internal: no parse for this option");
+    }
+}
+
 /* c as getopt_long returned it; opt the long name the user typed (an alias is named as typed). */
 static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *opt, const char *arg)
 {
+    const sg_opt_t *row = sg_opt_by_val(c);
+    if (row && row->type != SG_OT_CUSTOM)
+        return typed_option(cfg, st, row, opt, arg);
     uint64_t u64;
     switch (c) {
     case OPT_MODEL: {
@@ -1328,14 +1028,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         cfg->n_models++;
         return 0;
     }
-    case OPT_MODEL_STRATEGY:
-        if (strcmp(arg, "round_robin") == 0)
-            cfg->model_strategy = SG_MODEL_ROUND_ROBIN;
-        else if (strcmp(arg, "random") == 0)
-            cfg->model_strategy = SG_MODEL_RANDOM;
-        else
-            return fail(opt, "expected round_robin or random, got \"%s\"", arg);
-        return 0;
     case OPT_URL:
         return add_url(cfg, arg);
     case OPT_URL_STRATEGY:
@@ -1381,36 +1073,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "expected one of %s, or kserve; got \"%s\"", sg_endpoint_names(), arg);
         st->rankings_generic = strcmp(arg, "rankings") == 0;
         return 0;
-    case OPT_BATCH_SIZE:
-        st->batch_given = true;
-        return parse_u32(opt, arg, 1, MAX_BATCH, &cfg->batch_size);
-    case OPT_RANK_PASSAGES_MEAN:
-    case OPT_RANK_PASSAGES_STDDEV:
-    case OPT_RANK_PASSAGE_TOKENS_MEAN:
-    case OPT_RANK_PASSAGE_TOKENS_STDDEV:
-    case OPT_RANK_QUERY_TOKENS_MEAN:
-    case OPT_RANK_QUERY_TOKENS_STDDEV: {
-        if (!st->rankings_flag)
-            st->rankings_flag = opt;
-        sg_rankings_synth_t *r = &cfg->rankings;
-        switch (c) {
-        case OPT_RANK_PASSAGES_MEAN:
-            return parse_u32(opt, arg, 1, MAX_BATCH, &r->passages_mean);
-        case OPT_RANK_PASSAGES_STDDEV:
-            r->passages_stddev_given = true;
-            return parse_u32(opt, arg, 0, MAX_BATCH, &r->passages_stddev);
-        case OPT_RANK_PASSAGE_TOKENS_MEAN:
-            return parse_u32(opt, arg, 1, MAX_ISL, &r->passage_mean);
-        case OPT_RANK_PASSAGE_TOKENS_STDDEV:
-            r->passage_stddev_given = true;
-            return parse_u32(opt, arg, 0, MAX_ISL, &r->passage_stddev);
-        case OPT_RANK_QUERY_TOKENS_MEAN:
-            return parse_u32(opt, arg, 1, MAX_ISL, &r->query_mean);
-        default:
-            r->query_stddev_given = true;
-            return parse_u32(opt, arg, 0, MAX_ISL, &r->query_stddev);
-        }
-    }
     case OPT_ENDPOINT: {
         const char *e = arg;
         while (*e == '/')
@@ -1422,9 +1084,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
                 return fail(opt, "must not contain spaces, '#', control or non-ASCII characters, got \"%s\"", arg);
         return set_str(&st->endpoint, e);
     }
-    case OPT_STREAMING:
-        cfg->streaming = true;
-        return 0;
     case OPT_HEADER:
         return add_header(cfg, arg);
     case OPT_API_KEY:
@@ -1448,17 +1107,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         }
         return parse_num(opt, arg, "a positive number, or inf (every request due at the start)", 0, true, 1e9,
                          &cfg->request_rate);
-    case OPT_DISTRIBUTION:
-        st->distribution_given = true;
-        if (strcmp(arg, "poisson") == 0)
-            cfg->distribution = SG_DIST_POISSON;
-        else if (strcmp(arg, "constant") == 0)
-            cfg->distribution = SG_DIST_CONSTANT;
-        else if (strcmp(arg, "gamma") == 0)
-            cfg->distribution = SG_DIST_GAMMA;
-        else
-            return fail(opt, "expected poisson, constant or gamma, got \"%s\"", arg);
-        return 0;
     case OPT_CONCURRENCY:
         if (strchr(arg, ','))
             return parse_sweep_list(cfg, st, opt, SG_SWEEP_CONCURRENCY, arg);
@@ -1468,11 +1116,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return parse_sweep_range(cfg, st, opt, SG_SWEEP_CONCURRENCY, arg);
     case OPT_RATE_RANGE:
         return parse_sweep_range(cfg, st, opt, SG_SWEEP_RATE, arg);
-    case OPT_COOLDOWN:
-        st->cooldown_given = true;
-        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->cooldown_s);
-    case OPT_SLICE_DURATION:
-        return parse_num(opt, arg, "seconds, above 0", 0, true, 86400 * 365, &cfg->slice_duration_s);
     case OPT_STALL_THRESHOLD:
         if (parse_num(opt, arg, "milliseconds, 1 or more (0: not watched)", 0, false, 3600e3,
                       &cfg->stall_threshold_ms) != 0)
@@ -1480,8 +1123,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (cfg->stall_threshold_ms > 0 && cfg->stall_threshold_ms < 1)
             return fail(opt, "expected milliseconds, 1 or more (0: not watched), got %s", arg);
         return 0;
-    case OPT_NUM_PROFILE_RUNS:
-        return parse_u32(opt, arg, 1, MAX_PROFILE_RUNS, &cfg->num_profile_runs);
     case OPT_CONFIDENCE_LEVEL: /* of a multi-run's intervals and of every --slo verdict's */
         if (parse_num(opt, arg, "a confidence level between 0 and 1 (exclusive), such as 0.90, 0.95 or 0.99", 0, true,
                       1, &cfg->confidence_level) != 0)
@@ -1492,10 +1133,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
                         "got %s",
                         arg);
         return 0;
-    case OPT_PROFILE_RUN_COOLDOWN:
-        if (!st->multirun_flag)
-            st->multirun_flag = "profile-run-cooldown-seconds";
-        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 86400, &cfg->profile_run_cooldown_s);
     case OPT_WARMUP_FIRST_ONLY:
     case OPT_NO_WARMUP_FIRST_ONLY:
         if (!st->multirun_flag)
@@ -1521,9 +1158,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return fail(opt, "%s", err);
         return set_str(&cfg->server_metrics_urls[cfg->n_server_metrics_urls++], arg);
     }
-    case OPT_SERVER_METRICS_INTERVAL:
-        st->scrape_interval_given = true;
-        return parse_num(opt, arg, "seconds, 0.1 or more", 0.1, false, 3600, &cfg->server_metrics_interval_s);
     case OPT_BURSTINESS:
         st->burstiness_flag = opt;
         return parse_num(opt, arg, "a positive number (1: Poisson; below 1 burstier, above 1 smoother)", 0, true, 1e6,
@@ -1541,31 +1175,9 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         cfg->n_slo_checks++;
         return 0;
     }
-    case OPT_SEARCH:
-        if (strcmp(arg, "max-request-rate") == 0)
-            cfg->search = SG_SEARCH_MAX_RATE;
-        else if (strcmp(arg, "max-concurrency") == 0)
-            cfg->search = SG_SEARCH_MAX_CONCURRENCY;
-        else
-            return fail(opt, "expected max-request-rate (open loop) or max-concurrency (closed loop), got \"%s\"", arg);
-        return 0;
     case OPT_SEARCH_RANGE:
         st->search_range_given = true;
         return parse_search_range(cfg, opt, arg);
-    case OPT_SEARCH_PRECISION:
-        st->search_precision_given = true;
-        return parse_num(opt, arg, "a fraction above 0 and at most 1 (0.05 = 5%)", 0, true, 1, &cfg->search_precision);
-    case OPT_SEARCH_TRIALS:
-        st->search_trials_given = true;
-        return parse_u32(opt, arg, 1, 100, &cfg->search_trials);
-    case OPT_SEARCH_MAX_TRIALS:
-        st->search_max_trials_given = true;
-        return parse_u32(opt, arg, 1, 100, &cfg->search_max_trials);
-    case OPT_HTTP2:
-        cfg->http2 = true;
-        return 0;
-    case OPT_MAX_CONNECTIONS:
-        return parse_u32(opt, arg, 1, 1000000, &cfg->max_connections);
     case OPT_LOCAL_ADDRESS: {
         /* the syntax now; whether each address is this host's is the start-up check's (run.c) */
         sg_addr_t *v;
@@ -1576,15 +1188,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         free(v);
         return set_str(&cfg->local_address, arg);
     }
-    case OPT_MAX_CONCURRENCY:
-        st->max_concurrency_given = true;
-        return parse_u32(opt, arg, 1, 10000000, &cfg->max_concurrency);
-    case OPT_REQUEST_COUNT:
-        st->count_given = true;
-        return parse_u64(opt, arg, 1, UINT64_MAX, &cfg->request_count);
-    case OPT_DURATION:
-        st->duration_given = true;
-        return parse_num(opt, arg, "a positive number of seconds", 0, true, 1e9, &cfg->benchmark_duration_s);
     case OPT_GRACE:
         st->grace_given = true;
         if (strcmp(arg, "inf") == 0) { /* AIPerf's spelling of "wait for every request" */
@@ -1592,32 +1195,15 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
             return 0;
         }
         return parse_num(opt, arg, "a number of seconds (0 or more) or inf", 0, false, 1e9, &cfg->benchmark_grace_s);
-    case OPT_WARMUP:
-        st->warmup_given = true;
-        return parse_u64(opt, arg, 0, UINT64_MAX, &cfg->warmup_request_count);
-    case OPT_TIMEOUT:
-        return parse_num(opt, arg, "a positive number of seconds", 0, true, 1e9, &cfg->request_timeout_s);
-    case OPT_SEED:
-        return parse_u64(opt, arg, 0, UINT64_MAX, &cfg->random_seed);
     case OPT_WORKERS:
         if (parse_u64(opt, arg, 1, MAX_WORKERS, &u64) != 0)
             return SG_EINVAL;
         cfg->workers = (unsigned)u64;
         return 0;
-    case OPT_ISL_MEAN:
-        st->isl_given = true;
-        return parse_u32(opt, arg, 1, MAX_ISL, &cfg->isl_mean);
-    case OPT_ISL_STDDEV:
-        st->isl_given = true;
-        return parse_u32(opt, arg, 0, MAX_ISL, &cfg->isl_stddev);
     case OPT_MEDIA: {
         char err[256];
         return sg_media_option(&cfg->media, opt, arg, err, sizeof err) < 0 ? fail(NULL, "%s", err) : 0;
     }
-    case OPT_NUM_PROMPTS:
-        st->num_prompts_given = true;
-        cfg->num_prompts_given = true;
-        return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->num_prompts);
     case OPT_CACHE_BUST:
         if (strcmp(arg, "first_turn_prefix") != 0 && strcmp(arg, "none") != 0)
             return fail(opt,
@@ -1627,14 +1213,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
                         arg);
         st->cache_bust = arg;
         return 0;
-    case OPT_PREFIX_LEN:
-        st->prefix_len_given = true;
-        return parse_u32(opt, arg, 1, MAX_ISL, &cfg->prefix_len);
-    case OPT_NUM_PREFIX:
-        return parse_u32(opt, arg, 0, MAX_PROMPTS, &cfg->num_prefix);
-    case OPT_BLOCK_SIZE:
-        st->block_given = true;
-        return parse_u32(opt, arg, 1, MAX_ISL, &cfg->block_size);
     case OPT_INPUT_FORMAT: {
         sg_input_format_t f;
         if (sg_input_format_parse(arg, &f) != 0)
@@ -1643,32 +1221,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         cfg->input_format = (int)f;
         return 0;
     }
-    case OPT_FIXED_SCHEDULE:
-        cfg->fixed_schedule = true;
-        return 0;
-    case OPT_CONV_NUM:
-        st->conv_given = true;
-        return parse_u32(opt, arg, 1, MAX_PROMPTS, &cfg->conversation_num);
-    case OPT_TURN_MEAN:
-        st->conv_given = true;
-        return parse_num(opt, arg, "a number of turns, at least 1", 1, false, 10000, &cfg->turn_mean);
-    case OPT_TURN_STDDEV:
-        st->conv_given = true;
-        return parse_num(opt, arg, "a number of turns, at least 0", 0, false, 10000, &cfg->turn_stddev);
-    case OPT_TURN_DELAY_MEAN:
-        st->conv_given = true;
-        return parse_num(opt, arg, "milliseconds, at least 0", 0, false, 1e9, &cfg->turn_delay_mean_ms);
-    case OPT_TURN_DELAY_STDDEV:
-        st->conv_given = true;
-        return parse_num(opt, arg, "milliseconds, at least 0", 0, false, 1e9, &cfg->turn_delay_stddev_ms);
-    case OPT_TURN_DELAY_RATIO:
-        st->conv_given = true;
-        return parse_num(opt, arg, "a factor, at least 0 (0.5 halves every delay)", 0, false, 1e6,
-                         &cfg->turn_delay_ratio);
-    case OPT_FIXED_SPEEDUP:
-        st->speedup_given = true;
-        return parse_num(opt, arg, "a positive number (2 replays twice as fast)", 0, true, 1e9,
-                         &cfg->fixed_schedule_speedup);
     case OPT_OSL_MEAN:
         st->osl_given = true;
         if (strcmp(arg, "-1") == 0) {
@@ -1684,38 +1236,8 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         u64 = v;
         cfg->osl_mean = (int32_t)u64;
         return 0;
-    case OPT_OSL_STDDEV:
-        return parse_u32(opt, arg, 0, INT32_MAX, &cfg->osl_stddev);
-    case OPT_OSL_DETERMINISTIC:
-        cfg->osl_deterministic = true;
-        return 0;
     case OPT_IGNORE_EOS:
         st->ignore_eos = true;
-        return 0;
-    case OPT_TOKENIZER:
-        if (!*arg)
-            return fail(opt, "expected a tokenizer.json file, a directory holding one, a *.tiktoken file or a "
-                             "Hugging Face model id, got an empty value");
-        return set_str(&cfg->tokenizer, arg);
-    case OPT_INPUT_FILE:
-        if (!*arg)
-            return fail(opt, "expected a file, got an empty value");
-        return set_str(&cfg->input_file, arg);
-    case OPT_TOOLS:
-        if (!*arg)
-            return fail(opt, "expected a JSON file of tool definitions, got an empty value");
-        return set_str(&cfg->tools_file, arg);
-    case OPT_TOOL_CHOICE:
-        if (!*arg)
-            return fail(opt, "expected auto, required, none or a tool's name, got an empty value");
-        return set_str(&cfg->tool_choice, arg);
-    case OPT_ARTIFACT_DIR:
-        if (!*arg)
-            return fail(opt, "expected a directory, got an empty value");
-        st->artifact_dir_given = true;
-        return set_str(&cfg->artifact_dir, arg);
-    case OPT_OVERWRITE:
-        cfg->overwrite = true;
         return 0;
     case OPT_EXPORT_FILE:
         if (!*arg || strcmp(arg, ".") == 0 || strcmp(arg, "..") == 0)
@@ -1726,17 +1248,11 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
                         "got \"%s\"",
                         arg);
         return set_str(&cfg->profile_export_file, arg);
-    case OPT_VERBOSE:
-        cfg->verbose = true;
-        return 0;
     case OPT_GENERATE_PLOTS:
         /* GenAI-Perf's flag takes no value; a "true"/"false" is accepted for scripts that pass one */
         if (arg && strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0)
             return fail(opt, "takes no value (or true/false), got \"%s\"", arg);
         cfg->generate_plots = !arg || strcmp(arg, "true") == 0;
-        return 0;
-    case OPT_SHOW_TRACE_TIMING:
-        cfg->show_trace_timing = true;
         return 0;
     case OPT_WORLD_SIZE:
         if (parse_u64(opt, arg, 1, 1024, &u64) != 0)
@@ -1752,8 +1268,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (!*arg)
             return fail(opt, "expected HOST:PORT (rank 0's host name or address, and a port)");
         return set_str(&cfg->coordinator, arg);
-    case OPT_COORD_TIMEOUT:
-        return parse_num(opt, arg, "seconds, 1 or more", 1, false, 86400, &cfg->coordinator_timeout_s);
     case OPT_EXPORT_LEVEL:
         /* AIPerf's levels: summary (aggregates only), records (+ per-request JSONL), raw (+ bodies) */
         if (strcmp(arg, "summary") == 0 || strcmp(arg, "records") == 0) {
@@ -1781,35 +1295,12 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         if (!isdigit((unsigned char)arg[0]))
             return fail(opt, "expected auto or microseconds from 0 to %u, got \"%s\"", SG_COALESCE_US_MAX, arg);
         return parse_u32(opt, arg, 0, SG_COALESCE_US_MAX, &cfg->coalesce_us);
-    case OPT_MAX_ERROR_RATE:
-        return parse_num(opt, arg, "a number from 0 to 1", 0, false, 1, &cfg->max_error_rate);
-    case OPT_RAMP_STRATEGY:
-        if (strcmp(arg, "linear") != 0 && strcmp(arg, "exponential") != 0)
-            return fail(opt, "expected linear or exponential, got \"%s\"", arg);
-        cfg->ramp_strategy = strcmp(arg, "linear") == 0 ? SG_RAMP_LINEAR : SG_RAMP_EXPONENTIAL;
-        return 0;
-    case OPT_RAMP_START_RPS:
-        st->ramp_start_given = true;
-        return parse_num(opt, arg, "requests/s, 0 or more", 0, false, MAX_RATE, &cfg->ramp_start_rps);
     case OPT_RAMP_END_RPS:
         return parse_num(opt, arg, "requests/s, above 0", 0, true, MAX_RATE, &st->ramp_end);
-    case OPT_RATE_RAMP_DURATION:
-        st->ramp_dur_given = true;
-        return parse_num(opt, arg, "seconds, above 0", 0, true, 1e7, &cfg->ramp_duration_s);
-    case OPT_CONCURRENCY_RAMP_DURATION:
-        return parse_num(opt, arg, "seconds, above 0", 0, true, 1e7, &cfg->concurrency_ramp_s);
-    case OPT_CANCEL_RATE:
-        return parse_num(opt, arg, "a percentage from 0 to 100", 0, false, 100, &cfg->cancel_rate_pct);
-    case OPT_CANCEL_DELAY:
-        st->cancel_delay_given = true;
-        return parse_num(opt, arg, "seconds, 0 or more", 0, false, 1e7, &cfg->cancel_delay_s);
     case OPT_GOODPUT:
         return parse_goodput(cfg, arg);
     case OPT_CACERT:
         return tls_file(opt, arg, "a PEM file of CA certificates", &cfg->cacert);
-    case OPT_INSECURE:
-        cfg->insecure = true;
-        return 0;
     case OPT_CERT:
         return tls_file(opt, arg, "a PEM client certificate file", &cfg->client_cert);
     case OPT_KEY:
@@ -1827,14 +1318,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
         return 0;
     case OPT_GPU_TELEMETRY:
         return gpu_telemetry(cfg, st, opt, arg);
-    case OPT_MEASUREMENT_INTERVAL: /* stability windows (engine/stable.c) */
-        return parse_num(opt, arg, "milliseconds, 10 or more", 10, false, 86400e3, &cfg->measurement_interval_ms);
-    case OPT_STABILITY:
-        st->stability_flag = st->stability_flag ? st->stability_flag : "stability-percentage";
-        return parse_num(opt, arg, "a percentage above 0", 0, true, 1000, &cfg->stability_pct);
-    case OPT_MAX_TRIALS:
-        st->stability_flag = st->stability_flag ? st->stability_flag : "max-trials";
-        return parse_u32(opt, arg, 3, SG_STABLE_MAX_TRIALS, &cfg->max_trials);
     case OPT_NO_PROGRESS:
         cfg->progress = 0;
         return 0;
@@ -2340,6 +1823,8 @@ static int parse_argv(sg_config_t *cfg, parse_state_t *st, int argc, char **argv
     int rc = reject_passthrough(argc, argv);
     if (rc)
         return rc;
+    const char *short_options;
+    const struct option *long_options = sg_opt_getopt(&short_options);
     /* full names only: getopt_long would take --isl for --isl-block-size */
     if (sg_opts_check("surge", "surge profile --help", argc, argv, short_options, long_options) < 0)
         return SG_EINVAL;
@@ -2507,34 +1992,19 @@ int sg_config_parse(sg_config_t *cfg, int argc, char **argv)
 
 const struct option *sg_config_options(const char **shorts)
 {
-    if (shorts)
-        *shorts = short_options;
-    return long_options;
+    return sg_opt_getopt(shorts);
 }
 
 bool sg_config_option_repeatable(int val)
 {
-    switch (val) {
-    case OPT_MODEL:
-    case OPT_HEADER:
-    case OPT_EXTRA_INPUTS:
-    case OPT_SLO:
-    case OPT_GOODPUT:
-    case OPT_SERVER_METRICS_URL:
-    case OPT_URL:           /* several URLs: one each */
-    case OPT_GPU_TELEMETRY: /* several DCGM exporters */
-        return true;
-    default:
-        return false;
-    }
+    const sg_opt_t *r = sg_opt_by_val(val);
+    return r && (r->flags & SG_OPT_REPEATABLE);
 }
 
 int sg_config_check_value(const char *name, const char *arg, const char *where)
 {
-    const struct option *o = long_options;
-    while (o->name && strcmp(o->name, name) != 0)
-        o++;
-    if (!o->name || o->val == OPT_HELP || o->val == OPT_VERSION || o->val == OPT_CONFIG)
+    const sg_opt_t *o = sg_opt_find(name);
+    if (!o || (o->flags & SG_OPT_NOT_A_KEY))
         return fail(NULL, "unknown option --%s", name);
     sg_config_t cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -2546,7 +2016,7 @@ int sg_config_check_value(const char *name, const char *arg, const char *where)
     fail_where = where;
     quiet_notes = true;
     if (rc == 0)
-        rc = one_option(&cfg, &st, o->val, o->name, arg);
+        rc = one_option(&cfg, &st, o->val, name, arg);
     quiet_notes = false;
     fail_where = NULL;
     json_decref(st.extra);
@@ -2943,433 +2413,4 @@ char *sg_config_command(int argc, char *const *argv)
         return NULL;
     }
     return buf;
-}
-
-void sg_config_usage(FILE *out)
-{
-    fprintf(out, "Usage: surge profile -m MODEL [options]\n"
-                 "\n"
-                 "Sends OpenAI-compatible requests to an inference server and reports time to first token,\n"
-                 "inter-token latency, request latency, sequence lengths, throughput and goodput. Flags keep\n"
-                 "GenAI-Perf's names (and AIPerf's or vLLM's where GenAI-Perf has none); only full names and their\n"
-                 "aliases (docs/cli.md) are taken: a prefix of a flag is an unknown option.\n"
-                 "\n"
-                 "Endpoint options:\n"
-                 "  -m, --model NAME              model to benchmark (required); repeat for several\n"
-                 "      --model-selection-strategy {round_robin,random}\n"
-                 "                                how each prompt gets its model when there are several\n"
-                 "                                (default: round_robin)\n"
-                 "  -u, --url URL                 host:port, host (port 80), http://host[:port][/base],\n"
-                 "                                https://host[:port][/base] (TLS, port 443) or [::1]:port\n"
-                 "                                (default: " DEFAULT_URL "; triton: 8001). A base ending in /v1\n"
-                 "                                (the OpenAI SDK's base URL) takes chat/completions directly\n"
-                 "                                Repeat it for several servers (replicas without a load\n"
-                 "                                balancer, up to 8; same scheme and base path): each worker\n"
-                 "                                balances its requests over them (--url-strategy), a URL that\n"
-                 "                                refuses connections is skipped until it accepts again, and the\n"
-                 "                                summary has a section per URL (docs/metrics.md, Several URLs)\n"
-                 "      --url-strategy {round_robin,least_in_flight}\n"
-                 "                                several URLs: in turn (AIPerf's default), or to the URL with the\n"
-                 "                                fewest of this worker's requests in flight or waiting\n"
-                 "      --service-kind {openai,triton}\n"
-                 "                                openai: an OpenAI-compatible HTTP API (default); triton: the\n"
-                 "                                KServe v2 gRPC API of Triton (ModelInfer, or ModelStreamInfer\n"
-                 "                                with --streaming) over HTTP/2 (h2c on http://, h2 on https://)\n"
-                 "      --backend {tensorrtllm,vllm}\n"
-                 "                                triton: the model's input tensors, as GenAI-Perf sends them\n"
-                 "                                (default: tensorrtllm)\n"
-                 "      --endpoint-type TYPE      API to call (default: chat): chat, completions, embeddings,\n"
-                 "                                rankings (NIM; nim_rankings), hf_tei_rankings,\n"
-                 "                                cohere_rankings, responses (OpenAI Responses), messages\n"
-                 "                                (Anthropic), generate (TGI), image_retrieval (GenAI-Perf's:\n"
-                 "                                images to v1/infer); kserve is --service-kind triton\n"
-                 "                                (docs/endpoints.md)\n"
-                 "      --endpoint PATH           path after the URL's base path, leading / optional\n"
-                 "                                (default: the type's, e.g. v1/chat/completions)\n"
-                 "  -b, --batch-size N            inputs per embeddings request, passages per rankings query (1)\n"
-                 "      --rankings-passages-mean N, --rankings-passages-stddev N\n"
-                 "                                synthetic rankings: passages per query (AIPerf's; default\n"
-                 "                                --batch-size, stddev 0)\n"
-                 "      --rankings-query-prompt-token-mean N, --rankings-query-prompt-token-stddev N,\n"
-                 "      --rankings-passages-prompt-token-mean N, --rankings-passages-prompt-token-stddev N\n"
-                 "                                tokens of the query and of each passage (default: the\n"
-                 "                                synthetic input tokens mean and stddev)\n"
-                 "      --streaming               ask for streamed (SSE) responses: needed for time to first\n"
-                 "                                token and inter-token latency\n"
-                 "      --http2                   HTTP/2: h2c (prior knowledge) on http://, h2 required through\n"
-                 "                                ALPN on https:// (without it https:// takes what the server\n"
-                 "                                selects, h2 preferred); many streams per connection; refused\n"
-                 "                                streams are re-sent (up to 8 times)\n"
-                 "      --max-connections N       connections to the target over all workers (default: as\n"
-                 "                                demand needs)\n"
-                 "      --local-address LIST      source addresses of the connections, taken in turn: a comma-\n"
-                 "                                separated list of addresses, ranges FIRST-LAST and CIDR blocks\n"
-                 "                                (e.g. 127.0.0.2-127.0.0.9 or 127.0.0.0/29); each gives ~28k\n"
-                 "                                more connections to one server address:port. Each must be an\n"
-                 "                                address of this host (default: the kernel's choice)\n"
-                 "  -H, --header 'Name: value'    extra HTTP header on every request; repeatable\n"
-                 "      --api-key KEY             send 'Authorization: Bearer KEY'\n"
-                 "      --cacert FILE             https://: trust the CA certificates in FILE (PEM) instead of\n"
-                 "                                the system store\n"
-                 "  -k, --insecure                https://: skip certificate and host-name verification\n"
-                 "      --cert FILE --key FILE    https://: present this client certificate (PEM) and its key\n"
-                 "\n"
-                 "Load options (without --concurrency or --request-rate: --concurrency 1):\n"
-                 "      --concurrency N           closed loop: N requests in flight, each slot sends its next\n"
-                 "                                request when the previous one ends\n"
-                 "      --request-rate R          open loop: R requests/s on a schedule fixed in advance,\n"
-                 "                                whatever the server's speed; not with --concurrency. inf\n"
-                 "                                (vLLM's): every request due at the start, sent at once\n"
-                 "      --request-distribution {poisson,constant,gamma}\n"
-                 "                                arrivals with --request-rate (default: poisson)\n"
-                 "      --burstiness K, --arrival-smoothness K\n"
-                 "                                gamma arrivals of shape K (vLLM's and AIPerf's names; implies\n"
-                 "                                --request-distribution gamma): gaps with the same mean and a\n"
-                 "                                coefficient of variation of 1/sqrt(K): 1 is Poisson, below 1\n"
-                 "                                burstier, above 1 smoother (default: 1)\n"
-                 "      --max-concurrency N       with --request-rate: cap on requests in flight; a request\n"
-                 "                                that has to wait is late, and that is reported (default: none)\n"
-                 "      --ramp-up-strategy {linear,exponential}, --ramp-up-start-rps A, --ramp-up-end-rps B\n"
-                 "                                vLLM's ramp: the open loop's rate goes from A to B (B is the\n"
-                 "                                --request-rate), linearly or as A (B/A)^(t/D); arrivals are\n"
-                 "                                drawn exactly from the ramp (docs/scheduling.md). D: the\n"
-                 "                                whole run (a count's expected arrivals, else\n"
-                 "                                --benchmark-duration) unless given below\n"
-                 "      --request-rate-ramp-duration D\n"
-                 "                                AIPerf's: the rate ramps over D seconds (linearly from\n"
-                 "                                --ramp-up-start-rps, default 0) then holds --request-rate.\n"
-                 "                                Requests intended inside the ramp are measured and marked\n"
-                 "                                \"ramp\": true in the JSONL\n"
-                 "      --concurrency-ramp-duration D\n"
-                 "                                AIPerf's: the closed loop's --concurrency slots open one\n"
-                 "                                by one, evenly over D seconds (the first at the start)\n"
-                 "      --request-cancellation-rate P, --request-cancellation-delay S\n"
-                 "                                AIPerf's cancellation test: P%% of the requests (chosen by\n"
-                 "                                --random-seed) are cancelled S seconds (default 0) after\n"
-                 "                                their last byte was sent, unless answered by then: HTTP/1.1\n"
-                 "                                closes the connection, HTTP/2 and gRPC reset the stream\n"
-                 "                                (CANCEL). Counted apart (cancelled_by_test), in no error\n"
-                 "                                rate and no goodput\n"
-                 "      --request-count N, --num-requests N\n"
-                 "                                requests to measure (default: 100 when --benchmark-duration\n"
-                 "                                is not given)\n"
-                 "      --benchmark-duration S    measure for S seconds; with --request-count, whichever\n"
-                 "                                comes first ends the run\n"
-                 "      --benchmark-grace-period S\n"
-                 "                                after --benchmark-duration's sending, wait at most S seconds\n"
-                 "                                for the requests outstanding, then cancel them: counted as\n"
-                 "                                cancelled (not failed), their waits reported (default: inf,\n"
-                 "                                each bounded by --request-timeout)\n"
-                 "      --warmup-request-count N  requests sent first and left out of every metric (default: 0)\n"
-                 "      --request-timeout S       seconds a request may take from its send (default: 600)\n"
-                 "      --random-seed N           seed for prompts, lengths, model choice and arrival times\n"
-                 "                                (default: 0)\n"
-                 "      --workers N               worker threads, one per core (default: the CPUs this process\n"
-                 "                                may run on)\n"
-                 "\n"
-                 "      --slice-duration S        also measure each S-second window of the run (AIPerf's time\n"
-                 "                                slices), a request in the window of its intended start:\n"
-                 "                                <stem>_surge_timeslices.json and .csv\n"
-                 "  -p, --measurement-interval MS\n"
-                 "                                stability windows (perf_analyzer's): measure in windows of MS\n"
-                 "                                milliseconds (a request in the window of its intended start)\n"
-                 "                                until the last 3 agree, then stop; the figures are those 3\n"
-                 "                                windows' requests pooled, and the summary's \"stability\" lists\n"
-                 "                                every window. Instead of --request-count/--benchmark-duration;\n"
-                 "                                each point of a sweep runs until stable\n"
-                 "  -s, --stability-percentage P  the last 3 windows agree when max/min of their throughput and\n"
-                 "                                of their mean request latency are each within P%% (default 10)\n"
-                 "      --max-trials N            at most N windows (3 or more; default 10); not stable by then:\n"
-                 "                                the last 3 reported, NOT STABLE, exit status 6\n"
-                 "      --stall-threshold-ms MS   a worker whose loop runs this late (descheduled, blocked, CPU\n"
-                 "                                starved) is a client stall: said on stderr at once, listed in\n"
-                 "                                the summary's client_stalls and marked in the report\n"
-                 "                                (default: 100; 0: not watched)\n"
-                 "\n"
-                 "SLO verdicts (docs/metrics.md, SLO verdicts):\n"
-                 "      --slo 'METRIC:STAT<VALUE' a verdict on the whole run, repeatable: STAT is avg, min, max,\n"
-                 "                                std or pNN (p50, p99, p99.9); <, <=, > or >=; METRIC takes\n"
-                 "                                --goodput's names (time_to_first_token, ttft, tpot, e2el,\n"
-                 "                                ...), in ms or tokens/s. Or a run-level QUANTITY<VALUE:\n"
-                 "                                error_rate (failed / (ok + failed); requests surge cancels\n"
-                 "                                are neither), request_throughput (ok requests/s),\n"
-                 "                                output_token_throughput (tokens/s). Verdicts follow the table\n"
-                 "                                and go to the summary (\"slo\"); each states n and an exact\n"
-                 "                                interval: pass when all of it meets the target, fail when\n"
-                 "                                none does, else inconclusive. Exit status 4 when one fails,\n"
-                 "                                5 when one is inconclusive\n"
-                 "      --confidence-level C      of every verdict's interval (default 0.95)\n"
-                 "\n"
-                 "Sweeps and the capacity search (docs/capacity.md):\n"
-                 "      --concurrency N1,N2,...   a sweep (AIPerf's lists): each value is a load point of its\n"
-                 "      --request-rate R1,R2,...  own, run in turn with fresh connections and metrics, files in\n"
-                 "                                <artifact dir>/concurrency_N/ (request_rate_R/), one row per\n"
-                 "                                point in sweep_summary.json and .csv and on the console\n"
-                 "      --concurrency-range START:END[:STEP], --request-rate-range START:END[:STEP]\n"
-                 "                                perf_analyzer's ranges: START, START+STEP, ... up to END\n"
-                 "                                (STEP defaults to 1)\n"
-                 "      --parameter-sweep-cooldown-seconds S\n"
-                 "                                pause between points (AIPerf's flag; default here: 1)\n"
-                 "      --search max-request-rate|max-concurrency\n"
-                 "                                find the highest request rate (open loop) or concurrency\n"
-                 "                                (closed loop) at which every --slo passes: double from LO\n"
-                 "                                until a probe fails, then bisect; probes stop early once an\n"
-                 "                                --slo fails significantly, and an open-loop probe whose\n"
-                 "                                outstanding requests keep growing fails (the server fell\n"
-                 "                                behind). Each\n"
-                 "                                probe is one load point (default per probe: 10 s,\n"
-                 "                                --benchmark-duration or --request-count change it); every\n"
-                 "                                probe in search.json and .csv\n"
-                 "      --search-range LO:HI      where to search (default 1, no upper bound; LO: alone too)\n"
-                 "      --search-precision F      stop when lowest failing - highest passing <= F x passing\n"
-                 "                                (default 0.05)\n"
-                 "      --search-trials N         probes pooled at each value before its verdict (default 1)\n"
-                 "      --search-max-trials M     more probes, pooled, while a value is inconclusive, up to M\n"
-                 "                                (default 4); the answer is an interval at\n"
-                 "                                --confidence-level, each end shown to pass or to fail\n"
-                 "\n"
-                 "Repeated runs (AIPerf's multi-run; docs/capacity.md, Repeated runs):\n"
-                 "      --num-profile-runs N      run the load point N times (default 1): each run's files in\n"
-                 "                                profile_runs/run_NNNN/, every metric's mean, std, CV and\n"
-                 "                                Student's t confidence interval across the runs in\n"
-                 "                                aggregate/profile_export_aiperf_aggregate.json and .csv and\n"
-                 "                                on the console. With a sweep: each value N times, in\n"
-                 "                                <kind>_<value>/profile_runs/ and .../aggregate/. Not with --search\n"
-                 "      --confidence-level C      the interval's level, 0 < C < 1 (default 0.95); also every\n"
-                 "                                --slo verdict's\n"
-                 "      --profile-run-cooldown-seconds S\n"
-                 "                                pause between runs (default 0)\n"
-                 "      --profile-run-disable-warmup-after-first [true|false]\n"
-                 "                                --warmup-request-count before the first run only (default);\n"
-                 "                                false (or --no-profile-run-disable-warmup-after-first): before\n"
-                 "                                every run\n"
-                 "      --set-consistent-seed     accepted: every run always sends the same seeded workload\n"
-                 "\n"
-                 "Input options:\n"
-                 "      --synthetic-input-tokens-mean N, --isl N\n"
-                 "                                mean prompt length in tokens (default: 550); exact with\n"
-                 "                                --tokenizer (see Input sequence length below)\n"
-                 "      --synthetic-input-tokens-stddev N, --isl-stddev N\n"
-                 "                                its standard deviation (default: 0)\n"
-                 "      --num-prompts N           distinct prompts, reused in turn (default: 100); GenAI-Perf's\n"
-                 "                                meaning: vLLM's --num-prompts is --request-count here.\n"
-                 "                                Given, prompts repeat: each is sent requests/N times\n"
-                 "      --cache-bust TARGET       first_turn_prefix: each request's prompt starts with words\n"
-                 "                                of its own (inside its ISL), so no request repeats an\n"
-                 "                                earlier prompt and a prefix cache serves none of it; none:\n"
-                 "                                the --num-prompts prompts repeat in turn. Default:\n"
-                 "                                first_turn_prefix for synthetic prompts, none when the run\n"
-                 "                                asks for reuse (--num-prompts, --num-prefix-prompts,\n"
-                 "                                --input-file, sessions, embeddings, rankings)\n"
-                 "      --image-width-mean W, --image-height-mean H (AIPerf's)\n"
-                 "                                synthetic images in chat requests (both above 0): random noise\n"
-                 "                                of W x H pixels (normal around each mean), encoded before the\n"
-                 "                                run and sent as data URLs in image_url parts; each request\n"
-                 "                                its own images, repeated only past the pool (docs/workloads.md)\n"
-                 "      --image-width-stddev S, --image-height-stddev S\n"
-                 "                                their standard deviations in pixels (default: 0)\n"
-                 "      --image-format FMT        png, jpeg or random (per image) (default: png)\n"
-                 "      --image-batch-size N      images per request, 0 for none (default: 1)\n"
-                 "                                (AIPerf's alias: --batch-size-image)\n"
-                 "      --audio-length-mean S, --audio-length-stddev S\n"
-                 "                                synthetic audio (mean above 0): WAV clips of noise S seconds\n"
-                 "                                long (normal), sent as input_audio parts (default: 0, none)\n"
-                 "      --audio-sample-rates LIST kHz, one drawn per clip, e.g. 16,44.1 (default: 16)\n"
-                 "      --audio-depths LIST       bits per sample, one drawn per clip: 8,16,24,32 (default: 16)\n"
-                 "      --audio-num-channels N    1 or 2 (default: 1)\n"
-                 "      --audio-batch-size N      clips per request, 0 for none (default: 1)\n"
-                 "                                (AIPerf's alias: --batch-size-audio)\n"
-                 "      --audio-format wav        the only format surge writes (AIPerf's mp3 is refused)\n"
-                 "      --num-prefix-prompts K    K distinct shared prefixes; each prompt starts with one of\n"
-                 "                                them, drawn at random (seeded) (default: 0, none)\n"
-                 "      --prefix-prompt-length N  tokens in each prefix, counted in the prompt's ISL\n"
-                 "                                (default: 100)\n"
-                 "      --output-tokens-mean N, --osl N\n"
-                 "                                ask for N output tokens (max_tokens) per request; -1 leaves\n"
-                 "                                max_tokens out (default: -1)\n"
-                 "      --output-tokens-stddev N, --osl-stddev N\n"
-                 "                                standard deviation of the tokens asked for (default: 0)\n"
-                 "      --ignore-eos              \"ignore_eos\": true in every body (vLLM's flag), so the\n"
-                 "                                server generates exactly max_tokens\n"
-                 "      --output-tokens-mean-deterministic\n"
-                 "                                triton: also ask for at least that many (min_length for\n"
-                 "                                tensorrtllm, min_tokens for vllm); openai: no effect\n"
-                 "      --extra-inputs NAME:VALUE field added to every request body; repeatable, later wins.\n"
-                 "                                VALUE is typed: numbers, true/false, null, JSON arrays and\n"
-                 "                                objects, \"quoted strings\" as JSON; anything else a string.\n"
-                 "                                Or a whole JSON object: '{\"temperature\":0,\"ignore_eos\":true}'\n"
-                 "                                triton: a one-element input tensor each: true/false BOOL,\n"
-                 "                                integers INT32 (INT64 past its range), numbers FP32, strings\n"
-                 "                                BYTES\n"
-                 "      --tools FILE              tool definitions sent in every request (chat, responses,\n"
-                 "                                messages): a JSON array in OpenAI chat's shape, each turned\n"
-                 "                                into the API's own; a genai_perf line's \"tools\" replace them\n"
-                 "      --tool-choice C           auto, required, none or a tool's name (default: not sent)\n"
-                 "      --tokenizer T             count tokens with T: a tokenizer.json, a directory holding one, a\n"
-                 "                                *.tiktoken file, or a Hugging Face model id in the local cache\n"
-                 "      --input-file PATH         prompts, request bodies or a trace from a file instead of\n"
-                 "                                synthetic prompts; requests go through its entries in file\n"
-                 "                                order, round robin (formats: docs/workloads.md)\n"
-                 "      --input-format F          genai_perf ({\"text_input\": ...} lines), llm_perf\n"
-                 "                                ({\"input\": ...} lines), sharegpt (JSON array of\n"
-                 "                                conversations), perf_analyzer ({\"data\": [{\"payload\": [...]}]}),\n"
-                 "                                raw_payload (lines of request bodies, sent as written),\n"
-                 "                                mooncake_trace (timestamp, input_length, output_length,\n"
-                 "                                hash_ids lines), multi_turn (AIPerf's sessions) (default:\n"
-                 "                                detected from the file); AIPerf's --custom-dataset-type\n"
-                 "\n"
-                 "Multi-turn sessions (docs/sessions.md; on when the turn mean is above 1 or the file is\n"
-                 "multi_turn): each turn carries the history with the server's real replies, is sent its\n"
-                 "delay after the previous turn ended, and carries X-Session-ID and X-Correlation-ID.\n"
-                 "  --conversation-num N          distinct conversations (default: 100); --num-sessions\n"
-                 "  --conversation-turn-mean N    turns per session (default: 1); --session-turns-mean\n"
-                 "  --conversation-turn-stddev N  (default: 0); --session-turns-stddev\n"
-                 "  --conversation-turn-delay-mean MS\n"
-                 "                                delay after a turn ends (default: 0); --session-turn-delay-mean\n"
-                 "  --conversation-turn-delay-stddev MS\n"
-                 "                                (default: 0); --session-turn-delay-stddev\n"
-                 "  --conversation-turn-delay-ratio X\n"
-                 "                                scale every delay (default: 1); --session-delay-ratio\n"
-                 "\n"
-                 "      --fixed-schedule          replay a mooncake_trace: each entry is sent at its timestamp\n"
-                 "                                (ms, relative to the first), once; or a multi_turn file: each\n"
-                 "                                session starts at its first turn's timestamp, a later turn at\n"
-                 "                                its own (or its delay after the turn before); not with\n"
-                 "                                --request-rate, --concurrency, --request-count or\n"
-                 "                                --benchmark-duration\n"
-                 "      --fixed-schedule-speedup X\n"
-                 "                                divide the trace's timestamps by X (default: 1)\n"
-                 "      --isl-block-size N        tokens per hash_ids block of a trace (default: 512, as AIPerf)\n"
-                 "\n"
-                 "Output options:\n"
-                 "      --artifact-dir DIR        where the files go (default: artifacts/<run name>, e.g.\n"
-                 "                                artifacts/org_model-openai-chat-concurrency1). A DIR that\n"
-                 "                                holds an earlier run (a run's, sweep's or search's files) is\n"
-                 "                                left as it is: the run writes to DIR-2 (DIR-3, ...) and says so\n"
-                 "      --overwrite               replace the earlier run in DIR instead: its files of surge's\n"
-                 "                                are removed first (other files stay), so no two runs mix\n"
-                 "      --profile-export-file NAME\n"
-                 "                                names the exports (default: " DEFAULT_EXPORT_FILE "): surge\n"
-                 "                                writes <stem>_surge.json, <stem>_surge.csv and, one line per\n"
-                 "                                request, <stem>_surge.jsonl; AIPerf's files beside them:\n"
-                 "                                <stem>_aiperf.json, <stem>_aiperf.csv and <stem>.jsonl\n"
-                 "                                (AIPerf's schema, for aiperf plot and its importers)\n"
-                 "      --export-level summary|records\n"
-                 "                                records (default): all of the above; summary: the summary\n"
-                 "                                files only, no per-request .jsonl files (for huge runs; not\n"
-                 "                                with --generate-plots or several ranks). AIPerf's raw level\n"
-                 "                                (request and response bodies) is refused\n"
-                 "      --goodput 'METRIC:VALUE ...'\n"
-                 "                                SLOs a request must all meet to count as good, separated by\n"
-                 "                                spaces or commas: time_to_first_token:200\n"
-                 "                                inter_token_latency:20 request_latency:1000 (ms, at most),\n"
-                 "                                output_token_throughput_per_user:30 (tokens/s, at least);\n"
-                 "                                vLLM's ttft, tpot and e2el are accepted too\n"
-                 "      --max-error-rate F        share of failed requests (0 to 1) tolerated before surge\n"
-                 "                                exits non-zero (default: 0)\n"
-                 "      --progress, --no-progress live progress line on stderr (default: when stderr is a\n"
-                 "                                terminal)\n"
-                 "      --server-metrics-url URL  scrape the server's Prometheus metrics (http://HOST[:PORT]/PATH,\n"
-                 "                                e.g. http://127.0.0.1:8000/metrics) during each load point, on a\n"
-                 "                                thread of its own; repeatable (up to 8): server_metrics.json/.csv\n"
-                 "      --server-metrics-interval S\n"
-                 "                                seconds between scrapes (default 1, at least 0.1)\n"
-                 "      --gpu-telemetry [URL ...] scrape NVIDIA DCGM exporters too (AIPerf's; URLs up to the next\n"
-                 "                                flag, localhost:9400 meaning http://localhost:9400/metrics;\n"
-                 "                                default that one): per GPU utilisation, memory, power, SM\n"
-                 "                                clock and energy in the console, summary and report, and output\n"
-                 "                                tokens per joule\n"
-                 "      --generate-plots          also write report.html, the run's HTML report (as `surge report\n"
-                 "                                DIR` does), into the artifact directory\n"
-                 "      --show-trace-timing       also show the HTTP trace (http_req_connecting, _tls_handshaking,\n"
-                 "                                _sending, _waiting, _receiving, _duration) in the console table;\n"
-                 "                                the files always have them (docs/metrics.md, HTTP trace)\n"
-                 "      --world-size N            one run over N processes (ranks), on one host or many; each\n"
-                 "                                sends its share of the one global schedule, rank 0 merges the\n"
-                 "                                results (docs/distributed.md). Also taken from Slurm, Open MPI,\n"
-                 "                                MPICH, and a Kubernetes Indexed Job (with SURGE_WORLD_SIZE)\n"
-                 "      --rank R                  this process's rank, 0 to N-1\n"
-                 "      --coordinator HOST[:PORT] where rank 0 listens for the others (default port 29517)\n"
-                 "      --coordinator-timeout S   how long ranks wait for each other (default 120)\n"
-                 "      --io-backend auto|io_uring|epoll\n"
-                 "                                the workers' I/O (default: $SURGE_IO_BACKEND, else auto:\n"
-                 "                                io_uring where the kernel and any seccomp profile allow it,\n"
-                 "                                else epoll, with a line saying why)\n"
-                 "      --timestamps kernel|user  where receive times come from (default kernel): the kernel's\n"
-                 "                                software receive stamp of each read, so TTFT, ITL and the rest\n"
-                 "                                do not depend on when the client got the CPU; user: the clock\n"
-                 "                                read when the worker handles the read (the summary's\n"
-                 "                                timestamp_source says which ran)\n"
-                 "      --coalesce-us N|auto      let a worker hold received data up to N microseconds so it\n"
-                 "                                wakes once per batch rather than per segment (0 = off;\n"
-                 "                                default auto: 1000 where receive times are the kernel's\n"
-                 "                                stamps, 0 where they are taken in user space, which the\n"
-                 "                                window would delay). Never past a due send; shrunk to 1/100\n"
-                 "                                of the requests' mean latency, so fast exchanges and closed\n"
-                 "                                loops do not wait on it (docs/architecture.md, event loop)\n"
-                 "  -v, --verbose                 more detail on stderr\n"
-                 "      --version                 print the version and exit\n"
-                 "  -h, --help                    print this help and exit\n"
-                 "\n"
-                 "Input sequence length (ISL):\n"
-                 "  With --tokenizer, synthetic prompts are cut from English prose built into surge and hold\n"
-                 "  exactly the asked number of tokens by that tokenizer's count of the prompt text; ISL is that\n"
-                 "  count. It is the content's tokens only: the server's chat template adds tokens surge cannot\n"
-                 "  know, so the server's usage.prompt_tokens (reported beside it) is higher for chat. Each\n"
-                 "  prompt starts at its own place in the text, so a prefix cache cannot shortcut them.\n"
-                 "  Without --tokenizer, prompts are built from surge's vocabulary of common English words that\n"
-                 "  GPT-family BPE tokenizers encode as one token each after a space, and ISL is the word count;\n"
-                 "  every prompt starts with three words spelling its index. Prompts from --input-file are\n"
-                 "  counted with the tokenizer, or in words without one.\n"
-                 "\n"
-                 "Output sequence length (OSL):\n"
-                 "  The server's usage.completion_tokens when it sends one; else, with --tokenizer, the\n"
-                 "  tokenizer's count of the output text (counted after the run, off the hot path); else the\n"
-                 "  number of content events. With --tokenizer and usage, both are kept and disagreements\n"
-                 "  are counted (osl_disagreement). Each request's source is in the JSONL (osl_source).\n"
-                 "\n"
-                 "Latency:\n"
-                 "  Latencies are measured from each request's intended start (coordinated omission\n"
-                 "  corrected): with --request-rate, the time its schedule gave it; with --concurrency, the\n"
-                 "  time its slot freed. The _from_send variants (time_to_first_token_from_send,\n"
-                 "  request_latency_from_send) measure from the actual send; the difference is reported as\n"
-                 "  schedule lag.\n"
-                 "\n"
-                 "Names in GenAI-Perf, AIPerf and vLLM (the full table: docs/metrics.md):\n"
-                 "  vLLM's TPOT is inter_token_latency, its ITL is inter_chunk_latency and its E2EL is\n"
-                 "  request_latency; TTFT, the throughputs and goodput keep GenAI-Perf's and AIPerf's names.\n"
-                 "  <stem>_surge.csv is laid out as GenAI-Perf's CSV, <stem>_surge.json as AIPerf's summary,\n"
-                 "  and inputs.json holds every request body sent, as GenAI-Perf writes it.\n"
-                 "\n"
-                 "Not supported (GenAI-Perf and perf_analyzer flags):\n"
-                 "  --input-dataset (download the data and give it with --input-file), and\n"
-                 "  arguments after -- (there is no perf_analyzer behind surge).\n");
-    fprintf(out, "\n"
-                 "Config files (docs/config.md):\n"
-                 "  -f, --config FILE             read flags from a YAML file whose keys are the long flags of\n"
-                 "                                this list, dashes or underscores (isl: 128, streaming: true,\n"
-                 "                                concurrency: [1, 2, 4], header: [\"A: b\"]); flags on the\n"
-                 "                                command line win, and a repeatable one's values replace the\n"
-                 "                                file's list. surge config validate FILE checks a file without\n"
-                 "                                sending anything (surge config --help)\n"
-                 "\n"
-                 "Other aliases: --batch-size-text and --prompt-batch-size (-b), --prompt-input-tokens-mean and\n"
-                 "  --prompt-input-tokens-stddev (--isl, --isl-stddev), --prompt-output-tokens-mean and\n"
-                 "  --prompt-output-tokens-stddev (--osl, --osl-stddev), --num-conversations (--conversation-num),\n"
-                 "  --prefix-prompt-pool-size (--num-prefix-prompts); --no-set-consistent-seed is refused (every\n"
-                 "  run is seeded: give each its own --random-seed).\n"
-                 "\n"
-                 "vLLM's `vllm bench serve` names (docs/cli.md, vLLM's names):\n"
-                 "  --base-url URL (--url), --random-input-len N (--isl), --random-output-len N (--osl),\n"
-                 "  --random-range-ratio 0 (fixed lengths; another ratio is refused: surge's lengths are normal,\n"
-                 "  give the stddev flags), --dataset-name random|sharegpt, --dataset-path FILE (--input-file),\n"
-                 "  --seed N (--random-seed), --result-dir DIR (--artifact-dir), --result-filename NAME\n"
-                 "  (--profile-export-file), --save-result and --save-detailed (surge always writes its files),\n"
-                 "  --disable-tqdm (--no-progress), --percentile-metrics and --metric-percentiles (checked: every\n"
-                 "  summary has ttft, tpot, itl and e2el at p1 to p99.9), --backend openai|openai-chat\n"
-                 "  (--endpoint-type completions|chat, with a note), -H Name=value. Where a name means something\n"
-                 "  else here, GenAI-Perf's and AIPerf's meaning stays and a line says what to use: --num-prompts\n"
-                 "  is distinct prompts (vLLM's is --request-count), --backend vllm is Triton's backend (vLLM's\n"
-                 "  is --endpoint-type completions), --max-concurrency needs --request-rate (vLLM's without a\n"
-                 "  rate is --concurrency).\n");
 }

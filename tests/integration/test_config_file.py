@@ -182,6 +182,14 @@ def main(h):
     h.check(out.get("request_count") == 11 and out.get("synthetic_input_tokens_mean") == 20 and
             out.get("headers") == ["X-A: b"] and out.get("config_file_sha256") == sha,
             "expand prints the resolved configuration, the command line's values winning", (rc.stderr, out))
+    # the media flags share one getopt value but are options of their own (engine/options.c's rows): two of them in
+    # a file are not "the same option", and the command line's --image-height-mean replaces only the file's height
+    media = write(h, "media.yaml", "model: m\nimage-width-mean: 10\nimage-height-mean: 20\nrequest-count: 3\n")
+    rc = h.run([h.surge, "config", "expand", media, "--image-height-mean", 30], timeout=30)
+    out = json.loads(rc.stdout) if rc.returncode == 0 else {}
+    m = out.get("media") or {}
+    h.check(m.get("image_width_mean") == 10 and m.get("image_height_mean") == 30,
+            "two media keys in a file, one replaced by the command line", (rc.stderr, m))
     # a list under a repeatable key: several URLs (and DCGM exporters), one flag each, not a comma-joined word
     urls = write(h, "urls.yaml", "model: m\nurl:\n  - http://127.0.0.1:8001\n  - http://127.0.0.1:8002\n"
                                  "gpu-telemetry: [127.0.0.1:9400, 127.0.0.1:9401]\nrequest-count: 5\n")

@@ -5,12 +5,17 @@
 #include "sg_sched.h"
 #include "sg_kserve.h"
 #include "sg_input.h"
+#include "sg_options.h"
 #include "sg_opts.h"
 
+#include <fcntl.h>
+#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /* Parses "profile" followed by the NULL-terminated arguments. The argv array is local: getopt permutes it. */
 static int parse_v(sg_config_t *cfg, va_list ap)
@@ -1284,8 +1289,135 @@ static void test_ramps_cancel(void)
     BAD("-m", "x", "--request-cancellation-rate", "10", "--conversation-turn-mean", "3");
 }
 
+/* The parse of "-m x --NAME [VALUE]" as input_config's JSON, or NULL when it is refused. */
+static char *echo_of(const char *name, const char *value)
+{
+    char flag[128];
+    snprintf(flag, sizeof flag, "--%s", name);
+    sg_config_t c;
+    int rc = value ? parse(&c, "-m", "x", flag, value, NULL) : parse(&c, "-m", "x", flag, NULL);
+    char *j = rc == 0 ? sg_config_to_json(&c) : NULL;
+    sg_config_free(&c);
+    return j;
+}
+
+/*
+ * engine/options.c's rows: names unique across rows and aliases, getopt's table holds every name once with its row's
+ * value, and each alias parses as its row's name does (the same input_config for the first value of a few that the
+ * canonical name takes).
+ */
+static void test_options_table(void)
+{
+    static const char *const values[] = {"1", "0.5", "2", "x", "true", "openai", "random", "linear", "none", NULL};
+    const char *shorts;
+    const struct option *longs = sg_opt_getopt(&shorts);
+    size_t n_longs = 0;
+    while (longs[n_longs].name)
+        n_longs++;
+    size_t n_names = 0;
+    for (size_t i = 0; i < sg_opt_count; i++) {
+        const sg_opt_t *r = &sg_opt_table[i];
+        CHECK(r->name && r->name[0] && sg_opt_find(r->name) == r);
+        n_names++;
+        if (r->short_name)
+            CHECK(strchr(shorts, r->short_name) != NULL);
+        for (const char *const *a = r->aliases; a && *a; a++) {
+            n_names++;
+            if (sg_opt_find(*a) != r) {
+                test_checks++;
+                test_failures++;
+                fprintf(stderr, "test_config.c: alias --%s is not found as --%s's\n", *a, r->name);
+            }
+        }
+    }
+    CHECK_EQ_INT(n_longs, n_names); /* nothing dropped by sg_opt_getopt, no name twice */
+    for (size_t i = 0; i < n_longs; i++) {
+        const sg_opt_t *r = sg_opt_find(longs[i].name);
+        CHECK(r && r->val == longs[i].val && r->has_arg == longs[i].has_arg);
+    }
+    /* --help: every row has its block (or is in another row's, or in the prose), and each block is printed once */
+    {
+        char *usage = NULL;
+        size_t usage_len = 0;
+        FILE *mem = open_memstream(&usage, &usage_len);
+        CHECK(mem != NULL);
+        sg_config_usage(mem);
+        fclose(mem);
+        for (size_t i = 0; i < sg_opt_count; i++) {
+            const sg_opt_t *r = &sg_opt_table[i];
+            size_t listed = 0;
+            bool is_row;
+            const char *t;
+            for (size_t k = 0; (t = sg_opt_help_layout(k, &is_row)); k++)
+                listed += is_row && strcmp(t, r->name) == 0;
+            char flag[128];
+            snprintf(flag, sizeof flag, "--%s", r->name);
+            const sg_opt_t *in = r->help_in ? sg_opt_find(r->help_in) : NULL;
+            bool ok = r->help ? listed == 1 && strstr(r->help, flag) != NULL
+                              : listed == 0 && ((in && in->help && strstr(in->help, flag)) || strstr(usage, flag));
+            if (!ok) {
+                test_failures++;
+                fprintf(stderr, "test_config.c: --%s: help %s, listed %zu times in --help's layout, help_in %s\n",
+                        r->name, r->help ? "given" : "none", listed, r->help_in ? r->help_in : "none");
+            }
+            test_checks++;
+        }
+        bool is_row;
+        const char *t;
+        for (size_t k = 0; (t = sg_opt_help_layout(k, &is_row)); k++)
+            if (is_row)
+                CHECK(sg_opt_find(t) && sg_opt_find(t)->help && strcmp(sg_opt_find(t)->name, t) == 0);
+        free(usage);
+    }
+    /* every alias parses to its row: compared through the configuration's JSON echo (stderr quiet meanwhile) */
+    fflush(stderr);
+    int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+    CHECK(saved >= 0 && devnull >= 0);
+    dup2(devnull, 2);
+    char report[4096] = "";
+    size_t off = 0, compared = 0;
+    for (size_t i = 0; i < sg_opt_count; i++) {
+        const sg_opt_t *r = &sg_opt_table[i];
+        if (!r->aliases || (r->flags & SG_OPT_NOT_A_KEY))
+            continue;
+        const char *value = NULL;
+        char *want = NULL;
+        if (r->has_arg == no_argument) {
+            want = echo_of(r->name, NULL);
+        } else {
+            for (const char *const *v = values; *v && !want; v++)
+                if ((want = echo_of(r->name, *v)))
+                    value = *v;
+        }
+        if (!want)
+            continue; /* none of the values is one it takes: getopt's check above still holds */
+        for (const char *const *a = r->aliases; a && *a; a++) {
+            char *got = echo_of(*a, value);
+            compared++;
+            if (!got || strcmp(got, want) != 0)
+                off +=
+                    (size_t)snprintf(report + off, sizeof report - off > 0 ? sizeof report - off : 0,
+                                     "--%s %s is not --%s %s\n", *a, value ? value : "", r->name, value ? value : "");
+            free(got);
+            if (off >= sizeof report)
+                off = sizeof report - 1;
+        }
+        free(want);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(devnull);
+    test_checks++;
+    if (report[0] || compared < 20) {
+        test_failures++;
+        fprintf(stderr, "test_config.c: aliases compared %zu (at least 20 expected):\n%s", compared, report);
+    }
+}
+
 int main(void)
 {
+    test_options_table();
     test_multirun();
     test_cache_bust();
     test_endpoints();
