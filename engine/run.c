@@ -1119,6 +1119,8 @@ static int point_start(profile_t *p, point_t *pt)
         pt->n_workers = 0;
         code = EXIT_FATAL;
     }
+    if (code == EXIT_OK)
+        bounds_begin(p, pt); /* the percentile checks counted live, per worker */
     for (unsigned i = 0; i < pt->n_workers && code == EXIT_OK; i++) {
         pt->ws[i] = sg_worker_new(run, i, pt->n_workers, cpus[i % n_cpus], err, sizeof(err));
         if (!pt->ws[i]) {
@@ -1843,7 +1845,10 @@ static void point_verdicts(point_t *pt)
 {
     pt->duration_s = sg_metrics_duration_s(pt->merged);
     size_t n = pt->cfg.n_slo_checks;
-    sg_slo_eval(pt->cfg.slo_checks, n, pt->merged, pt->duration_s, pt->cfg.confidence_level, pt->verdicts);
+    double disp[SG_SLO_MAX];
+    point_dispersion(pt, disp); /* slow requests that came together count for fewer */
+    sg_slo_eval_clustered(pt->cfg.slo_checks, n, pt->merged, pt->duration_s, pt->cfg.confidence_level, disp,
+                          pt->verdicts);
     pt->slo_outcome = n == 0 ? SG_SLO_PASS : sg_slo_overall(pt->verdicts, n);
     pt->slo_pass = pt->slo_outcome == SG_SLO_PASS;
 }
@@ -2083,7 +2088,8 @@ int point_exec(profile_t *p, const point_spec_t *spec, point_t *pt)
     if (code == EXIT_OK && spec->probe)
         probe_begin(p, pt);
     if (code == EXIT_OK)
-        code = point_run(p, pt);
+        code = point_run(p, pt); /* point_start calls bounds_begin once it knows its workers */
+    bounds_end(p, pt);
     if (spec->probe)
         probe_end(p, pt);
     int stab_code = EXIT_OK;
@@ -2115,6 +2121,7 @@ void point_free(point_t *pt)
     free(pt->unreach);
     free(pt->artifact_dir);
     free(pt->probe.sample_t);
+    free(pt->probe.blocks);
     free(pt->probe.sample_n);
     sg_scraper_free(pt->scraper);
     stab_free(pt->stab);

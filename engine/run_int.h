@@ -71,6 +71,9 @@ typedef struct {
     uint64_t reseed;    /* > 0: draw the point's arrivals and prompt picks from --random-seed mixed with this (a
                          * search's second and later probes of one value, whose pooled evidence must be independent) */
     bool no_warmup;     /* no --warmup-request-count (a multi-run's runs after the first) */
+    /* a probe: per --slo check, how clustered the search has seen its wrong-side requests to be (>= 1; NULL: not),
+     * for the early stop's room */
+    const double *dispersion;
 } point_spec_t;
 
 /* How many load samples a probe keeps for its overload test (one per look, 20 ms apart: 10 min). */
@@ -88,8 +91,13 @@ typedef struct {
     size_t bound_check[SG_SLO_MAX];
     uint64_t bound_room[SG_SLO_MAX]; /* requests that may be on the wrong side before the failure is significant */
     uint64_t errors_seen;            /* the failures the error-rate test last looked at */
-    uint32_t n_samples;              /* (t, outstanding) while the workers were still issuing */
-    float *sample_t;                 /* s from the start instant */
+    /* per --slo check: how clustered its early stop took the requests to be */
+    double dispersion[SG_SLO_MAX];
+    /* after the run: the bounds' counts by second of intended start, all workers added, [bound k][second][measured,
+     * past] (SG_PROBE_BLOCKS seconds); NULL: none. Every point with a percentile --slo has them (bounds_end) */
+    uint32_t *blocks;
+    uint32_t n_samples; /* (t, outstanding) while the workers were still issuing */
+    float *sample_t;    /* s from the start instant */
     uint32_t *sample_n;
 } probe_t;
 
@@ -154,6 +162,12 @@ void points_row(struct sg_point_row *row, const point_t *pt, int code);
 int points_write(const profile_t *p, const char *stem, const char *key, json_t *header, const char *rows_key,
                  const struct sg_point_row *rows, size_t n);
 
+/* search.c: the percentile checks every point counts live (after probe_begin on a probe), and their counts by second
+ * once the workers have stopped; from those, how clustered each check's wrong-side requests were (disp[i] per --slo
+ * check, 1 where it cannot be told: docs/capacity.md, "Clustered evidence"). */
+void bounds_begin(profile_t *p, point_t *pt);
+void bounds_end(profile_t *p, point_t *pt);
+void point_dispersion(const point_t *pt, double *disp);
 /* search.c: a probe's look at its workers (every 20 ms while the point runs) and its set-up. */
 void probe_begin(profile_t *p, point_t *pt);
 void probe_look(profile_t *p, point_t *pt, int64_t now);

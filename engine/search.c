@@ -30,25 +30,21 @@
 
 /* ---------- one probe: its bounds, its look at the workers, its overload test ---------- */
 
-void probe_begin(profile_t *p, point_t *pt)
+/*
+ * The --slo checks the workers count live (sg_run_bound_t): every point counts each percentile check's requests past
+ * its target by second of intended start, to measure how clustered they are (point_dispersion); a search probe also
+ * stops early on them once its failure is significant (probe_look). probe_begin sets what a probe plans first.
+ */
+void bounds_begin(profile_t *p, point_t *pt)
 {
     const sg_config_t *cfg = &pt->cfg;
     probe_t *pr = &pt->probe;
     sg_run_t *run = &p->run;
-    if (cfg->request_count)
-        pr->planned = (int64_t)cfg->request_count;
-    else if (cfg->request_rate > 0 && !isinf(cfg->request_rate) && cfg->benchmark_duration_s > 0) {
-        /* what a duration-bound open loop may issue: the expected count and three standard deviations */
-        double e = cfg->request_rate * cfg->benchmark_duration_s;
-        pr->planned = (int64_t)ceil(e + 3 * sqrt(e) + 1);
-    }
     run->n_bounds = 0;
     for (size_t i = 0; i < cfg->n_slo_checks; i++) {
         const sg_slo_check_t *c = &cfg->slo_checks[i];
         double share;
         if (!sg_slo_per_request_bound(c, &share))
-            continue;
-        if (pr->planned <= 0)
             continue;
         sg_run_bound_t *b = &run->bounds[run->n_bounds];
         b->metric = c->metric;
@@ -56,10 +52,84 @@ void probe_begin(profile_t *p, point_t *pt)
         b->floor = c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
         b->strict = c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_GT;
         pr->bound_check[run->n_bounds] = i;
-        pr->bound_room[run->n_bounds] = sg_slo_significant_room(c, (uint64_t)pr->planned, cfg->confidence_level);
+        pr->dispersion[i] = pt->spec.dispersion && pt->spec.dispersion[i] > 1 ? pt->spec.dispersion[i] : 1;
+        pr->bound_room[run->n_bounds] =
+            pt->spec.probe && pr->planned > 0
+                ? sg_slo_significant_room_clustered(c, (uint64_t)pr->planned, cfg->confidence_level, pr->dispersion[i])
+                : UINT64_MAX;
         run->n_bounds++;
     }
     pr->n_bounds = run->n_bounds;
+    free(run->blocks);
+    run->blocks = NULL;
+    if (run->n_bounds)
+        run->blocks = calloc((size_t)pt->n_workers * SG_SLO_MAX * SG_PROBE_BLOCKS * 2, sizeof *run->blocks);
+}
+
+/* Once the workers have stopped: their counts by second, added into pt->probe.blocks. */
+void bounds_end(profile_t *p, point_t *pt)
+{
+    probe_t *pr = &pt->probe;
+    p->run.n_bounds = 0;
+    if (!p->run.blocks)
+        return;
+    if ((pr->blocks = calloc((size_t)SG_SLO_MAX * SG_PROBE_BLOCKS * 2, sizeof *pr->blocks)))
+        for (unsigned w = 0; w < pt->n_workers; w++)
+            for (size_t k = 0; k < pr->n_bounds; k++) {
+                const uint32_t *c = SG_PROBE_BLOCK(p->run.blocks, w, k, 0);
+                uint32_t *sum = SG_PROBE_BLOCK(pr->blocks, 0, k, 0);
+                for (size_t j = 0; j < (size_t)SG_PROBE_BLOCKS * 2; j++)
+                    sum[j] += c[j];
+            }
+    free(p->run.blocks);
+    p->run.blocks = NULL;
+}
+
+/* A check's counts by second, summed for sg_slo_dispersion: the requests measured and those past its target, the
+ * sum over seconds of past^2 / measured, and the seconds with requests. */
+typedef struct {
+    uint64_t n, past, seconds;
+    double s2;
+} seconds_t;
+
+static void seconds_add(seconds_t *t, const probe_t *pr, size_t k)
+{
+    for (size_t sec = 0; pr->blocks && sec < SG_PROBE_BLOCKS; sec++) {
+        const uint32_t *c = SG_PROBE_BLOCK(pr->blocks, 0, k, sec);
+        if (c[0] == 0)
+            continue;
+        t->n += c[0];
+        t->past += c[1];
+        t->s2 += (double)c[1] * (double)c[1] / (double)c[0];
+        t->seconds++;
+    }
+}
+
+void point_dispersion(const point_t *pt, double *disp)
+{
+    const probe_t *pr = &pt->probe;
+    for (size_t i = 0; i < SG_SLO_MAX; i++)
+        disp[i] = 1;
+    for (size_t k = 0; k < pr->n_bounds; k++) {
+        seconds_t t = {0};
+        seconds_add(&t, pr, k);
+        /* fewer than 5 past cannot show their clustering: judged as independent (a search lends its other values') */
+        if (t.past >= 5)
+            disp[pr->bound_check[k]] = sg_slo_dispersion(t.s2, t.past, t.n, t.seconds);
+    }
+}
+
+void probe_begin(profile_t *p, point_t *pt)
+{
+    const sg_config_t *cfg = &pt->cfg;
+    probe_t *pr = &pt->probe;
+    if (cfg->request_count)
+        pr->planned = (int64_t)cfg->request_count;
+    else if (cfg->request_rate > 0 && !isinf(cfg->request_rate) && cfg->benchmark_duration_s > 0) {
+        /* what a duration-bound open loop may issue: the expected count and three standard deviations */
+        double e = cfg->request_rate * cfg->benchmark_duration_s;
+        pr->planned = (int64_t)ceil(e + 3 * sqrt(e) + 1);
+    }
     if (cfg->request_rate > 0 && !isinf(cfg->request_rate)) {
         pr->sample_t = malloc(PROBE_SAMPLES * sizeof *pr->sample_t);
         pr->sample_n = malloc(PROBE_SAMPLES * sizeof *pr->sample_n);
@@ -104,12 +174,15 @@ void probe_look(profile_t *p, point_t *pt, int64_t now)
          * fewer of them measured too (sg_slo_significant_room) */
         if (over[k] > pr->bound_room[k]) {
             /* a long SLO text may cut the tail of the reason; the return value is its full length */
+            char clu[48] = "";
+            if (pr->dispersion[pr->bound_check[k]] > 1)
+                snprintf(clu, sizeof clu, ", clustered x%.1f", pr->dispersion[pr->bound_check[k]]);
             int len =
                 snprintf(pr->why, sizeof pr->why,
                          "stopped early: %s fails at %g%% confidence whatever the rest do (%llu of %lld planned "
-                         "requests past %g %s; significant past %llu)",
+                         "requests past %g %s; significant past %llu%s)",
                          c->text, 100 * cfg->confidence_level, (unsigned long long)over[k], (long long)pr->planned,
-                         c->target, sg_metric_unit(c->metric), (unsigned long long)pr->bound_room[k]);
+                         c->target, sg_metric_unit(c->metric), (unsigned long long)pr->bound_room[k], clu);
             (void)len;
             probe_stop(p, pt);
             return;
@@ -146,8 +219,8 @@ void probe_look(profile_t *p, point_t *pt, int64_t now)
  */
 void probe_end(profile_t *p, point_t *pt)
 {
+    (void)p;
     probe_t *pr = &pt->probe;
-    p->run.n_bounds = 0;
     if (pr->n_samples < 20 || pr->stopped_early)
         return;
     double t0 = pr->sample_t[0], t1 = pr->sample_t[pr->n_samples - 1];
@@ -192,10 +265,12 @@ typedef struct {
     double pool_duration; /* their durations added (the throughputs are over the time measured, not the gaps) */
     unsigned probes;
     sg_slo_outcome_t outcome;
-    bool point_pass; /* inconclusive: what the point estimates say (a provisional pass while bracketing) */
-    bool undecided;  /* still inconclusive once its budget of probes was spent: neither end of the answer */
-    bool futile;     /* inconclusive, and the rest of the budget would not narrow it enough to decide */
-    uint64_t n;      /* requests measured over the pooled probes */
+    bool point_pass;            /* inconclusive: what the point estimates say (a provisional pass while bracketing) */
+    bool undecided;             /* still inconclusive once its budget of probes was spent: neither end of the answer */
+    bool futile;                /* inconclusive, and the rest of the budget would not narrow it enough to decide */
+    uint64_t n;                 /* requests measured over the pooled probes */
+    seconds_t secs[SG_SLO_MAX]; /* per --slo check, its counts by second over the pooled probes */
+    double dispersion[SG_SLO_MAX]; /* what its verdicts took: value_dispersion */
     char why[256];
 } value_t;
 
@@ -234,6 +309,9 @@ static void verdicts_why(const sg_config_t *cfg, const sg_slo_verdict_t *vs, con
         if (v->has_interval && o < cap)
             o += (size_t)snprintf(w + o, cap - o, ", %g%% interval %.4g..%.4g over %llu", 100 * v->level, v->lo, v->hi,
                                   (unsigned long long)v->n);
+        if (v->has_interval && v->dispersion > 1 && o < cap)
+            o += (size_t)snprintf(w + o, cap - o, " (clustered x%.1f: as %.0f independent)", v->dispersion,
+                                  floor((double)v->n / v->dispersion));
     }
     if (extra && extra[0] && o + 2 < cap) {
         if (o) {
@@ -320,12 +398,13 @@ static value_t *value_at(search_t *s, double v)
  * percentile verdict needs to be able to pass (s->need), when `sized`. A count-bound probe, or a closed loop (whose
  * rate is not known ahead), keeps the configured length; an inconclusive one is pooled with more instead.
  */
-static double probe_duration(const search_t *s, double v, bool sized)
+static double probe_duration(const search_t *s, double v, bool sized, double dispersion)
 {
     const sg_config_t *cfg = &s->p->cfg;
     if (!sized || s->closed || cfg->request_count || cfg->benchmark_duration_s <= 0)
         return 0;
-    double want = (double)s->need / v;
+    /* clustered requests count for fewer: up to 4 times as long a probe, and pooling for the rest */
+    double want = (double)s->need * (dispersion < 4 ? dispersion : 4) / v;
     return want > cfg->benchmark_duration_s ? ceil(want) : 0;
 }
 
@@ -363,7 +442,8 @@ static bool futile(const sg_config_t *cfg, const value_t *x, const sg_slo_verdic
             uint64_t n = sg_hist_count(h), above = sg_hist_count_above(h, raw > 0 ? (uint64_t)raw : 0);
             double wrong = (double)(floor ? n - above : above) / (double)n;
             double allowed = floor ? c->pct / 100 : 1 - c->pct / 100;
-            double n2 = ceil((double)n * grow), lo, hi;
+            /* clustered requests count for fewer (value_dispersion) */
+            double n2 = ceil((double)n / (v->dispersion > 1 ? v->dispersion : 1) * grow), lo, hi;
             sg_proportion_interval((uint64_t)llround(wrong * n2), (uint64_t)n2, cfg->confidence_level, &lo, &hi);
             if (hi < allowed || lo > allowed)
                 return false;
@@ -373,6 +453,38 @@ static bool futile(const sg_config_t *cfg, const value_t *x, const sg_slo_verdic
             return false;
     }
     return true;
+}
+
+/*
+ * How clustered check i's wrong-side requests are at x (docs/capacity.md, "Clustered evidence"): slow requests come
+ * in bursts (a burst of arrivals, a stall of the server), so k of n past the target may be a few episodes, not k
+ * independent requests, and a verdict that counted them as independent would be surer than its evidence. The
+ * dispersion is Pearson's chi-square of x's counts by second over its degrees of freedom (at least 1). Judged from
+ * x's own seconds once it has 5 requests past the target; with fewer, x cannot show its clustering (an unclustered
+ * pass has none), so the search's other values near the target lend theirs: those with at least 2 past and a share
+ * past at most 3 times what the check allows, pooled as one chi-square. Farther up the episodes are longer (a queue's
+ * busy periods grow steeply toward saturation, and a backlog growing through an overloaded probe reads as clustering
+ * too): lent to a value below, they made a pass with none past in 9,000 requests impossible against llama-server.
+ * Either way a chi-square chance could give independent requests (under its 99th percentile) counts as no clustering.
+ */
+static double value_dispersion(const search_t *s, const value_t *x, size_t i)
+{
+    const sg_slo_check_t *c = &s->p->cfg.slo_checks[i];
+    const seconds_t *t = &x->secs[i];
+    double own = sg_slo_dispersion(t->s2, t->past, t->n, t->seconds), allowed;
+    if (t->past >= 5 || !sg_slo_per_request_bound(c, &allowed))
+        return own;
+    double chi2 = 0, df = 0;
+    for (size_t j = 0; j < s->n_vals; j++) {
+        const seconds_t *u = &s->vals[j].secs[i];
+        if (u->past < 2 || u->past >= u->n || u->seconds < 2 || (double)u->past > 3 * allowed * (double)u->n)
+            continue;
+        double share = (double)u->past / (double)u->n;
+        chi2 += (u->s2 - (double)u->past * share) / (share * (1 - share));
+        df += (double)(u->seconds - 1);
+    }
+    double lent = sg_slo_chi2_dispersion(chi2, df);
+    return own > lent ? own : lent;
 }
 
 /* One probe at x's value, pooled into x: its row, and x's verdict on all of its probes. 0, or -1 when the search
@@ -401,9 +513,16 @@ static int probe_once(search_t *s, value_t *x, bool sized)
     char prefix[32];
     snprintf(prefix, sizeof prefix, "probe_%02zu_", s->n + 1);
     points_subdir(row->dir, sizeof row->dir, s->closed, x->v, prefix);
-    double dur = probe_duration(s, x->v, sized);
-    char len[64] = "";
-    if (dur > 0)
+    double disp[SG_SLO_MAX] = {0}, most = 1;
+    for (size_t i = 0; i < cfg->n_slo_checks; i++) {
+        disp[i] = value_dispersion(s, x, i);
+        most = disp[i] > most ? disp[i] : most;
+    }
+    double dur = probe_duration(s, x->v, sized, most);
+    char len[96] = "";
+    if (dur > 0 && most > 1)
+        snprintf(len, sizeof len, ", %.0f s for %.0f requests (clustered x%.1f)", dur, dur * x->v, most);
+    else if (dur > 0)
         snprintf(len, sizeof len, ", %.0f s for %llu requests", dur, (unsigned long long)s->need);
     if (x->probes)
         fprintf(stderr, "surge: probe %zu: %s %g, pooled with its %u earlier probe%s%s\n", s->n + 1, what, x->v,
@@ -417,7 +536,8 @@ static int probe_once(search_t *s, value_t *x, bool sized)
                          .quiet = true,
                          .probe = true,
                          .duration_s = dur,
-                         .reseed = x->probes};
+                         .reseed = x->probes,
+                         .dispersion = disp};
     point_t pt = {0};
     int pc = s->exec(p, &spec, &pt);
     if (!pt.merged) {
@@ -452,7 +572,12 @@ static int probe_once(search_t *s, value_t *x, bool sized)
     x->probes++;
     x->pool_duration += pt.duration_s;
     x->n = sg_metrics_ok(x->pool) + sg_metrics_errors(x->pool);
-    sg_slo_eval(cfg->slo_checks, cfg->n_slo_checks, x->pool, x->pool_duration, cfg->confidence_level, row->verdicts);
+    for (size_t k = 0; k < pt.probe.n_bounds; k++)
+        seconds_add(&x->secs[pt.probe.bound_check[k]], &pt.probe, k);
+    for (size_t i = 0; i < cfg->n_slo_checks; i++)
+        x->dispersion[i] = value_dispersion(s, x, i);
+    sg_slo_eval_clustered(cfg->slo_checks, cfg->n_slo_checks, x->pool, x->pool_duration, cfg->confidence_level,
+                          x->dispersion, row->verdicts);
     row->slo_outcome = sg_slo_overall(row->verdicts, cfg->n_slo_checks);
     row->slo_pass = row->slo_outcome == SG_SLO_PASS;
     row->pooled = x->probes;
@@ -465,7 +590,11 @@ static int probe_once(search_t *s, value_t *x, bool sized)
                  (unsigned long long)row->errors, (unsigned long long)(row->ok + row->errors), cfg->max_error_rate);
         extra = errs;
     }
-    if (pt.probe.stopped_early || pt.probe.overloaded || pc == EXIT_REQUEST_ERRORS) {
+    /* an early stop stands: it was judged with the clustering known before the probe. Its own seconds cannot
+     * overrule it, since a stop comes when slow requests pile up, and a backlog growing through an overloaded probe
+     * piles them up at its end too */
+    bool stopped = pt.probe.stopped_early;
+    if (stopped || pt.probe.overloaded || pc == EXIT_REQUEST_ERRORS) {
         x->outcome = SG_SLO_FAIL;
     } else {
         x->outcome = row->slo_outcome;
@@ -473,7 +602,7 @@ static int probe_once(search_t *s, value_t *x, bool sized)
         for (size_t i = 0; i < cfg->n_slo_checks; i++)
             x->point_pass = x->point_pass && row->verdicts[i].point_pass;
     }
-    if (pt.probe.stopped_early)
+    if (stopped)
         snprintf(x->why, sizeof x->why, "%s", pt.probe.why);
     else
         verdicts_why(cfg, row->verdicts, extra, x->why, sizeof x->why);
@@ -555,6 +684,17 @@ static void place(search_t *s, value_t *x)
 static double next_value(const search_t *s)
 {
     const sg_config_t *cfg = &s->p->cfg;
+    if (s->fail && !s->pass) {
+        /* nothing passes yet: settle the lowest value bracketing left open below the failing end (its short probes
+         * failed on their point estimate only) before calling the search's answer none */
+        const value_t *low = NULL;
+        for (size_t i = 0; i < s->n_vals; i++) {
+            const value_t *x = &s->vals[i];
+            if (x->v < s->fail->v && x->outcome == SG_SLO_INCONCLUSIVE && !x->undecided && (!low || x->v < low->v))
+                low = x;
+        }
+        return low ? low->v : -1;
+    }
     if (!s->pass || !s->fail || s->fail->v <= s->pass->v)
         return -1;
     double lo = s->pass->v, hi = s->fail->v;

@@ -73,12 +73,21 @@ typedef struct sg_run {
     atomic_int stop;                   /* an sg_stop_why_t: stop issuing, cancel what is in flight; 0 = go on */
     sg_run_bound_t bounds[SG_SLO_MAX]; /* a search probe's; counted into sg_worker_progress_t.over */
     size_t n_bounds;
+    /* a search probe's bounds again, by second of intended start, per worker of this process (how clustered the
+     * requests past a bound are: docs/capacity.md, "Clustered evidence"): SG_PROBE_BLOCK(run, worker, bound, second)
+     * points at two counts, the requests measured and those past the bound. NULL: not counted */
+    uint32_t *blocks;
     /* --cache-bust: request id + uniq_base numbers a request's own prompt words (sg_payload_uniq). It starts at a
      * random value per run (so two runs do not send the same prompts), and each load point of a sweep or search
      * starts past the ids of the points before it, so no point repeats another's prompts */
     uint64_t uniq_base;
     uint64_t point_ids; /* the ids the last point used (the most any worker issued, times the streams) */
 } sg_run_t;
+
+/* A probe's seconds counted apart (a later second counts into the last). */
+#define SG_PROBE_BLOCKS 600
+#define SG_PROBE_BLOCK(blocks, worker, bound, second)                                                                  \
+    ((blocks) + ((((size_t)(worker)*SG_SLO_MAX + (bound)) * SG_PROBE_BLOCKS) + (second)) * 2)
 
 /* `surge profile ...`: returns the process exit status. */
 int sg_profile_main(int argc, char **argv);

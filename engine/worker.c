@@ -381,6 +381,15 @@ static void count_bounds(sg_worker_t *w, const sg_record_t *rec)
         bool wrong = b->floor ? (b->strict ? v <= b->bound : v < b->bound) : (b->strict ? v >= b->bound : v > b->bound);
         if (wrong)
             atomic_fetch_add_explicit(&w->progress.over[i], 1, memory_order_relaxed);
+        if (run->blocks) {
+            /* this worker's own counts: read once the workers have stopped */
+            int64_t t = rec->intended_ns - run->start_ns;
+            int64_t s = t > 0 ? t / 1000000000 : 0;
+            uint32_t *c = SG_PROBE_BLOCK(run->blocks, w->index - run->stream_offset, i,
+                                         s < SG_PROBE_BLOCKS ? s : SG_PROBE_BLOCKS - 1);
+            c[0]++;
+            c[1] += wrong;
+        }
     }
 }
 

@@ -639,7 +639,13 @@ static void put_verdicts(FILE *out, const sg_run_info_t *info)
     for (size_t i = 0; i < n; i++) {
         const sg_slo_check_t *c = &info->slo_checks[i];
         const sg_slo_verdict_t *v = &info->slo_verdicts[i];
-        const char *verdict = v->outcome == SG_SLO_PASS           ? "PASS"
+        char clustered[96] = "";
+        if (v->dispersion > 1 && v->outcome == SG_SLO_INCONCLUSIVE)
+            snprintf(clustered, sizeof clustered,
+                     "INCONCLUSIVE (the interval holds the target; clustered x%.1f: as %.0f independent)",
+                     v->dispersion, floor((double)v->n / v->dispersion));
+        const char *verdict = clustered[0]                        ? clustered
+                              : v->outcome == SG_SLO_PASS         ? "PASS"
                               : v->outcome == SG_SLO_INCONCLUSIVE ? "INCONCLUSIVE (the interval holds the target)"
                               : v->measurable                     ? "FAIL"
                               : c->kind == SG_SLO_DIST            ? "FAIL (not measurable: no request had this metric)"
@@ -1279,6 +1285,8 @@ static json_t *build_summary(const sg_metrics_t *m, const sg_run_info_t *info)
             rc = rc ? rc : set(e, "n", json_integer((json_int_t)v->n));
             rc = rc ? rc : set(e, "confidence_level", real(v->level));
             rc = rc ? rc : set(e, "interval", sg_slo_interval_json(v));
+            if (v->dispersion > 1) /* clustered: the interval counts its n as n / dispersion (docs/metrics.md) */
+                rc = rc ? rc : set(e, "dispersion", real(v->dispersion));
             all = all && v->pass;
         }
         rc = rc ? rc : set(root, "slo_pass", json_boolean(all));

@@ -193,6 +193,9 @@ json_t *sg_points_json(const sg_point_row_t *rows, size_t n, const sg_slo_check_
             json_object_set_new(e, "n", json_integer((json_int_t)r->verdicts[k].n));
             json_object_set_new(e, "confidence_level", json_real(r->verdicts[k].level));
             json_object_set_new(e, "interval", sg_slo_interval_json(&r->verdicts[k]));
+            /* a search probe's percentile: how clustered its wrong-side requests were (docs/capacity.md) */
+            if (r->verdicts[k].dispersion > 1)
+                json_object_set_new(e, "dispersion", json_real(r->verdicts[k].dispersion));
             json_array_append_new(slo, e);
         }
         json_object_set_new(o, "slo", slo ? slo : json_null());

@@ -53,6 +53,8 @@ typedef struct sg_slo_verdict {
     bool has_interval; /* a percentile, an average or error_rate: lo..hi is its interval at `level` */
     double lo, hi;     /* in the target's unit; -INFINITY / INFINITY for an end the evidence cannot bound */
     double level;      /* the confidence level, e.g. 0.95 */
+    double dispersion; /* a percentile's: the n values count as n / dispersion independent ones (1: as themselves;
+                        * sg_slo_eval_clustered) */
 } sg_slo_verdict_t;
 
 /* The unit of a check's target and measured value: "ms", "tokens/sec/user", "requests/sec", "" for a fraction. */
@@ -72,6 +74,27 @@ SG_WUR int sg_slo_parse(const char *text, sg_slo_check_t *out, char *err, size_t
  */
 void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, double duration_s, double level,
                  sg_slo_verdict_t *out);
+
+/*
+ * The same, with each percentile check's values clustered: dispersion[i] >= 1 (NULL, or a value <= 1: none) says
+ * that the spread of check i's count on the wrong side of its target is that many times a binomial's, as when slow
+ * requests come in bursts (docs/capacity.md, "Clustered evidence"). Its interval is then the one n / dispersion
+ * independent values would give, its ranks scaled back to the n measured: wider, never narrower.
+ */
+void sg_slo_eval_clustered(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, double duration_s,
+                           double level, const double *dispersion, sg_slo_verdict_t *out);
+
+/*
+ * How clustered a check's wrong-side requests are, from their counts in consecutive blocks (seconds of intended
+ * start): Pearson's chi-square of the blocks' counts against one share, over its degrees of freedom, where that
+ * chi-square is past its 99th percentile for independent requests (sg_slo_chi2_dispersion); else 1. s2 is the sum
+ * over blocks of k_b^2 / n_b, k and n the totals, blocks the blocks with n_b > 0. 1 also when it cannot be told
+ * (fewer than two blocks, or no count, or every request on the wrong side).
+ */
+double sg_slo_dispersion(double s2, uint64_t k, uint64_t n, uint64_t blocks);
+/* chi2 / df where chi2 is past the 99th percentile of a chi-square with df degrees of freedom, else 1: chance alone
+ * does not make independent requests look clustered (1 in 100). */
+double sg_slo_chi2_dispersion(double chi2, double df);
 
 /* The outcome of a point with these verdicts: fail when one fails, else inconclusive when one is, else pass (n > 0;
  * none at all: fail). */
@@ -110,5 +133,8 @@ bool sg_slo_per_request_bound(const sg_slo_check_t *c, double *share_allowed);
  * are. planned itself when the check could not fail significantly.
  */
 uint64_t sg_slo_significant_room(const sg_slo_check_t *c, uint64_t planned, double level);
+/* The same for requests clustered by dispersion (>= 1; sg_slo_eval_clustered): the room of planned / dispersion
+ * independent values, scaled back. */
+uint64_t sg_slo_significant_room_clustered(const sg_slo_check_t *c, uint64_t planned, double level, double dispersion);
 
 #endif

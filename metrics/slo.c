@@ -241,7 +241,52 @@ static sg_slo_outcome_t judge(sg_slo_op_t op, double lo, double hi, double targe
 }
 
 /* A statistic of a distribution: the point estimate, and the interval of a percentile or the average. */
-static void eval_dist(const sg_slo_check_t *c, const sg_metrics_t *m, const sg_hist_t *h, double level,
+/*
+ * The ranks bounding the p-quantile among n values of which only n / disp count as independent (disp >= 1): the
+ * ranks n / disp values would give, scaled back to n, the lower one down and the upper one up (0 and n + 1: no
+ * bound). disp <= 1: sg_quantile_ranks itself.
+ */
+static void clustered_ranks(uint64_t n, double p, double level, double disp, uint64_t *l, uint64_t *u)
+{
+    if (!(disp > 1)) {
+        sg_quantile_ranks(n, p, level, l, u);
+        return;
+    }
+    uint64_t ne = (uint64_t)floor((double)n / disp);
+    if (ne < 1) {
+        *l = 0;
+        *u = n + 1;
+        return;
+    }
+    uint64_t le, ue;
+    sg_quantile_ranks(ne, p, level, &le, &ue);
+    double r = (double)n / (double)ne;
+    *l = le < 1 ? 0 : (uint64_t)floor((double)le * r);
+    *u = ue > ne ? n + 1 : (uint64_t)ceil((double)ue * r);
+    if (*u > n + 1)
+        *u = n + 1;
+}
+
+double sg_slo_chi2_dispersion(double chi2, double df)
+{
+    if (!(df >= 1) || !(chi2 > df))
+        return 1;
+    /* the chi-square's 99th percentile (Wilson-Hilferty): independent requests' counts pass it once in 100 */
+    double a = 2 / (9 * df), q = df * pow(1 - a + 2.3263478740408408 * sqrt(a), 3);
+    return chi2 > q ? chi2 / df : 1;
+}
+
+double sg_slo_dispersion(double s2, uint64_t k, uint64_t n, uint64_t blocks)
+{
+    if (blocks < 2 || k == 0 || k >= n)
+        return 1;
+    double p = (double)k / (double)n;
+    /* sum over blocks of (k_b - n_b p)^2 / (n_b p (1 - p)), expanded: (s2 - k^2 / n) / (p (1 - p)) */
+    double chi2 = (s2 - (double)k * (double)k / (double)n) / (p * (1 - p));
+    return sg_slo_chi2_dispersion(chi2, (double)(blocks - 1));
+}
+
+static void eval_dist(const sg_slo_check_t *c, const sg_metrics_t *m, const sg_hist_t *h, double level, double disp,
                       sg_slo_verdict_t *v)
 {
     double scale = sg_metric_scale(c->metric);
@@ -278,7 +323,8 @@ static void eval_dist(const sg_slo_check_t *c, const sg_metrics_t *m, const sg_h
          * value at least its wait): the lower bound is the l-th of the completed and the waits together, the upper
          * the u-th completed one (none: open), which no cancelled value can push up */
         uint64_t cancelled = least > 0 ? sg_metrics_cancelled(m) : 0, all = n + cancelled, l, u;
-        sg_quantile_ranks(all, c->pct / 100, level, &l, &u);
+        clustered_ranks(all, c->pct / 100, level, disp, &l, &u);
+        v->dispersion = disp > 1 ? disp : 1;
         v->has_interval = true;
         v->n = all;
         if (l < 1)
@@ -308,12 +354,19 @@ static void eval_dist(const sg_slo_check_t *c, const sg_metrics_t *m, const sg_h
 void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, double duration_s, double level,
                  sg_slo_verdict_t *out)
 {
+    sg_slo_eval_clustered(checks, n, m, duration_s, level, NULL, out);
+}
+
+void sg_slo_eval_clustered(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, double duration_s,
+                           double level, const double *dispersion, sg_slo_verdict_t *out)
+{
     uint64_t ok = sg_metrics_ok(m), failed = sg_metrics_errors(m);
     for (size_t i = 0; i < n; i++) {
         const sg_slo_check_t *c = &checks[i];
         sg_slo_verdict_t *v = &out[i];
         memset(v, 0, sizeof *v);
         v->level = level;
+        v->dispersion = 1;
         switch (c->kind) {
         case SG_SLO_ERROR_RATE:
             v->measurable = ok + failed > 0;
@@ -338,7 +391,7 @@ void sg_slo_eval(const sg_slo_check_t *checks, size_t n, const sg_metrics_t *m, 
             const sg_hist_t *h = sg_metrics_hist(m, c->metric);
             v->measurable = h && sg_hist_count(h) > 0;
             if (v->measurable)
-                eval_dist(c, m, h, level, v);
+                eval_dist(c, m, h, level, dispersion ? dispersion[i] : 1, v);
             break;
         }
         }
@@ -408,8 +461,13 @@ bool sg_slo_per_request_bound(const sg_slo_check_t *c, double *share_allowed)
 
 uint64_t sg_slo_significant_room(const sg_slo_check_t *c, uint64_t planned, double level)
 {
+    return sg_slo_significant_room_clustered(c, planned, level, 1);
+}
+
+uint64_t sg_slo_significant_room_clustered(const sg_slo_check_t *c, uint64_t planned, double level, double dispersion)
+{
     uint64_t l, u;
-    sg_quantile_ranks(planned, c->pct / 100, level, &l, &u);
+    clustered_ranks(planned, c->pct / 100, level, dispersion, &l, &u);
     /* a ceiling fails significantly once its lower bound, the l-th smallest value, is past the target: once more
      * than planned - l values are; a floor once its upper bound, the u-th smallest, is below it: u values */
     bool ceiling = c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_LE;

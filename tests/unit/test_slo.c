@@ -5,7 +5,10 @@
  */
 #include "sg_metrics.h"
 #include "sg_slo.h"
+#include "sg_stats.h"
 #include "test.h"
+
+#include <math.h>
 
 #define MS 1000000LL
 #define T0 (500LL * 1000 * MS) /* an arbitrary monotonic origin: 500 s */
@@ -586,6 +589,63 @@ static void test_cancelled(void)
     sg_metrics_free(m);
 }
 
+/*
+ * Clustered requests (docs/metrics.md): the dispersion of counts by second, and the wider interval it gives. Ten
+ * seconds of 100 requests with all 10 slow ones in one second: p = 0.01, chi-square (1 - 10^2/1000) / (0.01 x 0.99)
+ * = 90.909..., over 9 degrees of freedom 10.101...; the same 10 one per second: chi-square 0, so 1.
+ */
+static void test_clustered(void)
+{
+    CHECK_NEAR(sg_slo_dispersion(100.0 / 100, 10, 1000, 10), 0.9 / 0.0099 / 9, 1e-9);
+    /* chance: a chi-square with 9 degrees of freedom passes 21.67 once in 100 (21.70 by Wilson-Hilferty's form) */
+    CHECK_NEAR(sg_slo_chi2_dispersion(21.5, 9), 1, 0);
+    CHECK_NEAR(sg_slo_chi2_dispersion(21.8, 9), 21.8 / 9, 1e-12);
+    CHECK_NEAR(sg_slo_chi2_dispersion(5, 0), 1, 0);
+    CHECK_NEAR(sg_slo_dispersion(10 * (1.0 / 100), 10, 1000, 10), 1, 0);
+    CHECK_NEAR(sg_slo_dispersion(0, 0, 1000, 10), 1, 0);       /* none past: cannot be told */
+    CHECK_NEAR(sg_slo_dispersion(1000, 1000, 1000, 10), 1, 0); /* all past */
+    CHECK_NEAR(sg_slo_dispersion(1, 10, 100, 1), 1, 0);        /* one second */
+    sg_metrics_t *m = sg_metrics_new(NULL, 0);
+    for (int i = 1; i <= 1000; i++) {
+        sg_record_t r = streamed((uint64_t)i, T0 + i * MS, i, 2, 1);
+        sg_metrics_add(m, &r);
+    }
+    double d = sg_metrics_duration_s(m);
+    sg_slo_check_t c = parsed("ttft:p99<997.5");
+    sg_slo_verdict_t plain, one, two, four;
+    sg_slo_eval(&c, 1, m, d, 0.95, &plain);
+    double disp = 1;
+    sg_slo_eval_clustered(&c, 1, m, d, 0.95, &disp, &one);
+    CHECK(one.lo == plain.lo && one.hi == plain.hi && one.outcome == SG_SLO_PASS && one.dispersion == 1);
+    /* as 500 independent: the ranks 500 values give for a p99, doubled; no longer sure under 997.5 */
+    disp = 2;
+    sg_slo_eval_clustered(&c, 1, m, d, 0.95, &disp, &two);
+    uint64_t l, u;
+    sg_quantile_ranks(500, 0.99, 0.95, &l, &u);
+    CHECK_NEAR(two.lo, (double)(2 * l), 2.0 * (double)l / 1024);
+    if (u <= 500)
+        CHECK_NEAR(two.hi, (double)(2 * u), 2.0 * (double)u / 1024);
+    CHECK(two.lo < plain.lo && two.hi >= plain.hi && two.outcome == SG_SLO_INCONCLUSIVE && two.dispersion == 2);
+    CHECK(two.n == 1000);
+    /* as 250: under the 368 a p99 needs for an upper bound */
+    disp = 4;
+    sg_slo_eval_clustered(&c, 1, m, d, 0.95, &disp, &four);
+    CHECK(isinf(four.hi) && four.outcome == SG_SLO_INCONCLUSIVE);
+    /* an average is not a count: unchanged */
+    sg_slo_check_t avg = parsed("ttft:avg<518.6");
+    sg_slo_verdict_t a1, a4;
+    sg_slo_eval(&avg, 1, m, d, 0.95, &a1);
+    sg_slo_eval_clustered(&avg, 1, m, d, 0.95, &disp, &a4);
+    CHECK(a1.lo == a4.lo && a1.hi == a4.hi && a4.dispersion == 1);
+    /* a probe's early stop needs more past its target when they come clustered */
+    sg_slo_check_t p99 = parsed("ttft:p99<100");
+    uint64_t room1 = sg_slo_significant_room(&p99, 600, 0.95),
+             room8 = sg_slo_significant_room_clustered(&p99, 600, 0.95, 8);
+    CHECK(sg_slo_significant_room_clustered(&p99, 600, 0.95, 1) == room1);
+    CHECK(room8 > room1);
+    sg_metrics_free(m);
+}
+
 int main(void)
 {
     test_parse();
@@ -595,5 +655,6 @@ int main(void)
     test_not_measurable();
     test_per_request_bound();
     test_cancelled();
+    test_clustered();
     return test_finish("test_slo");
 }
