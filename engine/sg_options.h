@@ -181,7 +181,7 @@ typedef struct {
     unsigned flags;             /* SG_OPT_* */
     const char *const *aliases; /* NULL-terminated other names, or NULL */
     sg_opt_type_t type;
-    size_t field;      /* typed rows: offsetof(sg_config_t, the field) */
+    size_t field;      /* typed rows (and echo_type rows): offsetof(sg_config_t, the field) */
     size_t given;      /* 0, or 1 + offsetof(parse_state_t, a bool the row sets to true when given) */
     size_t set;        /* 0, or 1 + offsetof(sg_config_t, a bool the row sets to true when given) */
     size_t first;      /* 0, or 1 + offsetof(parse_state_t, a const char * set to the row's name unless already set) */
