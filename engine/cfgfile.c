@@ -27,6 +27,7 @@ typedef struct {
     char where[WHERE_LEN]; /* "FILE:LINE" */
     char **words;          /* "--name=value" or "--name" */
     size_t n_words;
+    const char *refuse; /* why the entry cannot be used unless the command line overrides it; NULL when it can */
 } entry_t;
 
 typedef struct {
@@ -555,6 +556,283 @@ static int read_file(file_t *f, unsigned char **data, size_t *len)
     return 0;
 }
 
+/* ---------- an expanded configuration read back (surge config expand's JSON, a run's input_config) ---------- */
+
+/* A value of the echo as the text of a flag's value: numbers exact (%.17g), a list joined with commas. NULL for
+ * anything else (an object, a null). malloc'd. */
+static char *echo_text(const json_t *v)
+{
+    char *t = NULL;
+    if (json_is_string(v))
+        t = strdup(json_string_value(v));
+    else if (json_is_integer(v) && asprintf(&t, "%" JSON_INTEGER_FORMAT, json_integer_value(v)) < 0)
+        t = NULL;
+    else if (json_is_real(v) && asprintf(&t, "%.17g", json_real_value(v)) < 0)
+        t = NULL;
+    else if (json_is_boolean(v))
+        t = strdup(json_is_true(v) ? "true" : "false");
+    else if (json_is_array(v)) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            char *it = json_is_array(item) ? NULL : echo_text(item), *joined = NULL;
+            if (!it || asprintf(&joined, "%s%s%s", t ? t : "", t ? "," : "", it) < 0) {
+                free(it);
+                free(t);
+                return NULL;
+            }
+            free(it);
+            free(t);
+            t = joined;
+        }
+        if (!t)
+            t = strdup("");
+    }
+    return t;
+}
+
+/* Flag `flag` (a long name) with the echo's value v, as the entry of key in f. Lists give a repeatable flag once per
+ * item; true gives a flag without a value, false its no- form (or nothing); objects give NAME:VALUE per member
+ * (--goodput) or, for --extra-inputs, the object itself. */
+static int echo_flag(file_t *f, const char *key, const char *flag, const json_t *v, const struct option *longs)
+{
+    const struct option *o = find_opt(longs, flag);
+    if (!o || not_a_key(o)) {
+        problem(f, 0, "%s: not a key of an expanded configuration", key);
+        return 0;
+    }
+    entry_t e = {.opt = o, .group = group_of(o)};
+    for (size_t i = 0; i < f->n; i++)
+        if (f->e[i].group == e.group) {
+            problem(f, 0, "%s: the same option as %s, given before; give it once", key, f->e[i].opt->name);
+            return 0;
+        }
+    snprintf(e.where, sizeof e.where, "%s: %s", f->path, key);
+    int rc = 0;
+    bool repeat = sg_config_option_repeatable(o->val);
+    if (json_is_object(v) && strcmp(o->name, "extra-inputs") == 0) {
+        char *t = json_dumps(v, JSON_COMPACT);
+        rc = t ? push_word(&e, o->name, t) : SG_ENOMEM;
+        free(t);
+    } else if (json_is_object(v) && repeat) {
+        const char *k;
+        json_t *m;
+        json_object_foreach((json_t *)v, k, m)
+        {
+            char *t = echo_text(m), *pair = NULL;
+            rc = t && asprintf(&pair, "%s:%s", k, t) >= 0 ? push_word(&e, o->name, pair) : SG_ENOMEM;
+            free(t);
+            free(pair);
+            if (rc)
+                break;
+        }
+    } else if (json_is_array(v) && repeat) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(v, i, item)
+        {
+            char *t = echo_text(item);
+            rc = t ? push_word(&e, o->name, t) : SG_ENOMEM;
+            free(t);
+            if (rc)
+                break;
+        }
+    } else if (json_is_boolean(v) && o->has_arg == no_argument) {
+        char neg[140];
+        snprintf(neg, sizeof neg, "no-%s", o->name);
+        const struct option *n = json_is_true(v) ? o : find_opt(longs, neg);
+        rc = n ? push_word(&e, n->name, NULL) : 0;
+    } else if (json_is_true(v) && o->has_arg == optional_argument) {
+        rc = push_word(&e, o->name, NULL);
+    } else {
+        char *t = echo_text(v);
+        if (!t) {
+            problem(f, 0, "%s: a value --%s cannot take", key, o->name);
+            return 0;
+        }
+        rc = push_word(&e, o->name, t);
+        free(t);
+    }
+    entry_t *grown = rc == 0 ? realloc(f->e, (f->n + 1) * sizeof *grown) : NULL;
+    if (!grown) {
+        for (size_t j = 0; j < e.n_words; j++)
+            free(e.words[j]);
+        free(e.words);
+        return rc ? rc : SG_ENOMEM;
+    }
+    f->e = grown;
+    f->e[f->n++] = e;
+    return 0;
+}
+
+/* Whether a list of headers holds one the echo redacted (its value is not in the file). */
+static bool redacted(const json_t *headers)
+{
+    size_t i;
+    json_t *h;
+    json_array_foreach(headers, i, h)
+    {
+        const char *t = json_string_value(h);
+        if (t && strstr(t, ": <redacted>"))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * The echo's structures (engine/config.c's hooks) and the flags of their members: "" for a member the echo derives
+ * or repeats from elsewhere. A member not listed is the flag of its own name.
+ */
+static const struct {
+    const char *group, *member, *flag;
+} echo_members[] = {
+    {"stability", "measurement_interval_ms", "measurement-interval"},
+    {"sweep", "kind", ""}, /* with values: --concurrency or --request-rate V1,V2,... */
+    {"sweep", "values", ""},
+    {"sweep", "cooldown_seconds", "parameter-sweep-cooldown-seconds"},
+    {"search", "kind", "search"},
+    {"search", "range_lo", ""}, /* with range_hi: --search-range LO:HI */
+    {"search", "range_hi", ""},
+    {"search", "precision", "search-precision"},
+    {"search", "trials", "search-trials"},
+    {"search", "max_trials", "search-max-trials"},
+    {"search", "cooldown_seconds", "parameter-sweep-cooldown-seconds"},
+    {"multi_run", "confidence_level", ""}, /* the top level's */
+    {"multi_run", "cooldown_seconds", "profile-run-cooldown-seconds"},
+    {"multi_run", "warmup_only_first_run", "profile-run-disable-warmup-after-first"},
+    {"media", "audio_sample_rates_hz", "audio-sample-rates"},
+};
+
+/* The flag a key (or a member's) of the echo names: its dashes for underscores. */
+static void flag_of(char *out, size_t cap, const char *key)
+{
+    size_t i = 0;
+    for (; key[i] && i + 1 < cap; i++)
+        out[i] = key[i] == '_' ? '-' : key[i];
+    out[i] = '\0';
+}
+
+static int echo_group(file_t *f, const char *key, const json_t *g, const struct option *longs)
+{
+    int rc = 0;
+    const char *m;
+    json_t *v;
+    json_object_foreach((json_t *)g, m, v)
+    {
+        char flag[128], shown[200];
+        flag_of(flag, sizeof flag, m);
+        for (size_t i = 0; i < SG_ARRAY_LEN(echo_members); i++)
+            if (strcmp(echo_members[i].group, key) == 0 && strcmp(echo_members[i].member, m) == 0)
+                snprintf(flag, sizeof flag, "%s", echo_members[i].flag);
+        snprintf(shown, sizeof shown, "%s.%s", key, m);
+        if (flag[0] && !json_is_null(v) && (rc = echo_flag(f, shown, flag, v, longs)) != 0)
+            return rc;
+    }
+    if (strcmp(key, "sweep") == 0) {
+        const char *kind = json_string_value(json_object_get(g, "kind"));
+        char flag[64];
+        flag_of(flag, sizeof flag, kind ? kind : "");
+        rc = echo_flag(f, "sweep.values", flag, json_object_get(g, "values"), longs);
+    } else if (strcmp(key, "search") == 0) {
+        const json_t *lo = json_object_get(g, "range_lo"), *hi = json_object_get(g, "range_hi");
+        char *tl = echo_text(lo), *th = json_is_null(hi) ? strdup("") : echo_text(hi), *range = NULL;
+        if (tl && th && asprintf(&range, "%s:%s", tl, th) >= 0) {
+            json_t *r = json_string(range);
+            rc = r ? echo_flag(f, "search.range_lo", "search-range", r, longs) : SG_ENOMEM;
+            json_decref(r);
+        }
+        free(tl);
+        free(th);
+        free(range);
+    }
+    return rc;
+}
+
+/*
+ * An expanded configuration: the JSON surge config expand prints (a run's input_config, as sg_config_to_json
+ * writes it), read back as the flags that make it again. A null, or a value the defaults' echo has, is not a flag
+ * given (so that the rules between options see what the run was given, not every default); the keys the echo derives
+ * (derived: the file's name and hash; the first point's load beside a sweep or a search, which set it; the
+ * duration the stability windows set; url beside urls) say nothing; a structure's members are their flags
+ * (echo_members).
+ */
+static int take_echo(file_t *f, const json_t *root, const struct option *longs)
+{
+    /* keys the echo derives: always, or when the key `by` is set (present, not null, not false) */
+    static const struct {
+        const char *key, *by;
+    } derived[] = {
+        {"config_file", NULL},
+        {"config_file_sha256", NULL},
+        {"isl_estimate", NULL},
+        {"request_rate", "sweep"},
+        {"concurrency", "sweep"},
+        {"request_rate", "search"},
+        {"concurrency", "search"},
+        {"benchmark_duration", "stability"},
+        {"request_count", "fixed_schedule"},
+        {"url", "urls"},
+        {"server_metrics_url", "gpu_telemetry"},
+    };
+    json_t *def = sg_config_default_echo();
+    if (!def)
+        return SG_ENOMEM;
+    /* --gpu-telemetry's exporters are in server_metrics_url with the others: each given as --gpu-telemetry URL */
+    json_t *scrape = json_object_get(root, "server_metrics_url");
+    const char *url = json_string_value(json_object_get(root, "url"));
+    int rc = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)root, key, v)
+    {
+        bool skip = json_is_null(v) || json_equal(v, json_object_get(def, key));
+        for (size_t i = 0; i < SG_ARRAY_LEN(derived); i++) {
+            const json_t *by = derived[i].by ? json_object_get(root, derived[i].by) : NULL;
+            skip = skip || (strcmp(key, derived[i].key) == 0 &&
+                            (!derived[i].by || (by && !json_is_null(by) && !json_is_false(by))));
+        }
+        /* the service kind says it: --endpoint-type kserve is --service-kind triton */
+        skip = skip ||
+               (strcmp(key, "endpoint_type") == 0 && json_is_string(v) && strcmp(json_string_value(v), "kserve") == 0);
+        if (skip)
+            continue;
+        char flag[128];
+        flag_of(flag, sizeof flag, key);
+        if (strcmp(key, "gpu_telemetry") == 0 && json_array_size(scrape) > 0) {
+            rc = echo_flag(f, key, "gpu-telemetry", scrape, longs);
+        } else if (json_is_object(v) && strcmp(key, "extra_inputs") != 0 && strcmp(key, "goodput") != 0) {
+            rc = echo_group(f, key, v, longs);
+        } else if (strcmp(key, "endpoint") == 0 && json_is_string(v)) {
+            /* the echo's path has the URL's base path in front: --endpoint is what follows it */
+            const char *path = json_string_value(v), *host = url ? strstr(url, "://") : NULL;
+            const char *base = url ? strchr(host ? host + 3 : url, '/') : NULL;
+            size_t bl = base ? strlen(base) : 0;
+            while (bl && base[bl - 1] == '/')
+                bl--;
+            json_t *rest = json_string(bl && strncmp(path, base, bl) == 0 ? path + bl : path);
+            rc = rest ? echo_flag(f, key, "endpoint", rest, longs) : SG_ENOMEM;
+            json_decref(rest);
+        } else {
+            size_t before = f->n;
+            rc = echo_flag(f, key,
+                           strcmp(key, "headers") == 0 ? "header"
+                           : strcmp(key, "urls") == 0  ? "url"
+                                                       : flag,
+                           v, longs);
+            if (rc == 0 && f->n > before && strcmp(key, "headers") == 0 && redacted(v))
+                f->e[before].refuse = "a credential's value is <redacted> in the echo: give the headers with -H on "
+                                      "the command line (which replaces the file's list)";
+        }
+        if (rc)
+            break;
+    }
+    json_decref(def);
+    return rc;
+}
+
+static int check_words(file_t *f);
+
 /* Reads and checks the file: its entries into f; every problem reported. 0, SG_EINVAL or SG_ENOMEM. */
 static int load(file_t *f, const struct option *longs)
 {
@@ -570,6 +848,15 @@ static int load(file_t *f, const struct option *longs)
         return SG_EINVAL;
     }
     hex(h, sizeof h, f->sha256);
+    /* an expanded configuration: JSON with config_file_sha256, which only the echo has (no flag's key) */
+    json_t *echo = json_loadb((const char *)data, len, 0, NULL);
+    if (json_is_object(echo) && json_object_get(echo, "config_file_sha256")) {
+        rc = take_echo(f, echo, longs);
+        json_decref(echo);
+        free(data);
+        return rc ? rc : check_words(f);
+    }
+    json_decref(echo);
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser)) {
@@ -605,9 +892,12 @@ static int load(file_t *f, const struct option *longs)
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     free(data);
-    if (rc)
-        return rc;
-    /* each value as its flag takes it, so that every bad one is named with its line, not only the first */
+    return rc ? rc : check_words(f);
+}
+
+/* Each value as its flag takes it, so that every bad one is named with its line, not only the first. */
+static int check_words(file_t *f)
+{
     for (size_t i = 0; i < f->n; i++)
         for (size_t j = 0; j < f->e[i].n_words; j++) {
             const char *w = f->e[i].words[j] + 2;
@@ -776,6 +1066,10 @@ int sg_cfgfile_expand(int argc, char **argv, sg_cfgfile_t *out)
             overridden = given[j] == f.e[i].group;
         if (overridden)
             continue;
+        if (f.e[i].refuse && rc == 0) {
+            fprintf(stderr, "surge: %s: %s\n", f.e[i].where, f.e[i].refuse);
+            rc = SG_EINVAL;
+        }
         for (size_t j = 0; j < f.e[i].n_words; j++) {
             g_where[g_n_where].word = f.e[i].words[j];
             g_where[g_n_where++].where = f.e[i].where;
@@ -786,6 +1080,18 @@ int sg_cfgfile_expand(int argc, char **argv, sg_cfgfile_t *out)
         if (!drop[i])
             nargv[n++] = argv[i];
     nargv[n] = NULL;
+    if (rc) { /* a refused entry: nothing of the file is parsed */
+        free(nargv);
+        free(g_where);
+        g_where = NULL;
+        g_n_where = 0;
+        free(out->path);
+        out->path = NULL;
+        entries_free(f.e, f.n);
+        free(given);
+        free(drop);
+        return rc;
+    }
     g_entries = f.e;
     g_n_entries = f.n;
     memcpy(out->sha256, f.sha256, sizeof out->sha256);

@@ -1030,14 +1030,6 @@ static int one_option(sg_config_t *cfg, parse_state_t *st, int c, const char *op
     }
     case OPT_URL:
         return add_url(cfg, arg);
-    case OPT_URL_STRATEGY:
-        if (strcmp(arg, "round_robin") == 0 || strcmp(arg, "round-robin") == 0)
-            cfg->url_strategy = SG_URL_ROUND_ROBIN;
-        else if (strcmp(arg, "least_in_flight") == 0 || strcmp(arg, "least-in-flight") == 0)
-            cfg->url_strategy = SG_URL_LEAST_IN_FLIGHT;
-        else
-            return fail(opt, "expected round_robin or least_in_flight, got \"%s\"", arg);
-        return 0;
     case OPT_SERVICE_KIND:
         if (strcmp(arg, "openai") == 0) {
             cfg->triton = false;
@@ -2119,219 +2111,209 @@ static bool secret_header(const char *line)
     return false;
 }
 
-char *sg_config_to_json(const sg_config_t *cfg)
+/* ---------- the echo of the configuration (sg_options.h): the rows' hooks and conditions ---------- */
+
+static void set_str_or_null(json_t *o, const char *key, const char *v)
 {
-    json_t *o = json_object();
-    json_t *models = json_array();
-    json_t *headers = json_array();
-    json_t *slos = json_object();
-    if (!o || !models || !headers || !slos) {
-        json_decref(o);
-        json_decref(models);
-        json_decref(headers);
-        json_decref(slos);
-        return NULL;
+    json_object_set_new(o, key, v ? json_string(v) : json_null());
+}
+
+static json_t *str_array(char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a ? a : json_null();
+}
+
+/* the conditions under which a row's value means something (else its echo is null) */
+#define ECHO_IF(name, expr)                                                                                            \
+    bool sg_echo_if_##name(const sg_config_t *cfg)                                                                     \
+    {                                                                                                                  \
+        return expr;                                                                                                   \
     }
-    for (size_t i = 0; i < cfg->n_models; i++)
-        json_array_append_new(models, json_string(cfg->models[i]));
+ECHO_IF(rate, cfg->request_rate > 0)
+ECHO_IF(closed, !(cfg->request_rate > 0))
+ECHO_IF(grace, cfg->benchmark_grace_s >= 0)
+ECHO_IF(rankings, cfg->rankings.on)
+ECHO_IF(prefix, cfg->num_prefix > 0)
+ECHO_IF(fixed, cfg->fixed_schedule)
+ECHO_IF(gamma, cfg->request_rate > 0 && cfg->distribution == SG_DIST_GAMMA)
+ECHO_IF(urls, cfg->n_urls > 1)
+ECHO_IF(rank, cfg->rank >= 0)
+ECHO_IF(ramp, cfg->request_rate > 0 && cfg->ramp_strategy)
+
+/* the hooks that echo one key: its value */
+#define ECHO_KEY(name, key, expr)                                                                                      \
+    void sg_echo_##name(json_t *o, const sg_config_t *cfg)                                                             \
+    {                                                                                                                  \
+        json_object_set_new(o, key, expr);                                                                             \
+    }
+ECHO_KEY(models, "model", str_array(cfg->models, cfg->n_models))
+ECHO_KEY(backend, "backend",
+         cfg->triton ? json_string(sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend)) : json_null())
+ECHO_KEY(endpoint_type, "endpoint_type", json_string(cfg->triton ? "kserve" : sg_endpoint(cfg->endpoint_type)->name))
+ECHO_KEY(input_format, "input_format",
+         cfg->input_file ? json_string(sg_input_format_name((sg_input_format_t)cfg->input_format)) : json_null())
+ECHO_KEY(server_metrics_urls, "server_metrics_url", str_array(cfg->server_metrics_urls, cfg->n_server_metrics_urls))
+ECHO_KEY(io_backend, "io_backend", json_string(sg_io_backend_name(cfg->io_backend)))
+ECHO_KEY(coalesce_us, "coalesce_us",
+         cfg->coalesce_us == SG_COALESCE_AUTO ? json_string("auto") : json_integer(cfg->coalesce_us))
+ECHO_KEY(stability, "stability",
+         cfg->measurement_interval_ms > 0
+             ? json_pack("{s:f,s:f,s:i}", "measurement_interval_ms", cfg->measurement_interval_ms,
+                         "stability_percentage", cfg->stability_pct, "max_trials", (int)cfg->max_trials)
+             : json_null())
+ECHO_KEY(search, "search",
+         cfg->search
+             ? json_pack("{s:s,s:f,s:o,s:f,s:i,s:i,s:f}", "kind",
+                         cfg->search == SG_SEARCH_MAX_RATE ? "max-request-rate" : "max-concurrency", "range_lo",
+                         cfg->search_lo, "range_hi", cfg->search_hi > 0 ? json_real(cfg->search_hi) : json_null(),
+                         "precision", cfg->search_precision, "trials", (int)cfg->search_trials, "max_trials",
+                         (int)cfg->search_max_trials, "cooldown_seconds", cfg->cooldown_s)
+             : json_null())
+ECHO_KEY(multi_run, "multi_run",
+         cfg->num_profile_runs > 1
+             ? json_pack("{s:i,s:f,s:f,s:b}", "num_profile_runs", (int)cfg->num_profile_runs, "confidence_level",
+                         cfg->confidence_level, "cooldown_seconds", cfg->profile_run_cooldown_s,
+                         "warmup_only_first_run", (int)cfg->warmup_only_first_run)
+             : json_null())
+
+void sg_echo_url(json_t *o, const sg_config_t *cfg)
+{
+    set_str_or_null(o, "url", cfg->url);
+    if (cfg->n_urls > 1) {
+        json_t *urls = json_array();
+        for (size_t i = 0; urls && i < cfg->n_urls; i++)
+            json_array_append_new(urls, json_string(cfg->urls[i].url));
+        json_object_set_new(o, "urls", urls ? urls : json_null());
+    }
+}
+
+void sg_echo_headers(json_t *o, const sg_config_t *cfg)
+{
     /* the summary file gets shared: keep credentials out of it */
-    for (size_t i = 0; i < cfg->n_headers; i++) {
-        if (secret_header(cfg->headers[i])) {
-            char buf[64];
-            size_t nl = strcspn(cfg->headers[i], ":");
-            snprintf(buf, sizeof buf, "%.*s: <redacted>", (int)(nl < 40 ? nl : 40), cfg->headers[i]);
-            json_array_append_new(headers, json_string(buf));
-        } else {
-            json_array_append_new(headers, json_string(cfg->headers[i]));
-        }
+    json_t *headers = json_array();
+    for (size_t i = 0; headers && i < cfg->n_headers; i++) {
+        char buf[64];
+        size_t nl = strcspn(cfg->headers[i], ":");
+        snprintf(buf, sizeof buf, "%.*s: <redacted>", (int)(nl < 40 ? nl : 40), cfg->headers[i]);
+        json_array_append_new(headers, json_string(secret_header(cfg->headers[i]) ? buf : cfg->headers[i]));
     }
-    for (size_t i = 0; i < cfg->n_slos; i++) {
+    json_object_set_new(o, "headers", headers ? headers : json_null());
+}
+
+void sg_echo_extra_inputs(json_t *o, const sg_config_t *cfg)
+{
+    json_t *extra = cfg->extra_inputs_json ? json_loads(cfg->extra_inputs_json, 0, NULL) : NULL;
+    json_object_set_new(o, "extra_inputs", extra ? extra : json_object());
+}
+
+void sg_echo_goodput(json_t *o, const sg_config_t *cfg)
+{
+    json_t *slos = json_object();
+    for (size_t i = 0; slos && i < cfg->n_slos; i++) {
         const char *tag = sg_metric_tag(cfg->slos[i].metric);
         json_object_set_new(slos, tag ? tag : "?", json_real(cfg->slos[i].threshold));
     }
-    json_t *extra = cfg->extra_inputs_json ? json_loads(cfg->extra_inputs_json, 0, NULL) : NULL;
+    json_object_set_new(o, "goodput", slos ? slos : json_null());
+}
 
-    json_object_set_new(o, "model", models);
-    json_object_set_new(o, "model_selection_strategy",
-                        json_string(cfg->model_strategy == SG_MODEL_RANDOM ? "random" : "round_robin"));
-    json_object_set_new(o, "url", cfg->url ? json_string(cfg->url) : json_null());
-    if (cfg->n_urls > 1) {
-        json_t *urls = json_array();
-        for (size_t i = 0; i < cfg->n_urls; i++)
-            json_array_append_new(urls, json_string(cfg->urls[i].url));
-        json_object_set_new(o, "urls", urls);
-        json_object_set_new(
-            o, "url_strategy",
-            json_string(cfg->url_strategy == SG_URL_LEAST_IN_FLIGHT ? "least_in_flight" : "round_robin"));
-    }
-    json_object_set_new(o, "service_kind", json_string(cfg->triton ? "triton" : "openai"));
-    json_object_set_new(o, "endpoint_type",
-                        json_string(cfg->triton ? "kserve" : sg_endpoint(cfg->endpoint_type)->name));
-    if (cfg->triton)
-        json_object_set_new(o, "backend", json_string(sg_kserve_backend_name((sg_kserve_backend_t)cfg->backend)));
-    json_object_set_new(o, "endpoint", cfg->endpoint_path ? json_string(cfg->endpoint_path) : json_null());
-    json_object_set_new(o, "streaming", json_boolean(cfg->streaming));
-    json_object_set_new(o, "batch_size", json_integer(cfg->batch_size));
-    json_object_set_new(o, "http2", json_boolean(cfg->http2));
-    json_object_set_new(o, "max_connections", cfg->max_connections ? json_integer(cfg->max_connections) : json_null());
-    json_object_set_new(o, "local_address", cfg->local_address ? json_string(cfg->local_address) : json_null());
-    json_object_set_new(o, "headers", headers);
-    json_object_set_new(o, "extra_inputs", extra ? extra : json_object());
-    json_object_set_new(o, "tools", cfg->tools_file ? json_string(cfg->tools_file) : json_null());
-    json_object_set_new(o, "tool_choice", cfg->tool_choice ? json_string(cfg->tool_choice) : json_null());
-    if (cfg->request_rate > 0) {
-        /* JSON has no infinity: the string "inf", as the flag is spelled */
-        json_object_set_new(o, "request_rate",
-                            isinf(cfg->request_rate) ? json_string("inf") : json_real(cfg->request_rate));
-        json_object_set_new(o, "request_distribution",
-                            json_string(cfg->distribution == SG_DIST_CONSTANT ? "constant"
-                                        : cfg->distribution == SG_DIST_GAMMA  ? "gamma"
-                                                                              : "poisson"));
-        json_object_set_new(o, "burstiness",
-                            cfg->distribution == SG_DIST_GAMMA ? json_real(cfg->burstiness) : json_null());
-        json_object_set_new(o, "max_concurrency",
-                            cfg->max_concurrency ? json_integer(cfg->max_concurrency) : json_null());
-        json_object_set_new(o, "concurrency", json_null());
-        json_object_set_new(o, "ramp_up_strategy",
-                            cfg->ramp_strategy
-                                ? json_string(cfg->ramp_strategy == SG_RAMP_LINEAR ? "linear" : "exponential")
-                                : json_null());
-        json_object_set_new(o, "ramp_up_start_rps", cfg->ramp_strategy ? json_real(cfg->ramp_start_rps) : json_null());
-        json_object_set_new(o, "request_rate_ramp_duration",
-                            cfg->ramp_strategy ? json_real(cfg->ramp_duration_s) : json_null());
-    } else {
-        json_object_set_new(o, "request_rate", json_null());
-        json_object_set_new(o, "concurrency", json_integer(cfg->concurrency));
-        json_object_set_new(o, "concurrency_ramp_duration",
-                            cfg->concurrency_ramp_s > 0 ? json_real(cfg->concurrency_ramp_s) : json_null());
-    }
-    json_object_set_new(o, "request_cancellation_rate", json_real(cfg->cancel_rate_pct));
-    json_object_set_new(o, "request_cancellation_delay", json_real(cfg->cancel_delay_s));
-    json_t *sweep = json_null();
-    if (cfg->sweep && (sweep = json_object())) {
-        json_t *values = json_array();
-        for (size_t i = 0; values && i < cfg->n_sweep_values; i++)
-            json_array_append_new(values, cfg->sweep == SG_SWEEP_RATE ? json_real(cfg->sweep_values[i])
-                                                                      : json_integer((json_int_t)cfg->sweep_values[i]));
+void sg_echo_sweep(json_t *o, const sg_config_t *cfg)
+{
+    json_t *sweep = cfg->sweep ? json_object() : NULL, *values = sweep ? json_array() : NULL;
+    for (size_t i = 0; values && i < cfg->n_sweep_values; i++)
+        json_array_append_new(values, cfg->sweep == SG_SWEEP_RATE ? json_real(cfg->sweep_values[i])
+                                                                  : json_integer((json_int_t)cfg->sweep_values[i]));
+    if (sweep) {
         json_object_set_new(sweep, "kind", json_string(cfg->sweep == SG_SWEEP_RATE ? "request_rate" : "concurrency"));
         json_object_set_new(sweep, "values", values ? values : json_null());
         json_object_set_new(sweep, "cooldown_seconds", json_real(cfg->cooldown_s));
     }
-    json_object_set_new(o, "slice_duration",
-                        cfg->slice_duration_s > 0 ? json_real(cfg->slice_duration_s) : json_null());
-    json_t *stab = cfg->measurement_interval_ms > 0 ? json_object() : NULL;
-    if (stab) {
-        json_object_set_new(stab, "measurement_interval_ms", json_real(cfg->measurement_interval_ms));
-        json_object_set_new(stab, "stability_percentage", json_real(cfg->stability_pct));
-        json_object_set_new(stab, "max_trials", json_integer(cfg->max_trials));
-    }
-    json_object_set_new(o, "stability", stab ? stab : json_null());
-    json_object_set_new(o, "gpu_telemetry", json_boolean(cfg->gpu_telemetry));
-    json_t *slo_list = json_array();
-    for (size_t i = 0; slo_list && i < cfg->n_slo_checks; i++)
-        json_array_append_new(slo_list, json_string(cfg->slo_checks[i].text));
-    json_object_set_new(o, "slo", slo_list ? slo_list : json_null());
-    /* --config: which file, and which content of it, the flags came from */
-    json_object_set_new(o, "config_file", cfg->config_file ? json_string(cfg->config_file) : json_null());
-    json_object_set_new(o, "config_file_sha256", cfg->config_file ? json_string(cfg->config_sha256) : json_null());
-    json_object_set_new(o, "confidence_level", json_real(cfg->confidence_level));
     json_object_set_new(o, "sweep", sweep ? sweep : json_null());
-    json_t *search = json_null();
-    if (cfg->search && (search = json_object())) {
-        json_object_set_new(search, "kind",
-                            json_string(cfg->search == SG_SEARCH_MAX_RATE ? "max-request-rate" : "max-concurrency"));
-        json_object_set_new(search, "range_lo", json_real(cfg->search_lo));
-        json_object_set_new(search, "range_hi", cfg->search_hi > 0 ? json_real(cfg->search_hi) : json_null());
-        json_object_set_new(search, "precision", json_real(cfg->search_precision));
-        json_object_set_new(search, "trials", json_integer(cfg->search_trials));
-        json_object_set_new(search, "max_trials", json_integer(cfg->search_max_trials));
-        json_object_set_new(search, "cooldown_seconds", json_real(cfg->cooldown_s));
+}
+
+void sg_echo_slo(json_t *o, const sg_config_t *cfg)
+{
+    json_t *slo = json_array();
+    for (size_t i = 0; slo && i < cfg->n_slo_checks; i++)
+        json_array_append_new(slo, json_string(cfg->slo_checks[i].text));
+    json_object_set_new(o, "slo", slo ? slo : json_null());
+}
+
+void sg_echo_config_file(json_t *o, const sg_config_t *cfg)
+{
+    /* --config: which file, and which content of it, the flags came from */
+    set_str_or_null(o, "config_file", cfg->config_file);
+    set_str_or_null(o, "config_file_sha256", cfg->config_file ? cfg->config_sha256 : NULL);
+}
+
+/* A generically echoed row's value (sg_options.h): its field as its type says, or null where it means nothing. */
+static json_t *echo_value(const sg_opt_t *r, const sg_config_t *cfg)
+{
+    const void *f = (const char *)cfg + r->field;
+    bool zero_null = r->flags & SG_OPT_ECHO_ZERO_NULL;
+    if (r->echo_if && !r->echo_if(cfg))
+        return r->flags & SG_OPT_ECHO_OFF_ZERO ? json_integer(0) : json_null();
+    switch (r->type != SG_OT_CUSTOM ? (int)r->type : r->echo_type) {
+    case SG_OT_FLAG:
+        return json_boolean(*(const bool *)f);
+    case SG_OT_BOOL_WORD:
+        return json_string(r->choices[*(const bool *)f]);
+    case SG_OT_U32:
+        return zero_null && !*(const uint32_t *)f ? json_null() : json_integer(*(const uint32_t *)f);
+    case SG_OT_INT:
+        return json_integer(*(const int32_t *)f);
+    case SG_OT_U64: {
+        uint64_t v = *(const uint64_t *)f;
+        char text[24]; /* as text where it does not fit json_int_t */
+        snprintf(text, sizeof text, "%" PRIu64, v);
+        return zero_null && !v ? json_null() : v <= INT64_MAX ? json_integer((json_int_t)v) : json_string(text);
     }
-    json_object_set_new(o, "search", search ? search : json_null());
-    json_t *multi = json_null();
-    if (cfg->num_profile_runs > 1 && (multi = json_object())) {
-        json_object_set_new(multi, "num_profile_runs", json_integer(cfg->num_profile_runs));
-        json_object_set_new(multi, "confidence_level", json_real(cfg->confidence_level));
-        json_object_set_new(multi, "cooldown_seconds", json_real(cfg->profile_run_cooldown_s));
-        json_object_set_new(multi, "warmup_only_first_run", json_boolean(cfg->warmup_only_first_run));
+    case SG_OT_NUM: {
+        double v = *(const double *)f; /* JSON has no infinity: "inf", as the flag is spelled */
+        return zero_null && v == 0 ? json_null() : isinf(v) ? json_string("inf") : json_real(v);
     }
-    json_object_set_new(o, "multi_run", multi ? multi : json_null());
-    json_object_set_new(o, "request_count",
-                        cfg->request_count ? json_integer((json_int_t)cfg->request_count) : json_null());
-    json_object_set_new(o, "benchmark_duration",
-                        cfg->benchmark_duration_s > 0 ? json_real(cfg->benchmark_duration_s) : json_null());
-    json_object_set_new(o, "warmup_request_count", json_integer((json_int_t)cfg->warmup_request_count));
-    json_object_set_new(o, "request_timeout", json_real(cfg->request_timeout_s));
-    json_object_set_new(o, "stall_threshold_ms", json_real(cfg->stall_threshold_ms));
-    json_object_set_new(o, "benchmark_grace_period",
-                        cfg->benchmark_grace_s >= 0 ? json_real(cfg->benchmark_grace_s) : json_null());
-    /* as text: a u64 seed may not fit json_int_t */
-    char seed[24];
-    snprintf(seed, sizeof seed, "%" PRIu64, cfg->random_seed);
-    json_object_set_new(o, "random_seed",
-                        cfg->random_seed <= INT64_MAX ? json_integer((json_int_t)cfg->random_seed) : json_string(seed));
-    json_object_set_new(o, "workers", json_integer(cfg->workers));
-    json_object_set_new(o, "synthetic_input_tokens_mean", json_integer(cfg->isl_mean));
-    json_object_set_new(o, "synthetic_input_tokens_stddev", json_integer(cfg->isl_stddev));
-    json_t *media = sg_config_media_json(cfg);
-    if (media)
-        json_object_set_new(o, "media", media);
-    if (cfg->rankings.on) {
-        const sg_rankings_synth_t *r = &cfg->rankings;
-        json_object_set_new(o, "rankings_passages_mean", json_integer(r->passages_mean));
-        json_object_set_new(o, "rankings_passages_stddev", json_integer(r->passages_stddev));
-        json_object_set_new(o, "rankings_passages_prompt_token_mean", json_integer(r->passage_mean));
-        json_object_set_new(o, "rankings_passages_prompt_token_stddev", json_integer(r->passage_stddev));
-        json_object_set_new(o, "rankings_query_prompt_token_mean", json_integer(r->query_mean));
-        json_object_set_new(o, "rankings_query_prompt_token_stddev", json_integer(r->query_stddev));
+    case SG_OT_STR:
+        return *(char *const *)f ? json_string(*(char *const *)f) : json_null();
+    case SG_OT_ENUM:
+        for (size_t i = 0; r->choices[i]; i++)
+            if (r->values[i] == *(const int *)f)
+                return json_string(r->choices[i]);
+        return json_null();
+    default:
+        return NULL;
     }
+}
+
+char *sg_config_to_json(const sg_config_t *cfg)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    char key[64];
+    for (size_t i = 0; i < sg_opt_count; i++) {
+        const sg_opt_t *r = &sg_opt_table[i];
+        if (r->echo)
+            r->echo(o, cfg);
+        else if (!r->no_echo && (r->type != SG_OT_CUSTOM || r->echo_type))
+            json_object_set_new(o, sg_opt_echo_key(r, key, sizeof key), echo_value(r, cfg));
+    }
+    /* derived, no option's: what ISL counts */
     json_object_set_new(o, "isl_estimate", json_string(cfg->tokenizer ? "tokens" : "words"));
-    json_object_set_new(o, "input_file", cfg->input_file ? json_string(cfg->input_file) : json_null());
-    json_object_set_new(o, "cacert", cfg->cacert ? json_string(cfg->cacert) : json_null());
-    json_object_set_new(o, "insecure", json_boolean(cfg->insecure));
-    json_object_set_new(o, "cert", cfg->client_cert ? json_string(cfg->client_cert) : json_null());
-    json_object_set_new(o, "key", cfg->client_key ? json_string(cfg->client_key) : json_null());
-    json_object_set_new(o, "input_format",
-                        cfg->input_file ? json_string(sg_input_format_name((sg_input_format_t)cfg->input_format))
-                                        : json_null());
-    json_object_set_new(o, "num_prefix_prompts", json_integer(cfg->num_prefix));
-    json_object_set_new(o, "prefix_prompt_length", json_integer(cfg->num_prefix ? cfg->prefix_len : 0));
-    json_object_set_new(o, "fixed_schedule", json_boolean(cfg->fixed_schedule));
-    json_object_set_new(o, "fixed_schedule_speedup",
-                        cfg->fixed_schedule ? json_real(cfg->fixed_schedule_speedup) : json_null());
-    json_object_set_new(o, "isl_block_size", json_integer(cfg->block_size));
-    json_object_set_new(o, "num_prompts", json_integer(cfg->num_prompts));
-    json_object_set_new(o, "cache_bust", json_string(cfg->cache_bust ? "first_turn_prefix" : "none"));
-    json_object_set_new(o, "output_tokens_mean", json_integer(cfg->osl_mean));
-    json_object_set_new(o, "output_tokens_stddev", json_integer(cfg->osl_stddev));
-    json_object_set_new(o, "output_tokens_mean_deterministic", json_boolean(cfg->osl_deterministic));
-    json_object_set_new(o, "tokenizer", cfg->tokenizer ? json_string(cfg->tokenizer) : json_null());
-    json_object_set_new(o, "artifact_dir", cfg->artifact_dir ? json_string(cfg->artifact_dir) : json_null());
-    json_object_set_new(o, "profile_export_file",
-                        cfg->profile_export_file ? json_string(cfg->profile_export_file) : json_null());
-    json_object_set_new(o, "max_error_rate", json_real(cfg->max_error_rate));
-    json_object_set_new(o, "goodput", slos);
-    json_object_set_new(o, "verbose", json_boolean(cfg->verbose));
-    json_object_set_new(o, "generate_plots", json_boolean(cfg->generate_plots));
-    json_object_set_new(o, "show_trace_timing", json_boolean(cfg->show_trace_timing));
-    json_object_set_new(o, "export_level", json_string(cfg->export_summary ? "summary" : "records"));
-    json_object_set_new(o, "overwrite", json_boolean(cfg->overwrite));
-    json_t *scrape = json_array();
-    for (size_t i = 0; i < cfg->n_server_metrics_urls; i++)
-        json_array_append_new(scrape, json_string(cfg->server_metrics_urls[i]));
-    json_object_set_new(o, "server_metrics_url", scrape);
-    json_object_set_new(o, "server_metrics_interval", json_real(cfg->server_metrics_interval_s));
-    json_object_set_new(o, "io_backend", json_string(sg_io_backend_name(cfg->io_backend)));
-    json_object_set_new(o, "timestamps", json_string(cfg->user_timestamps ? "user" : "kernel"));
-    json_object_set_new(o, "coalesce_us",
-                        cfg->coalesce_us == SG_COALESCE_AUTO ? json_string("auto") : json_integer(cfg->coalesce_us));
-    json_object_set_new(o, "world_size", cfg->world_size ? json_integer(cfg->world_size) : json_null());
-    json_object_set_new(o, "rank", cfg->rank >= 0 ? json_integer(cfg->rank) : json_null());
-    json_object_set_new(o, "coordinator", cfg->coordinator ? json_string(cfg->coordinator) : json_null());
-    json_object_set_new(o, "coordinator_timeout", json_real(cfg->coordinator_timeout_s));
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;
+}
+
+json_t *sg_config_default_echo(void)
+{
+    sg_config_t c;
+    char *text = set_defaults(&c) == 0 ? sg_config_to_json(&c) : NULL;
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    sg_config_free(&c);
+    return j;
 }
 
 /* One word for a POSIX shell: as it is when it holds only characters no shell treats specially, else in single

@@ -5,6 +5,8 @@
 #ifndef SG_CONFIG_INT_H
 #define SG_CONFIG_INT_H
 
+#include "sg_config.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -43,5 +45,17 @@ typedef struct {
     const char *stability_flag; /* --stability-percentage or --max-trials, the first given */
     bool gpu_url_given;         /* --gpu-telemetry named an endpoint */
 } parse_state_t;
+
+/* The echo of the configuration (sg_options.h, sg_config_to_json): the hooks of the rows whose value is a structure,
+ * each writing its key(s) into o, and the conditions under which a row's value means something (else null). */
+#define SG_ECHO_HOOKS(X)                                                                                               \
+    X(models)                                                                                                          \
+    X(url) X(backend) X(endpoint_type) X(headers) X(extra_inputs) X(input_format) X(media) X(goodput) X(stability)     \
+        X(sweep) X(slo) X(server_metrics_urls) X(search) X(multi_run) X(io_backend) X(coalesce_us) X(config_file)
+#define SG_ECHO_CONDS(X) X(rate) X(closed) X(grace) X(rankings) X(prefix) X(fixed) X(gamma) X(urls) X(rank) X(ramp)
+#define SG_ECHO_HOOK_DECL(n) void sg_echo_##n(json_t *o, const sg_config_t *cfg);
+#define SG_ECHO_COND_DECL(n) bool sg_echo_if_##n(const sg_config_t *cfg);
+SG_ECHO_HOOKS(SG_ECHO_HOOK_DECL)
+SG_ECHO_CONDS(SG_ECHO_COND_DECL)
 
 #endif

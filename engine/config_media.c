@@ -4,6 +4,7 @@
  * hands each flag to sg_media_option.
  */
 #include "sg_config.h"
+#include "config_int.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -68,14 +69,12 @@ int sg_config_check_media(const sg_config_t *cfg)
     return 0;
 }
 
-json_t *sg_config_media_json(const sg_config_t *cfg)
+void sg_echo_media(json_t *out, const sg_config_t *cfg)
 {
     const sg_media_spec_t *m = &cfg->media;
-    if (!m->first_flag)
-        return NULL;
-    json_t *o = json_object();
+    json_t *o = m->first_flag ? json_object() : NULL;
     if (!o)
-        return NULL;
+        return;
     static const char *const fmts[] = {"png", "jpeg", "random"};
     if (sg_media_images(m)) {
         json_object_set_new(o, "image_width_mean", json_real(m->image_w_mean));
@@ -99,5 +98,5 @@ json_t *sg_config_media_json(const sg_config_t *cfg)
         json_object_set_new(o, "audio_depths", depths);
         json_object_set_new(o, "audio_num_channels", json_integer(m->audio_channels));
     }
-    return o;
+    json_object_set_new(out, "media", o);
 }

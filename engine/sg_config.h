@@ -210,13 +210,15 @@ SG_WUR int sg_config_parse(sg_config_t *cfg, int argc, char **argv);
 SG_WUR int sg_config_check_sessions(const sg_config_t *cfg);
 /* The media flags with the rest of cfg (engine/config_media.c): 0, or SG_EINVAL with one line on stderr. */
 SG_WUR int sg_config_check_media(const sg_config_t *cfg);
-/* The "media" object of input_config (a new reference), or NULL when no media flag was given. */
-struct json_t;
-struct json_t *sg_config_media_json(const sg_config_t *cfg);
 /* Frees every string cfg owns and zeroes it; safe on a zeroed or already freed cfg. */
 void sg_config_free(sg_config_t *cfg);
-/* A JSON object (malloc'd text) describing cfg, for input_config in the summary. */
+/* A JSON object (malloc'd text) describing cfg, for input_config in the summary: made from the options table
+ * (engine/sg_options.h), every row echoed or saying why not. surge config expand prints it, and --config reads it
+ * back (engine/cfgfile.c). */
 char *sg_config_to_json(const sg_config_t *cfg);
+/* The echo of the defaults, before any flag (a new reference, or NULL): what an expanded file need not say. */
+struct json_t;
+struct json_t *sg_config_default_echo(void);
 /* The command line (argc words of argv, argv[0] being "profile"), as one line a POSIX shell reads back the same:
  * "surge profile -m m ...", each word quoted where needed, the values of --api-key and of credential headers
  * (-H 'Authorization: ...') replaced by <redacted>. Call before sg_config_parse (it permutes argv). malloc'd. */

@@ -46,6 +46,7 @@ void points_row(sg_point_row_t *row, const point_t *pt, int code)
     sg_point_row_fill(row, pt->merged);
     row->exit_code = code;
     row->interrupted = pt->interrupted;
+    row->cancel_test = pt->cfg.cancel_rate_pct > 0;
     row->n_slo = pt->cfg.n_slo_checks;
     memcpy(row->verdicts, pt->verdicts, sizeof row->verdicts);
     row->slo_pass = pt->slo_pass;

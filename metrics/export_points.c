@@ -22,6 +22,7 @@ void sg_point_row_fill(sg_point_row_t *row, const sg_metrics_t *m)
     row->ok = sg_metrics_ok(m);
     row->errors = sg_metrics_errors(m);
     row->cancelled = sg_metrics_cancelled(m);
+    row->cancelled_by_test = sg_metrics_cancel_tests(m);
     row->duration_s = sg_metrics_duration_s(m);
     double d = row->duration_s;
     row->offered_rate = sg_metrics_offered_rate(m);
@@ -76,6 +77,9 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
         {"out tok/s", offsetof(sg_point_row_t, output_token_throughput)},
     };
     bool closed = n > 0 && rows[0].closed;
+    bool by_test = false; /* the cancellation test's column (cancelled_by_test), where a point ran one */
+    for (size_t i = 0; i < n; i++)
+        by_test = by_test || rows[i].cancel_test || rows[i].cancelled_by_test;
     bool trials = probes; /* a search's trials, or a sweep's repeated runs (--num-profile-runs) */
     for (size_t i = 0; i < n; i++)
         trials = trials || rows[i].trial > 1;
@@ -87,6 +91,8 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
         if (any(rows, n, figures[c].off))
             fprintf(out, " %11s", figures[c].head);
     fprintf(out, " %8s %8s %9s", "ok", "failed", "cancelled");
+    if (by_test)
+        fprintf(out, " %17s", "cancelled_by_test");
     if (n_slo)
         fprintf(out, " %6s", "SLOs");
     if (probes)
@@ -109,6 +115,8 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
             }
         fprintf(out, " %8llu %8llu %9llu", (unsigned long long)r->ok, (unsigned long long)r->errors,
                 (unsigned long long)r->cancelled);
+        if (by_test)
+            fprintf(out, " %17llu", (unsigned long long)r->cancelled_by_test);
         if (n_slo) {
             size_t passed = 0;
             for (size_t k = 0; k < r->n_slo; k++)
@@ -136,10 +144,11 @@ void sg_points_table(FILE *out, const char *title, const sg_point_row_t *rows, s
         fputc('\n', out);
     }
     fprintf(out,
-            "Times in ms (latencies of ok requests; cancelled ones are censored, in none); %s"
+            "Times in ms (latencies of ok requests; cancelled ones are censored, in none); %s%s"
             "offered/s: requests issued (ok + failed + cancelled) per second of the sending; ok/s: request "
             "throughput, ok requests per second of the point's duration\n",
-            closed ? "" : "rate: the configured request rate; ");
+            closed ? "" : "rate: the configured request rate; ",
+            by_test ? "cancelled_by_test: cut on purpose by --request-cancellation-rate, neither ok nor failed; " : "");
 }
 
 /* ---------- JSON ---------- */
@@ -168,6 +177,7 @@ json_t *sg_points_json(const sg_point_row_t *rows, size_t n, const sg_slo_check_
         json_object_set_new(o, "request_count", json_integer((json_int_t)r->ok));
         json_object_set_new(o, "error_count", json_integer((json_int_t)r->errors));
         json_object_set_new(o, "cancelled_count", json_integer((json_int_t)r->cancelled));
+        json_object_set_new(o, "cancelled_by_test_count", json_integer((json_int_t)r->cancelled_by_test));
         json_object_set_new(o, "benchmark_duration", json_real(r->duration_s));
         json_object_set_new(o, "offered_request_rate", json_real(r->offered_rate));
         json_object_set_new(o, "request_throughput", json_real(r->request_throughput));
@@ -233,7 +243,8 @@ int sg_points_csv(const char *path, const sg_point_row_t *rows, size_t n, const 
     FILE *f = of.f;
     bool closed = n > 0 && rows[0].closed;
     fprintf(f,
-            "%s,Trial,Artifact Subdir,Exit Code,Request Count,Error Count,Cancelled Count,Benchmark Duration (sec),"
+            "%s,Trial,Artifact Subdir,Exit Code,Request Count,Error Count,Cancelled Count,Cancelled By Test Count,"
+            "Benchmark Duration (sec),"
             "Offered Request Rate (per sec),Request Throughput (per sec),Output Token Throughput (tokens/sec),"
             "Time To First Token p50 (ms),Time To First Token p99 (ms),Inter Token Latency p50 (ms),"
             "Inter Token Latency p99 (ms),Request Latency p50 (ms),Request Latency p99 (ms),Schedule Lag p99 (ms)",
@@ -243,8 +254,9 @@ int sg_points_csv(const char *path, const sg_point_row_t *rows, size_t n, const 
     fprintf(f, ",SLO Pass\n");
     for (size_t i = 0; i < n; i++) {
         const sg_point_row_t *r = &rows[i];
-        fprintf(f, "%.15g,%u,%s,%d,%llu,%llu,%llu", r->value, r->trial, r->dir, r->exit_code, (unsigned long long)r->ok,
-                (unsigned long long)r->errors, (unsigned long long)r->cancelled);
+        fprintf(f, "%.15g,%u,%s,%d,%llu,%llu,%llu,%llu", r->value, r->trial, r->dir, r->exit_code,
+                (unsigned long long)r->ok, (unsigned long long)r->errors, (unsigned long long)r->cancelled,
+                (unsigned long long)r->cancelled_by_test);
         csv_num(f, r->duration_s);
         csv_num(f, r->offered_rate);
         csv_num(f, r->request_throughput);

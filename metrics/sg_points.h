@@ -28,6 +28,8 @@ typedef struct sg_point_row {
     char why[256];            /* why it failed or is inconclusive, in words ("" when it passed) */
     /* figures (times in ms; NAN when the point has none) */
     uint64_t ok, errors, cancelled; /* ok, failed, cancelled by surge (neither: docs/metrics.md) */
+    uint64_t cancelled_by_test;     /* cut by the cancellation test (--request-cancellation-rate): neither either */
+    bool cancel_test;               /* the point ran a cancellation test: its column shows even at 0 */
     double duration_s;
     double offered_rate;       /* requests issued (ok + failed + cancelled) per second of the sending */
     double request_throughput; /* ok requests per second of the duration */

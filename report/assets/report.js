@@ -895,6 +895,10 @@
                   ['latency p50', 'request_latency_p50'], ['latency p99', 'request_latency_p99'],
                   ['out tok/s', 'output_token_throughput'], ['ok', 'request_count'], ['failed', 'error_count'],
                   ['cancelled', 'cancelled_count'], ['n', rowN]];
+    // the cancellation test's requests (--request-cancellation-rate): a column where the run had one
+    const rate = p.config && p.config.request_cancellation_rate;
+    if ((typeof rate === 'number' && rate > 0) || p.rows.some(function (r) { return r.cancelled_by_test_count > 0; }))
+      cols.splice(cols.length - 1, 0, ['cancelled_by_test', 'cancelled_by_test_count']);
     if (!p.search && p.rows.some(function (r) { return r.trial > 1; })) cols.splice(1, 0, ['run', 'trial']);
     const rows = [el('tr', null, cols.map(function (c) { return el('th', { text: c[0] }); })
       .concat([el('th', { text: 'verdict' })]))];

@@ -199,6 +199,33 @@ def main(h):
             "url: a list is several URLs", (rc.stderr, out.get("urls")))
     h.check(len([u for u in out.get("server_metrics_url") or [] if ":940" in u]) == 2,
             "gpu-telemetry: a list is several exporters", (rc.stderr, out.get("server_metrics_url")))
+    # the expanded configuration is a config file too: fed back, it expands to the same JSON but for the file's name
+    # and hash (several URLs, DCGM exporters, a sweep, headers, extra inputs)
+    full = write(h, "full.yaml", "model: [m, n]\nurl: [127.0.0.1:8001, 127.0.0.1:8002]\nurl-strategy: least_in_flight\n"
+                                 "gpu-telemetry: [127.0.0.1:9400, 127.0.0.1:9401]\nconcurrency: [2, 6]\n"
+                                 "request-count: 9\nheader: ['X-A: b']\nextra-inputs: ['temperature:0.5']\n"
+                                 "streaming: true\nisl: 33\nosl: 7\nslo: ['time_to_first_token:p90<300']\n")
+    rc = h.run([h.surge, "config", "expand", full], timeout=30)
+    first = json.loads(rc.stdout) if rc.returncode == 0 else {}
+    h.check(first.get("sweep", {}).get("values") == [2, 6], "expand of a full file", (rc.stderr, first))
+    again = write(h, "again.json", rc.stdout)
+    rc = h.run([h.surge, "config", "expand", again], timeout=30)
+    second = json.loads(rc.stdout) if rc.returncode == 0 else {}
+    h.check(second.get("config_file") == again and first.get("config_file") == full,
+            "the expanded file names itself", (rc.stderr, second.get("config_file")))
+    for out in (first, second):
+        out.pop("config_file", None)
+        out.pop("config_file_sha256", None)
+    h.check(first == second, "surge config expand's JSON fed back expands to the same configuration",
+            (rc.stderr, [(k, first.get(k), second.get(k)) for k in set(first) | set(second)
+                         if first.get(k) != second.get(k)]))
+    # a run's input_config with a credential header redacted: refused unless the command line gives the headers
+    secret = write(h, "secret.json", json.dumps(dict(first, headers=["Authorization: <redacted>"],
+                                                     config_file=None, config_file_sha256=None)))
+    rc = validate(h, secret)
+    h.check(rc.returncode == 2 and "<redacted>" in rc.stderr, "a redacted header is refused", rc.stderr)
+    rc = validate(h, secret, "-H", "Authorization: Bearer k")
+    h.check(rc.returncode == 0, "the command line's -H replaces the redacted list", rc.stderr)
     # profile with a bad file sends nothing and says where
     rc = h.run([h.surge, "profile", "-f", bad, "-u", "127.0.0.1:9", "--artifact-dir", h.path("never")], timeout=30)
     h.check(rc.returncode == 2 and "bad.yaml:2: unknown key concurency" in rc.stderr and

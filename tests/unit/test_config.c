@@ -1415,9 +1415,223 @@ static void test_options_table(void)
     }
 }
 
+/*
+ * The echo of the configuration is made from the options table: every row is echoed (by the generic loop, typed or
+ * with echo_type, or by its hook) or says why not (no_echo), never both; a generically echoed row's key is in the
+ * echo of a plain run.
+ */
+static void test_echo_table(void)
+{
+    sg_config_t c;
+    CHECK_EQ_INT(parse(&c, "-m", "x", NULL), 0);
+    char *text = sg_config_to_json(&c);
+    json_t *echo = text ? json_loads(text, 0, NULL) : NULL;
+    CHECK(json_is_object(echo));
+    for (size_t i = 0; i < sg_opt_count; i++) {
+        const sg_opt_t *r = &sg_opt_table[i];
+        bool generic = !r->echo && !r->no_echo && (r->type != SG_OT_CUSTOM || r->echo_type);
+        bool ok = (generic || r->echo || (r->no_echo && r->no_echo[0])) && !(r->echo && r->no_echo);
+        char key[128];
+        if (ok && generic && !json_object_get(echo, sg_opt_echo_key(r, key, sizeof key)))
+            ok = false;
+        test_checks++;
+        if (!ok) {
+            test_failures++;
+            fprintf(stderr,
+                    "test_config.c: --%s is neither echoed nor excepted in input_config (sg_options.h: a typed row, "
+                    "echo_type, an echo hook or no_echo; generic key %s)\n",
+                    r->name, generic ? key : "-");
+        }
+    }
+    json_decref(echo);
+    free(text);
+    sg_config_free(&c);
+}
+
+/* Whether a generically echoed row's field is the same in a and b; its name on stderr when not. */
+static bool same_field(const sg_opt_t *r, const sg_config_t *a, const sg_config_t *b)
+{
+    const char *fa = (const char *)a + r->field, *fb = (const char *)b + r->field;
+    bool same;
+    switch (r->type != SG_OT_CUSTOM ? (int)r->type : r->echo_type) {
+    case SG_OT_FLAG:
+    case SG_OT_BOOL_WORD:
+        same = *(const bool *)fa == *(const bool *)fb;
+        break;
+    case SG_OT_U32:
+        same = *(const uint32_t *)fa == *(const uint32_t *)fb;
+        break;
+    case SG_OT_U64:
+        same = *(const uint64_t *)fa == *(const uint64_t *)fb;
+        break;
+    case SG_OT_INT:
+    case SG_OT_ENUM:
+        same = *(const int *)fa == *(const int *)fb;
+        break;
+    case SG_OT_NUM:
+        same = *(const double *)fa == *(const double *)fb;
+        break;
+    case SG_OT_STR: {
+        const char *sa = *(char *const *)fa, *sb = *(char *const *)fb;
+        same = sa == sb || (sa && sb && strcmp(sa, sb) == 0);
+        break;
+    }
+    default:
+        return true;
+    }
+    if (!same)
+        fprintf(stderr, "test_config.c: round trip: --%s differs\n", r->name);
+    return same;
+}
+
+/*
+ * A run's echo fed back with --config gives the same run: the same echo (but for the file it came from), the same
+ * field for every generically echoed row, and the same structures the hooks echo. A row whose echo is dropped (or
+ * cannot be read back) loses its value on the way and fails here.
+ */
+static void round_trip(int line, const char *const *args)
+{
+    char *argv[200];
+    int argc = 0;
+    argv[argc++] = "profile";
+    for (; args[argc - 1] && argc < 199; argc++)
+        argv[argc] = (char *)args[argc - 1];
+    argv[argc] = NULL;
+    sg_config_t a, b;
+    int rc = sg_config_parse(&a, argc, argv);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "test_config.c:%d: the run itself is refused\n", line);
+        return;
+    }
+    char *ea = sg_config_to_json(&a);
+    char path[] = "/tmp/surge_echo_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && ea);
+    if (fd >= 0 && ea) {
+        CHECK_EQ_INT(write(fd, ea, strlen(ea)), (long)strlen(ea));
+        close(fd);
+    }
+    rc = parse(&b, "--config", path, NULL);
+    unlink(path);
+    CHECK_EQ_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "test_config.c:%d: the echo fed back is refused: %s\n", line, ea);
+        sg_config_free(&a);
+        free(ea);
+        return;
+    }
+    char *eb = sg_config_to_json(&b);
+    json_t *ja = ea ? json_loads(ea, 0, NULL) : NULL, *jb = eb ? json_loads(eb, 0, NULL) : NULL;
+    CHECK(ja && jb);
+    json_object_del(jb, "config_file");
+    json_object_del(jb, "config_file_sha256");
+    json_object_del(ja, "config_file");
+    json_object_del(ja, "config_file_sha256");
+    test_checks++;
+    if (!json_equal(ja, jb)) {
+        test_failures++;
+        const char *k;
+        json_t *v;
+        json_object_foreach(ja, k, v)
+        {
+            if (!json_equal(v, json_object_get(jb, k))) {
+                char *x = json_dumps(v, JSON_ENCODE_ANY), *y = json_dumps(json_object_get(jb, k), JSON_ENCODE_ANY);
+                fprintf(stderr, "test_config.c:%d: round trip: %s was %s, read back %s\n", line, k, x, y ? y : "-");
+                free(x);
+                free(y);
+            }
+        }
+    }
+    for (size_t i = 0; i < sg_opt_count; i++) {
+        const sg_opt_t *r = &sg_opt_table[i];
+        if (r->type != SG_OT_CUSTOM || r->echo_type)
+            CHECK(same_field(r, &a, &b));
+    }
+    /* what the hooks echo */
+    CHECK_EQ_INT(a.n_models, b.n_models);
+    CHECK_EQ_INT(a.n_urls > 1 ? a.n_urls : 1, b.n_urls > 1 ? b.n_urls : 1); /* 0 or 1: one URL */
+    CHECK_EQ_INT(a.n_headers, b.n_headers);
+    for (size_t i = 0; i < a.n_headers && i < b.n_headers; i++)
+        CHECK(strcmp(a.headers[i], b.headers[i]) == 0);
+    CHECK(strcmp(a.endpoint_path, b.endpoint_path) == 0);
+    CHECK(strcmp(a.extra_inputs_json ? a.extra_inputs_json : "", b.extra_inputs_json ? b.extra_inputs_json : "") == 0);
+    CHECK_EQ_INT(a.n_slos, b.n_slos);
+    CHECK_EQ_INT(a.n_slo_checks, b.n_slo_checks);
+    CHECK_EQ_INT(a.n_server_metrics_urls, b.n_server_metrics_urls);
+    CHECK_EQ_INT(a.sweep, b.sweep);
+    CHECK_EQ_INT(a.n_sweep_values, b.n_sweep_values);
+    CHECK_EQ_INT(a.search, b.search);
+    CHECK_NEAR(a.search_lo, b.search_lo, 0);
+    CHECK_NEAR(a.search_hi, b.search_hi, 0);
+    CHECK_NEAR(a.cooldown_s, b.cooldown_s, 0);
+    CHECK_NEAR(a.stability_pct, b.stability_pct, 0);
+    CHECK_EQ_INT(a.max_trials, b.max_trials);
+    CHECK_NEAR(a.profile_run_cooldown_s, b.profile_run_cooldown_s, 0);
+    CHECK_EQ_INT(a.warmup_only_first_run, b.warmup_only_first_run);
+    CHECK_EQ_INT(a.cache_bust, b.cache_bust);
+    CHECK_EQ_INT(a.coalesce_us, b.coalesce_us);
+    CHECK_EQ_INT(a.user_timestamps, b.user_timestamps);
+    CHECK_EQ_INT(a.export_summary, b.export_summary);
+    json_decref(ja);
+    json_decref(jb);
+    free(ea);
+    free(eb);
+    sg_config_free(&a);
+    sg_config_free(&b);
+}
+#define ROUND_TRIP(...) round_trip(__LINE__, (const char *const[]){__VA_ARGS__, NULL})
+
+static void test_echo_round_trip(void)
+{
+    /* an open loop with most single-run options set away from their defaults */
+    ROUND_TRIP("-m", "a/b", "-m", "c", "--model-selection-strategy", "random", "-u", "http://10.0.0.5:9000/api/",
+               "--endpoint-type", "completions", "--endpoint", "v2/complete", "--streaming", "-H", "X-Trace: on",
+               "--max-connections", "7", "--local-address", "127.0.0.1", "--extra-inputs", "temperature:0.25",
+               "--ignore-eos", "--request-rate", "12.5", "--request-distribution", "gamma", "--burstiness", "0.5",
+               "--max-concurrency", "64", "--request-count", "1000", "--warmup-request-count", "10",
+               "--request-timeout", "5.5", "--random-seed", "18446744073709551615", "--workers", "3",
+               "--synthetic-input-tokens-mean", "200", "--synthetic-input-tokens-stddev", "20", "--num-prompts", "500",
+               "--cache-bust", "none", "--output-tokens-mean", "128", "--output-tokens-stddev", "8",
+               "--output-tokens-mean-deterministic", "--num-prefix-prompts", "3", "--prefix-prompt-length", "40",
+               "--artifact-dir", "out/run1", "--profile-export-file", "my_run.json", "--export-level", "summary", "-v",
+               "--max-error-rate", "0.05", "--goodput", "time_to_first_token:200", "--show-trace-timing", "--overwrite",
+               "--slice-duration", "2.5", "--stall-threshold-ms", "50", "--server-metrics-url",
+               "http://127.0.0.1:9/metrics", "--server-metrics-interval", "0.5", "--slo", "time_to_first_token:p99<500",
+               "--confidence-level", "0.9", "--timestamps", "user", "--coalesce-us", "250", "--io-backend", "epoll",
+               "--request-cancellation-rate", "10", "--request-cancellation-delay", "0.5", "--batch-size", "1",
+               "--insecure");
+    /* a ramp, and several URLs */
+    ROUND_TRIP("-m", "x", "-u", "a:1", "-u", "b:2", "--url-strategy", "least_in_flight", "--request-rate", "20",
+               "--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "2", "--request-rate-ramp-duration", "3",
+               "--benchmark-duration", "9", "--benchmark-grace-period", "1");
+    /* a sweep of closed loops with stability windows, repeated runs and images */
+    ROUND_TRIP("-m", "x", "--concurrency", "1,4,16", "--parameter-sweep-cooldown-seconds", "0.5",
+               "--measurement-interval", "2000", "--stability-percentage", "5", "--max-trials", "6",
+               "--num-profile-runs", "3", "--profile-run-cooldown-seconds", "2",
+               "--profile-run-disable-warmup-after-first", "false", "--warmup-request-count", "4", "--image-width-mean",
+               "64", "--image-height-mean", "32", "--image-format", "png");
+    /* a capacity search */
+    ROUND_TRIP("-m", "x", "--search", "max-request-rate", "--search-range", "2:40", "--search-precision", "0.1",
+               "--search-trials", "2", "--search-max-trials", "3", "--slo", "request_latency:p90<900",
+               "--parameter-sweep-cooldown-seconds", "0");
+    /* a closed loop with a concurrency ramp, a base path ending in /v1 */
+    ROUND_TRIP("-m", "x", "-u", "http://h:8/v1", "--concurrency", "8", "--concurrency-ramp-duration", "2");
+    /* synthetic multi-turn sessions */
+    ROUND_TRIP("-m", "x", "--conversation-turn-mean", "3", "--conversation-turn-stddev", "1", "--conversation-num", "5",
+               "--conversation-turn-delay-mean", "100", "--conversation-turn-delay-stddev", "10",
+               "--conversation-turn-delay-ratio", "0.5", "--request-count", "12");
+    /* synthetic rankings, and DCGM exporters beside a scrape URL */
+    ROUND_TRIP("-m", "x", "--endpoint-type", "rankings", "--rankings-passages-mean", "3",
+               "--rankings-query-prompt-token-mean", "12", "--gpu-telemetry", "127.0.0.1:9401", "--server-metrics-url",
+               "http://127.0.0.1:9/metrics");
+}
+
 int main(void)
 {
     test_options_table();
+    test_echo_table();
+    test_echo_round_trip();
     test_multirun();
     test_cache_bust();
     test_endpoints();
