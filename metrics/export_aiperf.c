@@ -146,6 +146,13 @@ static char *ok_metrics(char *p, const sg_record_t *r)
     if (r->reasoning_tokens > 0)
         p = metric_int(p, "reasoning_token_count", r->reasoning_tokens, "tokens");
     p = metric_ms(p, r, SG_M_ITL);
+    /* tool calls (surge's names: AIPerf has none), only on responses that made some, as in surge's JSONL */
+    double v;
+    if (sg_record_metric(r, SG_M_TOOL_CALLS, &v))
+        p = metric_int(p, sg_metric_tag(SG_M_TOOL_CALLS), r->tool_calls, "calls");
+    if (sg_record_metric(r, SG_M_TOOL_TOKENS, &v))
+        p = metric_int(p, sg_metric_tag(SG_M_TOOL_TOKENS), r->tool_tokens, "tokens");
+    p = metric_ms(p, r, SG_M_TTFTC);
     double tps;
     /* none when all tokens came at one instant (ITL 0: sg_record_metric says so), as AIPerf leaves it out; the
      * bound keeps micro-units within a long */
@@ -274,6 +281,12 @@ static const struct {
     {"http_req_waiting", "HTTP Waiting (TTFB)"},
     {"http_req_receiving", "HTTP Receiving"},
     {"http_req_duration", "HTTP Duration (excl. conn)"},
+    /* tool calls (surge's tags and headers: AIPerf has no tool-call metric), only when responses made some */
+    {"tool_call_count", "Tool Calls per Response"},
+    {"tool_call_token_count", "Tool-Call Token Count"},
+    {"time_to_first_tool_call_token", "Time to First Tool-Call Token"},
+    {"tool_call_total", "Tool Call Total"},
+    {"tool_call_token_share", "Tool-Call Token Share"},
 };
 
 /* A block's fields in AIPerf's order (JsonMetricResult; count on distributions since its schema 1.1). */
