@@ -216,6 +216,15 @@ static int scan_line(line_t *l, const char *text, size_t len)
         } else if (SG_JS_KEY(&js, key, "tool_call_tokens")) {
             rc = scan_int(&js, &v, &present);
             r->tool_tokens = present && v > 0 ? (uint32_t)v : 0;
+        } else if (SG_JS_KEY(&js, key, "images")) {
+            rc = scan_int(&js, &v, &present);
+            r->images = present && v > 0 ? (uint16_t)(v > UINT16_MAX ? UINT16_MAX : v) : 0;
+        } else if (SG_JS_KEY(&js, key, "audios")) {
+            rc = scan_int(&js, &v, &present);
+            r->audios = present && v > 0 ? (uint16_t)(v > UINT16_MAX ? UINT16_MAX : v) : 0;
+        } else if (SG_JS_KEY(&js, key, "media_bytes")) {
+            rc = scan_int(&js, &v, &present);
+            r->media_bytes = present && v > 0 ? (uint32_t)(v > UINT32_MAX ? UINT32_MAX : v) : 0;
         } else if (SG_JS_KEY(&js, key, "status")) {
             rc = scan_text(&js, l->status, sizeof l->status);
         } else if (SG_JS_KEY(&js, key, "error_class")) {

@@ -403,7 +403,8 @@ const sg_opt_t sg_opt_table[] = {
                 "                                flag, localhost:9400 meaning http://localhost:9400/metrics;\n"
                 "                                default that one): per GPU utilisation, memory, power, SM\n"
                 "                                clock and energy in the console, summary and report, and output\n"
-                "                                tokens per joule\n"), /* AIPerf: DCGM exporter URLs */
+                "                                tokens per joule; AIPerf's telemetry_data layout in its\n"
+                "                                files\n"), /* AIPerf: DCGM exporter URLs */
     OPT("batch-size", OPT_BATCH_SIZE, ARG, .short_name = 'b',
         .aliases = ALIASES("batch-size-text", "prompt-batch-size"), U32(batch_size, 1, MAX_BATCH), GIVEN(batch_given),
         .help = "  -b, --batch-size N            inputs per embeddings request, passages per rankings query "

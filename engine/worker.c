@@ -584,6 +584,9 @@ static void new_request(sg_worker_t *w, int64_t intended)
     rec->model = r->payload->model;
     rec->isl = r->payload->isl;
     rec->max_tokens = r->payload->max_tokens;
+    rec->images = r->payload->images;
+    rec->audios = r->payload->audios;
+    rec->media_bytes = r->payload->media_bytes;
     rec->streaming = r->payload->streaming; /* what was asked; the response's head says what it is */
     if (r->payload->uniq_len)               /* each request its own prompt start: no server cache holds it */
         sg_payload_uniq(w->run->payloads, r->payload, w->run->uniq_base + rec->id, r->uniq);

@@ -146,6 +146,13 @@ static char *ok_metrics(char *p, const sg_record_t *r)
     if (r->reasoning_tokens > 0)
         p = metric_int(p, "reasoning_token_count", r->reasoning_tokens, "tokens");
     p = metric_ms(p, r, SG_M_ITL);
+    /* tool calls (surge's names: AIPerf has none), only on responses that made some, as in surge's JSONL */
+    double v;
+    if (sg_record_metric(r, SG_M_TOOL_CALLS, &v))
+        p = metric_int(p, sg_metric_tag(SG_M_TOOL_CALLS), r->tool_calls, "calls");
+    if (sg_record_metric(r, SG_M_TOOL_TOKENS, &v))
+        p = metric_int(p, sg_metric_tag(SG_M_TOOL_TOKENS), r->tool_tokens, "tokens");
+    p = metric_ms(p, r, SG_M_TTFTC);
     double tps;
     /* none when all tokens came at one instant (ITL 0: sg_record_metric says so), as AIPerf leaves it out; the
      * bound keeps micro-units within a long */
@@ -274,6 +281,16 @@ static const struct {
     {"http_req_waiting", "HTTP Waiting (TTFB)"},
     {"http_req_receiving", "HTTP Receiving"},
     {"http_req_duration", "HTTP Duration (excl. conn)"},
+    /* tool calls (surge's tags and headers: AIPerf has no tool-call metric), only when responses made some */
+    {"tool_call_count", "Tool Calls per Response"},
+    {"tool_call_token_count", "Tool-Call Token Count"},
+    {"time_to_first_tool_call_token", "Time to First Tool-Call Token"},
+    {"tool_call_total", "Tool Call Total"},
+    {"tool_call_token_share", "Tool-Call Token Share"},
+    /* GPU telemetry over every GPU (AIPerf's tags and headers: its power-efficiency metrics), with it only */
+    {"total_gpu_power", "Total GPU Power"},
+    {"total_gpu_energy", "Total GPU Energy"},
+    {"output_tokens_per_joule", "Output Tokens per Joule"},
 };
 
 /* A block's fields in AIPerf's order (JsonMetricResult; count on distributions since its schema 1.1). */
@@ -453,6 +470,205 @@ static json_t *input_config(json_t *ours)
     return ic;
 }
 
+/* ---------- GPU telemetry: AIPerf's telemetry_data ---------- */
+
+/*
+ * AIPerf's GPU metrics (its gpu_telemetry/constants.py: key, display name, unit), each from one of surge's per-GPU
+ * figures (the summary's gpu_telemetry, metrics/srvmetrics.c) times AIPerf's scale from DCGM's units. A counter
+ * (energy, XID) is one value, the increase over the run, as AIPerf reports counters; a gauge its distribution.
+ */
+static const struct {
+    const char *key, *display, *unit, *surge;
+    double scale;
+    bool counter;
+} GPU_METRICS[] = {
+    {"gpu_power_usage", "GPU Power Usage", "W", "gpu_power", 1, false},
+    {"energy_consumption", "Energy Consumption", "MJ", "energy", 1e-6, true}, /* surge's J */
+    {"gpu_utilization", "GPU Utilization", "%", "gpu_utilization", 1, false},
+    {"gpu_memory_used", "GPU Memory Used", "GB", "gpu_memory_used", 1.048576e-3, false}, /* MiB, as AIPerf scales */
+    {"gpu_temperature", "GPU Temperature",
+     "\xc2\xb0"
+     "C",
+     "gpu_temperature", 1, false},
+    {"mem_utilization", "Memory Utilization", "%", "gpu_memory_copy_utilization", 1, false},
+    {"sm_utilization", "SM Utilization", "%", "gpu_sm_active", 100, false}, /* a ratio */
+    {"decoder_utilization", "Decoder Utilization", "%", "gpu_decoder_utilization", 1, false},
+    {"encoder_utilization", "Encoder Utilization", "%", "gpu_encoder_utilization", 1, false},
+    {"xid_errors", "XID Errors", "count", "gpu_xid_errors", 1, true},
+};
+
+/* AIPerf's gauge statistics (JsonMetricResult), scaled; the stat keys are stat_keys[] and sum. */
+static json_t *gpu_gauge(const json_t *g, double scale, const char *unit)
+{
+    json_t *o = json_object();
+    int rc = o ? set(o, "unit", json_string(unit)) : -ENOMEM;
+    for (size_t i = 0; i < SG_ARRAY_LEN(stat_keys) && !rc; i++) {
+        const char *k = strcmp(stat_keys[i], "count") == 0 ? "samples" : stat_keys[i];
+        json_t *v = json_object_get(g, k);
+        if (json_is_integer(v) && strcmp(k, "samples") == 0)
+            rc = set(o, "count", json_incref(v));
+        else if (json_is_number(v))
+            rc = set(o, stat_keys[i], json_real(json_number_value(v) * scale));
+    }
+    json_t *avg = json_object_get(g, "avg"), *n = json_object_get(g, "samples");
+    if (!rc && json_is_number(avg) && json_is_integer(n))
+        rc = set(o, "sum", json_real(json_number_value(avg) * scale * (double)json_integer_value(n)));
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* One of AIPerf's metrics of one GPU from surge's figures; NULL when surge has none. */
+static json_t *gpu_metric(const json_t *gpu, size_t k)
+{
+    const json_t *g = json_object_get(gpu, GPU_METRICS[k].surge);
+    if (!json_is_object(g))
+        return NULL;
+    const char *unit = GPU_METRICS[k].unit;
+    if (!GPU_METRICS[k].counter)
+        return json_is_number(json_object_get(g, "avg")) ? gpu_gauge(g, GPU_METRICS[k].scale, unit) : NULL;
+    double v;
+    if (strcmp(GPU_METRICS[k].surge, "energy") == 0) {
+        if (!json_is_number(json_object_get(g, "value")))
+            return NULL;
+        v = json_number_value(json_object_get(g, "value"));
+    } else { /* a gauge read as AIPerf reads a counter: last - first, never below 0 */
+        const json_t *first = json_object_get(g, "first"), *last = json_object_get(g, "last");
+        if (!json_is_number(first) || !json_is_number(last))
+            return NULL;
+        v = json_number_value(last) - json_number_value(first);
+        v = v > 0 ? v : 0;
+    }
+    return single(unit, json_real(v * GPU_METRICS[k].scale));
+}
+
+/* AIPerf's name for an exporter: its URL without the scheme and without a trailing /metrics. */
+static char *endpoint_display(const char *url)
+{
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    size_t n = strlen(p);
+    if (n >= 8 && strcmp(p + n - 8, "/metrics") == 0)
+        n -= 8;
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, p, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* {gpu_index, gpu_name, gpu_uuid, hostname, metrics} (AIPerf's GpuSummary); NULL when the gpu label is no index. */
+static json_t *gpu_summary(const json_t *gpu)
+{
+    const char *idx = json_string_value(json_object_get(gpu, "gpu"));
+    char *end;
+    long i = idx && *idx ? strtol(idx, &end, 10) : -1;
+    if (!idx || !*idx || *end || i < 0)
+        return NULL;
+    const char *host = json_string_value(json_object_get(gpu, "hostname"));
+    json_t *o = json_object(), *metrics = json_object();
+    int rc = o && metrics ? set(o, "gpu_index", json_integer(i)) : -ENOMEM;
+    rc = rc ? rc : set(o, "gpu_name", json_incref(json_object_get(gpu, "model_name")));
+    rc = rc ? rc : set(o, "gpu_uuid", json_incref(json_object_get(gpu, "uuid")));
+    rc = rc ? rc : set(o, "hostname", host && *host ? json_string(host) : json_null());
+    for (size_t k = 0; k < SG_ARRAY_LEN(GPU_METRICS) && !rc; k++) {
+        json_t *v = gpu_metric(gpu, k);
+        if (v)
+            rc = set(metrics, GPU_METRICS[k].key, v);
+    }
+    rc = rc ? rc : set(o, "metrics", json_incref(metrics));
+    json_decref(metrics);
+    if (rc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/*
+ * AIPerf's telemetry_data (TelemetryExportData): summary {endpoints_configured, endpoints_successful, start_time,
+ * end_time}, endpoints {"host:port": {gpus: {"gpu_N": GpuSummary}}}. surge's gpu_telemetry lists the GPUs of the
+ * exporters that answered, so both endpoint lists are those exporters' URLs. NULL without GPUs.
+ */
+static json_t *telemetry_data(json_t *ours, const sg_metrics_t *m, const sg_run_info_t *info)
+{
+    json_t *gpus = json_object_get(json_object_get(ours, "gpu_telemetry"), "gpus");
+    if (!json_is_array(gpus) || json_array_size(gpus) == 0)
+        return NULL;
+    json_t *root = json_object(), *summary = json_object(), *urls = json_array(), *eps = json_object();
+    int rc = root && summary && urls && eps ? 0 : -ENOMEM;
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        const char *url = json_string_value(json_object_get(g, "endpoint"));
+        json_t *gs = url ? gpu_summary(g) : NULL;
+        char *disp = url ? endpoint_display(url) : NULL;
+        if (gs && disp && !rc) {
+            json_t *ep = json_object_get(eps, disp);
+            if (!ep) {
+                ep = json_object();
+                rc = set(eps, disp, ep);
+                rc = rc ? rc : set(ep, "gpus", json_object());
+                rc = rc ? rc : json_array_append_new(urls, json_string(url));
+            }
+            char key[48];
+            snprintf(key, sizeof key, "gpu_%" JSON_INTEGER_FORMAT,
+                     json_integer_value(json_object_get(gs, "gpu_index")));
+            rc = rc ? rc : set(json_object_get(ep, "gpus"), key, json_incref(gs));
+        }
+        json_decref(gs);
+        free(disp);
+    }
+    rc = rc ? rc : set(summary, "endpoints_configured", json_incref(urls));
+    rc = rc ? rc : set(summary, "endpoints_successful", json_incref(urls));
+    rc = rc ? rc : set(summary, "start_time", iso_time(sg_metrics_first_intended_ns(m), info->wall_offset_ns));
+    rc = rc ? rc : set(summary, "end_time", iso_time(sg_metrics_last_end_ns(m), info->wall_offset_ns));
+    rc = rc ? rc : set(root, "summary", json_incref(summary));
+    rc = rc ? rc : set(root, "endpoints", json_incref(eps));
+    json_decref(summary);
+    json_decref(urls);
+    json_decref(eps);
+    if (rc || json_object_size(json_object_get(root, "endpoints")) == 0) {
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+/*
+ * AIPerf's totals over every GPU (its compute_efficiency_metrics): total_gpu_power (the GPUs' mean powers summed),
+ * total_gpu_energy (J) and output_tokens_per_joule, each only where every GPU has the figure (surge's rule for
+ * tokens per joule: a GPU without energy would make the total too small).
+ */
+static int add_gpu_totals(json_t *ours)
+{
+    json_t *t = json_object_get(ours, "gpu_telemetry");
+    json_t *gpus = json_object_get(t, "gpus");
+    if (!json_is_array(gpus) || json_array_size(gpus) == 0)
+        return 0;
+    double power = 0;
+    bool all = true;
+    size_t i;
+    json_t *g;
+    json_array_foreach(gpus, i, g)
+    {
+        json_t *avg = json_object_get(json_object_get(g, "gpu_power"), "avg");
+        all = all && json_is_number(avg);
+        power += json_number_value(avg);
+    }
+    int rc = all ? set(ours, "total_gpu_power", single("W", json_real(power))) : 0;
+    json_t *ej = json_object_get(t, "energy_j"), *tpj = json_object_get(t, "tokens_per_joule");
+    if (!rc && json_is_number(ej))
+        rc = set(ours, "total_gpu_energy", single("J", json_real(json_number_value(ej))));
+    if (!rc && json_is_number(tpj))
+        rc = set(ours, "output_tokens_per_joule", single("tokens/J", json_real(json_number_value(tpj))));
+    return rc;
+}
+
 /* JsonExportData for the run: schema_version, the blocks, then the run's provenance. */
 static json_t *build_aiperf(const sg_metrics_t *m, const sg_run_info_t *info)
 {
@@ -461,6 +677,7 @@ static json_t *build_aiperf(const sg_metrics_t *m, const sg_run_info_t *info)
     json_t *ours = sg_export_summary(m, info);
     json_t *root = json_object();
     int rc = ours && root ? add_totals(ours, m, info) : -ENOMEM;
+    rc = rc ? rc : add_gpu_totals(ours);
     /* 1.1: count and sum on the distributions (AIPerf's docs/reference/json-export-schema.md) */
     rc = rc ? rc : set(root, "schema_version", json_string("1.1"));
     for (size_t i = 0; i < SG_ARRAY_LEN(blocks) && !rc; i++) {
@@ -474,6 +691,9 @@ static json_t *build_aiperf(const sg_metrics_t *m, const sg_run_info_t *info)
     int64_t off = info->wall_offset_ns;
     rc = rc ? rc : set(root, "start_time", iso_time(sg_metrics_first_intended_ns(m), off));
     rc = rc ? rc : set(root, "end_time", iso_time(sg_metrics_last_end_ns(m), off));
+    json_t *tel = rc ? NULL : telemetry_data(ours, m, info);
+    if (tel)
+        rc = set(root, "telemetry_data", tel);
     json_decref(ours);
     if (rc) {
         json_decref(root);
@@ -514,14 +734,86 @@ static int cmp_block(const void *a, const void *b)
     return strcmp(blocks[*(const size_t *)a].tag, blocks[*(const size_t *)b].tag);
 }
 
+/* AIPerf's CSV columns of a distribution (its STAT_KEYS). */
+static const char *const cols[] = {"avg", "min", "max", "p1",  "p5",  "p10", "p25",
+                                   "p50", "p75", "p90", "p95", "p99", "std"};
+
+/* A CSV field: as it is, or quoted (quotes doubled) when it holds a comma, a quote or a line break. */
+static void csv_text(FILE *f, const char *s)
+{
+    s = s ? s : "";
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/*
+ * AIPerf's GPU telemetry table after the metrics (its metrics_csv_exporter.py): two blank lines, then
+ * Endpoint,GPU_Index,GPU_Name,GPU_UUID,Metric,avg,min,max,p1,...,p99,std[,Hostname], a row per GPU and metric in
+ * GPU_METRICS' order, the metric as "Display (unit)"; Hostname only when some GPU has one.
+ */
+static void write_telemetry_csv(FILE *f, json_t *tel)
+{
+    json_t *eps = json_object_get(tel, "endpoints");
+    if (!json_is_object(eps))
+        return;
+    const char *ep;
+    json_t *e, *g;
+    bool host = false;
+    json_object_foreach(eps, ep, e)
+    {
+        const char *gk;
+        json_object_foreach(json_object_get(e, "gpus"), gk, g) host =
+            host || json_is_string(json_object_get(g, "hostname"));
+    }
+    fputs("\n\nEndpoint,GPU_Index,GPU_Name,GPU_UUID,Metric", f);
+    for (size_t c = 0; c < SG_ARRAY_LEN(cols); c++)
+        fprintf(f, ",%s", cols[c]);
+    fputs(host ? ",Hostname\n" : "\n", f);
+    json_object_foreach(eps, ep, e)
+    {
+        const char *gk;
+        json_object_foreach(json_object_get(e, "gpus"), gk, g)
+        {
+            json_t *metrics = json_object_get(g, "metrics");
+            for (size_t k = 0; k < SG_ARRAY_LEN(GPU_METRICS); k++) {
+                json_t *b = json_object_get(metrics, GPU_METRICS[k].key);
+                if (!b)
+                    continue;
+                csv_text(f, ep);
+                fprintf(f, ",%" JSON_INTEGER_FORMAT ",", json_integer_value(json_object_get(g, "gpu_index")));
+                csv_text(f, json_string_value(json_object_get(g, "gpu_name")));
+                fputc(',', f);
+                csv_text(f, json_string_value(json_object_get(g, "gpu_uuid")));
+                fprintf(f, ",%s (%s)", GPU_METRICS[k].display, GPU_METRICS[k].unit);
+                for (size_t c = 0; c < SG_ARRAY_LEN(cols); c++)
+                    csv_number(f, json_object_get(b, cols[c]));
+                if (host) {
+                    fputc(',', f);
+                    const char *h = json_string_value(json_object_get(g, "hostname"));
+                    csv_text(f, h ? h : "None"); /* as AIPerf's str(None) */
+                }
+                fputc('\n', f);
+            }
+        }
+    }
+}
+
 /*
  * AIPerf's two parts, a blank line between (csv_exporter.py): the blocks with percentiles under
- * Metric,avg,min,max,p1,...,p99,std; then Metric,Value for the single values. Rows sorted by tag.
+ * Metric,avg,min,max,p1,...,p99,std; then Metric,Value for the single values. Rows sorted by tag. Then, with GPU
+ * telemetry, its GPU table.
  */
 static void write_aiperf_csv(FILE *f, json_t *root)
 {
-    static const char *const cols[] = {"avg", "min", "max", "p1",  "p5",  "p10", "p25",
-                                       "p50", "p75", "p90", "p95", "p99", "std"};
     size_t order[SG_ARRAY_LEN(blocks)];
     for (size_t i = 0; i < SG_ARRAY_LEN(blocks); i++)
         order[i] = i;
@@ -544,6 +836,9 @@ static void write_aiperf_csv(FILE *f, json_t *root)
             fputc('\n', f);
         }
     }
+    json_t *tel = json_object_get(root, "telemetry_data");
+    if (tel)
+        write_telemetry_csv(f, tel);
 }
 
 int sg_export_aiperf_csv(const char *path, const sg_metrics_t *m, const sg_run_info_t *info)

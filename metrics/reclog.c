@@ -2,14 +2,15 @@
  * Per-worker record log and its merge into the per-request JSONL files (surge's own, and AIPerf's by
  * export_aiperf.c in the same pass).
  *
- * File format, version 6 (host byte order: the log is read back on the machine that wrote it):
+ * File format, version 8 (host byte order: the log is read back on the machine that wrote it):
  *   file header: "SGRECLOG" magic, u32 version, u32 0
  *   per record:  a marker byte (REC_MARKER), a varint length of the body, then the body:
  *     varint flags, a varint of which times are present (a bit each), varint id/worker/payload/model, zigzag varint
  * intended_ns, each present time as a zigzag varint of its distance from intended_ns (exact to the ns), the other
  * fields as varints (signed ones zigzag), the error message (varint length, bytes), varint n_events, session and turn
  * (FLAG_SESSION), text_len and reasoning_text_len (FLAG_TEXT), the tool calls' counts (FLAG_TOOLS: calls, argument
- * events, then tool_text_len with FLAG_TEXT or the argument tokens without); then the event offsets (µs from the first
+ * events, then tool_text_len with FLAG_TEXT or the argument tokens without), the request's images, audio clips and
+ * media bytes (FLAG_MEDIA); then the event offsets (µs from the first
  * token) as zigzag varints of the change in the gap between one and the next (a steady stream costs a byte a token,
  * exact to the µs whatever the order); then the output text (FLAG_TEXT,
  *     --tokenizer only) and a fixed 17-byte block of the fields the OSL pass rewrites in place (osl_tokenizer,
@@ -57,8 +58,8 @@
 
 #define RECLOG_MAGIC "SGRECLOG"
 #define RECLOG_VERSION                                                                                                 \
-    7u /* 6: the HTTP trace (send start, response head, connection set-up, FLAG_TLS), FLAG_URL,                        \
-        * FLAG_RAMP; 7: FLAG_TOOLS and the first tool-call time, the presence of times a varint */
+    8u /* 6: the HTTP trace (send start, response head, connection set-up, FLAG_TLS), FLAG_URL,                        \
+        * FLAG_RAMP; 7: FLAG_TOOLS and the first tool-call time, the presence of times a varint; 8: FLAG_MEDIA */
 #define RECLOG_BUF (64u * 1024u)
 #define REC_MARKER 0xA5u
 #define FLAG_STREAMING 1u
@@ -72,7 +73,8 @@
 #define FLAG_URL 256u            /* several URLs: the URL's index follows the events' count */
 #define FLAG_RAMP 512u           /* intended inside a ramp */
 #define FLAG_TOOLS 1024u         /* the response made tool calls: their counts follow (and tool_text_len) */
-#define FLAG_ALL 2047u
+#define FLAG_MEDIA 2048u         /* the request carried images or audio: their counts and bytes follow the tools' */
+#define FLAG_ALL 4095u
 /* A stream of more than 16 Mi events is not a record we wrote: treat it as corruption. */
 #define MAX_EVENTS (1u << 24)
 /* The most a record's fields take before its events: about 45 varints of at most 10 bytes (room for 76) and the
@@ -148,6 +150,7 @@ struct wire_rec {
     uint32_t tool_events;
     uint32_t tool_tokens;
     uint32_t tool_text_len;
+    uint32_t images, audios, media_bytes;
 };
 
 /* ---------- varints ---------- */
@@ -252,7 +255,7 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
                      (r->resent ? FLAG_RESENT : 0) | (r->no_output ? FLAG_NO_OUTPUT : 0) |
                      (r->in_session ? FLAG_SESSION : 0) | (r->reasoning_from_usage ? FLAG_REASONING_USAGE : 0) |
                      (r->tls ? FLAG_TLS : 0) | (r->multi_url ? FLAG_URL : 0) | (r->ramp ? FLAG_RAMP : 0) |
-                     (r->tool_calls || r->tool_events ? FLAG_TOOLS : 0);
+                     (r->tool_calls || r->tool_events ? FLAG_TOOLS : 0) | (r->images || r->audios ? FLAG_MEDIA : 0);
     const int64_t t[T__COUNT] = {r->sent_ns,         r->first_byte_ns, r->first_token_ns, r->second_token_ns, r->end_ns,
                                  r->first_output_ns, r->send_start_ns, r->head_ns,        r->first_tool_ns};
     unsigned present = 0;
@@ -308,6 +311,11 @@ static size_t encode_head(unsigned char *h, const sg_record_t *r, bool has_text,
             p = put_v(p, r->tool_text_len <= text_len ? r->tool_text_len : 0);
         else
             p = put_v(p, r->tool_tokens); /* with text: in the fixed block */
+    }
+    if (flags & FLAG_MEDIA) {
+        p = put_v(p, r->images);
+        p = put_v(p, r->audios);
+        p = put_v(p, r->media_bytes);
     }
     return (size_t)(p - h);
 }
@@ -904,6 +912,13 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
         else
             w->tool_tokens = d_u32(&d);
     }
+    if (flags & FLAG_MEDIA) {
+        w->images = d_u32(&d);
+        w->audios = d_u32(&d);
+        w->media_bytes = d_u32(&d);
+        if (w->images > UINT16_MAX || w->audios > UINT16_MAX)
+            return 0;
+    }
     if (!d.ok || present >> T__COUNT || w->n_events > MAX_EVENTS || w->text_len > SG_RECORD_TEXT_MAX ||
         w->reasoning_text_len > w->text_len || w->tool_text_len > w->text_len)
         return 0;
@@ -1025,6 +1040,9 @@ static int rec_decode(const rec_view_t *v, sg_record_t *out, uint32_t **events, 
     r.tool_tokens = w->tool_tokens;
     r.tool_text_len = w->tool_text_len;
     r.first_tool_ns = w->first_tool_ns;
+    r.images = (uint16_t)w->images;
+    r.audios = (uint16_t)w->audios;
+    r.media_bytes = w->media_bytes;
     r.warmup = w->flags & FLAG_WARMUP;
     r.ramp = w->flags & FLAG_RAMP;
     r.intended_ns = w->intended_ns;
@@ -1368,6 +1386,11 @@ static void write_line(sg_outbuf_t *ob, const rec_view_t *vp, int64_t base, cons
     PUT_OPT_INT(p, "max_tokens", w->max_tokens != 0, w->max_tokens);
     PUT_OPT_INT(p, "content_events", true, w->content_events);
     PUT_OPT_INT(p, "response_bytes", true, (int64_t)w->response_bytes);
+    if (w->flags & FLAG_MEDIA) { /* only on requests that carried images or audio */
+        PUT_OPT_INT(p, "images", true, w->images);
+        PUT_OPT_INT(p, "audios", true, w->audios);
+        PUT_OPT_INT(p, "media_bytes", true, w->media_bytes);
+    }
     if (w->flags & FLAG_TOOLS) { /* only on responses that made tool calls */
         PUT_OPT_INT(p, "tool_calls", true, w->tool_calls);
         PUT_OPT_INT(p, "tool_call_tokens", true, w->tool_tokens);

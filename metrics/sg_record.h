@@ -100,6 +100,10 @@ typedef struct {
     uint32_t tool_events;
     uint32_t tool_tokens;
     int64_t first_tool_ns;
+    /* images and audio clips the request carried, and their bytes in its body (sg_payload_t's; docs/files.md):
+     * 0 for a request without media */
+    uint16_t images, audios;
+    uint32_t media_bytes;
     bool no_output;          /* the endpoint generates nothing (embeddings, rankings): no OSL, no output metrics */
     uint64_t response_bytes; /* body bytes received */
 

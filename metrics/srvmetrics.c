@@ -50,6 +50,13 @@ static const struct {
     {"DCGM_FI_DEV_SM_CLOCK", NULL, NULL, "gpu_sm_clock"},
     {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", NULL, NULL, "gpu_energy"},
     {"DCGM_FI_DEV_GPU_TEMP", NULL, NULL, "gpu_temperature"},
+    /* the rest of AIPerf's DCGM fields (its gpu_telemetry/constants.py): memory-copy, encoder, decoder utilisation,
+     * the SM-active ratio (a profiling field, not in the default counters) and the last XID error */
+    {"DCGM_FI_DEV_MEM_COPY_UTIL", NULL, NULL, "gpu_memory_copy_utilization"},
+    {"DCGM_FI_DEV_ENC_UTIL", NULL, NULL, "gpu_encoder_utilization"},
+    {"DCGM_FI_DEV_DEC_UTIL", NULL, NULL, "gpu_decoder_utilization"},
+    {"DCGM_FI_PROF_SM_ACTIVE", NULL, NULL, "gpu_sm_active"},
+    {"DCGM_FI_DEV_XID_ERRORS", NULL, NULL, "gpu_xid_errors"},
 };
 
 static const struct {
@@ -524,16 +531,28 @@ char *sg_srvm_summary_json(const sg_srvm_t *m, int64_t t0_ns, int64_t t1_ns)
 static const struct {
     const char *known, *unit;
 } GPU_GAUGES[] = {
-    {"gpu_utilization", "%"}, {"gpu_memory_used", "MiB"}, {"gpu_memory_free", "MiB"},
-    {"gpu_power", "W"},       {"gpu_sm_clock", "MHz"},    {"gpu_temperature", "C"},
+    {"gpu_utilization", "%"},
+    {"gpu_memory_used", "MiB"},
+    {"gpu_memory_free", "MiB"},
+    {"gpu_power", "W"},
+    {"gpu_sm_clock", "MHz"},
+    {"gpu_temperature", "C"},
+    {"gpu_memory_copy_utilization", "%"},
+    {"gpu_encoder_utilization", "%"},
+    {"gpu_decoder_utilization", "%"},
+    {"gpu_sm_active", "ratio"},
+    {"gpu_xid_errors", "xid"},
 };
+#define GPU_N_GAUGES SG_ARRAY_LEN(GPU_GAUGES)
+#define GPU_POWER 3             /* GPU_GAUGES' power */
+#define GPU_ENERGY GPU_N_GAUGES /* the slot after the gauges: the energy counter */
 
 /* One GPU: an endpoint's series that carry the same gpu and UUID labels. */
 typedef struct {
     size_t endpoint;
-    const char *gpu, *uuid;      /* label values ("" when absent); borrowed from a series' labels */
-    const series_t *first;       /* a series of it, for the other labels */
-    const series_t *by_known[8]; /* GPU_GAUGES' series, then [6] the energy counter */
+    const char *gpu, *uuid;                     /* label values ("" when absent); borrowed from a series' labels */
+    const series_t *first;                      /* a series of it, for the other labels */
+    const series_t *by_known[GPU_N_GAUGES + 1]; /* GPU_GAUGES' series, then [GPU_ENERGY] the energy counter */
 } gpu_t;
 
 static const char *label(const series_t *x, const char *name)
@@ -542,24 +561,65 @@ static const char *label(const series_t *x, const char *name)
     return v ? v : "";
 }
 
-/* Gauge statistics of one series: unit, samples, avg, min, max, last. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-th percentile of n sorted values, interpolated between the two nearest ranks (numpy's default, which
+ * AIPerf's GPU telemetry uses). */
+static double pct_linear(const double *v, size_t n, double q)
+{
+    double pos = q / 100 * (double)(n - 1);
+    size_t lo = (size_t)pos;
+    if (lo + 1 >= n)
+        return v[n - 1];
+    return v[lo] + (v[lo + 1] - v[lo]) * (pos - (double)lo);
+}
+
+static const struct {
+    const char *key;
+    double q;
+} GAUGE_PCTS[] = {{"p1", 1},   {"p5", 5},   {"p10", 10}, {"p25", 25}, {"p50", 50},
+                  {"p75", 75}, {"p90", 90}, {"p95", 95}, {"p99", 99}};
+
+/*
+ * Gauge statistics of one series: unit, samples, avg, min, max, last; then first, std (the sample's, n - 1; 0 for
+ * one sample) and p1 .. p99 (interpolated), which AIPerf's layout of the same gauges needs (export_aiperf.c).
+ */
 static json_t *gauge_json(const series_t *x, const char *unit)
 {
-    double sum = 0, lo = INFINITY, hi = -INFINITY, last = NAN;
+    double sum = 0, lo = INFINITY, hi = -INFINITY, last = NAN, first = NAN;
+    double *v = malloc((x->n ? x->n : 1) * sizeof *v);
     size_t n = 0;
-    for (size_t i = 0; i < x->n; i++) {
-        double v = x->s[i].v;
-        if (!isfinite(v))
+    for (size_t i = 0; v && i < x->n; i++) {
+        double y = x->s[i].v;
+        if (!isfinite(y))
             continue;
-        sum += v;
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-        last = v;
-        n++;
+        sum += y;
+        lo = y < lo ? y : lo;
+        hi = y > hi ? y : hi;
+        last = y;
+        if (!n)
+            first = y;
+        v[n++] = y;
     }
-    return json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "unit", unit, "samples", (json_int_t)n, "avg",
-                     n ? json_real(sum / (double)n) : json_null(), "min", n ? json_real(lo) : json_null(), "max",
-                     n ? json_real(hi) : json_null(), "last", n ? json_real(last) : json_null());
+    json_t *o = json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "unit", unit, "samples", (json_int_t)n, "avg",
+                          n ? json_real(sum / (double)n) : json_null(), "min", n ? json_real(lo) : json_null(), "max",
+                          n ? json_real(hi) : json_null(), "last", n ? json_real(last) : json_null());
+    if (o && n) {
+        double mean = sum / (double)n, ss = 0;
+        for (size_t i = 0; i < n; i++)
+            ss += (v[i] - mean) * (v[i] - mean);
+        json_object_set_new(o, "first", json_real(first));
+        json_object_set_new(o, "std", json_real(n > 1 ? sqrt(ss / (double)(n - 1)) : 0));
+        qsort(v, n, sizeof *v, cmp_double);
+        for (size_t k = 0; k < SG_ARRAY_LEN(GAUGE_PCTS); k++)
+            json_object_set_new(o, GAUGE_PCTS[k].key, json_real(pct_linear(v, n, GAUGE_PCTS[k].q)));
+    }
+    free(v);
+    return o;
 }
 
 /*
@@ -570,7 +630,7 @@ static json_t *gauge_json(const series_t *x, const char *unit)
  */
 static bool gpu_energy(const gpu_t *g, double *joules, double *span_s, const char **source)
 {
-    const series_t *e = g->by_known[6], *p = g->by_known[3];
+    const series_t *e = g->by_known[GPU_ENERGY], *p = g->by_known[GPU_POWER];
     const series_t *x = e && e->n >= 2 ? e : p && p->n >= 2 ? p : NULL;
     if (!x)
         return false;
@@ -620,8 +680,8 @@ char *sg_srvm_gpu_json(const sg_srvm_t *m, uint64_t output_tokens)
             gpus = ng;
             gpus[n++] = (gpu_t){.endpoint = x->endpoint, .gpu = gpu, .uuid = uuid, .first = x};
         }
-        size_t slot = 6;
-        for (size_t u = 0; u < SG_ARRAY_LEN(GPU_GAUGES); u++)
+        size_t slot = GPU_ENERGY;
+        for (size_t u = 0; u < GPU_N_GAUGES; u++)
             if (strcmp(GPU_GAUGES[u].known, x->known) == 0)
                 slot = u;
         if (!gpus[k].by_known[slot]) /* a second series of one GPU and meaning (other labels): the first counts */

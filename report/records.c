@@ -123,14 +123,15 @@ static int scan_num(sg_js_t *js, double *out)
 
 /* One surge record: the fields the charts need, the rest skipped (validated on the way). */
 typedef struct {
-    double intended, sent, first, end, isl, osl;
+    double intended, sent, first, end, isl, osl, first_tool;
     bool ok;
     sg_slice_t err_class;
 } surge_rec_t;
 
 static int scan_surge_record(sg_js_t *js, surge_rec_t *r)
 {
-    *r = (surge_rec_t){.intended = NAN, .sent = NAN, .first = NAN, .end = NAN, .isl = NAN, .osl = NAN};
+    *r = (surge_rec_t){
+        .intended = NAN, .sent = NAN, .first = NAN, .end = NAN, .isl = NAN, .osl = NAN, .first_tool = NAN};
     int count = 0, rc;
     sg_slice_t key;
     if (sg_js_obj_begin(js) < 0)
@@ -149,6 +150,8 @@ static int scan_surge_record(sg_js_t *js, surge_rec_t *r)
             num = &r->isl;
         else if (SG_JS_KEY(js, key, "output_sequence_length"))
             num = &r->osl;
+        else if (SG_JS_KEY(js, key, "first_tool_call_token_ns"))
+            num = &r->first_tool;
         if (num) {
             if (scan_num(js, num) < 0)
                 return -1;
@@ -203,7 +206,7 @@ static void fill_req(rp_run_t *run, rp_req_t *q, const surge_rec_t *r)
     q->isl = count_of(r->isl);
     q->osl = count_of(r->osl);
     q->lag = ms(r->sent - r->intended);
-    q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = NAN;
+    q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = q->ttftc = NAN;
     q->cancelled = false;
     if (!r->ok && SG_JS_EQ(r->err_class, "cancelled")) {
         q->cancelled = true; /* surge stopped it: not a failure (docs/metrics.md, Cancelled requests) */
@@ -219,6 +222,7 @@ static void fill_req(rp_run_t *run, rp_req_t *q, const surge_rec_t *r)
     q->lat_send = ms(r->end - r->sent);
     q->ttft = ms(r->first - r->intended);
     q->ttft_send = ms(r->first - r->sent);
+    q->ttftc = ms(r->first_tool - r->intended);
     if (q->osl >= 2 && !isnan(r->first))
         q->itl = f32((r->end - r->first) / 1e6 / (q->osl - 1));
 }
@@ -246,7 +250,7 @@ static int surge_line(rp_run_t *run, const char *line, size_t len)
     sg_js_init(&js, line, len);
     surge_rec_t r;
     if (scan_surge_record(&js, &r) < 0 || isnan(r.intended) || isnan(r.end) || !time_ok(r.intended) ||
-        !time_ok(r.end) || !time_ok(r.sent) || !time_ok(r.first))
+        !time_ok(r.end) || !time_ok(r.sent) || !time_ok(r.first) || !time_ok(r.first_tool))
         return -1;
     fill_req(run, &run->req[run->n], &r);
     return 0;
@@ -341,7 +345,7 @@ static int aiperf_record(rp_run_t *run, rp_req_t *q, json_t *rec)
     q->lag = 0;
     q->isl = count_of(aiperf_metric(metrics, "input_sequence_length"));
     q->osl = count_of(aiperf_metric(metrics, "output_sequence_length"));
-    q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = NAN;
+    q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = q->ttftc = NAN;
     q->cancelled = json_is_true(json_object_get(meta, "was_cancelled"));
     if (q->cancelled)
         return 0;
@@ -353,6 +357,7 @@ static int aiperf_record(rp_run_t *run, rp_req_t *q, json_t *rec)
         return 0;
     }
     q->ttft = q->ttft_send = f32(aiperf_metric(metrics, "time_to_first_token"));
+    q->ttftc = f32(aiperf_metric(metrics, "time_to_first_tool_call_token")); /* surge's tag, in its AIPerf file */
     q->lat = q->lat_send = f32(isnan(lat) ? (end - start) / 1e6 : lat);
     q->itl = f32(aiperf_metric(metrics, "inter_token_latency"));
     return 0;
@@ -395,7 +400,7 @@ static int genai_request(rp_run_t *run, rp_req_t *q, json_t *r)
     q->intended_s = q->sent_s = start / 1e9;
     q->lag = 0;
     q->isl = q->osl = -1;
-    q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = NAN;
+    q->ttft = q->ttft_send = q->lat = q->lat_send = q->itl = q->ttftc = NAN;
     q->end_s = last / 1e9;
     if (n == 0) {
         q->err = rp_err_class(run, "no response", 11);

@@ -25,6 +25,8 @@ typedef struct {
     float lat;         /* ms from the intended start, ok requests */
     float lat_send;    /* ms from the send */
     float itl;         /* ms, ok requests with at least two output tokens */
+    float ttftc;       /* time to first tool-call token, ms from the intended start: ok responses that streamed a
+                          tool call's arguments */
     float lag;         /* schedule lag, ms */
     int32_t isl;       /* -1: unknown */
     int32_t osl;

@@ -469,6 +469,11 @@ json_t *rp_run_data(const rp_run_t *run)
     json_object_set_new(c, "request_latency_from_send", cdf(run, offsetof(rp_req_t, lat_send)));
     json_object_set_new(c, "inter_token_latency", cdf(run, offsetof(rp_req_t, itl)));
     json_object_set_new(c, "schedule_lag", cdf(run, offsetof(rp_req_t, lag)));
+    bool tools = false; /* only a run whose responses streamed tool calls has this one */
+    for (size_t i = 0; i < run->n && !tools; i++)
+        tools = !isnan(run->req[i].ttftc);
+    if (tools)
+        json_object_set_new(c, "time_to_first_tool_call_token", cdf(run, offsetof(rp_req_t, ttftc)));
     json_object_set_new(o, "cdf", c);
     json_object_set_new(o, "points", points(run));
     json_object_set_new(o, "bins", bins(run));

@@ -69,7 +69,10 @@
     client_cpu_time_system: 'Client CPU, load phase, system', process_cpu_time: 'Client CPU, whole process',
     process_cpu_time_user: 'Client CPU, whole process, user', process_cpu_time_system: 'Client CPU, whole process, system',
     output_tokens_per_process_cpu_sec: 'Output tokens per client CPU-second (whole process)',
-    output_tokens_per_client_cpu_sec: 'Output tokens per client CPU-second (load phase)'
+    output_tokens_per_client_cpu_sec: 'Output tokens per client CPU-second (load phase)',
+    tool_call_count: 'Tool calls per response', tool_call_token_count: 'Tool-call tokens per response',
+    time_to_first_tool_call_token: 'Time to first tool-call token', tool_call_total: 'Tool calls (all responses)',
+    tool_call_token_share: 'Tool-call share of output tokens'
   };
   function nameOf(tag) { return NAMES[tag] || tag.replace(/_/g, ' '); }
 
@@ -561,34 +564,94 @@
     prefix_cache_queries: 'Server: prefix-cache queries', generation_tokens: 'Server: tokens generated',
     prompt_tokens: 'Server: prompt tokens', gpu_utilization: 'GPU: utilisation', gpu_memory_used: 'GPU: memory used',
     gpu_memory_free: 'GPU: memory free', gpu_power: 'GPU: power', gpu_sm_clock: 'GPU: SM clock',
-    gpu_temperature: 'GPU: temperature'
+    gpu_temperature: 'GPU: temperature', gpu_memory_copy_utilization: 'GPU: memory-copy utilisation',
+    gpu_encoder_utilization: 'GPU: encoder utilisation', gpu_decoder_utilization: 'GPU: decoder utilisation',
+    gpu_sm_active: 'GPU: SM active', gpu_xid_errors: 'GPU: last XID error'
   };
 
   const SERVER_UNITS = {
     requests_running: 'requests', requests_waiting: 'requests', kv_cache_usage: 'fraction',
     prefix_cache_hits: 'tokens', prefix_cache_queries: 'tokens', prefix_cache_hit_rate: 'fraction',
     generation_tokens: 'tokens', prompt_tokens: 'tokens', gpu_utilization: '%', gpu_memory_used: 'MiB',
-    gpu_memory_free: 'MiB', gpu_power: 'W', gpu_sm_clock: 'MHz', gpu_temperature: '\u00b0C'
+    gpu_memory_free: 'MiB', gpu_power: 'W', gpu_sm_clock: 'MHz', gpu_temperature: '\u00b0C',
+    gpu_memory_copy_utilization: '%', gpu_encoder_utilization: '%', gpu_decoder_utilization: '%',
+    gpu_sm_active: 'ratio', gpu_xid_errors: 'XID'
   };
 
-  /* The summary's gpu_telemetry (DCGM exporter): one row per GPU, the figures as the summary has them. */
+  /* Tool calls (docs/metrics.md, *Tool calls*), only for runs whose responses made some: how many responses made
+   * calls and how many, their argument tokens and share of the output, and when the first argument fragment came
+   * against the first token; the summary's own figures (data-tool: its tag, data-stat), the share in percent. */
+  const TOOL_COLS = [
+    ['responses with calls', 'tool_call_count', 'count'], ['calls', 'tool_call_total', 'avg'],
+    ['calls per response avg', 'tool_call_count', 'avg'], ['calls per response max', 'tool_call_count', 'max'],
+    ['tool-call tokens per response avg', 'tool_call_token_count', 'avg'],
+    ['tool-call tokens p50', 'tool_call_token_count', 'p50'], ['tool-call tokens p99', 'tool_call_token_count', 'p99'],
+    ['share of output tokens (%)', 'tool_call_token_share', 'avg', 100],
+    ['first tool-call token p50 (ms)', 'time_to_first_tool_call_token', 'p50'],
+    ['first tool-call token p90 (ms)', 'time_to_first_tool_call_token', 'p90'],
+    ['first tool-call token p99 (ms)', 'time_to_first_tool_call_token', 'p99'],
+    ['TTFT p50 (ms)', 'time_to_first_token', 'p50']
+  ];
+
+  function toolSection(app, runs) {
+    const list = runs.filter(function (r) { return r.summary && r.summary.tool_call_count; });
+    if (!list.length) return;
+    const s = section(app, 'Tool calls');
+    cdfChart(s.grid, runs, 'cdf-tool', 'time_to_first_tool_call_token', null);
+    const rows = [el('tr', null, [el('th', { text: 'run' })].concat(TOOL_COLS.map(function (c) {
+      return el('th', { text: c[0] });
+    })))];
+    runs.forEach(function (r, ri) {
+      if (!r.summary || !r.summary.tool_call_count) return;
+      rows.push(el('tr', null, [el('td', { text: r.label })].concat(TOOL_COLS.map(function (c) {
+        const m = r.summary[c[1]], v = m && typeof m[c[2]] === 'number' ? m[c[2]] * (c[3] || 1) : null;
+        return el('td', { 'data-run': ri, 'data-tool': c[1], 'data-stat': c[2] + (c[3] ? '_percent' : ''),
+                          'data-value': v === null ? null : String(v), text: fmt(v) });
+      }))));
+    });
+    s.box.append(el('div', { cls: 'scroll' }, [el('table', { cls: 'tools' }, rows)]));
+    s.box.append(el('p', { cls: 'note', text: 'A tool call\u2019s arguments are output tokens: they count in OSL, ' +
+      'and the first argument fragment of a streamed call is timed from the intended start, as TTFT is. ' +
+      'Whole (not streamed) responses have no tool-call timing.' }));
+  }
+
+  /* The summary's gpu_telemetry (DCGM exporter): one row per GPU, the figures as the summary has them. The first
+   * columns always; each of the others where some GPU has it (the exporter's fields vary), so that every gauge the
+   * summary holds is on the page. [field, heading, gauge, statistic] */
+  const GPU_COLS = [
+    ['util_avg', 'util avg (%)', 'gpu_utilization', 'avg'], ['util_max', 'util max (%)', 'gpu_utilization', 'max'],
+    ['mem_used_max', 'memory used max (MiB)', 'gpu_memory_used', 'max'], ['power_avg', 'power avg (W)', 'gpu_power', 'avg'],
+    ['energy_j', 'energy (J)', null, null], ['sm_clock_avg', 'SM clock avg (MHz)', 'gpu_sm_clock', 'avg'],
+    ['temp_max', 'temperature max (\u00b0C)', 'gpu_temperature', 'max']
+  ];
+  const GPU_MORE_COLS = [
+    ['power_max', 'power max (W)', 'gpu_power', 'max'],
+    ['mem_free_min', 'memory free min (MiB)', 'gpu_memory_free', 'min'],
+    ['mem_copy_util_avg', 'memory-copy util avg (%)', 'gpu_memory_copy_utilization', 'avg'],
+    ['enc_util_avg', 'encoder util avg (%)', 'gpu_encoder_utilization', 'avg'],
+    ['dec_util_avg', 'decoder util avg (%)', 'gpu_decoder_utilization', 'avg'],
+    ['sm_active_avg', 'SM active avg (ratio)', 'gpu_sm_active', 'avg'],
+    ['xid_last', 'last XID error', 'gpu_xid_errors', 'last']
+  ];
   function gpuTable(runs) {
     const list = runs.filter(function (r) { return r.gpu && r.gpu.gpus && r.gpu.gpus.length; });
     if (!list.length) return null;
-    const heads = ['run', 'GPU', 'model', 'util avg (%)', 'util max (%)', 'memory used max (MiB)', 'power avg (W)',
-                   'energy (J)', 'SM clock avg (MHz)', 'temperature max (\u00b0C)'];
+    const st = function (g, c) {
+      if (!c[2]) return g.energy && typeof g.energy.value === 'number' ? g.energy.value : null;
+      return g[c[2]] && typeof g[c[2]][c[3]] === 'number' ? g[c[2]][c[3]] : null;
+    };
+    const cols = GPU_COLS.concat(GPU_MORE_COLS.filter(function (c) {
+      return list.some(function (r) { return r.gpu.gpus.some(function (g) { return st(g, c) !== null; }); });
+    }));
+    const heads = ['run', 'GPU', 'model'].concat(cols.map(function (c) { return c[1]; }));
     const rows = [el('tr', null, heads.map(function (h) { return el('th', { text: h }); }))];
-    const st = function (g, k, s) { return g[k] && typeof g[k][s] === 'number' ? g[k][s] : null; };
     list.forEach(function (r) {
       r.gpu.gpus.forEach(function (g, k) {
-        const cells = [['util_avg', st(g, 'gpu_utilization', 'avg')], ['util_max', st(g, 'gpu_utilization', 'max')],
-                       ['mem_used_max', st(g, 'gpu_memory_used', 'max')], ['power_avg', st(g, 'gpu_power', 'avg')],
-                       ['energy_j', g.energy ? g.energy.value : null], ['sm_clock_avg', st(g, 'gpu_sm_clock', 'avg')],
-                       ['temp_max', st(g, 'gpu_temperature', 'max')]];
         rows.push(el('tr', null, [el('td', { text: r.label }), el('td', { text: g.gpu }),
-                                  el('td', { text: g.model_name || '' })].concat(cells.map(function (c) {
-          return el('td', { 'data-gpu': k, 'data-field': c[0], 'data-value': c[1] === null ? null : String(c[1]),
-                            text: fmt(c[1]) });
+                                  el('td', { text: g.model_name || '' })].concat(cols.map(function (c) {
+          const v = st(g, c);
+          return el('td', { 'data-gpu': k, 'data-field': c[0], 'data-value': v === null ? null : String(v),
+                            text: fmt(v) });
         }))));
       });
     });
@@ -812,6 +875,7 @@
     const un = unreachableTable(runs);
     if (un) tl.box.append(un);
     histCharts(section(app, 'Sequence lengths').grid, runs);
+    toolSection(app, runs);
 
     const errs = section(app, 'Errors');
     errorsChart(errs.grid, runs, errs.box);

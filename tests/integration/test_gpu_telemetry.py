@@ -130,6 +130,88 @@ def near(a, b):
     return abs(a - b) <= 1e-9 * max(1.0, abs(b))
 
 
+def pct(values, q):
+    """numpy's default percentile (linear between ranks), as AIPerf computes its GPU gauges' and surge copies."""
+    v = sorted(values)
+    pos = q / 100 * (len(v) - 1)
+    lo = int(pos)
+    return v[-1] if lo + 1 >= len(v) else v[lo] + (v[lo + 1] - v[lo]) * (pos - lo)
+
+
+def std(values):
+    m = sum(values) / len(values)
+    return (sum((x - m) ** 2 for x in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+
+
+# AIPerf's keys for DCGM's fields (its gpu_telemetry/constants.py) with its scale from DCGM's units
+AIPERF_GAUGES = (("gpu_power_usage", "DCGM_FI_DEV_POWER_USAGE", 1, "W"),
+                 ("gpu_utilization", "DCGM_FI_DEV_GPU_UTIL", 1, "%"),
+                 ("gpu_memory_used", "DCGM_FI_DEV_FB_USED", 1.048576e-3, "GB"),
+                 ("gpu_temperature", "DCGM_FI_DEV_GPU_TEMP", 1, "\u00b0C"),
+                 ("mem_utilization", "DCGM_FI_DEV_MEM_COPY_UTIL", 1, "%"),
+                 ("encoder_utilization", "DCGM_FI_DEV_ENC_UTIL", 1, "%"),
+                 ("decoder_utilization", "DCGM_FI_DEV_DEC_UTIL", 1, "%"))
+
+
+def check_aiperf(h, r, served, port):
+    """profile_export_aiperf.json's telemetry_data and totals, and its CSV's GPU table, from what was served."""
+    with open(os.path.join(r.dir, "profile_export_aiperf.json")) as f:
+        a = json.load(f)
+    t = a.get("telemetry_data") or {}
+    ep = "127.0.0.1:%d" % port
+    url = "http://127.0.0.1:%d/metrics" % port
+    h.check(t.get("summary", {}).get("endpoints_configured") == [url] and
+            t.get("summary", {}).get("endpoints_successful") == [url] and t["summary"].get("start_time"),
+            "AIPerf: telemetry_data.summary names the exporter", t.get("summary"))
+    gpus = t.get("endpoints", {}).get(ep, {}).get("gpus", {})
+    h.check(sorted(gpus) == ["gpu_0", "gpu_1"], "AIPerf: the endpoint %s holds gpu_0 and gpu_1" % ep,
+            sorted(t.get("endpoints", {})))
+    n = len(served)
+    for gi, want in enumerate(GPUS):
+        g = gpus.get("gpu_%d" % gi, {})
+        h.check(g.get("gpu_index") == gi and g.get("gpu_uuid") == want["UUID"] and
+                g.get("gpu_name") == COMMON["modelName"] and g.get("hostname") == COMMON["Hostname"],
+                "AIPerf: GPU %d's identity" % gi, {k: v for k, v in g.items() if k != "metrics"})
+        m = g.get("metrics", {})
+        for key, field, scale, unit in AIPERF_GAUGES:
+            col = [s[gi][field] * scale for s in served]
+            b = m.get(key, {})
+            ok = b.get("unit") == unit and b.get("count") == n and near(b.get("avg", -1), sum(col) / n)
+            ok = ok and near(b.get("min", -1), min(col)) and near(b.get("max", -1), max(col))
+            ok = ok and all(near(b.get("p%d" % q, -1), pct(col, q)) for q in (1, 5, 10, 25, 50, 75, 90, 95, 99))
+            ok = ok and near(b.get("std", -1), std(col)) and near(b.get("sum", -1), sum(col))
+            h.check(ok, "AIPerf: GPU %d %s is the served %s x %g" % (gi, key, field, scale), (b, col))
+        e = [s[gi]["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] for s in served]
+        ec = m.get("energy_consumption", {})
+        h.check(ec.get("unit") == "MJ" and near(ec.get("avg", -1), (e[-1] - e[0]) * 1e-9) and "p50" not in ec,
+                "AIPerf: GPU %d energy_consumption, a counter, in MJ" % gi, ec)
+        h.check(m.get("xid_errors") == {"unit": "count", "avg": 0.0}, "AIPerf: GPU %d xid_errors 0" % gi,
+                m.get("xid_errors"))
+        h.check("sm_utilization" not in m, "AIPerf: no sm_utilization where DCGM_FI_PROF_SM_ACTIVE is not exported",
+                sorted(m))
+    gt = r.summary["gpu_telemetry"]
+    power = sum(x["gpu_power"]["avg"] for x in gt["gpus"])
+    h.check(a.get("total_gpu_power") == {"unit": "W", "avg": power} and
+            a.get("total_gpu_energy") == {"unit": "J", "avg": gt["energy_j"]} and
+            a.get("output_tokens_per_joule") == {"unit": "tokens/J", "avg": gt["tokens_per_joule"]},
+            "AIPerf: total_gpu_power, total_gpu_energy, output_tokens_per_joule", (a.get("total_gpu_power"),
+                                                                                   a.get("total_gpu_energy"),
+                                                                                   a.get("output_tokens_per_joule")))
+    with open(os.path.join(r.dir, "profile_export_aiperf.csv")) as f:
+        text = f.read()
+    head = "Endpoint,GPU_Index,GPU_Name,GPU_UUID,Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std,Hostname"
+    h.check("\n\n\n" + head + "\n" in text, "AIPerf CSV: two blank lines, then the GPU table's header", text[-3000:])
+    rows = [line.split(",") for line in text.split(head + "\n", 1)[-1].splitlines() if line]
+    power_rows = [x for x in rows if x[4] == "GPU Power Usage (W)"]
+    h.check(len(rows) == 2 * 9 and len(power_rows) == 2 and all(x[0] == ep and x[-1] == COMMON["Hostname"]
+                                                                 for x in rows),
+            "AIPerf CSV: 9 metrics for each of the 2 GPUs", rows[:3])
+    for x in power_rows:
+        b = gpus["gpu_%s" % x[1]]["metrics"]["gpu_power_usage"]
+        h.check(x[5] == "%.2f" % b["avg"] and x[16] == "%.2f" % b["p99"], "AIPerf CSV: GPU %s power avg and p99" % x[1],
+                (x, b))
+
+
 def main(h):
     with h.mock("--ttft-ms", 10, "--itl-ms", 2, "--output-tokens", 24) as m:
         with Exporter() as ex:
@@ -177,6 +259,22 @@ def main(h):
                 (g["energy_j"], total_j))
         h.check(near(g["tokens_per_joule"], out_tokens / total_j), "tokens per joule: output tokens / energy",
                 (g["tokens_per_joule"], out_tokens / total_j))
+        # the gauges beyond the default six (AIPerf's), with a distribution each; no SM-active series was served
+        for gi in range(2):
+            gg = g["gpus"][gi]
+            for known, field in (("gpu_memory_copy_utilization", "DCGM_FI_DEV_MEM_COPY_UTIL"),
+                                 ("gpu_encoder_utilization", "DCGM_FI_DEV_ENC_UTIL"),
+                                 ("gpu_decoder_utilization", "DCGM_FI_DEV_DEC_UTIL"),
+                                 ("gpu_xid_errors", "DCGM_FI_DEV_XID_ERRORS"), ("gpu_power", "DCGM_FI_DEV_POWER_USAGE")):
+                col = [s[gi][field] for s in served]
+                x = gg.get(known) or {}
+                h.check(x.get("samples") == n and near(x.get("avg", -1), sum(col) / n) and
+                        near(x.get("p90", -1), pct(col, 90)) and near(x.get("std", -1), std(col)) and
+                        x.get("first") == col[0] and x.get("last") == col[-1],
+                        "GPU %d: %s as served, with its percentiles and std" % (gi, known), (x, col))
+            h.check(gg.get("gpu_sm_active", 0) is None, "GPU %d: gpu_sm_active null (not exported)" % gi,
+                    gg.get("gpu_sm_active"))
+        check_aiperf(h, r, served, ex.port)
         # the console says the same
         h.check("GPU telemetry (DCGM exporter, 2 GPUs; energy from the energy counter)" in r.stdout and
                 re.search(r"Output tokens per joule: %s " % re.escape("%.4g" % (out_tokens / total_j)), r.stdout),
@@ -197,12 +295,19 @@ def main(h):
                 gg = g["gpus"][gi]
                 for field, v in (("util_avg", gg["gpu_utilization"]["avg"]), ("util_max", gg["gpu_utilization"]["max"]),
                                  ("mem_used_max", gg["gpu_memory_used"]["max"]), ("power_avg", gg["gpu_power"]["avg"]),
-                                 ("energy_j", gg["energy"]["value"]), ("sm_clock_avg", gg["gpu_sm_clock"]["avg"])):
+                                 ("energy_j", gg["energy"]["value"]), ("sm_clock_avg", gg["gpu_sm_clock"]["avg"]),
+                                 ("temp_max", gg["gpu_temperature"]["max"]), ("power_max", gg["gpu_power"]["max"]),
+                                 ("mem_free_min", gg["gpu_memory_free"]["min"]),
+                                 ("mem_copy_util_avg", gg["gpu_memory_copy_utilization"]["avg"]),
+                                 ("enc_util_avg", gg["gpu_encoder_utilization"]["avg"]),
+                                 ("dec_util_avg", gg["gpu_decoder_utilization"]["avg"]),
+                                 ("xid_last", gg["gpu_xid_errors"]["last"])):
                     cells = rp.cells(gpu=gi, field=field)
                     h.check(len(cells) == 1 and browser.same_number(cells[0][1], v) and
                             float(cells[0][0]["data-value"]) == v, "report: GPU %d %s is the summary's" % (gi, field),
                             (cells, v))
             h.check("output tokens per joule" in rp.dom, "report: tokens per joule said", rp.dom[-500:])
+            h.check(not rp.cells(gpu=0, field="sm_active_avg"), "report: no SM-active column when no GPU has it")
 
         # no energy counter: the power gauge integrated between the scrapes (trapezoids over server_metrics.json's
         # times, which are the scrapes' times on surge's clock)

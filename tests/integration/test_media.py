@@ -84,6 +84,11 @@ def main(h):
                        "surge_mock_media_bytes_total": str(got)}, "chat: the server's /metrics counts them too", scrape)
     h.check("Media: 2.00 images and 1.00 audio clips per request" in r.stdout, "chat: and the console says so",
             r.stdout[-800:])
+    # each JSONL record says what its request carried: the summary's totals are their sums
+    per = [(x.get("images"), x.get("audios"), x.get("media_bytes")) for x in r.records]
+    h.check(len(per) == N and all(i == 2 and a == 1 and b > 0 for i, a, b in per) and
+            sum(b for _, _, b in per) == sent, "chat: every JSONL record has images 2, audios 1, and media_bytes "
+            "summing to the summary's %d" % sent, per[:4])
     # the server's usage adds the media tokens to the prompt's words, request by request
     isl = [(x["input_sequence_length"], x["input_sequence_length_server"]) for x in r.records]
     h.check(len(isl) == N and all(s == c + want for c, s in isl), "chat: usage prompt_tokens = ISL + media tokens",
@@ -98,6 +103,13 @@ def main(h):
         with open(os.path.join(out, "profile_export_surge.json")) as f:
             merged = json.load(f).get("media", {})
     h.check(p.returncode == 0 and merged == media, "merge: the media object survives", (p.returncode, merged, media))
+    mrecs = []
+    if p.returncode == 0:
+        with open(os.path.join(out, "profile_export_surge.jsonl")) as f:
+            mrecs = [json.loads(line) for line in f if line.strip()]
+    h.check(sorted((x["id"], x.get("images"), x.get("audios"), x.get("media_bytes")) for x in mrecs) ==
+            sorted((x["id"], x.get("images"), x.get("audios"), x.get("media_bytes")) for x in r.records),
+            "merge: each record's media survive", mrecs[:2])
 
     # 2. image_retrieval, JPEG
     with h.mock("--ttft-ms", 0, record=True) as m:
@@ -114,6 +126,9 @@ def main(h):
             [(x.get("inputs"), x.get("images_sized"), x.get("media_tokens")) for x in recs])
     h.check(r.summary and r.summary["request_count"]["avg"] == 4 and r.summary["error_request_count"]["avg"] == 0,
             "image_retrieval: 4 ok, none failed", (r.summary or {}).get("error_request_count"))
+    h.check(len(r.records) == 4 and all(x.get("images") == 3 and x.get("audios") == 0 for x in r.records),
+            "image_retrieval: each JSONL record has its 3 images", [(x.get("images"), x.get("audios"))
+                                                                     for x in r.records])
 
     # 3. an input file naming media
     png, wav, lines = h.path("cat.png"), h.path("hi.wav"), h.path("media.jsonl")
@@ -129,6 +144,15 @@ def main(h):
     got = [(x.get("images"), x.get("images_sized"), x.get("audios"), x.get("media_tokens")) for x in recs]
     h.check(got == [(1, 1, 0, image_tokens(100, 57)), (2, 1, 1, image_tokens(100, 57) + 25)],
             "input file: the PNG read and encoded, the URL passed through, the WAV's second counted", got)
+    by_payload = sorted((x["payload"], x.get("images"), x.get("audios")) for x in r.records)
+    h.check(by_payload == [(0, 1, 0), (1, 2, 1)], "input file: each JSONL record has its line's images and audio",
+            by_payload)
+    url = "https://example.com/x.jpg"
+    b64 = 4 * -(-os.path.getsize(png) // 3)
+    mb = sorted((x["payload"], x.get("media_bytes")) for x in r.records)
+    want_mb = len("data:image/png;base64,") + b64
+    h.check(mb and mb[0][1] == want_mb and mb[1][1] > want_mb + len(url),
+            "input file: media_bytes is the data URL's length (%d), more with the URL and the clip" % want_mb, mb)
     pngsize = os.path.getsize(png)
     h.check(recs and recs[0].get("media_bytes") == pngsize, "input file: the server decoded the file's bytes",
             (recs[0].get("media_bytes") if recs else None, pngsize))

@@ -5,14 +5,18 @@ arguments stream as one delta per output token); surge counts the calls, the arg
 or the tokenizer's count of the arguments' text) and the time to the first argument fragment, in the summary and
 per request, and a tool-call-only response is a success with its output counted. --tool-choice none, a mock that
 answers only some calls (--tool-call-rate), an input file whose lines carry their own tools, and bad tools
-refused before anything is sent."""
+refused before anything is sent. AIPerf's files carry the same figures (per request and in the summary, JSON and
+CSV), and the report has a Tool calls section, with the summary's numbers, only for a run that made calls."""
+# ctest: run-serial (headless Chromium takes both cores for seconds: the timing tests beside it would suffer)
 
+import csv
 import json
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import browser  # noqa: E402
 import harness  # noqa: E402
 from profiling import profile  # noqa: E402
 
@@ -80,8 +84,74 @@ def check_calls(h, r, what, n, tokens, streamed=True):
         h.check("time_to_first_tool_call_token" not in s, "%s: no tool-call timing without a stream" % what)
 
 
+def check_aiperf(h, r, what, streamed=True):
+    """AIPerf's files: each request's tool-call metrics in profile_export.jsonl as surge's JSONL has them, the
+    distributions and totals in profile_export_aiperf.json as surge's summary has them, and rows in its CSV."""
+    with open(os.path.join(r.dir, "profile_export.jsonl")) as f:
+        lines = [json.loads(x) for x in f if x.strip()]
+    got = sorted((x["metadata"]["session_num"], x["metrics"].get("tool_call_count", {}).get("value"),
+                  x["metrics"].get("tool_call_token_count", {}).get("value"),
+                  x["metrics"].get("time_to_first_tool_call_token", {}).get("value")) for x in lines)
+    want = sorted((x["id"], x["tool_calls"], x["tool_call_tokens"], x.get("time_to_first_tool_call_token_ms"))
+                  for x in r.records)
+    h.check(len(got) == len(want) and all(g[:3] == w[:3] and (w[3] is None) == (g[3] is None) and
+                                          (w[3] is None or abs(g[3] - w[3]) < 1e-3) for g, w in zip(got, want)),
+            "%s: AIPerf's records carry each request's tool calls, tokens and first tool-call time" % what,
+            (got[:3], want[:3]))
+    units = {x["metrics"].get("tool_call_count", {}).get("unit") for x in lines}
+    h.check(units == {"calls"}, "%s: AIPerf's tool_call_count in calls" % what, units)
+    with open(os.path.join(r.dir, "profile_export_aiperf.json")) as f:
+        a = json.load(f)
+    tags = ["tool_call_count", "tool_call_token_count", "tool_call_total", "tool_call_token_share"]
+    if streamed:
+        tags.append("time_to_first_tool_call_token")
+    for tag in tags:
+        ours, theirs = r.summary.get(tag, {}), a.get(tag, {})
+        h.check(theirs and all(theirs.get(k) == ours.get(k) for k in ("unit", "avg", "p50", "p99", "min", "max")),
+                "%s: AIPerf's %s is surge's" % (what, tag), (theirs, ours))
+    with open(os.path.join(r.dir, "profile_export_aiperf.csv")) as f:
+        rows = {row[0]: row[1:] for row in csv.reader(f) if row}
+    total = rows.get("Tool Call Total (calls)")
+    h.check(total == [str(r.summary["tool_call_total"]["avg"])], "%s: AIPerf's CSV has the tool-call total" % what,
+            total)
+    h.check("Tool Calls per Response (calls)" in rows and "Tool-Call Token Count (tokens)" in rows,
+            "%s: and the distributions' rows" % what, sorted(rows)[:40])
+
+
+def check_report(h, with_calls, without):
+    """The run page: a Tool calls section with the summary's figures and the CDF of the first tool-call token;
+    none for a run whose responses made no call."""
+    page = os.path.join(with_calls.dir, "report.html")
+    p = h.run([h.surge, "report", with_calls.dir, "-o", page], timeout=120)
+    h.check(p.returncode == 0, "surge report of a run with tool calls", p.stderr[-800:])
+    rp = browser.render(h, page) if p.returncode == 0 else None
+    if rp is None or not browser.page_ok(h, rp, "report with tool calls", ("cdf-tool",)):
+        return
+    s = with_calls.summary
+    for tag, stat, v in (("tool_call_count", "count", s["tool_call_count"]["count"]),
+                         ("tool_call_total", "avg", s["tool_call_total"]["avg"]),
+                         ("tool_call_token_count", "avg", s["tool_call_token_count"]["avg"]),
+                         ("tool_call_token_share", "avg_percent", 100 * s["tool_call_token_share"]["avg"]),
+                         ("time_to_first_tool_call_token", "p50", s["time_to_first_tool_call_token"]["p50"]),
+                         ("time_to_first_tool_call_token", "p99", s["time_to_first_tool_call_token"]["p99"])):
+        cells = rp.cells(run=0, tool=tag, stat=stat)
+        h.check(len(cells) == 1 and browser.same_number(cells[0][1], v) and
+                abs(float(cells[0][0]["data-value"]) - v) <= 1e-9 * max(1, abs(v)),
+                "report: tool calls' %s %s is the summary's %r" % (tag, stat, v), cells)
+    n = s["time_to_first_tool_call_token"]["count"]
+    h.check(rp.charts()["cdf-tool"]["points"] == n, "report: the CDF holds every streamed call (%d)" % n,
+            rp.charts()["cdf-tool"])
+    page = os.path.join(without.dir, "report.html")
+    p = h.run([h.surge, "report", without.dir, "-o", page], timeout=120)
+    rp = browser.render(h, page) if p.returncode == 0 else None
+    if rp is not None and browser.page_ok(h, rp, "report without tool calls", ("cdf-ttft",)):
+        h.check("cdf-tool" not in rp.charts() and not rp.cells(run=0, tool="tool_call_count", stat="count") and
+                ">Tool calls<" not in rp.dom, "report: no Tool calls section for a run without calls")
+
+
 def main(h):
     tools = write(h, "tools.json", json.dumps(TOOLS))
+    chat_streamed = None
 
     # each API, streamed; and chat whole
     with h.mock("--ttft-ms", "20", "--itl-ms", "1", record=True) as m:
@@ -89,16 +159,26 @@ def main(h):
             r = profile(h, m.url, "--endpoint-type", ep, "--streaming", "--tools", tools, "--request-count", N,
                         "--concurrency", "2", "--osl", OSL, "--isl", "8")
             check_calls(h, r, ep + " streamed", N, OSL)
+            check_aiperf(h, r, ep + " streamed")
+            if ep == "chat":
+                chat_streamed = r
         r = profile(h, m.url, "--endpoint-type", "chat", "--tools", tools, "--tool-choice", "lookup",
                     "--request-count", N, "--concurrency", "2", "--osl", OSL, "--isl", "8")
         # not streamed, no tokenizer: the whole output is the call, so its tokens are the OSL (usage's)
         check_calls(h, r, "chat whole", N, OSL, streamed=False)
+        check_aiperf(h, r, "chat whole", streamed=False)
         # --tool-choice none: the tools go, the server answers text
         r = profile(h, m.url, "--endpoint-type", "messages", "--streaming", "--tools", tools, "--tool-choice", "none",
                     "--request-count", 2, "--osl", OSL, "--isl", "8")
         h.check(r.summary is not None and "tool_call_count" not in r.summary
                 and r.summary["request_count"]["avg"] == 2,
                 "tool_choice none: text answers, no tool-call metrics", (r.summary or {}).keys())
+        with open(os.path.join(r.dir, "profile_export_aiperf.json")) as f:
+            a = json.load(f)
+        h.check(not [k for k in a if k.startswith("tool_call") or "tool_call" in k] and
+                all("tool_call" not in x for x in r.records),
+                "tool_choice none: no tool-call block in AIPerf's summary, no tool field per request", sorted(a))
+        no_calls = r
         m.stop()
         recs = m.records()
     seen = {}
@@ -109,6 +189,8 @@ def main(h):
                 "the server saw the %d tools in every request to %s" % (len(TOOLS), path), seen.get(path))
     h.check(sum(1 for x in recs if x.get("tool_choice") == "none") == 2, "the server saw tool_choice none twice",
             [x.get("tool_choice") for x in recs])
+    if chat_streamed is not None:
+        check_report(h, chat_streamed, no_calls)
     total = 4 * N + 2
     h.check(mock_calls(m) == (total, 4 * N), "the mock: %d requests carried tools, %d answered with a call"
             % (total, 4 * N), mock_calls(m))

@@ -114,6 +114,13 @@ static void make_records(void)
     recs[4].max_tokens = UINT32_MAX;
     recs[4].response_bytes = UINT64_MAX;
     recs[4].content_events = UINT32_MAX;
+    recs[4].images = UINT16_MAX; /* media: the largest counts a payload holds */
+    recs[4].audios = UINT16_MAX;
+    recs[4].media_bytes = UINT32_MAX;
+    recs[2].images = 2; /* an image request that streamed */
+    recs[2].media_bytes = 81234;
+    recs[3].audios = 1; /* one that failed still carried its clip */
+    recs[3].media_bytes = 44144;
     recs[5].streaming = true;
     recs[5].first_token_ns = recs[5].first_byte_ns + 100;
     recs[5].n_events = 3;
@@ -216,6 +223,9 @@ static void compare(void *ctx, const sg_record_t *r)
     SAME(conn_tls_ns);
     SAME(conn_reused);
     SAME(tls);
+    SAME(images);
+    SAME(audios);
+    SAME(media_bytes);
 #undef SAME
     if (strcmp(e->err_msg, r->err_msg) != 0) {
         fprintf(stderr, "record %d: err_msg differs\n", i);
