@@ -126,11 +126,16 @@ void wk_url_connected(sg_worker_t *w, unsigned u, int64_t now)
 
 unsigned wk_url_want(const sg_worker_t *w, uint64_t *want)
 {
-    for (unsigned u = 0; u < w->n_urls; u++)
+    /* the queue's head's URL first: at the connection cap, the descriptor an idle connection to another URL gave up
+     * is for it (taken by another URL, the head would wait for ever, and every request with it) */
+    const sg_req_t *head = w->fresh_head ? w->fresh_head : w->wait_head;
+    for (unsigned k = 0, first = head ? head->rec.url : 0; k < w->n_urls; k++) {
+        unsigned u = (first + k) % w->n_urls;
         if (w->url_waiting[u] > w->url_connecting[u]) {
             *want = w->url_waiting[u];
             return u;
         }
+    }
     *want = 0;
     return 0;
 }
