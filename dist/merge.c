@@ -556,13 +556,45 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         json_is_true(json_object_get(cfg, "streaming")) || json_object_get(parts[0].summary, "time_to_first_token");
     const char *isl_source = json_string_value(json_object_get(parts[0].summary, "isl_source"));
     const char *tokenizer = json_string_value(json_object_get(parts[0].summary, "tokenizer"));
-    /* several URLs: their names from the first run's configuration (what the workers saw of each is not in the
-     * files' totals: the per-URL metrics come back from the records) */
+    /* several URLs: their names from the first run's configuration; the per-URL metrics come back from the records,
+     * and what the parts' workers saw of each URL is summed from their summaries' "urls" (failed connects, re-routed
+     * requests, outages), on the one clock (a rank's start is the run's): the first outage, the last recovery, and
+     * out at the end when some part still had it out */
     const char *url_names[8];
     size_t n_url_names = 0;
     json_t *urls = json_object_get(cfg, "urls");
     for (size_t i = 0; json_is_array(urls) && i < json_array_size(urls) && n_url_names < 8; i++)
         url_names[n_url_names++] = json_string_value(json_array_get(urls, i));
+    sg_url_info_t url_info[8];
+    bool url_seen = false, down_seen[8] = {false};
+    for (size_t u = 0; u < 8; u++)
+        url_info[u] = (sg_url_info_t){.first_down_s = -1, .last_up_s = -1};
+    for (size_t i = 0; i < n; i++) {
+        json_t *pu = json_object_get(parts[i].summary, "urls");
+        size_t k;
+        json_t *o;
+        json_array_foreach(pu, k, o)
+        {
+            json_t *idx = json_object_get(o, "index");
+            if (!json_is_integer(idx) || json_integer_value(idx) < 0 || json_integer_value(idx) >= 8 ||
+                !json_object_get(o, "outages"))
+                continue;
+            size_t ui = (size_t)json_integer_value(idx);
+            sg_url_info_t *x = &url_info[ui];
+            url_seen = true;
+            x->connect_failures += (uint64_t)num_at(o, "connect_failures", NULL);
+            x->rerouted += (uint64_t)num_at(o, "rerouted_request_count", NULL);
+            x->outages += (uint64_t)num_at(o, "outages", NULL);
+            json_t *d = json_object_get(o, "first_down_s"), *up = json_object_get(o, "last_up_s");
+            if (json_is_number(d) && (!down_seen[ui] || json_number_value(d) < x->first_down_s)) {
+                x->first_down_s = json_number_value(d);
+                down_seen[ui] = true;
+            }
+            if (json_is_number(up) && json_number_value(up) > x->last_up_s)
+                x->last_up_s = json_number_value(up);
+            x->down_at_end |= json_is_true(json_object_get(o, "down_at_end"));
+        }
+    }
     sg_run_info_t info = {
         .title = "surge | LLM Metrics (merged)",
         .streaming = streaming,
@@ -573,6 +605,7 @@ int sg_merge_run(const sg_merge_t *mg, char *err, size_t errlen)
         .show_trace_timing = json_is_true(json_object_get(cfg, "show_trace_timing")),
         .url_names = url_names,
         .n_url_names = n_url_names,
+        .url_info = url_seen ? url_info : NULL,
         .client_cpu_s = cpu,
         .client_cpu_user_s = split_known[0] ? cpu_split[0] : 0,
         .client_cpu_sys_s = split_known[0] ? cpu_split[1] : 0,

@@ -318,24 +318,6 @@ static int add_url(sg_config_t *cfg, const char *arg)
     return rc;
 }
 
-/* Several URLs: what they cannot run with, refused before anything is sent. */
-static int check_urls(const sg_config_t *cfg)
-{
-    if (cfg->n_urls < 2)
-        return 0;
-    const char *why = cfg->triton           ? "--service-kind triton"
-                      : cfg->http2          ? "--http2"
-                      : cfg->sessions       ? "multi-turn sessions (a session's turns need one server's cache)"
-                      : cfg->world_size > 1 ? "--world-size (several processes)"
-                                            : NULL;
-    if (why)
-        return fail("url",
-                    "several URLs are balanced over the HTTP/1.1 connections of one process; they do not work with "
-                    "%s yet: give one -u/--url",
-                    why);
-    return 0;
-}
-
 /* ---------- headers ---------- */
 
 static bool tchar(unsigned char c)
@@ -1732,9 +1714,6 @@ static int finish(sg_config_t *cfg, parse_state_t *st)
     if (rc)
         return rc;
 
-    rc = check_urls(cfg);
-    if (rc)
-        return rc;
     if (!cfg->url) {
         rc = parse_url(cfg, cfg->triton ? DEFAULT_TRITON_URL : DEFAULT_URL);
         if (rc)

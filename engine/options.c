@@ -60,6 +60,7 @@ const sg_opt_t sg_opt_table[] = {
         .help = "      --model-selection-strategy {round_robin,random}\n"
                 "                                how each prompt gets its model when there are several\n"
                 "                                (default: round_robin)\n"),
+    /* vLLM: base-url */
     OPT("url", OPT_URL, ARG, ECHO(url), .short_name = 'u', .flags = SG_OPT_REPEATABLE, .aliases = ALIASES("base-url"),
         .help = "  -u, --url URL                 host:port, host (port 80), http://host[:port][/base],\n"
                 "                                https://host[:port][/base] (TLS, port 443) or [::1]:port\n"
@@ -72,7 +73,9 @@ const sg_opt_t sg_opt_table[] = {
                 "                                refuses connections is skipped until it accepts again, and "
                 "the\n"
                 "                                summary has a section per URL (docs/metrics.md, Several "
-                "URLs)\n"), /* vLLM: base-url */
+                "URLs);\n"
+                "                                over HTTP/1.1 or HTTP/2 (triton too), a multi-turn session's\n"
+                "                                turns on one URL, each rank of --world-size over all of them\n"),
     OPT("service-kind", OPT_SERVICE_KIND, ARG, ECHO_WORDS(triton, "openai", "triton"),
         .help = "      --service-kind {openai,triton}\n"
                 "                                openai: an OpenAI-compatible HTTP API (default); triton: the\n"

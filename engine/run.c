@@ -353,21 +353,22 @@ static void describe(const sg_run_t *run, unsigned n_workers, size_t n_streaming
             snprintf(streams, sizeof streams, "%zu of %zu bodies streaming", n_streaming, n);
         char *sp = strchr(at, ' '); /* the path goes after host:port, before the resolved address */
         if (run->n_urls > 1)
-            fprintf(stderr, "surge: profiling %s at %zu URLs, %s (%s, %s, %s), %u worker%s\n", cfg->models[0],
-                    run->n_urls, cfg->endpoint_path, streams, load, stop, n_workers, n_workers == 1 ? "" : "s");
+            fprintf(stderr, "surge: profiling %s at %zu URLs, %s (%s%s, %s, %s), %u worker%s\n", cfg->models[0],
+                    run->n_urls, cfg->endpoint_path, run->http2 ? "HTTP/2, " : "", streams, load, stop, n_workers,
+                    n_workers == 1 ? "" : "s");
         else
             fprintf(stderr, "surge: profiling %s at %s://%.*s%s%s (%s%s, %s, %s), %u worker%s\n", cfg->models[0],
                     cfg->tls ? "https" : "http", sp ? (int)(sp - at) : (int)strlen(at), at, cfg->endpoint_path,
                     sp ? sp : "", run->http2 ? "HTTP/2, " : "", streams, load, stop, n_workers,
                     n_workers == 1 ? "" : "s");
-        /* several URLs: each one, and how a worker balances over them (AIPerf says it the same way) */
-        for (size_t i = 0; run->n_urls > 1 && i < run->n_urls; i++)
-            fprintf(stderr, "surge:   URL %zu: %s [%s]%s\n", i, cfg->urls[i].url, run->url_text[i],
-                    i + 1 < run->n_urls ? ""
-                    : cfg->url_strategy == SG_URL_LEAST_IN_FLIGHT
-                        ? " (each worker sends to the URL with the fewest of its requests in flight: least_in_flight)"
-                        : " (each worker takes them in turn: round_robin)");
     }
+    /* several URLs: each one, and how a worker balances over them (AIPerf says it the same way) */
+    for (size_t i = 0; run->n_urls > 1 && i < run->n_urls; i++)
+        fprintf(stderr, "surge:   URL %zu: %s [%s]%s\n", i, cfg->urls[i].url, run->url_text[i],
+                i + 1 < run->n_urls ? ""
+                : cfg->url_strategy == SG_URL_LEAST_IN_FLIGHT
+                    ? " (each worker sends to the URL with the fewest of its requests in flight: least_in_flight)"
+                    : " (each worker takes them in turn: round_robin)");
 }
 
 /* Everything that reads local files comes first: a bad tokenizer or input file is reported before any
@@ -851,10 +852,8 @@ static int prepare_target(profile_t *p)
         .insecure = cfg->insecure,
         .cert_file = cfg->client_cert,
         .key_file = cfg->client_key,
-        /* several URLs are balanced over HTTP/1.1 connections: h2 is not offered */
-        .alpn = cfg->http2        ? "h2"
-                : cfg->n_urls > 1 ? "http/1.1"
-                                  : "h2,http/1.1",
+        /* several URLs: the first one's choice is the run's, and every URL's connections then require it */
+        .alpn = cfg->http2 ? "h2" : "h2,http/1.1",
         .alpn_required = cfg->http2,
     };
     char alpn[64];

@@ -112,14 +112,6 @@ int dist_join(profile_t *p)
     if (p->dist_opts.world <= 1)
         return EXIT_OK;
     const sg_config_t *cfg = &p->cfg;
-    /* several URLs: one process only (engine/config.c refuses --world-size; a launcher's environment is seen here) */
-    if (cfg->n_urls > 1) {
-        fprintf(stderr,
-                "surge: -u/--url: several URLs are balanced over the connections of one process; they do not "
-                "work over several processes (%u ranks) yet: give one -u/--url\n",
-                p->dist_opts.world);
-        return EXIT_USAGE;
-    }
     /* the most streams the load has room for: a slot, an in-flight cap or a connection each */
     unsigned cap = 0;
     if (cfg->request_rate == 0 && !cfg->fixed_schedule)

@@ -37,6 +37,10 @@ struct wk_sess {
     sg_conv_msg_t *msgs; /* user and assistant messages so far (assistant texts owned) */
     uint32_t n_msgs, cap_msgs;
     int64_t due_ns; /* while waiting: when the next turn is intended */
+    /* several URLs: the one its turns go to (its server holds the history's KV/prefix cache), chosen by
+     * --url-strategy when its first turn is queued; moved only when that URL leaves the rotation */
+    uint8_t url;
+    bool url_picked;
 };
 
 struct wk_sessions {
@@ -219,6 +223,9 @@ static void fail_rest(sg_worker_t *w, wk_sess_t *s, uint32_t from, sg_err_class_
         rec.in_session = true;
         rec.session = s->id;
         rec.turn = k;
+        /* several URLs: counted with the session's URL too, so the URLs' counts add up to the run's */
+        rec.multi_url = w->n_urls > 1 && s->url_picked;
+        rec.url = s->url;
         snprintf(rec.err_msg, sizeof rec.err_msg, "session %" PRIu64 ": %s; turn %u not sent", s->id, why, k);
         wk_record_done(w, &rec);
     }
@@ -267,7 +274,13 @@ static void send_turn(sg_worker_t *w, wk_sess_t *s, int64_t intended)
         wk_req_finish(w, r, intended);
         return;
     }
+    /* several URLs: every turn to the session's URL (worker_url.c picks one for the first, by the strategy, and
+     * another only when this one left the rotation: its queued turn is then re-routed, and the session stays there) */
+    r->rec.url = s->url;
+    r->url_picked = s->url_picked;
     wk_wait_push(w, r);
+    s->url = r->rec.url;
+    s->url_picked = true;
 }
 
 bool wk_sess_start(sg_worker_t *w, int64_t intended)
@@ -337,6 +350,7 @@ void wk_sess_turn_done(sg_worker_t *w, sg_req_t *r)
         session_end(w, s, ended, r->refused ? r->slot_refusals + 1u : 0);
         return;
     }
+    s->url = r->rec.url; /* where it was served (re-routed while queued, it moved) */
     const sg_turn_t *t = turn_of(S, s, s->turn);
     size_t len = r->text_lost ? 0 : r->text_len;
     char *reply = malloc(len + 1);

@@ -131,6 +131,16 @@ void wk_wait_push(sg_worker_t *w, sg_req_t *r)
     wk_url_queued(w, r);
 }
 
+void wk_wait_push_front(sg_worker_t *w, sg_req_t *r)
+{
+    r->next = w->wait_head;
+    w->wait_head = r;
+    if (!w->wait_tail)
+        w->wait_tail = r;
+    w->n_waiting++;
+    wk_url_queued(w, r); /* its URL again, or another when that one left the rotation */
+}
+
 sg_req_t *wk_wait_pop(sg_worker_t *w)
 {
     sg_req_t *r = w->wait_head;
@@ -850,6 +860,9 @@ static void preopen(sg_worker_t *w)
     /* HTTP/2: streams, not connections, carry the slots; spread them over --max-connections when given */
     if (w->http2 && !w->cfg->max_connections)
         n = (n + w->h2_per_conn - 1) / w->h2_per_conn;
+    /* several URLs over HTTP/2: a session to each (those in rotation, in turn), as far as the slots need them */
+    if (w->http2 && w->n_urls > 1 && n > 0 && n < w->n_urls)
+        n = w->rate == 0 && w->slots < w->n_urls ? w->slots : w->n_urls;
     if (n > w->max_conns)
         n = w->max_conns;
     /* At most CONNECT_WINDOW being set up at once, the next opened as one is done; each connection is waited for

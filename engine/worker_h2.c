@@ -127,11 +127,7 @@ static void h2_requeue(sg_worker_t *w, sg_req_t *r)
     r->conn = NULL;
     r->rs = NULL;
     r->rec.sent_ns = 0;
-    r->next = w->wait_head;
-    w->wait_head = r;
-    if (!w->wait_tail)
-        w->wait_tail = r;
-    w->n_waiting++;
+    wk_wait_push_front(w, r);
 }
 
 static int h2_cb_head(void *ud, void *sud, int status, bool event_stream)
@@ -451,11 +447,7 @@ static bool h2_start(sg_conn_t *c, sg_req_t *r)
         resp_release(w, rs);
         if (id == -EAGAIN) {
             wk_h2v_remove(w, c);
-            r->next = w->wait_head;
-            w->wait_head = r;
-            if (!w->wait_tail)
-                w->wait_tail = r;
-            w->n_waiting++;
+            wk_wait_push_front(w, r);
             return false;
         }
         wk_set_error(r, SG_ERRC_PROTOCOL, "HTTP/2 request: %s", sg_strerror(id));
@@ -473,17 +465,63 @@ static bool h2_start(sg_conn_t *c, sg_req_t *r)
     return true;
 }
 
-/* Give waiting requests to the least-loaded session that has room; open connections as demand requires. */
+/*
+ * Several URLs (worker_url.c): each URL has its own sessions, and a stream goes on a session to its request's URL
+ * (rec.url), as an HTTP/1.1 request waits for a connection to it. Connections are opened per URL for the streams
+ * queued for it that its sessions have no room for; at the connection cap, a URL whose request heads the queue and
+ * has neither a session nor one being opened gets the descriptor of a session to another URL with no stream open
+ * (else the queue waits for one to finish: every URL's requests are behind that head).
+ */
+static void h2_open_urls(sg_worker_t *w, uint64_t room)
+{
+    uint64_t spare[SG_MAX_URLS] = {0};
+    bool has[SG_MAX_URLS] = {false};
+    for (size_t i = 0; i < w->h2n; i++) {
+        sg_conn_t *c = w->h2v[i];
+        has[c->url] = true;
+        uint32_t open = sg_h2_open_streams(c->h2);
+        if (sg_h2_can_submit(c->h2) && open < w->h2_per_conn)
+            spare[c->url] += w->h2_per_conn - open;
+    }
+    const sg_req_t *head = w->wait_head;
+    if (head && w->n_conns >= w->max_conns && !has[head->rec.url] && !w->url_connecting[head->rec.url] &&
+        w->n_closing == 0)
+        for (size_t i = 0; i < w->h2n; i++) {
+            sg_conn_t *c = w->h2v[i];
+            if (c->url != head->rec.url && sg_h2_open_streams(c->h2) == 0) {
+                wk_conn_close(c);
+                break;
+            }
+        }
+    /* the head's URL first: at the cap, the descriptor given up above is for it */
+    for (unsigned k = 0, first = head ? head->rec.url : 0; k < w->n_urls; k++) {
+        unsigned u = (first + k) % w->n_urls;
+        uint64_t want = w->url_waiting[u] > spare[u] ? w->url_waiting[u] - spare[u] : 0;
+        if (want > room)
+            want = room;
+        while (want > w->url_connecting[u] * w->h2_per_conn && w->n_connecting < CONNECT_WINDOW &&
+               w->n_conns < w->max_conns) {
+            if (!wk_conn_open(w, false, u)) {
+                wk_fail_waiting_head(w, w->last_connect_err);
+                return;
+            }
+        }
+    }
+}
+
+/* Give waiting requests to the least-loaded session that has room (to their URL); open connections as demand
+ * requires. */
 void wk_h2_dispatch(sg_worker_t *w)
 {
     while (w->wait_head) {
         if (w->max_in_flight && w->n_in_flight >= w->max_in_flight)
             break;
+        unsigned url = w->wait_head->rec.url; /* 0 with one URL */
         sg_conn_t *best = NULL;
         uint32_t best_open = UINT32_MAX;
         for (size_t i = 0; i < w->h2n; i++) {
             sg_conn_t *c = w->h2v[i];
-            if (!sg_h2_can_submit(c->h2))
+            if (c->url != url || !sg_h2_can_submit(c->h2))
                 continue;
             uint32_t open = sg_h2_open_streams(c->h2);
             if (open < best_open) {
@@ -497,10 +535,15 @@ void wk_h2_dispatch(sg_worker_t *w)
             break;
     }
     uint64_t want = w->n_waiting;
+    uint64_t room = UINT64_MAX;
     if (w->max_in_flight) {
-        uint64_t room = w->max_in_flight > w->n_in_flight ? w->max_in_flight - w->n_in_flight : 0;
+        room = w->max_in_flight > w->n_in_flight ? w->max_in_flight - w->n_in_flight : 0;
         if (want > room)
             want = room;
+    }
+    if (w->n_urls > 1) {
+        h2_open_urls(w, room);
+        return;
     }
     while (want > w->n_connecting * w->h2_per_conn && w->n_connecting < CONNECT_WINDOW && w->n_conns < w->max_conns) {
         if (!wk_conn_open(w, false, 0)) {

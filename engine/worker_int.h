@@ -391,6 +391,8 @@ void wk_wait_push(sg_worker_t *w, sg_req_t *r);
  * (warmed_up: after a warmup). */
 int64_t wk_window_end(const sg_worker_t *w, int64_t first, bool warmed_up);
 sg_req_t *wk_wait_pop(sg_worker_t *w);
+/* Back at the front of the queue (HTTP/2: a stream refused, or not taken by its session), keeping its intended time. */
+void wk_wait_push_front(sg_worker_t *w, sg_req_t *r);
 void wk_fresh_push(sg_worker_t *w, sg_req_t *r);
 sg_req_t *wk_fresh_pop(sg_worker_t *w);
 /* The request a failed connection attempt was opened for: a re-send first (they wait longest), else the queue's

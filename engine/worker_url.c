@@ -3,7 +3,8 @@
  * which server each of a worker's requests goes to. A request gets its URL when it is queued, by --url-strategy:
  * round_robin takes the URLs in turn (AIPerf's), least_in_flight the one with the fewest of this worker's requests in
  * flight or waiting (ties in turn), so a faster server, which finishes sooner, gets more. It then waits for a
- * connection to that URL (worker_conn.c keeps the idle connections per URL and opens them per URL).
+ * connection to that URL (worker_conn.c keeps the idle connections per URL and opens them per URL; over HTTP/2,
+ * worker_h2.c its sessions). A multi-turn session's turns all go to the URL its first turn got (session.c).
  *
  * A dead URL is skipped, not spun on: a connect to it that is refused, reset, unreachable or timed out takes it out
  * of the rotation for a back-off (URL_BACKOFF_MIN_MS, doubling with each failure in a row, URL_BACKOFF_MAX_MS at
@@ -126,11 +127,16 @@ void wk_url_connected(sg_worker_t *w, unsigned u, int64_t now)
 
 unsigned wk_url_want(const sg_worker_t *w, uint64_t *want)
 {
-    for (unsigned u = 0; u < w->n_urls; u++)
+    /* the queue's head's URL first: at the connection cap, the descriptor an idle connection to another URL gave up
+     * is for it (taken by another URL, the head would wait for ever, and every request with it) */
+    const sg_req_t *head = w->fresh_head ? w->fresh_head : w->wait_head;
+    for (unsigned k = 0, first = head ? head->rec.url : 0; k < w->n_urls; k++) {
+        unsigned u = (first + k) % w->n_urls;
         if (w->url_waiting[u] > w->url_connecting[u]) {
             *want = w->url_waiting[u];
             return u;
         }
+    }
     *want = 0;
     return 0;
 }

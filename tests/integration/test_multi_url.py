@@ -4,7 +4,8 @@ its share within one per worker (each mock's own --record counts, and each worke
 more to the faster of a slow and a fast mock, a URL that never listened is named at the start and skipped (no
 request of it fails), a mock killed in the middle of an open-loop run is taken out of rotation and its later
 requests go to the live ones, and every request is counted once: the per-URL counts add up to the totals and match
-what each server recorded. Also the refusals (mixed schemes, --http2)."""
+what each server recorded. Also the refusals (mixed schemes, different base paths). HTTP/2, sessions and
+ranks: test_multi_url_h2.py, test_multi_url_sessions.py."""
 
 import collections
 import json
@@ -133,8 +134,6 @@ def main(h):
     # what several URLs refuse, before anything is sent
     r = profile(h, "http://127.0.0.1:1", "-u", "https://127.0.0.1:2", "--request-count", 1, check_rc=2)
     h.check("same scheme" in r.stderr, "mixed schemes refused", r.stderr[-500:])
-    r = profile(h, "http://127.0.0.1:1", "-u", "http://127.0.0.1:2", "--http2", "--request-count", 1, check_rc=2)
-    h.check("--http2" in r.stderr and "one -u/--url" in r.stderr, "--http2 with several URLs refused", r.stderr[-500:])
     r = profile(h, "http://127.0.0.1:1/a", "-u", "http://127.0.0.1:2/b", "--request-count", 1, check_rc=2)
     h.check("base path" in r.stderr, "different base paths refused", r.stderr[-500:])
 

@@ -216,15 +216,21 @@ static void test_everything(void)
     CHECK_EQ_INT(c.url_strategy, SG_URL_LEAST_IN_FLIGHT);
     CHECK_EQ_STR(c.urls[1].host, strlen(c.urls[1].host), "b");
     sg_config_free(&c);
-    /* several URLs: one scheme, one base path, each server once, at most 8, and not what they cannot run with */
+    /* several URLs work over HTTP/2, with triton's gRPC, over several ranks and with multi-turn sessions */
+    static const char *const with[][5] = {
+        {"--http2"}, {"--service-kind", "triton"}, {"--world-size", "2", "--rank", "0"}, {"--session-turns-mean", "3"}};
+    for (size_t i = 0; i < sizeof with / sizeof with[0]; i++) {
+        CHECK_EQ_INT(
+            parse(&c, "-m", "x", "-u", "a:1", "-u", "b:2", with[i][0], with[i][1], with[i][2], with[i][3], with[i][4]),
+            0);
+        CHECK_EQ_INT(c.n_urls, 2);
+        sg_config_free(&c);
+    }
+    /* several URLs: one scheme, one base path, each server once, at most 8 */
     BAD("-m", "x", "-u", "http://a:1", "-u", "https://b:2");
     BAD("-m", "x", "-u", "http://a:1/x", "-u", "http://b:2/y");
     BAD("-m", "x", "-u", "a:1", "-u", "http://a:1/");
     BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--url-strategy", "random");
-    BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--http2");
-    BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--service-kind", "triton");
-    BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--world-size", "2", "--rank", "0");
-    BAD("-m", "x", "-u", "a:1", "-u", "b:2", "--session-turns-mean", "3");
     BAD("-m", "x", "-u", "a:1", "-u", "a:2", "-u", "a:3", "-u", "a:4", "-u", "a:5", "-u", "a:6", "-u", "a:7", "-u",
         "a:8", "-u", "a:9");
     BAD("-m", "x", "-u", "a:1", "-u", "b:0");
