@@ -50,8 +50,23 @@ typedef struct {
  * each writing its key(s) into o, and the conditions under which a row's value means something (else null). */
 #define SG_ECHO_HOOKS(X)                                                                                               \
     X(models)                                                                                                          \
-    X(url) X(backend) X(endpoint_type) X(headers) X(extra_inputs) X(input_format) X(media) X(goodput) X(stability)     \
-        X(sweep) X(slo) X(server_metrics_urls) X(search) X(multi_run) X(io_backend) X(coalesce_us) X(config_file)
+    X(url)                                                                                                             \
+    X(backend)                                                                                                         \
+    X(endpoint_type)                                                                                                   \
+    X(headers)                                                                                                         \
+    X(extra_inputs)                                                                                                    \
+    X(input_format)                                                                                                    \
+    X(media)                                                                                                           \
+    X(goodput)                                                                                                         \
+    X(stability)                                                                                                       \
+    X(sweep)                                                                                                           \
+    X(slo)                                                                                                             \
+    X(server_metrics_urls)                                                                                             \
+    X(search)                                                                                                          \
+    X(multi_run)                                                                                                       \
+    X(io_backend)                                                                                                      \
+    X(coalesce_us)                                                                                                     \
+    X(config_file)
 #define SG_ECHO_CONDS(X) X(rate) X(closed) X(grace) X(rankings) X(prefix) X(fixed) X(gamma) X(urls) X(rank) X(ramp)
 #define SG_ECHO_HOOK_DECL(n) void sg_echo_##n(json_t *o, const sg_config_t *cfg);
 #define SG_ECHO_COND_DECL(n) bool sg_echo_if_##n(const sg_config_t *cfg);
