@@ -63,9 +63,9 @@ typedef struct {
 /* The worker's window counts (*n of them; NULL without --measurement-interval). */
 const sg_win_count_t *sg_worker_windows(const sg_worker_t *w, uint32_t *n);
 
-/* A client stall: from start_ns, when the worker's loop was due and did not turn, to end_ns, when it had done what
- * was due again; max_lag_ns the largest lateness in between; requests, those the worker issued in it (due in it:
- * warmup ones included). */
+/* A client stall: from start_ns, when the worker's loop was due and did not turn, to end_ns, when its last late turn
+ * began (that turn issued everything due by then); max_lag_ns the largest lateness in between; requests, those the
+ * worker issued in it, which are those due in it (warmup ones included). */
 typedef struct {
     int64_t start_ns, end_ns, max_lag_ns;
     uint64_t requests;

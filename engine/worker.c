@@ -798,8 +798,8 @@ static void publish(sg_worker_t *w, int64_t now)
  * wait (the next arrival, a timeout, a session's turn; at most half the bound away, so a loop with nothing due is
  * still watched). Turning later than that by more than the bound means the worker did not get the CPU, or was
  * blocked, while something was due: requests went out late and what arrived was timed late, whatever the server
- * did. A window opens at the due instant and closes at the first turn that is on time again, ending when the last
- * late turn had done what was due; the controller reads the open window and the closed ones (sg_worker_progress_t).
+ * did. A window opens at the due instant and closes at the first turn that is on time again, ending where the last
+ * late turn began; the controller reads the open window and the closed ones (sg_worker_progress_t).
  * Waits for a connection or a --max-concurrency slot are not the loop's lateness: they are in schedule_lag only.
  */
 static void stall_close(sg_worker_t *w)
@@ -842,8 +842,11 @@ static int64_t stall_before_wait(sg_worker_t *w, int64_t now, int64_t deadline)
 {
     if (deadline - now > w->stall_bound_ns / 2)
         deadline = now + w->stall_bound_ns / 2;
-    if (w->stall_open) /* what was due is done: the window ends here unless the next turn is late too */
-        w->stall_caught_ns = sg_now_ns();
+    /* the window ends at this turn's start unless the next turn is late too: what was due by then went out in this
+     * turn, while the window was open, and what falls due later goes out after it closes, so the window's requests are
+     * exactly those due inside it */
+    if (w->stall_open)
+        w->stall_caught_ns = now;
     w->due_ns = deadline > now ? deadline : now;
     atomic_store_explicit(&w->progress.due_ns, w->due_ns, memory_order_relaxed);
     return deadline;
