@@ -12,6 +12,9 @@ runs, and the comparisons are ratios taken in the same run).
   bench/bench.py tls      client CPU per non-streamed request over TLS vs plaintext, HTTP/1.1 keep-alive (64
                           connections) and h2 (4 x 32 streams), surge and h2load (https URLs) in the same run
   bench/bench.py stream   streamed tokens (SSE events) per client CPU-second, one worker
+  bench/bench.py trickle  slow streams (a segment per token): surge on both backends, the kernel's floor
+                          (build/micro/segfloor) and a Python aiohttp peer (bench/trickle_peer.py), tokens per
+                          client CPU-second; 300 streams x 50 tokens/s and 10,000 x 5
   bench/bench.py grpc     streamed gRPC tokens per client CPU-second: surge --service-kind triton --streaming
                           (ModelStreamInfer over h2c, one response per token) next to surge's own SSE streaming
                           over HTTP/1.1 and h2c, same mock, same run, one worker. No peer: Triton's perf_analyzer
@@ -50,8 +53,10 @@ runs, and the comparisons are ratios taken in the same run).
 The client is pinned to CPU 0 and the mock to CPU 1 when the machine has two or more.
 """
 import argparse
+import collections
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -159,7 +164,16 @@ def chat_body_file(words, max_tokens, stream=False):
     return tmp, path
 
 
+def fresh(path):
+    """An empty directory at path: a run never writes into one that holds an earlier run (it would take path-2)."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
 def surge_cmd(surge, port, cpu, args):
+    """surge profile's command line, into an emptied ARTIFACTS (summary() reads what the run writes there)."""
+    fresh(ARTIFACTS)
     return pin_prefix(cpu) + [surge, "profile", "-m", "bench", "-u", "127.0.0.1:%d" % port, "--workers", "1",
                               "--no-progress", "--artifact-dir", ARTIFACTS] + args
 
@@ -323,6 +337,55 @@ def bench_stream(surge, n, tokens, repeat, client_cpu, mock_cpu):
           "(%.2f M tokens/s wall)  (target >= 2.0)" % (tps / 1e6, tps_run / 1e6,
                                                        statistics.median(r[1] for r in rows) / 1e6))
     return {"tokens_per_cpu_s": tps, "tokens_per_cpu_s_run": tps_run}
+
+
+PEER_PYTHON = "/usr/bin/python3"  # Debian's, where python3-aiohttp installs
+
+
+def bench_trickle(surge, repeat, client_cpu, mock_cpu, configs=((300, 50, 100), (10000, 5, 20))):
+    """Slow streams, every token its own TCP segment: surge on both backends, the kernel's floor (segfloor: epoll and
+    one recv per ready connection, nothing else) and the Python peer (bench/trickle_peer.py), interleaved."""
+    floor = os.path.join(os.path.dirname(surge), "micro", "segfloor")
+    has_peer = subprocess.run([PEER_PYTHON, "-c", "import aiohttp"], capture_output=True).returncode == 0
+    if not has_peer:
+        print("  (no Python peer: apt-get install python3-aiohttp)")
+    out = {}
+    for streams, rate, tokens in configs:
+        itl = 1000 // rate
+        rows = collections.defaultdict(list)
+        with Mock(surge, ["--workers", "1", "--ttft-ms", "5", "--itl-ms", str(itl), "--output-tokens", str(tokens),
+                          "--backlog", "16384"], mock_cpu) as m:
+            for _ in range(repeat):
+                for be in ("io_uring", "epoll"):
+                    _, cpu, _, _ = measured(surge_cmd(surge, m.port, client_cpu, [
+                        "--streaming", "--concurrency", str(streams), "--request-count", str(streams),
+                        "--io-backend", be, "--output-tokens-mean", str(tokens)]))
+                    sm = summary()
+                    tok = sm["output_sequence_length"]["avg"] * sm["request_count"]["avg"]
+                    rows["surge " + be].append((tok / cpu, tok / sm["client_cpu_time"]["avg"]))
+                if os.path.exists(floor):
+                    o, cpu, _, _ = measured(pin_prefix(client_cpu) + [floor, "127.0.0.1", str(m.port), str(streams),
+                                                                      str(tokens), "1000"])
+                    per = float(re.search(r"([\d.]+) tokens per CPU-second", o).group(1))
+                    rows["kernel floor"].append((streams * tokens / cpu, per))
+                if has_peer:
+                    o, cpu, _, _ = measured(pin_prefix(client_cpu) + [
+                        PEER_PYTHON, os.path.join(ROOT, "bench", "trickle_peer.py"),
+                        "http://127.0.0.1:%d/v1/chat/completions" % m.port, str(streams), str(tokens)])
+                    r = json.loads(o)
+                    rows["python peer"].append((r["tokens"] / cpu, r["tokens"] / r["cpu_s"]))
+        med = {k: (statistics.median(v[0] for v in rows[k]), statistics.median(v[1] for v in rows[k])) for k in rows}
+        print("trickle: %d streams x %d tokens/s x %d tokens (TTFT 5 ms, ITL %d ms), one worker or thread, median of "
+              "%d" % (streams, rate, tokens, itl, repeat))
+        for k, (whole, load) in med.items():
+            print("  %-14s %9.0f tokens per client CPU-second, whole process; %9.0f in the load phase" % (k, whole,
+                                                                                                     load))
+        for ref in ("kernel floor", "python peer"):
+            if ref in med:
+                print("  surge io_uring / %s: %.2fx whole process, %.2fx load phase" % (
+                    ref, med["surge io_uring"][0] / med[ref][0], med["surge io_uring"][1] / med[ref][1]))
+        out[streams] = med
+    return out
 
 
 def bench_grpc(surge, n, tokens, repeat, client_cpu, mock_cpu, concurrency=64):
@@ -635,7 +698,7 @@ def bench_ranks(surge, n, repeat, client_cpu, mock_cpu, rate=300):
     with Mock(surge, ["--workers", "1", "--ttft-ms", "20", "--itl-ms", "4"], mock_cpu) as m:
         url = "127.0.0.1:%d" % m.port
         for _ in range(repeat):
-            one = os.path.join(ARTIFACTS, "one")
+            one = fresh(os.path.join(ARTIFACTS, "one"))
             measured(pin_prefix(client_cpu) + [surge, "profile", "-m", "bench", "-u", url, "--workers", "3",
                                                "--artifact-dir", one] + load)
             with open(os.path.join(one, "profile_export_surge.json")) as f:
@@ -644,7 +707,7 @@ def bench_ranks(surge, n, repeat, client_cpu, mock_cpu, rate=300):
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
             s.close()
-            three = os.path.join(ARTIFACTS, "three")
+            three = fresh(os.path.join(ARTIFACTS, "three"))
             procs = [subprocess.Popen(pin_prefix(client_cpu) + [
                 surge, "profile", "-m", "bench", "-u", url, "--workers", "1", "--artifact-dir", three,
                 "--world-size", "3", "--rank", str(r), "--coordinator", "127.0.0.1:%d" % port] + load,
@@ -840,7 +903,7 @@ def bench_search_llama(surge, repeat, client_cpu, server_cpu, baseline=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["cpu", "h2", "tls", "stream", "grpc", "memory", "points", "scrape", "report",
-                                     "backends", "ranks", "embeddings", "search", "all"])
+                                     "backends", "ranks", "embeddings", "search", "trickle", "all"])
     ap.add_argument("--baseline", help="search: another surge build to run the same searches beside")
     ap.add_argument("--no-hog", action="store_true", help="search: no busy loop on the client's core")
     ap.add_argument("--target", choices=["mock", "llama"], default="mock",
@@ -872,6 +935,8 @@ def run(args):
         bench_tls(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("stream", "all"):
         bench_stream(args.surge, max(args.requests // 100, 200), 1000, args.repeat, client_cpu, mock_cpu)
+    if args.what in ("trickle", "all"):
+        bench_trickle(args.surge, min(args.repeat, 3), client_cpu, mock_cpu)
     if args.what in ("grpc", "all"):
         bench_grpc(args.surge, max(args.requests // 100, 200), 1000, args.repeat, client_cpu, mock_cpu)
     if args.what in ("points", "all"):
