@@ -15,6 +15,8 @@
  *  - A probe stops early once its verdict is certain: a percentile ceiling (pNN < T) fails as soon as more of
  *    the probe's planned requests are above T than the percentile leaves room for; an error-rate ceiling once
  *    the failures alone exceed it. The workers count those requests as they complete (sg_run_bound_t).
+ *  - Beside the interval, a point estimate: per --slo check, an isotonic fit (sg_isotonic.h) of every probed value's
+ *    signed margin, and where it crosses zero; the lowest crossing. An estimate, not a confidence statement.
  */
 #define _GNU_SOURCE
 #include "run_int.h"
