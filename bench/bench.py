@@ -764,8 +764,9 @@ def mdc_capacity(slots=4, service_s=0.05, wait_s=0.040, n=200000, seed=1):
 
 
 def one_search(name, i, cmd):
-    """Run one search into a fresh ARTIFACTS and print its answer: (low, high, probes, seconds, exit status). An older
-    build's search.json has no capacity_low/high: its highest passing and lowest failing values stand in."""
+    """Run one search into a fresh ARTIFACTS and print its answer: (low, high, probes, seconds, exit status, point
+    estimate). An older build's search.json has no capacity_low/high: its highest passing and lowest failing values
+    stand in; nor a capacity_estimate: None (so is one that is not a crossing: "at least" or "below" the range)."""
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
     t0 = time.monotonic()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=3600)
@@ -775,10 +776,13 @@ def one_search(name, i, cmd):
     lo = sr.get("capacity_low", sr.get("highest_passing"))
     hi = sr.get("capacity_high", sr.get("lowest_failing"))
     line = next((x for x in p.stdout.splitlines() if x.startswith("Capacity")), "")
-    print("  %-8s search %d: %s-%s req/s, %d probes, %.0f s, exit %d" % (name, i + 1, lo, hi, sr["probes"], took,
-                                                                        p.returncode))
+    est = sr.get("capacity_estimate") or {}
+    point = est.get("value") if est.get("kind") == "crossing" else None
+    print("  %-8s search %d: %s-%s req/s, point estimate %s, %d probes, %.0f s, exit %d" % (
+        name, i + 1, lo, hi, "%.1f" % point if point is not None else est.get("kind", "none"), sr["probes"], took,
+        p.returncode))
     print("           " + line[:400])
-    return lo, hi, sr["probes"], took, p.returncode
+    return lo, hi, sr["probes"], took, p.returncode, point
 
 
 def bench_search(surge, repeat, client_cpu, mock_cpu, baseline=None, hog=True, probe_s=5, arrivals="constant"):
@@ -818,7 +822,12 @@ def bench_search(surge, repeat, client_cpu, mock_cpu, baseline=None, hog=True, p
         print("  %-8s answers (low end) %s; spread %.1f%% (precision 5%%); interval holds %.1f in %d of %d, low end "
               "within 5%% of it in %d; median time %.0f s" % (name, lows, 100 * spread, capacity, holds, len(rows),
                                                              near, t))
-        out[name] = {"lows": lows, "spread": spread, "holds": holds, "near": near, "time_s": t}
+        points = [r[5] for r in rows if r[5] is not None]
+        if points:
+            worst = max(abs(x - capacity) / capacity for x in points)
+            print("  %-8s point estimates %s; within %.1f%% of %.1f at worst (an estimate, not a confidence statement)"
+                  % (name, ["%.1f" % x for x in points], 100 * worst, capacity))
+        out[name] = {"lows": lows, "spread": spread, "holds": holds, "near": near, "time_s": t, "points": points}
     if baseline:
         print("  time ratio surge / baseline: %.2fx (target <= 2x)" % (out["surge"]["time_s"] / out["baseline"]["time_s"]))
     return out
@@ -898,6 +907,10 @@ def bench_search_llama(surge, repeat, client_cpu, server_cpu, baseline=None):
         spread = (max(lows) - min(lows)) / min(lows) if lows else float("nan")
         print("  %-8s answers %s; spread of the low ends %.1f%% (target <= 10%%); times %s s" % (
             name, ["%s-%s" % (r[0], r[1]) for r in res[name]], 100 * spread, [round(r[3]) for r in res[name]]))
+        points = [r[5] for r in res[name] if r[5] is not None]
+        if points:
+            print("  %-8s point estimates %s; spread %.1f%%" % (name, ["%.1f" % x for x in points],
+                                                               100 * (max(points) - min(points)) / min(points)))
 
 
 def main():

@@ -489,7 +489,9 @@ const sg_opt_t sg_opt_table[] = {
         GIVEN(search_max_trials_given),
         .help = "      --search-max-trials M     more probes, pooled, while a value is inconclusive, up to M\n"
                 "                                (default 4); the answer is an interval at\n"
-                "                                --confidence-level, each end shown to pass or to fail\n"),
+                "                                --confidence-level, each end shown to pass or to fail,\n"
+                "                                with a point estimate beside it (an isotonic fit over\n"
+                "                                every probe; not a confidence statement)\n"),
     OPT("num-profile-runs", OPT_NUM_PROFILE_RUNS, ARG, ECHO(multi_run), U32(num_profile_runs, 1, MAX_PROFILE_RUNS),
         .help = "      --num-profile-runs N      run the load point N times (default 1): each run's files in\n"
                 "                                profile_runs/run_NNNN/, every metric's mean, std, CV and\n"

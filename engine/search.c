@@ -15,9 +15,12 @@
  *  - A probe stops early once its verdict is certain: a percentile ceiling (pNN < T) fails as soon as more of
  *    the probe's planned requests are above T than the percentile leaves room for; an error-rate ceiling once
  *    the failures alone exceed it. The workers count those requests as they complete (sg_run_bound_t).
+ *  - Beside the interval, a point estimate: per --slo check, an isotonic fit (sg_isotonic.h) of every probed value's
+ *    signed margin, and where it crosses zero; the lowest crossing. An estimate, not a confidence statement.
  */
 #define _GNU_SOURCE
 #include "run_int.h"
+#include "sg_isotonic.h"
 #include "sg_points.h"
 #include "sg_stats.h"
 
@@ -271,6 +274,9 @@ typedef struct {
     uint64_t n;                 /* requests measured over the pooled probes */
     seconds_t secs[SG_SLO_MAX]; /* per --slo check, its counts by second over the pooled probes */
     double dispersion[SG_SLO_MAX]; /* what its verdicts took: value_dispersion */
+    /* per --slo check, then the probe's own test: the signed margin the point estimate fits (value_margins) and its
+     * weight, 0 where the value has none */
+    double margin[SG_SLO_MAX + 1], weight[SG_SLO_MAX + 1];
     char why[256];
 } value_t;
 
@@ -329,6 +335,129 @@ static json_t *value_json(const value_t *v)
     return v ? json_real(v->v) : json_null();
 }
 
+/*
+ * The point estimate of the capacity (docs/capacity.md, "The point estimate"): per check, the isotonic fit of its
+ * margins over every value with evidence (value_margins) and where that fit crosses zero; the search's estimate is
+ * the lowest crossing. Below the lowest value when a check's fit is past its target there; at least the highest when
+ * every check's fit meets its target up to it. Not a confidence statement: the interval is the verdict.
+ */
+typedef struct {
+    sg_iso_kind_t kind;                  /* SG_ISO_NONE: no value with evidence */
+    double value;                        /* the crossing, or the highest / lowest value tried */
+    size_t by;                           /* the check that sets it (n_slo_checks: the probe's own test) */
+    unsigned probes;                     /* the probes fitted */
+    size_t values;                       /* the values they were at */
+    sg_iso_kind_t kinds[SG_SLO_MAX + 1]; /* per check */
+    double at[SG_SLO_MAX + 1];
+} estimate_t;
+
+/* How low a check's kind of estimate puts the capacity: below the range, a crossing, at least the highest, none. */
+static int iso_rank(sg_iso_kind_t k)
+{
+    return k == SG_ISO_BELOW ? 0 : k == SG_ISO_CROSSING ? 1 : k == SG_ISO_AT_LEAST ? 2 : 3;
+}
+
+static void estimate(const search_t *s, estimate_t *e)
+{
+    const sg_config_t *cfg = &s->p->cfg;
+    memset(e, 0, sizeof *e);
+    const value_t *vs[MAX_VALUES];
+    size_t m = 0;
+    for (size_t i = 0; i < s->n_vals; i++)
+        if (s->vals[i].pool && s->vals[i].n > 0) {
+            vs[m++] = &s->vals[i];
+            e->probes += s->vals[i].probes;
+        }
+    for (size_t i = 1; i < m; i++) /* few values: insertion sort */
+        for (size_t j = i; j > 0 && vs[j]->v < vs[j - 1]->v; j--) {
+            const value_t *t = vs[j];
+            vs[j] = vs[j - 1];
+            vs[j - 1] = t;
+        }
+    e->values = m;
+    for (size_t i = 0; i <= cfg->n_slo_checks; i++) {
+        double x[MAX_VALUES], y[MAX_VALUES], w[MAX_VALUES], fit[MAX_VALUES];
+        size_t k = 0;
+        for (size_t j = 0; j < m; j++)
+            if (vs[j]->weight[i] > 0) {
+                x[k] = vs[j]->v;
+                y[k] = vs[j]->margin[i];
+                w[k] = vs[j]->weight[i];
+                k++;
+            }
+        e->kinds[i] =
+            k && sg_isotonic_fit(y, w, k, fit) == 0 ? sg_isotonic_crossing(x, fit, k, &e->at[i]) : SG_ISO_NONE;
+        /* the lowest: a check below the range first, then the lowest crossing, then at least */
+        sg_iso_kind_t ki = e->kinds[i];
+        if (ki != SG_ISO_NONE && (iso_rank(ki) < iso_rank(e->kind) || (ki == e->kind && e->at[i] < e->value))) {
+            e->kind = ki;
+            e->value = e->at[i];
+            e->by = i;
+        }
+    }
+}
+
+/* A load with three significant figures, as an estimate deserves (42.9, 128, 3.47), never in exponent form. */
+static void estimate_value(double v, char *buf, size_t cap)
+{
+    double a = fabs(v);
+    snprintf(buf, cap, "%.*f", a >= 100 ? 0 : a >= 10 ? 1 : 2, v);
+}
+
+/* The answer line's addition: "; point estimate 42.9 req/s (isotonic fit over 16 probes, ...)"; "" without one. */
+static void estimate_text(const search_t *s, const estimate_t *e, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (e->kind == SG_ISO_NONE)
+        return;
+    char v[32];
+    estimate_value(e->value, v, sizeof v);
+    snprintf(buf, cap,
+             "; point estimate %s%s%s%s (isotonic fit over %u probe%s; an estimate, not a confidence statement)",
+             e->kind == SG_ISO_AT_LEAST ? "at least "
+             : e->kind == SG_ISO_BELOW  ? "below "
+                                        : "",
+             v, s->closed ? "" : " req/s",
+             e->kind == SG_ISO_AT_LEAST ? ", the highest value tried"
+             : e->kind == SG_ISO_BELOW  ? ", the lowest value tried"
+                                        : "",
+             e->probes, e->probes == 1 ? "" : "s");
+}
+
+static json_t *estimate_json(const search_t *s, const estimate_t *e)
+{
+    const sg_config_t *cfg = &s->p->cfg;
+    if (e->kind == SG_ISO_NONE)
+        return json_null();
+    json_t *o = json_object(), *checks = json_array();
+    if (!o || !checks) {
+        json_decref(o);
+        json_decref(checks);
+        return json_null();
+    }
+    for (size_t i = 0; i <= cfg->n_slo_checks; i++) {
+        json_t *c = json_object();
+        if (!c)
+            continue;
+        json_object_set_new(c, "slo", json_string(i < cfg->n_slo_checks ? cfg->slo_checks[i].text : "probe"));
+        json_object_set_new(c, "kind",
+                            e->kinds[i] == SG_ISO_NONE ? json_null() : json_string(sg_iso_kind_name(e->kinds[i])));
+        json_object_set_new(c, "value", e->kinds[i] == SG_ISO_NONE ? json_null() : json_real(e->at[i]));
+        json_array_append_new(checks, c);
+    }
+    json_object_set_new(o, "value", json_real(e->value));
+    json_object_set_new(o, "kind", json_string(sg_iso_kind_name(e->kind)));
+    json_object_set_new(o, "method", json_string("isotonic"));
+    json_object_set_new(o, "set_by",
+                        e->kind == SG_ISO_AT_LEAST
+                            ? json_null()
+                            : json_string(e->by < cfg->n_slo_checks ? cfg->slo_checks[e->by].text : "probe"));
+    json_object_set_new(o, "probes", json_integer((json_int_t)e->probes));
+    json_object_set_new(o, "values", json_integer((json_int_t)e->values));
+    json_object_set_new(o, "checks", checks);
+    return o;
+}
+
 static json_t *search_header(const search_t *s, bool complete)
 {
     const sg_config_t *cfg = &s->p->cfg;
@@ -364,6 +493,9 @@ static json_t *search_header(const search_t *s, bool complete)
     json_object_set_new(h, "highest_passing_conclusive", json_boolean(lo_sure));
     json_object_set_new(h, "lowest_failing", value_json(s->fail));
     json_object_set_new(h, "lowest_failing_why", s->fail ? json_string(s->fail->why) : json_null());
+    estimate_t est;
+    estimate(s, &est);
+    json_object_set_new(h, "capacity_estimate", estimate_json(s, &est));
     json_object_set_new(h, "probes", json_integer((json_int_t)s->n));
     json_object_set_new(h, "complete", json_boolean(complete));
     json_object_set_new(h, "was_interrupted", json_boolean(s->interrupted));
@@ -409,6 +541,27 @@ static double probe_duration(const search_t *s, double v, bool sized, double dis
 }
 
 /*
+ * A percentile check's evidence as the count it is: of the n values pooled, the share on the wrong side of the target
+ * (past it for a ceiling, at or under it for a floor), and the share the percentile allows there (1% for a p99
+ * ceiling, 10% for a p10 floor): the percentile meets the target when the first is under the second. False for other
+ * checks, and without values.
+ */
+static bool wrong_share(const sg_slo_check_t *c, const sg_metrics_t *pool, uint64_t *n, double *wrong, double *allowed)
+{
+    const sg_hist_t *h =
+        c->kind == SG_SLO_DIST && c->stat == SG_SLO_STAT_PCT && pool ? sg_metrics_hist(pool, c->metric) : NULL;
+    if (!h || sg_hist_count(h) == 0)
+        return false;
+    bool floor = c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
+    double raw = c->target / sg_metric_scale(c->metric);
+    uint64_t above = sg_hist_count_above(h, raw > 0 ? (uint64_t)raw : 0);
+    *n = sg_hist_count(h);
+    *wrong = (double)(floor ? *n - above : above) / (double)*n;
+    *allowed = floor ? c->pct / 100 : 1 - c->pct / 100;
+    return true;
+}
+
+/*
  * Whether more probes of an undecided value are unlikely to decide it within --search-max-trials. For each undecided
  * check, project the evidence after the whole budget (the same measurements, grow times as many):
  *  - a percentile is a count: of n values, k are on the wrong side of the target (past it for a ceiling, at or under
@@ -433,15 +586,9 @@ static bool futile(const sg_config_t *cfg, const value_t *x, const sg_slo_verdic
             continue;
         if (!v->has_interval || isinf(v->lo) || isinf(v->hi))
             return false;
-        const sg_hist_t *h = c->kind == SG_SLO_DIST && c->stat == SG_SLO_STAT_PCT && x->pool
-                                 ? sg_metrics_hist(x->pool, c->metric)
-                                 : NULL;
-        if (h && sg_hist_count(h) > 0) {
-            bool floor = c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
-            double raw = c->target / sg_metric_scale(c->metric);
-            uint64_t n = sg_hist_count(h), above = sg_hist_count_above(h, raw > 0 ? (uint64_t)raw : 0);
-            double wrong = (double)(floor ? n - above : above) / (double)n;
-            double allowed = floor ? c->pct / 100 : 1 - c->pct / 100;
+        uint64_t n;
+        double wrong, allowed;
+        if (wrong_share(c, x->pool, &n, &wrong, &allowed)) {
             /* clustered requests count for fewer (value_dispersion) */
             double n2 = ceil((double)n / (v->dispersion > 1 ? v->dispersion : 1) * grow), lo, hi;
             sg_proportion_interval((uint64_t)llround(wrong * n2), (uint64_t)n2, cfg->confidence_level, &lo, &hi);
@@ -453,6 +600,41 @@ static bool futile(const sg_config_t *cfg, const value_t *x, const sg_slo_verdic
             return false;
     }
     return true;
+}
+
+/*
+ * What the point estimate fits at x (docs/capacity.md, "The point estimate"): per --slo check a signed margin,
+ * negative where the pooled evidence meets the check, and its weight.
+ *  - a percentile: the share of values on the wrong side of the target less the share it allows (wrong_share),
+ *    weighted by the values as independent ones (n / dispersion): the fit is then that of binomial shares;
+ *  - an average, error_rate or throughput: the measured value's distance past the target, relative to it (a floor's
+ *    below it), weighted by the requests.
+ * Last, the probe's own test: +1 where x failed although its SLO verdicts did not (overload, --max-error-rate, an
+ * early stop its pooled evidence does not show), else -1, weighted by the requests: a server that fell behind at a
+ * load its SLOs would pass bounds the estimate as it bounds the answer.
+ */
+static void value_margins(const sg_config_t *cfg, value_t *x, const sg_slo_verdict_t *vs, sg_slo_outcome_t slo)
+{
+    for (size_t i = 0; i <= SG_SLO_MAX; i++)
+        x->weight[i] = 0;
+    if (!x->pool || x->n == 0)
+        return;
+    for (size_t i = 0; i < cfg->n_slo_checks; i++) {
+        const sg_slo_check_t *c = &cfg->slo_checks[i];
+        uint64_t n;
+        double wrong, allowed;
+        if (wrong_share(c, x->pool, &n, &wrong, &allowed)) {
+            x->margin[i] = wrong - allowed;
+            x->weight[i] = (double)n / (x->dispersion[i] > 1 ? x->dispersion[i] : 1);
+        } else if (vs[i].measurable && isfinite(vs[i].measured)) {
+            bool floor = c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
+            double d = floor ? c->target - vs[i].measured : vs[i].measured - c->target;
+            x->margin[i] = c->target != 0 ? d / fabs(c->target) : d;
+            x->weight[i] = (double)x->n;
+        }
+    }
+    x->margin[cfg->n_slo_checks] = x->outcome == SG_SLO_FAIL && slo != SG_SLO_FAIL ? 1 : -1;
+    x->weight[cfg->n_slo_checks] = (double)x->n;
 }
 
 /*
@@ -607,6 +789,7 @@ static int probe_once(search_t *s, value_t *x, bool sized)
     else
         verdicts_why(cfg, row->verdicts, extra, x->why, sizeof x->why);
     x->futile = x->outcome == SG_SLO_INCONCLUSIVE && futile(cfg, x, row->verdicts);
+    value_margins(cfg, x, row->verdicts, row->slo_outcome);
     row->verdict = x->outcome;
     row->pass = x->outcome == SG_SLO_PASS;
     snprintf(row->why, sizeof row->why, "%s", x->outcome == SG_SLO_PASS ? "" : x->why);
@@ -799,6 +982,11 @@ static void answer(const search_t *s, bool complete, double took)
     const sg_config_t *cfg = &s->p->cfg;
     const char *what = s->closed ? "concurrency" : "request rate", *unit = s->closed ? "" : " req/s";
     double pct = 100 * cfg->confidence_level;
+    /* the point estimate follows the answer, after its own semicolon (what comes before it is unchanged) */
+    estimate_t e;
+    char est[256];
+    estimate(s, &e);
+    estimate_text(s, &e, est, sizeof est);
     if (!complete) {
         fprintf(stderr, "surge: search %s after %zu probes (%.0f s): so far ",
                 s->interrupted ? "INTERRUPTED" : "stopped", s->n, took);
@@ -809,7 +997,7 @@ static void answer(const search_t *s, bool complete, double took)
             fprintf(stderr, "no value passed");
         if (s->fail)
             fprintf(stderr, ", %g%s %s", s->fail->v, unit, s->fail->outcome == SG_SLO_FAIL ? "fails" : "is undecided");
-        fprintf(stderr, "\n");
+        fprintf(stderr, "%s\n", est);
         return;
     }
     /* after narrow(), the passing end is either shown to pass or absent */
@@ -824,32 +1012,32 @@ static void answer(const search_t *s, bool complete, double took)
         snprintf(list + o, sizeof list - o, "%s%g", undecided++ ? ", " : "", x->v);
     }
     if (!s->pass && !undecided) {
-        printf("Capacity: none found: the lowest value tried, %s %g%s, fails (%s); lower --search-range\n", what,
-               s->fail->v, unit, s->fail->why);
+        printf("Capacity: none found: the lowest value tried, %s %g%s, fails (%s); lower --search-range%s\n", what,
+               s->fail->v, unit, s->fail->why, est);
         return;
     }
     if (!s->pass) {
         printf("Capacity: not shown at %g%% confidence: %s %s%s stayed undecided after up to %u probes each%s%s%s; "
                "longer probes (--benchmark-duration, --request-count) or --search-max-trials decide it (%zu probes, "
-               "%.0f s)\n",
+               "%.0f s)%s\n",
                pct, what, list, unit, cfg->search_max_trials, hi_sure ? ", " : "", hi_sure ? "and fails at " : "",
-               hi_sure ? s->fail->why : "", s->n, took);
+               hi_sure ? s->fail->why : "", s->n, took, est);
         return;
     }
     if (!s->fail) {
         printf("Capacity: at least %s %g%s at %g%% confidence (%llu requests over %u probe%s): every value up to "
-               "--search-range's HI passes; raise HI to go further (%zu probes, %.0f s)\n",
+               "--search-range's HI passes; raise HI to go further (%zu probes, %.0f s)%s\n",
                what, s->pass->v, unit, pct, (unsigned long long)s->pass->n, s->pass->probes,
-               s->pass->probes > 1 ? "s" : "", s->n, took);
+               s->pass->probes > 1 ? "s" : "", s->n, took, est);
         return;
     }
     if (!hi_sure) {
         /* an upper end that was not shown to fail bounds nothing at the level: say what is known */
         printf("Capacity: at least %s %g%s at %g%% confidence (%llu requests over %u probe%s); no value was shown to "
                "fail: %s%s stayed undecided after up to %u probes each, where the SLO is borderline; longer probes "
-               "(--benchmark-duration, --request-count) or --search-max-trials decide it (%zu probes, %.0f s)\n",
+               "(--benchmark-duration, --request-count) or --search-max-trials decide it (%zu probes, %.0f s)%s\n",
                what, s->pass->v, unit, pct, (unsigned long long)s->pass->n, s->pass->probes,
-               s->pass->probes > 1 ? "s" : "", undecided ? list : "", unit, cfg->search_max_trials, s->n, took);
+               s->pass->probes > 1 ? "s" : "", undecided ? list : "", unit, cfg->search_max_trials, s->n, took, est);
         return;
     }
     printf("Capacity: %s %g-%g%s at %g%% confidence: %g passes every SLO (%llu requests over %u probe%s); %g fails "
@@ -863,7 +1051,7 @@ static void answer(const search_t *s, bool complete, double took)
         printf("No whole number between");
     else
         printf("Interval within %.1f%%", 100 * (s->fail->v - s->pass->v) / s->pass->v);
-    printf(", %zu probes, %.0f s\n", s->n, took);
+    printf(", %zu probes, %.0f s%s\n", s->n, took, est);
 }
 
 int search_main(profile_t *p)

@@ -1040,6 +1040,20 @@
         if (h.lowest_failing !== null && h.lowest_failing !== undefined)
           text += '; ' + fmt(h.lowest_failing) + unit + ' fail' + (h.lowest_failing_why ? ': ' + h.lowest_failing_why : '');
         app.append(el('div', { cls: 'answer', 'data-points': pi, 'data-key': 'answer', text: (multi ? p.label + ': ' : '') + text }));
+        // the point estimate beside the verdicts (docs/capacity.md, "The point estimate"): where an isotonic fit over
+        // every probe crosses the SLOs' targets; absent in an older search.json, null without evidence
+        const est = h.capacity_estimate;
+        if (est && typeof est.value === 'number') {
+          const by = est.set_by === 'probe' ? 'the probe\u2019s own test (overload, --max-error-rate)' : est.set_by;
+          const lead = est.kind === 'at_least' ? 'at least ' : est.kind === 'below' ? 'below ' : '';
+          const where = est.kind === 'at_least' ? ', the highest value tried: every SLO is met there on the fitted curve'
+            : est.kind === 'below' ? ', the lowest value tried: ' + by + ' is missed there on the fitted curve'
+            : ', where ' + by + ' crosses its target on the fitted curve';
+          app.append(el('div', { cls: 'answer', 'data-points': pi, 'data-key': 'estimate',
+            text: (multi ? p.label + ': ' : '') + 'Point estimate: ' + lead + fmt(est.value) + (closed ? ' concurrent requests' : unit) + where +
+              ' (isotonic fit over ' + est.probes + ' probe' + (est.probes === 1 ? '' : 's') +
+              '). An estimate, not a confidence statement: the passing and failing values above are the verdict.' }));
+        }
       }
       if (h.was_interrupted)
         app.append(el('div', { cls: 'banner', text: 'Interrupted: the curve covers the points measured until then.' }));

@@ -213,6 +213,14 @@ def search(h):
     answer = [t for a, t in r.cells(points=0, key="answer") if t.startswith("Capacity")]
     h.check(len(answer) == 1 and browser.same_number(answer[0].split("Capacity: ")[1], s["search"]["highest_passing"]),
             "search page: the answer line gives search.json's highest passing rate", (answer, s["search"]))
+    est = s["search"].get("capacity_estimate") or {}
+    shown = [t for a, t in r.cells(points=0, key="estimate")]
+    lead = {"crossing": "", "at_least": "at least ", "below": "below "}.get(est.get("kind"), "?")
+    h.check(len(shown) == 1 and shown[0].startswith("Point estimate: " + lead)
+            and browser.same_number(shown[0][len("Point estimate: " + lead):], est.get("value"))
+            and "isotonic fit over %d probes" % est.get("probes", -1) in shown[0]
+            and "not a confidence statement" in shown[0],
+            "search page: the point estimate is search.json's, said not to be a confidence statement", (shown, est))
     h.check(len(r.cells(points=0, key="request_throughput")) == len(s["probes"]), "search page: a row per probe")
     # each probe's verdict, its request count, and for a failed one the reason search.json gives
     failed = 0

@@ -10,6 +10,8 @@
 - a value whose first probe is inconclusive gets more probes, pooled, until its verdict is conclusive;
 - an open-loop probe at twice the capacity with an SLO too loose to fail in a short probe fails as overloaded;
 - a probe stops early once its SLO can no longer hold;
+- beside the interval, a point estimate (an isotonic fit over every probe): near the capacity, on the answer line and
+  in search.json, and below a value that overloads even where its SLO alone passes;
 - bad search flags exit 2 before anything is sent; an interrupted search keeps its record and exits 130."""
 import csv
 import json
@@ -23,6 +25,11 @@ import harness
 from profiling import SLOW, profile
 
 CAPACITY = 80.0  # 4 slots / 50 ms
+
+
+def estimate_text(v):
+    """The answer line's point estimate: three significant figures, never in exponent form (engine/search.c)."""
+    return "%.*f" % (0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2, v)
 
 
 def load(path):
@@ -58,6 +65,18 @@ def main(h):
         h.check(r.stdout.count("\n") >= 4 and "Capacity: request rate %g-%g req/s at 95%% confidence" % (lo, hi)
                 in r.stdout, "the answer line gives the interval and its confidence", r.stdout)
         probes = s["probes"]
+        # the point estimate beside the interval: an isotonic fit over every probe, crossing the SLO near the capacity
+        est = sr.get("capacity_estimate") or {}
+        print("point estimate:", est)
+        print(next((x for x in r.stdout.splitlines() if x.startswith("Capacity")), "no answer line"))
+        h.check(est.get("kind") == "crossing" and est.get("method") == "isotonic" and est.get("probes") == sr["probes"]
+                and est.get("set_by") == "time_to_first_token:p90<60"
+                and CAPACITY * 0.95 <= est.get("value", 0) <= CAPACITY * 1.05,
+                "the point estimate is a crossing within 5% of the capacity, fitted over every probe", est)
+        if est.get("kind") == "crossing":
+            h.check("; point estimate %s req/s (isotonic fit over %d probes; an estimate, not a confidence statement)"
+                    % (estimate_text(est["value"]), est["probes"]) in r.stdout,
+                    "the answer line gives the point estimate after the interval", r.stdout[-800:])
         h.check([p["request_rate"] for p in probes[:4]] == [12, 24, 48, 96], "brackets by doubling from LO", probes)
         h.check(all(os.path.exists(os.path.join(r.dir, p["artifact_subdir"], "profile_export_surge.json"))
                     for p in probes), "each probe's files in its sub-directory")
@@ -94,6 +113,9 @@ def main(h):
         h.check(sr["highest_passing"] == 4 and sr["lowest_failing"] == 5 and sr["highest_passing_conclusive"],
                 "max concurrency is the batch size", sr)
         h.check("No whole number between" in r.stdout, "the answer says the interval is closed", r.stdout)
+        est = sr.get("capacity_estimate") or {}
+        h.check(est.get("kind") == "crossing" and 4 <= est.get("value", 0) <= 5,
+                "closed loop: the point estimate lies between 4 and 5", est)
 
         # inconclusive, then resolved: 20 requests cannot show p90 < 40 ms (36 are the fewest), so concurrency 4's
         # first probe is undecided and passes on its point estimate; once a value above is found to fail, the search
@@ -147,6 +169,11 @@ def main(h):
                 "an overload the SLO would miss fails the probe", s["search"])
         h.check(s["search"]["highest_passing"] is None and "Capacity: none found" in r.stdout,
                 "no passing value: says so, exit 4", r.stdout)
+        # the SLO alone is met at 160: the probe's own test (overload) puts the point estimate below it
+        est = s["search"]["capacity_estimate"] or {}
+        h.check(est.get("kind") == "below" and est.get("value") == 160 and est.get("set_by") == "probe"
+                and "; point estimate below 160 req/s, the lowest value tried (isotonic fit over 1 probe;" in r.stdout,
+                "an overload bounds the point estimate as it bounds the answer", (est, r.stdout[-600:]))
 
         # bad flags: exit 2, nothing sent
         with open(m.record) as f:
