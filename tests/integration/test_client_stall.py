@@ -203,7 +203,8 @@ def main(h):
         h.check(w["worker"] == 0 and 0.3 < w["start_s"] < 2.5, "stopped: worker 0, window inside the run", w)
         h.check(abs(w["end_s"] - w["start_s"] - w["duration_ms"] / 1e3) < 1e-6, "stopped: duration = end - start", w)
         h.near(cs["max_lag_ms"], w["max_lag_ms"], 1e-6, "stopped: client_stalls.max_lag_ms is the window's")
-        h.near(s["schedule_lag"]["max"], w["max_lag_ms"], tol(15), "stopped: schedule lag max (ms) vs the window's")
+        # the same stall read from two clocks (late sends, the loop's lateness): 4-11 ms apart over 8 release runs
+        h.near(s["schedule_lag"]["max"], w["max_lag_ms"], tol(30), "stopped: schedule lag max (ms) vs the window's")
         if said:
             since = float(said.group(3) or said.group(5) or said.group(7))
             h.near(since, w["start_s"], 0.0011, "stopped: the stderr line's start (s) is the summary's")

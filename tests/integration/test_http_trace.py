@@ -52,7 +52,9 @@ def check_records(h, r, what, tls, conns, streamed=False):
         # the connect is to the proxy on loopback: quick; the handshake's round trip crosses the delay both ways
         h.within(x["connect_ns"] / 1e6, 0.0005, late(D * 0.8), what + ": TCP connect (ms) of a new connection")
         if tls:
-            h.within(x["tls_handshake_ns"] / 1e6, 2 * D - 1, 2 * D + late(40), what + ": TLS handshake (ms), 2 D")
+            # a request's own phase: at least the delay both ways; above, room for the VM's pauses (one over 40 ms
+            # in 10 quiet release runs, tests/flaky), while the summary's p50 holds the tight bound
+            h.within(x["tls_handshake_ns"] / 1e6, 2 * D - 1, 2 * D + late(150), what + ": TLS handshake (ms), 2 D")
         else:
             h.check(x["tls_handshake_ns"] is None, what + ": no TLS field over http://", x)
     for x in recs:
@@ -62,7 +64,7 @@ def check_records(h, r, what, tls, conns, streamed=False):
         # the request goes up D, the mock waits its TTFT (a stream's head goes at once), the answer comes down D
         wait = 2 * D if streamed else 2 * D + TTFT
         t = trace_ms(x)
-        h.within(t["http_req_waiting"], wait - 1, wait + late(40), what + ": waiting (ms)")
+        h.within(t["http_req_waiting"], wait - 1, wait + late(150), what + ": waiting (ms)")
         if streamed:  # so the head came a TTFT before the first token: the server's share, told apart
             h.check(x["first_token_ns"] - x["sent_ns"] >= (2 * D + TTFT - 1) * 1e6,
                     what + ": first token a TTFT after the head", x)
