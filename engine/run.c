@@ -105,16 +105,23 @@ static void progress_line(sg_worker_t **ws, unsigned n, const sg_config_t *cfg, 
 }
 
 /* User and system CPU of the whole process so far, every thread: the workers' cost (and the controller's, which
- * sleeps). Seconds; both 0 when getrusage fails. */
-static void process_cpu(double *user_s, double *sys_s)
+ * sleeps). Whole microseconds, as getrusage counts them; both 0 when it fails. */
+static void process_cpu(int64_t *user_us, int64_t *sys_us)
 {
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) {
-        *user_s = *sys_s = 0;
+        *user_us = *sys_us = 0;
         return;
     }
-    *user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
-    *sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    *user_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+    *sys_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+}
+
+/* Microseconds in seconds: the double nearest the decimal the summary prints, so that a figure read back from the
+ * summary (surge merge) is this one exactly, and a ratio over it (tokens per CPU-second) comes out the same. */
+static double us_s(int64_t us)
+{
+    return (double)us / 1e6;
 }
 
 /* "profile_export.json" -> "profile_export" */
@@ -1531,7 +1538,7 @@ static void point_wait(profile_t *p, point_t *pt)
         atomic_store(&run->stop, SG_STOP_ABORT);
         pt->fatal = true;
     }
-    double user_at_start, sys_at_start;
+    int64_t user_at_start, sys_at_start;
     process_cpu(&user_at_start, &sys_at_start);
     atomic_store(&run->go, 1);
 
@@ -1585,11 +1592,11 @@ static void point_wait(profile_t *p, point_t *pt)
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
-    double user_s, sys_s;
-    process_cpu(&user_s, &sys_s);
-    pt->client_cpu_user_s = user_s - user_at_start;
-    pt->client_cpu_sys_s = sys_s - sys_at_start;
-    pt->client_cpu_s = pt->client_cpu_user_s + pt->client_cpu_sys_s;
+    int64_t user_us, sys_us;
+    process_cpu(&user_us, &sys_us);
+    pt->client_cpu_user_s = us_s(user_us - user_at_start);
+    pt->client_cpu_sys_s = us_s(sys_us - sys_at_start);
+    pt->client_cpu_s = us_s(user_us - user_at_start + sys_us - sys_at_start);
     stall_look(pt, seen, run->start_ns, sg_now_ns(), show); /* the windows closed at the end */
     free(seen);
     if (!g_interrupted)
@@ -1949,8 +1956,8 @@ static int point_report(profile_t *p, point_t *pt)
     /* the whole process's CPU, just before the summary: set-up before the start instant (payload table, connections
      * opened in advance), the load, closing the connections, the OSL pass and the merge; over a sweep's or search's
      * points, the process so far */
-    double proc_user_s, proc_sys_s;
-    process_cpu(&proc_user_s, &proc_sys_s);
+    int64_t proc_user_us, proc_sys_us;
+    process_cpu(&proc_user_us, &proc_sys_us);
     sg_run_info_t info = {
         .extra_json = dist_json ? dist_json : stab_text, /* a run over several ranks has no windows */
         .server_metrics_json = scrapes,
@@ -1972,8 +1979,8 @@ static int point_report(profile_t *p, point_t *pt)
         .client_cpu_s = pt->client_cpu_s,
         .client_cpu_user_s = pt->client_cpu_user_s,
         .client_cpu_sys_s = pt->client_cpu_sys_s,
-        .process_cpu_user_s = proc_user_s,
-        .process_cpu_sys_s = proc_sys_s,
+        .process_cpu_user_s = us_s(proc_user_us),
+        .process_cpu_sys_s = us_s(proc_sys_us),
         .stall_threshold_ms = cfg->stall_threshold_ms,
         .stalls = pt->stalls,
         .n_stalls = pt->n_stalls,
