@@ -33,6 +33,12 @@
 
 /* ---------- one probe: its bounds, its look at the workers, its overload test ---------- */
 
+/* A check that holds its value above the target (a floor: > or >=), rather than under it. */
+static bool slo_floor(const sg_slo_check_t *c)
+{
+    return c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
+}
+
 /*
  * The --slo checks the workers count live (sg_run_bound_t): every point counts each percentile check's requests past
  * its target by second of intended start, to measure how clustered they are (point_dispersion); a search probe also
@@ -52,7 +58,7 @@ void bounds_begin(profile_t *p, point_t *pt)
         sg_run_bound_t *b = &run->bounds[run->n_bounds];
         b->metric = c->metric;
         b->bound = sg_metric_is_time(c->metric) ? c->target * 1e6 : c->target;
-        b->floor = c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
+        b->floor = slo_floor(c);
         b->strict = c->op == SG_SLO_OP_LT || c->op == SG_SLO_OP_GT;
         pr->bound_check[run->n_bounds] = i;
         pr->dispersion[i] = pt->spec.dispersion && pt->spec.dispersion[i] > 1 ? pt->spec.dispersion[i] : 1;
@@ -552,7 +558,7 @@ static bool wrong_share(const sg_slo_check_t *c, const sg_metrics_t *pool, uint6
         c->kind == SG_SLO_DIST && c->stat == SG_SLO_STAT_PCT && pool ? sg_metrics_hist(pool, c->metric) : NULL;
     if (!h || sg_hist_count(h) == 0)
         return false;
-    bool floor = c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
+    bool floor = slo_floor(c);
     double raw = c->target / sg_metric_scale(c->metric);
     uint64_t above = sg_hist_count_above(h, raw > 0 ? (uint64_t)raw : 0);
     *n = sg_hist_count(h);
@@ -627,7 +633,7 @@ static void value_margins(const sg_config_t *cfg, value_t *x, const sg_slo_verdi
             x->margin[i] = wrong - allowed;
             x->weight[i] = (double)n / (x->dispersion[i] > 1 ? x->dispersion[i] : 1);
         } else if (vs[i].measurable && isfinite(vs[i].measured)) {
-            bool floor = c->op == SG_SLO_OP_GT || c->op == SG_SLO_OP_GE;
+            bool floor = slo_floor(c);
             double d = floor ? c->target - vs[i].measured : vs[i].measured - c->target;
             x->margin[i] = c->target != 0 ? d / fabs(c->target) : d;
             x->weight[i] = (double)x->n;
