@@ -16,6 +16,19 @@ def free_port():
     return port
 
 
+_held = []
+
+
+def refused_port():
+    """A port nothing listens on and nothing else can take: bound but never listening, held until this process
+    exits, so connects to it are refused. A port bound and closed at once (free_port) can be taken by a test
+    running beside this one, and the "dead" URL then answers."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    _held.append(s)
+    return s.getsockname()[1]
+
+
 def wait_listening(proc, ports, seconds=10):
     """Until every port accepts a connection, the process exits, or the time is up."""
     deadline = time.monotonic() + seconds

@@ -10,20 +10,11 @@ ranks: test_multi_url_h2.py, test_multi_url_sessions.py."""
 import collections
 import json
 import os
-import socket
 import threading
 
 import harness
 from profiling import profile
-
-
-def free_port():
-    """A port nothing listens on (bound and closed: connects to it are refused)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from servers import refused_port
 
 
 def per_url(r):
@@ -96,7 +87,7 @@ def main(h):
 
     # a URL that never listened, and one killed in the middle of an open loop at 100/s
     n = 150
-    dead = "http://127.0.0.1:%d" % free_port()
+    dead = "http://127.0.0.1:%d" % refused_port()
     with h.mock("--ttft-ms", 10, "--itl-ms", 2, record=True) as a, h.mock("--ttft-ms", 10, "--itl-ms", 2) as b:
         killer = threading.Timer(0.6, b.kill)
         killer.start()

@@ -13,7 +13,8 @@ import threading
 
 import harness
 from profiling import profile
-from test_multi_url import check_totals, free_port, per_url
+from servers import refused_port
+from test_multi_url import check_totals, per_url
 
 
 def counts_at(h, r, ms, n, what, workers):
@@ -74,7 +75,7 @@ def main(h):
 
     # 2. h2c, one mock killed in the middle of an open loop at 100/s, and a URL that never listened
     n = 150
-    dead = "http://127.0.0.1:%d" % free_port()
+    dead = "http://127.0.0.1:%d" % refused_port()
     with h.mock("--ttft-ms", 10, "--itl-ms", 2, record=True) as a, h.mock("--ttft-ms", 10, "--itl-ms", 2) as b:
         killer = threading.Timer(0.6, b.kill)
         killer.start()

@@ -15,7 +15,8 @@ import subprocess
 import harness
 from profiling import Result, nearest_rank, profile
 from test_dist import finish, start_ranks
-from test_multi_url import check_totals, free_port, per_url
+from servers import refused_port
+from test_multi_url import check_totals, per_url
 
 TURN = re.compile(r"\bs(\d+)t(\d+)\b")
 
@@ -69,7 +70,7 @@ def main(h):
 
     # -- two ranks against two mocks and a URL that never listened
     n = 200
-    dead = "http://127.0.0.1:%d" % free_port()
+    dead = "http://127.0.0.1:%d" % refused_port()
     with h.mock("--ttft-ms", 5, "--itl-ms", 1, record=True) as a, h.mock("--ttft-ms", 5, "--itl-ms", 1,
                                                                        record=True) as b:
         art = h.path("ranks")

@@ -22,7 +22,7 @@ import time
 import browser
 import harness
 import profiling
-from servers import LlamaServer, TcpServer, free_port, wait_listening
+from servers import LlamaServer, TcpServer, free_port, refused_port, wait_listening
 
 INTERVAL = 0.25
 
@@ -96,7 +96,7 @@ def failing_endpoints(h):
         stop.wait(30)  # accept, read nothing, answer nothing
 
     with TcpServer(silent, lifetime=60) as quiet, h.mock("--ttft-ms", "5", "--itl-ms", "1") as m:
-        refused = "http://127.0.0.1:%d/metrics" % free_port()
+        refused = "http://127.0.0.1:%d/metrics" % refused_port()
         t0 = time.monotonic()
         r = profiling.profile(h, m.url, "--streaming", "--request-rate", "50", "--benchmark-duration", "2",
                               "--server-metrics-url", quiet.url + "/metrics", "--server-metrics-url", refused,
