@@ -81,11 +81,12 @@ def pin_prefix(cpu):
 
 
 class Mock:
-    def __init__(self, surge, args, cpu):
+    def __init__(self, surge, args, cpu, lifetime_s=900):
+        """lifetime_s bounds the mock's life (--exit-after): a bench that outlives it measures a dead server."""
         self.tmp = tempfile.mkdtemp(prefix="surge-bench-")
         port_file = os.path.join(self.tmp, "port")
-        cmd = pin_prefix(cpu) + [surge, "mock", "--port", "0", "--port-file", port_file, "--exit-after", "900",
-                                 "--quiet"] + args
+        cmd = pin_prefix(cpu) + [surge, "mock", "--port", "0", "--port-file", port_file, "--exit-after",
+                                 str(int(lifetime_s)), "--quiet"] + args
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -800,11 +801,15 @@ def bench_search(surge, repeat, client_cpu, mock_cpu, baseline=None, hog=True, p
     if hog:
         hog_proc = subprocess.Popen(pin_prefix(client_cpu) + [sys.executable, "-c", "while True: pass"])
     try:
+        # a Poisson search takes about 450 s here: the mock lives for an hour per search (it once outlived 900 s,
+        # and the searches after that measured a dead server)
         with Mock(surge, ["--ttft-ms", "20", "--itl-ms", "2", "--output-tokens", "16", "--max-batch", "4"],
-                  mock_cpu) as m:
+                  mock_cpu, lifetime_s=3600 * repeat * len(builds)) as m:
             for i in range(repeat):
                 for name, binary in builds:
                     res[name].append(one_search(name, i, surge_cmd(binary, m.port, client_cpu, args)))
+                    if m.proc.poll() is not None:
+                        raise RuntimeError("the mock exited (%s) during search %d" % (m.proc.returncode, i + 1))
     finally:
         if hog_proc:
             hog_proc.kill()
@@ -907,6 +912,13 @@ def bench_search_llama(surge, repeat, client_cpu, server_cpu, baseline=None):
         spread = (max(lows) - min(lows)) / min(lows) if lows else float("nan")
         print("  %-8s answers %s; spread of the low ends %.1f%% (target <= 10%%); times %s s" % (
             name, ["%s-%s" % (r[0], r[1]) for r in res[name]], 100 * spread, [round(r[3]) for r in res[name]]))
+        ends = [(r[0], r[1]) for r in res[name] if r[0] is not None and r[1] is not None]
+        if ends:
+            # each interval is a 95% statement about the server during its own search: disjoint intervals say the
+            # server moved between searches (docs/capacity.md, "What the level covers")
+            common = max(lo for lo, _ in ends) <= min(hi for _, hi in ends)
+            print("  %-8s the intervals %s" % (name, "share a value" if common else
+                                                "are disjoint: the server's capacity moved between searches"))
         points = [r[5] for r in res[name] if r[5] is not None]
         if points:
             print("  %-8s point estimates %s; spread %.1f%%" % (name, ["%.1f" % x for x in points],

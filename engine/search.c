@@ -218,6 +218,15 @@ void probe_look(profile_t *p, point_t *pt, int64_t now)
             return;
         }
     }
+    /* the probe's own test, --max-error-rate: the failures alone are past it over every request the probe can
+     * issue (planned is an upper bound), so it fails however the rest end. At the default of 0 that is the first
+     * failure: a probe of a dead server ends at once instead of running its full length on refused connects. */
+    if ((double)errors > cfg->max_error_rate * (double)pr->planned) {
+        snprintf(pr->why, sizeof pr->why,
+                 "stopped early: %llu of %lld planned requests failed, past --max-error-rate %g whatever the rest do",
+                 (unsigned long long)errors, (long long)pr->planned, cfg->max_error_rate);
+        probe_stop(p, pt);
+    }
 }
 
 /*
@@ -295,6 +304,7 @@ typedef struct {
     size_t n_vals;
     int code; /* the worst status of a probe that could not give a verdict (interrupt, broken run) */
     bool interrupted;
+    char stopped_why[240]; /* why the search stopped before an answer, other than an interrupt ("" when it did not) */
     value_t *pass, *fail; /* the highest passing (perhaps provisionally) and the lowest failing value; NULL: none */
     uint64_t need;        /* requests a probe should plan for its percentile verdicts to be able to pass */
     int64_t t0;
@@ -505,6 +515,7 @@ static json_t *search_header(const search_t *s, bool complete)
     json_object_set_new(h, "probes", json_integer((json_int_t)s->n));
     json_object_set_new(h, "complete", json_boolean(complete));
     json_object_set_new(h, "was_interrupted", json_boolean(s->interrupted));
+    json_object_set_new(h, "stopped_why", s->stopped_why[0] ? json_string(s->stopped_why) : json_null());
     json_object_set_new(h, "duration_s", json_real((double)(sg_now_ns() - s->t0) / 1e9));
     return h;
 }
@@ -675,6 +686,28 @@ static double value_dispersion(const search_t *s, const value_t *x, size_t i)
     return own > lent ? own : lent;
 }
 
+
+/*
+ * A probe none of whose requests got an answer because none could connect (refused, unreachable, reset before any
+ * response): the server is down, not slow. Failing the value would send the search down through lower values that
+ * fail for the same reason, each a probe long, and end on a "capacity" below the range; the search stops instead and
+ * says why (exit status 1, as a run whose requests failed). True, with s->stopped_why set, when so.
+ */
+static bool server_down(search_t *s, const point_t *pt, const sg_point_row_t *row)
+{
+    if (row->ok != 0 || row->errors == 0 || !pt->merged)
+        return false;
+    const sg_error_group_t *g;
+    size_t n = sg_metrics_error_groups(pt->merged, &g);
+    for (size_t i = 0; i < n; i++)
+        if (g[i].cls != SG_ERRC_CONNECT && g[i].cls != SG_ERRC_CANCELLED)
+            return false;
+    snprintf(s->stopped_why, sizeof s->stopped_why,
+             "the server is down: every request of the probe failed to connect (%llu; %.80s); the search stops, as "
+             "a value failing for that says nothing of capacity",
+             (unsigned long long)row->errors, n ? g[0].message : "connect");
+    return true;
+}
 /* One probe at x's value, pooled into x: its row, and x's verdict on all of its probes. 0, or -1 when the search
  * cannot go on. */
 static int probe_once(search_t *s, value_t *x, bool sized)
@@ -737,6 +770,15 @@ static int probe_once(search_t *s, value_t *x, bool sized)
     row->stopped_early = pt.probe.stopped_early;
     row->overloaded = pt.probe.overloaded;
     s->n++;
+    if (server_down(s, &pt, row)) {
+        s->code = points_worse(s->code, EXIT_REQUEST_ERRORS);
+        row->verdict = SG_SLO_FAIL;
+        snprintf(row->why, sizeof row->why, "%s", s->stopped_why);
+        fprintf(stderr, "surge: probe %zu: %s %g: %s\n", s->n, what, x->v, s->stopped_why);
+        point_free(&pt);
+        search_save(s, false);
+        return -1;
+    }
     if (pt.interrupted || pc == EXIT_FATAL) {
         s->interrupted = pt.interrupted;
         s->code = points_worse(s->code, pc);
@@ -994,8 +1036,9 @@ static void answer(const search_t *s, bool complete, double took)
     estimate(s, &e);
     estimate_text(s, &e, est, sizeof est);
     if (!complete) {
-        fprintf(stderr, "surge: search %s after %zu probes (%.0f s): so far ",
-                s->interrupted ? "INTERRUPTED" : "stopped", s->n, took);
+        fprintf(stderr, "surge: search %s after %zu probes (%.0f s)%s%s: so far ",
+                s->interrupted ? "INTERRUPTED" : "stopped", s->n, took, s->stopped_why[0] ? ": " : "",
+                s->stopped_why);
         if (s->pass)
             fprintf(stderr, "%g%s passes%s", s->pass->v, unit,
                     s->pass->outcome == SG_SLO_PASS ? "" : " (provisionally)");
@@ -1003,7 +1046,8 @@ static void answer(const search_t *s, bool complete, double took)
             fprintf(stderr, "no value passed");
         if (s->fail)
             fprintf(stderr, ", %g%s %s", s->fail->v, unit, s->fail->outcome == SG_SLO_FAIL ? "fails" : "is undecided");
-        fprintf(stderr, "%s\n", est);
+        /* no estimate from a search that found the server down: the failures before it may be the outage's */
+        fprintf(stderr, "%s\n", s->stopped_why[0] ? "" : est);
         return;
     }
     /* after narrow(), the passing end is either shown to pass or absent */

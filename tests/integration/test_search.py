@@ -12,7 +12,8 @@
 - a probe stops early once its SLO can no longer hold;
 - beside the interval, a point estimate (an isotonic fit over every probe): near the capacity, on the answer line and
   in search.json, and below a value that overloads even where its SLO alone passes;
-- bad search flags exit 2 before anything is sent; an interrupted search keeps its record and exits 130."""
+- bad search flags exit 2 before anything is sent; an interrupted search keeps its record and exits 130;
+- a server that dies mid-search stops the search at once, saying so (exit 1), not a walk down every lower value."""
 import csv
 import json
 import os
@@ -210,6 +211,31 @@ def main(h):
         h.check(not s["search"]["complete"] and s["search"]["was_interrupted"] and len(s["probes"]) >= 2,
                 "the record holds the probes that ran", s["search"])
         h.check("search INTERRUPTED" in err, "says it was interrupted", err[-1500:])
+
+    # The server dies in the middle of a search: the probe that sees it stops at its first failure (the probe's own
+    # --max-error-rate, 0 by default), and the next, every connect refused, stops the search. Before, the search
+    # walked down through every lower value, each probe its full length on refused connects: 20 minutes in one bench.
+    with h.mock("--ttft-ms", 20, "--itl-ms", 2, "--output-tokens", 16, "--max-batch", 4, "--exit-after", 4) as dm:
+        t0 = time.monotonic()
+        r = profile(h, dm.url, "--streaming", "--search", "max-request-rate", "--slo", "ttft:p99<1000",
+                    "--search-range", "10:", "--benchmark-duration", 2, "--parameter-sweep-cooldown-seconds", 0,
+                    check_rc=1, timeout=180)
+        took = time.monotonic() - t0
+        s = load(os.path.join(r.dir, "search.json"))
+        sr, probes = s["search"], s["probes"]
+        h.check(not sr["complete"] and not sr["was_interrupted"] and "the server is down" in (sr["stopped_why"] or ""),
+                "a dead server stops the search, saying why", sr)
+        h.check(probes and probes[-1]["request_count"] == 0 and probes[-1]["error_count"] >= 1
+                and probes[-1]["verdict"] == "fail", "the last probe: every request refused", probes[-1:])
+        hit = [p for p in probes if p["error_count"] and p["request_count"]]
+        h.check(all("stopped early" in p["why"] and "--max-error-rate" in p["why"] for p in hit),
+                "the probe the death hit stopped at its failures", [p["why"] for p in hit])
+        h.check("search stopped after" in r.stderr and "the server is down" in r.stderr and "point estimate" not in
+                r.stderr.split("search stopped after")[-1], "the answer line says why, with no estimate",
+                r.stderr[-1500:])
+        # the mock lives 4 s; then at most the probe it hit and one more, each cut at its first failure
+        bound = 30.0 if not SLOW else 60.0
+        h.check(took < bound, "a dead server ends the search in %.1f s (bound %.0f s)" % (took, bound), took)
 
 
 if __name__ == "__main__":
