@@ -1,7 +1,7 @@
 # ctest: run-serial (it checks the arrivals at the server with a KS test)
 """One run over several processes (--world-size/--rank/--coordinator), all on 127.0.0.1.
 
-  1. Three ranks against one mock (Poisson at 300/s, 900 requests): the merged run has every request once, as the
+  1. Three ranks against one mock (Poisson at 100/s, 600 requests): the merged run has every request once, as the
      server saw them (one distinct prompt each), and exactly the requests, intended times and prompts of a
      one-process run with three workers and the same seed; the server saw the arrivals at the total rate (KS);
      merged percentiles equal the nearest-rank values recomputed from the merged JSONL (within the histogram's
@@ -60,7 +60,9 @@ def finish(procs, timeout=90):
 
 
 def main(h):
-    n, rate = 900, 300.0
+    # 100/s (a 10 ms mean gap): the server's receive times on a busy 2-core VM jitter by a millisecond and bunch
+    # around its pauses; against a 3.3 ms gap (300/s) that alone failed the KS test in CI, against 10 ms it is small
+    n, rate = 600, 100.0
     load = ["--request-rate", rate, "--request-count", n, "--num-prompts", n, "--random-seed", 5, "--workers", 1,
             "--output-tokens-mean", 3, "--synthetic-input-tokens-mean", 30, "--streaming"]
 
