@@ -305,8 +305,8 @@ typedef struct {
     int code; /* the worst status of a probe that could not give a verdict (interrupt, broken run) */
     bool interrupted;
     char stopped_why[240]; /* why the search stopped before an answer, other than an interrupt ("" when it did not) */
-    value_t *pass, *fail; /* the highest passing (perhaps provisionally) and the lowest failing value; NULL: none */
-    uint64_t need;        /* requests a probe should plan for its percentile verdicts to be able to pass */
+    value_t *pass, *fail;  /* the highest passing (perhaps provisionally) and the lowest failing value; NULL: none */
+    uint64_t need;         /* requests a probe should plan for its percentile verdicts to be able to pass */
     int64_t t0;
     search_exec_fn exec; /* runs one probe: point_exec, or a test's simulated server */
 } search_t;
@@ -686,7 +686,6 @@ static double value_dispersion(const search_t *s, const value_t *x, size_t i)
     return own > lent ? own : lent;
 }
 
-
 /*
  * A probe none of whose requests got an answer because none could connect (refused, unreachable, reset before any
  * response): the server is down, not slow. Failing the value would send the search down through lower values that
@@ -699,15 +698,22 @@ static bool server_down(search_t *s, const point_t *pt, const sg_point_row_t *ro
         return false;
     const sg_error_group_t *g;
     size_t n = sg_metrics_error_groups(pt->merged, &g);
-    for (size_t i = 0; i < n; i++)
+    const sg_error_group_t *refused = NULL;
+    for (size_t i = 0; i < n; i++) {
         if (g[i].cls != SG_ERRC_CONNECT && g[i].cls != SG_ERRC_CANCELLED)
             return false;
+        if (g[i].cls == SG_ERRC_CONNECT && !refused)
+            refused = &g[i];
+    }
+    if (!refused)
+        return false;
     snprintf(s->stopped_why, sizeof s->stopped_why,
              "the server is down: every request of the probe failed to connect (%llu; %.80s); the search stops, as "
              "a value failing for that says nothing of capacity",
-             (unsigned long long)row->errors, n ? g[0].message : "connect");
+             (unsigned long long)row->errors, refused->message);
     return true;
 }
+
 /* One probe at x's value, pooled into x: its row, and x's verdict on all of its probes. 0, or -1 when the search
  * cannot go on. */
 static int probe_once(search_t *s, value_t *x, bool sized)
@@ -1037,8 +1043,7 @@ static void answer(const search_t *s, bool complete, double took)
     estimate_text(s, &e, est, sizeof est);
     if (!complete) {
         fprintf(stderr, "surge: search %s after %zu probes (%.0f s)%s%s: so far ",
-                s->interrupted ? "INTERRUPTED" : "stopped", s->n, took, s->stopped_why[0] ? ": " : "",
-                s->stopped_why);
+                s->interrupted ? "INTERRUPTED" : "stopped", s->n, took, s->stopped_why[0] ? ": " : "", s->stopped_why);
         if (s->pass)
             fprintf(stderr, "%g%s passes%s", s->pass->v, unit,
                     s->pass->outcome == SG_SLO_PASS ? "" : " (provisionally)");
