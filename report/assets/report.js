@@ -1042,7 +1042,11 @@
         app.append(el('div', { cls: 'answer', 'data-points': pi, 'data-key': 'answer', text: (multi ? p.label + ': ' : '') + text }));
         // the point estimate beside the verdicts (docs/capacity.md, "The point estimate"): where an isotonic fit over
         // every probe crosses the SLOs' targets; absent in an older search.json, null without evidence
-        const est = h.capacity_estimate;
+        // a search that stopped before an answer (a dead server: docs/capacity.md) says why, and has no estimate
+        if (h.stopped_why)
+          app.append(el('div', { cls: 'banner', 'data-points': pi, 'data-key': 'stopped',
+            text: (multi ? p.label + ': ' : '') + 'Search stopped before an answer: ' + h.stopped_why }));
+        const est = h.stopped_why ? null : h.capacity_estimate;
         if (est && typeof est.value === 'number') {
           const by = est.set_by === 'probe' ? 'the probe\u2019s own test (overload, --max-error-rate)' : est.set_by;
           const lead = est.kind === 'at_least' ? 'at least ' : est.kind === 'below' ? 'below ' : '';
