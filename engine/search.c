@@ -776,7 +776,7 @@ static int probe_once(search_t *s, value_t *x, bool sized)
     row->stopped_early = pt.probe.stopped_early;
     row->overloaded = pt.probe.overloaded;
     s->n++;
-    if (server_down(s, &pt, row)) {
+    if (!pt.interrupted && server_down(s, &pt, row)) { /* an interrupt says so first (exit 130) */
         s->code = points_worse(s->code, EXIT_REQUEST_ERRORS);
         row->verdict = SG_SLO_FAIL;
         snprintf(row->why, sizeof row->why, "%s", s->stopped_why);
