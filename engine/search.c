@@ -990,6 +990,55 @@ static value_t *pass_below(search_t *s, double v)
 }
 
 /*
+ * Whether x's pass still stands on what the search knows now (docs/capacity.md, "Clustered evidence"). A pass with no
+ * slow request cannot show its own clustering; it borrows what its neighbours showed by the time it was judged, and a
+ * pass from early in the search, while bracketing, was judged before any value near the target had shown any: its
+ * requests counted as independent ones. Judged again with the clustering seen since, it may rest on too few (377
+ * requests passed a p99 at 40 req/s against llama-server, where 42.5 later showed its slow requests clustered x13.7,
+ * as 27 independent). Then x is undecided again, with its new reason, for the search to confirm with sized probes.
+ * False when it still passes.
+ */
+static bool pass_undone(search_t *s, value_t *x)
+{
+    const sg_config_t *cfg = &s->p->cfg;
+    if (x->outcome != SG_SLO_PASS || !x->pool)
+        return false;
+    double disp[SG_SLO_MAX], was = 1, now = 1;
+    bool more = false;
+    for (size_t i = 0; i < cfg->n_slo_checks; i++) {
+        disp[i] = value_dispersion(s, x, i);
+        if (disp[i] > x->dispersion[i] * 1.01) {
+            more = true;
+            was = x->dispersion[i] > was ? x->dispersion[i] : was;
+            now = disp[i] > now ? disp[i] : now;
+        }
+    }
+    if (!more)
+        return false;
+    sg_slo_verdict_t vs[SG_SLO_MAX];
+    sg_slo_eval_clustered(cfg->slo_checks, cfg->n_slo_checks, x->pool, x->pool_duration, cfg->confidence_level, disp,
+                          vs);
+    sg_slo_outcome_t o = sg_slo_overall(vs, cfg->n_slo_checks);
+    if (o == SG_SLO_PASS)
+        return false;
+    memcpy(x->dispersion, disp, sizeof disp);
+    x->outcome = o;
+    x->point_pass = true;
+    for (size_t i = 0; i < cfg->n_slo_checks; i++)
+        x->point_pass = x->point_pass && vs[i].point_pass;
+    verdicts_why(cfg, vs, NULL, x->why, sizeof x->why);
+    x->futile = o == SG_SLO_INCONCLUSIVE && futile(cfg, x, vs);
+    value_margins(cfg, x, vs, o);
+    fprintf(stderr,
+            "surge: %s %g: its pass rested on %llu requests taken as %s; requests past the target near it have "
+            "since come clustered x%.1f: %s\n",
+            s->closed ? "concurrency" : "request rate", x->v, (unsigned long long)x->n,
+            was > 1 ? "clustered less" : "independent", now,
+            o == SG_SLO_FAIL ? "it fails after all" : "confirming it with more");
+    return true;
+}
+
+/*
  * Bisect, then confirm the passing end. A provisional pass that fails after all sends the search back below it (the
  * evidence was not monotonic); one still undecided after its budget is left as such, and the next passing value
  * below is confirmed instead. -1 when the search cannot go on.
@@ -1004,13 +1053,19 @@ static int narrow(search_t *s)
                 return -1;
             place(s, x);
         }
-        if (!s->pass || s->pass->outcome == SG_SLO_PASS)
+        if (!s->pass)
             return 0;
-        /* the passing end rests on a point estimate: pool more probes there, sized for a verdict */
+        /* the passing end rests on a point estimate, or on requests taken as less clustered than its neighbours have
+         * shown since: pool more probes there, sized for a verdict */
         value_t *x = s->pass;
         const char *what = s->closed ? "concurrency" : "request rate";
-        fprintf(stderr, "surge: confirming %s %g: it passed on its point estimate only\n", what, x->v);
-        if (settle(s, x, true) < 0)
+        if (x->outcome == SG_SLO_PASS) {
+            if (!pass_undone(s, x))
+                return 0;
+        } else {
+            fprintf(stderr, "surge: confirming %s %g: it passed on its point estimate only\n", what, x->v);
+        }
+        if (x->outcome != SG_SLO_FAIL && settle(s, x, true) < 0)
             return -1;
         if (x->outcome == SG_SLO_PASS)
             return 0;
