@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 # ctest: run-serial (a quiet run must show no stall: another test's processes on the same cores could make one)
 """A client that falls behind says so (--stall-threshold-ms).
 

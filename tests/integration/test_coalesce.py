@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 # ctest: run-serial (schedule lag to a fraction of a millisecond is what it checks)
 """--coalesce-us: a worker receiving many slow streams wakes once per batch, and still sends on time.
 

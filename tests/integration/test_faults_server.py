@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """The server-side faults of issue 23, each injected by `surge mock --fault` (docs/mock.md#faults).
 
 Every case checks what a fault must never break: each request counted exactly once (ok + failed + cancelled ==

@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """surge profile --service-kind triton against surge mock's KServe v2 gRPC service (h2c): ModelStreamInfer timing
 (TTFT, ITL) within the tolerances of the HTTP/1.1 and h2c tests, exact OSL, ModelInfer, both backends' input
 tensors as the mock recorded them (GenAI-Perf's, --extra-inputs typed), grpc-status errors classed grpc with

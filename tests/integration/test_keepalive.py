@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 # ctest: run-serial (a re-sent request's schedule lag is judged against a 6 ms close delay)
 """Keep-alive as real servers do it: a server that closes kept-alive connections after a response (announced or
 not, at once or just after the client reused the connection) costs no request; a lost request is re-sent once on

@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 # ctest: run-serial (a CPU hog on the client's core, and per-chunk times checked to the microsecond)
 """Receive times from the kernel, not from when the client got the CPU (--timestamps, docs/metrics.md).
 

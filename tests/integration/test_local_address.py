@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """--local-address: connections leave from each of the given source addresses in turn (a list, a range, a CIDR
 block), as the server sees them; an address that is not this host's, or a malformed list, is a clear message and a
 non-zero exit before any request is sent. And connection opening is paced: a closed loop of 1,500 connections

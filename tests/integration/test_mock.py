@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """surge mock: routes, response bodies, exact SSE framing, token counts, timing, keep-alive, faults, record."""
 
 import http.client

@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """surge mock over h2c (prior knowledge): surge profile --http2 straight against it (timing, exact OSL, many
 streams multiplexed on few connections as the mock's record shows, injected errors counted, resets from
 --drop-rate counted), and h2load, a third-party HTTP/2 client, against it (every request 2xx)."""

@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """surge mock over h2c against a client that opens huge flow-control windows and then stops reading: many
 streams of long streamed outputs must not pile up in the mock's memory (nghttp2's flow control does not bound
 it when the client's windows are 2 GiB; the mock's own back-pressure must). The mock's RSS is read from

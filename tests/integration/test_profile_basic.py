@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """surge profile against surge mock: the numbers it reports match what the mock was told to do."""
 import harness
 from profiling import profile, tol, median

@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """Cancelled is not failed, and every rate means one thing.
 
 The mock answers quickly (about 40 ms), then stalls from 2 s after it started: requests sent into the stall never

@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """Connection set-up has a bound. A listening socket that is never accepted, with its backlog full, makes Linux drop
 every SYN, so a connect would wait for the kernel's SYN retries (about two minutes): the start-up check gives up
 after 5 s (exit 2), and during the run each connection is given up after 10 s, or --request-timeout when shorter,

@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 # ctest: run-serial (it judges TTFT through nginx against the mock's 40 ms within 2 ms)
 """surge profile --http2 (h2c, prior knowledge) through a real third-party HTTP/2 server: nginx as an h2c
 reverse proxy (proxy_buffering off, so SSE streams through) in front of surge mock. Timing, OSL, many streams on

@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """Coordinated omission: a server stall shows in latency measured from the intended start, even for the
 requests that waited inside the client and were sent after the stall."""
 import harness

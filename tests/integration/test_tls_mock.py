@@ -1,3 +1,4 @@
+# ctest: epoll-asan (run on epoll under ASan too: tests/CMakeLists.txt)
 """surge profile over https:// straight against `surge mock --tls`: HTTP/1.1 and h2 chosen through ALPN, --http2,
 timing and exact OSL as over plaintext, session resumption on reconnects, the error cases a user meets first
 (untrusted certificate, host-name mismatch, a plaintext server, a bad --cacert) as one clear line and exit 2, and
