@@ -55,6 +55,7 @@ The client is pinned to CPU 0 and the mock to CPU 1 when the machine has two or 
 import argparse
 import collections
 import json
+import math
 import os
 import re
 import shutil
@@ -782,7 +783,7 @@ def one_search(name, i, cmd):
     print("  %-8s search %d: %s-%s req/s, point estimate %s, %d probes, %.0f s, exit %d" % (
         name, i + 1, lo, hi, "%.1f" % point if point is not None else est.get("kind", "none"), sr["probes"], took,
         p.returncode))
-    print("           " + line[:400])
+    print("           " + line[:400], flush=True)
     return lo, hi, sr["probes"], took, p.returncode, point
 
 
@@ -889,17 +890,55 @@ class LlamaServer:
         self.stop()
 
 
-def bench_search_llama(surge, repeat, client_cpu, server_cpu, baseline=None):
+def reference_run(surge, port, cpu, workload, rate, seconds, bound_ms=100.0):
+    """One fixed-rate run before a search, the same workload at `rate` for `seconds`: how many requests' TTFT was
+    past bound_ms, and in how many separate stretches of seconds (episodes). The same run before each search says
+    whether the server itself moved between them, apart from anything the search decides."""
+    fresh(ARTIFACTS)
+    cmd = pin_prefix(cpu) + [surge, "profile", "-m", "tiny-llama", "-u", "127.0.0.1:%d" % port, "--workers", "1",
+                             "--no-progress", "--artifact-dir", ARTIFACTS, "--request-rate", str(rate),
+                             "--benchmark-duration", str(seconds)] + workload
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=seconds * 3 + 120)
+    ttft, starts = [], []
+    with open(os.path.join(ARTIFACTS, "profile_export.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            v = (r.get("metrics") or {}).get("time_to_first_token")
+            if v is not None:
+                ttft.append(v["value"])
+                starts.append(r["metadata"]["request_start_ns"])
+    if not ttft:
+        return None
+    t0 = min(starts)
+    secs = sorted({int((t - t0) / 1e9) for t, v in zip(starts, ttft) if v > bound_ms})
+    episodes = sum(1 for i, x in enumerate(secs) if i == 0 or x != secs[i - 1] + 1)
+    past = sum(1 for v in ttft if v > bound_ms)
+    p99 = sorted(ttft)[max(0, int(math.ceil(0.99 * len(ttft))) - 1)]
+    return len(ttft), past, episodes, p99
+
+
+def bench_search_llama(surge, repeat, client_cpu, server_cpu, baseline=None, reference_rate=None):
     """The README's kind of search against a real server, llama-server with a tiny model: Poisson arrivals (the
     default), 10 s probes (the default), SLO p99 TTFT < 100 ms and error_rate < 0.01, --repeat times in a row (and
     a baseline build's beside it): each answer and how long it took, and how far apart the answers are."""
     args = ["--streaming", "--output-tokens-mean", "16", "--extra-inputs", "ignore_eos:true",
             "--synthetic-input-tokens-mean", "64", "--search", "max-request-rate", "--slo", "ttft:p99<100", "--slo",
             "error_rate<0.01", "--search-range", "10:", "--parameter-sweep-cooldown-seconds", "1"]
+    workload = ["--streaming", "--output-tokens-mean", "16", "--extra-inputs", "ignore_eos:true",
+                "--synthetic-input-tokens-mean", "64"]
     builds = [("surge", surge)] + ([("baseline", baseline)] if baseline else [])
     res = {name: [] for name, _ in builds}
+    refs = []
     with LlamaServer(server_cpu) as srv:
         for i in range(repeat):
+            if reference_rate:
+                ref = reference_run(surge, srv.port, client_cpu, workload, reference_rate, 60)
+                refs.append(ref)
+                if ref:
+                    print("  reference before search %d: 60 s at %g req/s, %d requests, TTFT p99 %.1f ms, %d past 100 ms "
+                          "(%.2f%%) in %d episode%s" % (i + 1, reference_rate, ref[0], ref[3], ref[1],
+                                                        100.0 * ref[1] / ref[0], ref[2], "" if ref[2] == 1 else "s"),
+                          flush=True)
             for name, binary in builds:
                 cmd = pin_prefix(client_cpu) + [binary, "profile", "-m", "tiny-llama", "-u",
                                                 "127.0.0.1:%d" % srv.port, "--workers", "1", "--no-progress",
@@ -923,6 +962,12 @@ def bench_search_llama(surge, repeat, client_cpu, server_cpu, baseline=None):
         if points:
             print("  %-8s point estimates %s; spread %.1f%%" % (name, ["%.1f" % x for x in points],
                                                                100 * (max(points) - min(points)) / min(points)))
+    if any(refs):
+        # the same fixed-rate run before each search: shares past the bound far apart (in episodes, not requests:
+        # slow requests come in stretches) say the server itself changed between the searches
+        print("  reference runs at %g req/s: past 100 ms %s; TTFT p99 %s ms" % (
+            reference_rate, ["%d of %d in %d episodes" % (r[1], r[0], r[2]) if r else "failed" for r in refs],
+            ["%.1f" % r[3] if r else "-" for r in refs]))
 
 
 def main():
@@ -935,6 +980,9 @@ def main():
                     help="search: the bundled mock (known capacity) or llama-server (tests/data/fetch-llama-server)")
     ap.add_argument("--arrivals", choices=["constant", "poisson"], default="constant",
                     help="search: the probes' arrivals (poisson: the capacity is the M/D/4 queue's, simulated)")
+    ap.add_argument("--reference-rate", type=float, default=40,
+                    help="search --target llama: a 60 s run at this rate before each search, to show whether the "
+                         "server moved between searches (0: none)")
     ap.add_argument("--surge", default=os.path.join(ROOT, "build", "surge"))
     ap.add_argument("--requests", type=int, default=ap_default_requests)
     ap.add_argument("--repeat", type=int, default=5)
@@ -979,7 +1027,7 @@ def run(args):
         bench_embeddings(args.surge, args.requests, args.repeat, client_cpu, mock_cpu)
     if args.what in ("search", "all"):
         if args.target == "llama":
-            bench_search_llama(args.surge, args.repeat, client_cpu, mock_cpu, args.baseline)
+            bench_search_llama(args.surge, args.repeat, client_cpu, mock_cpu, args.baseline, args.reference_rate)
         else:
             bench_search(args.surge, args.repeat, client_cpu, mock_cpu, args.baseline, not args.no_hog,
                          arrivals=args.arrivals)
