@@ -283,11 +283,12 @@ typedef struct {
     double pool_duration; /* their durations added (the throughputs are over the time measured, not the gaps) */
     unsigned probes;
     sg_slo_outcome_t outcome;
-    bool point_pass;            /* inconclusive: what the point estimates say (a provisional pass while bracketing) */
-    bool undecided;             /* still inconclusive once its budget of probes was spent: neither end of the answer */
-    bool futile;                /* inconclusive, and the rest of the budget would not narrow it enough to decide */
-    uint64_t n;                 /* requests measured over the pooled probes */
-    seconds_t secs[SG_SLO_MAX]; /* per --slo check, its counts by second over the pooled probes */
+    bool point_pass; /* inconclusive: what the point estimates say (a provisional pass while bracketing) */
+    bool undecided;  /* still inconclusive once its budget of probes was spent: neither end of the answer */
+    bool futile;     /* inconclusive, and the rest of the budget would not narrow it enough to decide */
+    bool backlog;    /* a probe of it was stopped early or overloaded: its slow requests bunch as a backlog does */
+    uint64_t n;      /* requests measured over the pooled probes */
+    seconds_t secs[SG_SLO_MAX];    /* per --slo check, its counts by second over the pooled probes */
     double dispersion[SG_SLO_MAX]; /* what its verdicts took: value_dispersion */
     /* per --slo check, then the probe's own test: the signed margin the point estimate fits (value_margins) and its
      * weight, 0 where the value has none */
@@ -661,9 +662,11 @@ static void value_margins(const sg_config_t *cfg, value_t *x, const sg_slo_verdi
  * dispersion is Pearson's chi-square of x's counts by second over its degrees of freedom (at least 1). Judged from
  * x's own seconds once it has 5 requests past the target; with fewer, x cannot show its clustering (an unclustered
  * pass has none), so the search's other values near the target lend theirs: those with at least 2 past and a share
- * past at most 3 times what the check allows, pooled as one chi-square. Farther up the episodes are longer (a queue's
- * busy periods grow steeply toward saturation, and a backlog growing through an overloaded probe reads as clustering
- * too): lent to a value below, they made a pass with none past in 9,000 requests impossible against llama-server.
+ * past at most 3 times what the check allows, pooled as one chi-square, and none stopped early or overloaded. Farther
+ * up the episodes are longer (a queue's busy periods grow steeply toward saturation), and a backlog growing through
+ * an overloaded probe, or piling up until a probe stops, reads as clustering too: lent to a value below, such values
+ * made a pass with none past in 9,000 requests impossible against llama-server, and a p90 (whose 3 times allows 30%
+ * past) took x79 from stopped probes to every value under the mock's capacity.
  * Either way a chi-square chance could give independent requests (under its 99th percentile) counts as no clustering.
  */
 static double value_dispersion(const search_t *s, const value_t *x, size_t i)
@@ -676,7 +679,8 @@ static double value_dispersion(const search_t *s, const value_t *x, size_t i)
     double chi2 = 0, df = 0;
     for (size_t j = 0; j < s->n_vals; j++) {
         const seconds_t *u = &s->vals[j].secs[i];
-        if (u->past < 2 || u->past >= u->n || u->seconds < 2 || (double)u->past > 3 * allowed * (double)u->n)
+        if (u->past < 2 || u->past >= u->n || u->seconds < 2 || (double)u->past > 3 * allowed * (double)u->n ||
+            s->vals[j].backlog)
             continue;
         double share = (double)u->past / (double)u->n;
         chi2 += (u->s2 - (double)u->past * share) / (share * (1 - share));
@@ -830,6 +834,7 @@ static int probe_once(search_t *s, value_t *x, bool sized)
      * overrule it, since a stop comes when slow requests pile up, and a backlog growing through an overloaded probe
      * piles them up at its end too */
     bool stopped = pt.probe.stopped_early;
+    x->backlog = x->backlog || stopped || pt.probe.overloaded;
     if (stopped || pt.probe.overloaded || pc == EXIT_REQUEST_ERRORS) {
         x->outcome = SG_SLO_FAIL;
     } else {
