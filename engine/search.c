@@ -718,6 +718,23 @@ static bool server_down(search_t *s, const point_t *pt, const sg_point_row_t *ro
     return true;
 }
 
+/*
+ * x judged on its pooled verdicts vs (overall outcome o): the outcome, whether every point estimate passes, the reason
+ * (with extra, what else decided, appended), futility and the margins. Shared by a probe's own verdict and by a pass
+ * judged again later (pass_undone), so the two cannot drift apart.
+ */
+static void value_judged(const sg_config_t *cfg, value_t *x, const sg_slo_verdict_t *vs, sg_slo_outcome_t o,
+                         const char *extra)
+{
+    x->outcome = o;
+    x->point_pass = true;
+    for (size_t i = 0; i < cfg->n_slo_checks; i++)
+        x->point_pass = x->point_pass && vs[i].point_pass;
+    verdicts_why(cfg, vs, extra, x->why, sizeof x->why);
+    x->futile = o == SG_SLO_INCONCLUSIVE && futile(cfg, x, vs);
+    value_margins(cfg, x, vs, o);
+}
+
 /* One probe at x's value, pooled into x: its row, and x's verdict on all of its probes. 0, or -1 when the search
  * cannot go on. */
 static int probe_once(search_t *s, value_t *x, bool sized)
@@ -837,18 +854,15 @@ static int probe_once(search_t *s, value_t *x, bool sized)
     x->backlog = x->backlog || stopped || pt.probe.overloaded;
     if (stopped || pt.probe.overloaded || pc == EXIT_REQUEST_ERRORS) {
         x->outcome = SG_SLO_FAIL;
+        x->futile = false;
+        if (stopped)
+            snprintf(x->why, sizeof x->why, "%s", pt.probe.why);
+        else
+            verdicts_why(cfg, row->verdicts, extra, x->why, sizeof x->why);
+        value_margins(cfg, x, row->verdicts, row->slo_outcome);
     } else {
-        x->outcome = row->slo_outcome;
-        x->point_pass = true;
-        for (size_t i = 0; i < cfg->n_slo_checks; i++)
-            x->point_pass = x->point_pass && row->verdicts[i].point_pass;
+        value_judged(cfg, x, row->verdicts, row->slo_outcome, extra);
     }
-    if (stopped)
-        snprintf(x->why, sizeof x->why, "%s", pt.probe.why);
-    else
-        verdicts_why(cfg, row->verdicts, extra, x->why, sizeof x->why);
-    x->futile = x->outcome == SG_SLO_INCONCLUSIVE && futile(cfg, x, row->verdicts);
-    value_margins(cfg, x, row->verdicts, row->slo_outcome);
     row->verdict = x->outcome;
     row->pass = x->outcome == SG_SLO_PASS;
     snprintf(row->why, sizeof row->why, "%s", x->outcome == SG_SLO_PASS ? "" : x->why);
@@ -1027,13 +1041,7 @@ static bool pass_undone(search_t *s, value_t *x)
     if (o == SG_SLO_PASS)
         return false;
     memcpy(x->dispersion, disp, sizeof disp);
-    x->outcome = o;
-    x->point_pass = true;
-    for (size_t i = 0; i < cfg->n_slo_checks; i++)
-        x->point_pass = x->point_pass && vs[i].point_pass;
-    verdicts_why(cfg, vs, NULL, x->why, sizeof x->why);
-    x->futile = o == SG_SLO_INCONCLUSIVE && futile(cfg, x, vs);
-    value_margins(cfg, x, vs, o);
+    value_judged(cfg, x, vs, o, NULL);
     fprintf(stderr,
             "surge: %s %g: its pass rested on %llu requests taken as %s; requests past the target near it have "
             "since come clustered x%.1f: %s\n",
