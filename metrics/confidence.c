@@ -171,13 +171,9 @@ int sg_ci_csv(const char *path, json_t *agg)
         csv_title(f, key);
         if (json_is_array(v)) { /* run labels, failed runs: their JSON, quoted */
             char *s = json_dumps(v, JSON_COMPACT);
-            fputs(",\"", f);
-            for (const char *c = s ? s : ""; *c; c++) {
-                if (*c == '"')
-                    fputc('"', f);
-                fputc(*c, f);
-            }
-            fputs("\"\n", f);
+            fputc(',', f);
+            sg_csv_quoted(f, s);
+            fputc('\n', f);
             free(s);
         } else if (json_is_string(v)) {
             fprintf(f, ",%s\n", json_string_value(v));

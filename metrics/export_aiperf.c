@@ -738,23 +738,6 @@ static int cmp_block(const void *a, const void *b)
 static const char *const cols[] = {"avg", "min", "max", "p1",  "p5",  "p10", "p25",
                                    "p50", "p75", "p90", "p95", "p99", "std"};
 
-/* A CSV field: as it is, or quoted (quotes doubled) when it holds a comma, a quote or a line break. */
-static void csv_text(FILE *f, const char *s)
-{
-    s = s ? s : "";
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /*
  * AIPerf's GPU telemetry table after the metrics (its metrics_csv_exporter.py): two blank lines, then
  * Endpoint,GPU_Index,GPU_Name,GPU_UUID,Metric,avg,min,max,p1,...,p99,std[,Hostname], a row per GPU and metric in
@@ -788,18 +771,18 @@ static void write_telemetry_csv(FILE *f, json_t *tel)
                 json_t *b = json_object_get(metrics, GPU_METRICS[k].key);
                 if (!b)
                     continue;
-                csv_text(f, ep);
+                sg_csv_text(f, ep);
                 fprintf(f, ",%" JSON_INTEGER_FORMAT ",", json_integer_value(json_object_get(g, "gpu_index")));
-                csv_text(f, json_string_value(json_object_get(g, "gpu_name")));
+                sg_csv_text(f, json_string_value(json_object_get(g, "gpu_name")));
                 fputc(',', f);
-                csv_text(f, json_string_value(json_object_get(g, "gpu_uuid")));
+                sg_csv_text(f, json_string_value(json_object_get(g, "gpu_uuid")));
                 fprintf(f, ",%s (%s)", GPU_METRICS[k].display, GPU_METRICS[k].unit);
                 for (size_t c = 0; c < SG_ARRAY_LEN(cols); c++)
                     csv_number(f, json_object_get(b, cols[c]));
                 if (host) {
                     fputc(',', f);
                     const char *h = json_string_value(json_object_get(g, "hostname"));
-                    csv_text(f, h ? h : "None"); /* as AIPerf's str(None) */
+                    sg_csv_text(f, h ? h : "None"); /* as AIPerf's str(None) */
                 }
                 fputc('\n', f);
             }

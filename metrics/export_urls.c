@@ -3,6 +3,7 @@
  * console and the CSV, from the metrics each URL's records were also counted in (sg_metrics_url) and what the
  * workers saw of each URL (sg_run_info_t.url_info: failed connects, outages, requests re-routed).
  */
+#include "sg_export_util.h"
 #include "sg_metrics.h"
 
 #include <inttypes.h>
@@ -155,13 +156,8 @@ void sg_export_urls_csv(FILE *out, const sg_metrics_t *m, const sg_run_info_t *i
         ms(l50, sizeof l50, u, SG_M_LATENCY, 50);
         ms(l99, sizeof l99, u, SG_M_LATENCY, 99);
         /* quoted: a URL's path may hold a comma (a quote in it is doubled) */
-        fputc('"', out);
-        for (const char *c = name ? name : ""; *c; c++) {
-            if (*c == '"')
-                fputc('"', out);
-            fputc(*c, out);
-        }
-        fprintf(out, "\",%zu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", i,
+        sg_csv_quoted(out, name);
+        fprintf(out, ",%zu,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", i,
                 u ? sg_metrics_ok(u) : 0, u ? sg_metrics_errors(u) : 0, u ? sg_metrics_cancelled(u) : 0, t50, t99, l50,
                 l99, seen ? seen->connect_failures : 0, seen ? seen->rerouted : 0, seen ? seen->outages : 0);
     }

@@ -338,6 +338,26 @@ void sg_utf8_sanitize(char *dst, size_t cap, const char *src)
 }
 
 /* 15 significant digits: every digit the data has, without %.17g's 0.10000000000000001. */
+void sg_csv_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (s = s ? s : ""; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void sg_csv_text(FILE *f, const char *s)
+{
+    s = s ? s : "";
+    if (strpbrk(s, ",\"\r\n"))
+        sg_csv_quoted(f, s);
+    else
+        fputs(s, f);
+}
+
 int sg_json_write(const char *path, json_t *root)
 {
     if (!root)

@@ -79,6 +79,11 @@ size_t sg_json_escape(char *dst, const char *s, size_t len);
 /* Copy src into dst (cap >= 1) as valid UTF-8, invalid bytes replaced by '?'; always NUL-terminated. */
 void sg_utf8_sanitize(char *dst, size_t cap, const char *src);
 
+/* A CSV field (RFC 4180): s (NULL as empty) in quotes with its quotes doubled; sg_csv_text quotes only when s holds a
+ * comma, a quote or a line break, as Python's csv module does. */
+void sg_csv_quoted(FILE *f, const char *s);
+void sg_csv_text(FILE *f, const char *s);
+
 /* One measured record as AIPerf's MetricRecordInfo line (export_aiperf.c), for the record-log merge; a no-op after
  * an output error (the buffer reports it). Times are wall clock: monotonic + wall_offset_ns. */
 void sg_aiperf_record_line(sg_outbuf_t *ob, const sg_record_t *r, int64_t wall_offset_ns);

@@ -381,18 +381,6 @@ static json_t *file_json(const sg_srvm_t *m, int64_t t0_ns)
     return root;
 }
 
-/* A CSV field: quoted, with quotes doubled. */
-static void csv_field(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static int write_csv(const sg_srvm_t *m, int64_t t0_ns, const char *path)
 {
     sg_outfile_t of;
@@ -404,11 +392,11 @@ static int write_csv(const sg_srvm_t *m, int64_t t0_ns, const char *path)
         const series_t *x = &m->series[i];
         char *labels = json_dumps(x->labels, JSON_COMPACT | JSON_SORT_KEYS);
         for (size_t k = 0; k < x->n; k++) {
-            csv_field(of.f, m->ep[x->endpoint].url);
+            sg_csv_quoted(of.f, m->ep[x->endpoint].url);
             fputc(',', of.f);
-            csv_field(of.f, x->name);
+            sg_csv_quoted(of.f, x->name);
             fputc(',', of.f);
-            csv_field(of.f, labels ? labels : "{}");
+            sg_csv_quoted(of.f, labels ? labels : "{}");
             fprintf(of.f, ",%.6f,%.17g\n", secs(x->s[k].t_ns, t0_ns), x->s[k].v);
         }
         free(labels);
