@@ -182,6 +182,7 @@ struct sg_worker {
     pthread_t thread;
     bool started;
     sg_loop_t loop;
+    sg_oai_memo_t oai_memo; /* stream events decoded in one compare when shaped as the last (sg_oai_decode_memo) */
 
     /* schedule */
     sg_sched_t sched;

@@ -215,7 +215,7 @@ static int on_sse_event(void *ud, const sg_sse_event_t *ev)
     if (sg_oai_is_done(ev->data.base, ev->data.len))
         return 0; /* the end of the response is taken when the HTTP body ends, in the same read */
     sg_oai_result_t res;
-    if (sg_oai_decode(c->w->cfg->endpoint_type, ev->data.base, ev->data.len, &res) < 0) {
+    if (sg_oai_decode_memo(&c->w->oai_memo, c->w->cfg->endpoint_type, ev->data.base, ev->data.len, &res) < 0) {
         wk_set_error(r, SG_ERRC_PROTOCOL, "malformed JSON in SSE event: %.*s",
                      (int)(ev->data.len > 60 ? 60 : ev->data.len), ev->data.base);
         return 0; /* keep reading so the connection stays in step; the request is failed */

@@ -9,6 +9,7 @@
 #include "oai_int.h"
 #include "sg_media_probe.h"
 
+#include <stddef.h>
 #include <string.h>
 
 static const sg_slice_t empty = {"", 0};
@@ -440,6 +441,47 @@ int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_resul
         out->error_code = top_code;
     }
     return 0;
+}
+
+/* What a result shares with the memo's: everything before the tool fragments (a memo has none). */
+#define MEMO_RES_BYTES offsetof(sg_oai_result_t, tool_args)
+
+static void memo_learn(sg_oai_memo_t *m, sg_oai_kind_t kind, const char *json, size_t len, const sg_oai_result_t *r)
+{
+    m->pre = 0;
+    if (r->content.len == 0 || r->reasoning.len || r->is_error || r->tool_calls || r->tool_n_args ||
+        r->tool_index_max >= 0 || r->content.base <= json || r->content.base + r->content.len >= json + len)
+        return;
+    size_t pre = (size_t)(r->content.base - json), suf = len - pre - r->content.len;
+    if (pre > SG_OAI_MEMO_PRE || suf > SG_OAI_MEMO_SUF)
+        return;
+    memcpy(&m->res, r, MEMO_RES_BYTES);
+    memcpy(m->bytes, json, pre);
+    memcpy(m->bytes + pre, json + len - suf, suf);
+    m->suf = (uint16_t)suf;
+    m->kind = (uint8_t)kind;
+    m->pre = (uint16_t)pre;
+}
+
+int sg_oai_decode_memo(sg_oai_memo_t *m, sg_oai_kind_t kind, const char *json, size_t len, sg_oai_result_t *out)
+{
+    size_t pre = m->pre, suf = m->suf;
+    if (pre && m->kind == kind && len >= pre + suf && memcmp(json, m->bytes, pre) == 0 &&
+        memcmp(json + len - suf, m->bytes + pre, suf) == 0) {
+        /* the string from the prefix's opening quote must end exactly at the suffix's closing one */
+        sg_js_t js;
+        sg_js_init(&js, json + pre - 1, len - pre - suf + 2);
+        sg_slice_t text;
+        if (sg_js_string(&js, &text) == 0 && js.p == js.end) {
+            memcpy(out, &m->res, MEMO_RES_BYTES);
+            out->content = text;
+            return 0;
+        }
+    }
+    int rc = sg_oai_decode(kind, json, len, out);
+    if (rc == 0 && (kind == SG_OAI_CHAT || kind == SG_OAI_COMPLETIONS))
+        memo_learn(m, kind, json, len, out);
+    return rc;
 }
 
 bool sg_oai_is_done(const char *data, size_t len)

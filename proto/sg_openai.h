@@ -80,6 +80,28 @@ typedef struct {
 SG_WUR int sg_oai_decode(sg_oai_kind_t kind, const char *json, size_t len, sg_oai_result_t *out);
 
 /*
+ * A stream's events differ only in their text: {"id":"x","object":"chat.completion.chunk","created":T,"model":"m",
+ * "choices":[{"index":0,"delta":{"content":"..."},...}]} again and again. The memo keeps the last decoded event's
+ * bytes before and after its content string, and what it decoded to. An event with those same bytes around a valid
+ * JSON string is that same document but for the string, so it decodes to the same result with that content: two
+ * compares and one string scan instead of a parse (most of a bursting stream's client CPU). Anything else is
+ * decoded in full and becomes the memo. Only chat and completions events with content and nothing else that
+ * points into the text (no reasoning, no error, no tool call) are kept. One per worker: the events of one stream
+ * come one after another in a read.
+ */
+#define SG_OAI_MEMO_PRE 384 /* most bytes kept before the content string (its opening quote included) */
+#define SG_OAI_MEMO_SUF 128 /* and after it (its closing quote included) */
+typedef struct {
+    sg_oai_result_t res; /* the memo's result (its content and the tool fragments left out) */
+    uint16_t pre, suf;   /* bytes before and after; pre 0: empty */
+    uint8_t kind;
+    char bytes[SG_OAI_MEMO_PRE + SG_OAI_MEMO_SUF]; /* the pre bytes, then the suf bytes */
+} sg_oai_memo_t;
+
+/* sg_oai_decode, through the memo (zeroed to start): the same return and result, always. */
+SG_WUR int sg_oai_decode_memo(sg_oai_memo_t *m, sg_oai_kind_t kind, const char *json, size_t len, sg_oai_result_t *out);
+
+/*
  * The other APIs' bodies and stream events (embeddings, rankings, responses, messages, generate; see
  * docs/endpoints.md), into the same result: content and reasoning text of one event or of a whole response,
  * usage (prompt/completion tokens under each API's names), items (embeddings, rankings), errors in each API's

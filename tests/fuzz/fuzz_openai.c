@@ -215,6 +215,59 @@ static void check_request(sg_oai_kind_t kind, const json_t *root, int rc, const 
     }
 }
 
+static bool same_slice(sg_slice_t a, sg_slice_t b)
+{
+    return a.len == b.len && memcmp(a.base, b.base, a.len) == 0;
+}
+
+/*
+ * The memo (sg_oai_decode_memo) against the full decoder: learnt from the input, then given the input's bytes
+ * around its content with other middles (the input itself, its content reversed, quotes, escapes, control
+ * characters): the same return and result every time.
+ */
+static void check_memo(sg_oai_kind_t kind, const char *json, size_t size)
+{
+    sg_oai_memo_t memo;
+    memset(&memo, 0, sizeof memo);
+    sg_oai_result_t r;
+    if (sg_oai_decode_memo(&memo, kind, json, size, &r) != 0 || !memo.pre)
+        return;
+    size_t pre = memo.pre, suf = memo.suf, clen = size - pre - suf;
+    char *rev = malloc(clen + 1);
+    for (size_t i = 0; i < clen; i++)
+        rev[i] = json[pre + clen - 1 - i];
+    const struct {
+        const char *p;
+        size_t n;
+    } mids[] = {{json, size}, {rev, clen},       {"", 0},
+                {"\\\"", 2},  {"\"", 1},         {"\\", 1},
+                {"a\x1f", 2}, {"\\u00e9\\n", 8}, {json + pre, clen > 0 ? clen - 1 : 0}};
+    for (size_t k = 0; k < sizeof mids / sizeof *mids; k++) {
+        size_t n = pre + mids[k].n + suf;
+        char *y = malloc(n);
+        memcpy(y, json, pre);
+        memcpy(y + pre, mids[k].p, mids[k].n);
+        memcpy(y + pre + mids[k].n, json + size - suf, suf);
+        sg_oai_result_t want, got;
+        int want_rc = sg_oai_decode(kind, y, n, &want);
+        sg_oai_memo_t m = memo;
+        int rc = sg_oai_decode_memo(&m, kind, y, n, &got);
+        if (rc != want_rc)
+            FAIL("memo: return %d, the full decoder's %d (middle %zu)", rc, want_rc, k);
+        if (rc == 0 &&
+            (!same_slice(got.content, want.content) || !same_slice(got.reasoning, want.reasoning) ||
+             !same_slice(got.error_message, want.error_message) || got.is_error != want.is_error ||
+             got.has_finish_reason != want.has_finish_reason || got.completion_tokens != want.completion_tokens ||
+             got.prompt_tokens != want.prompt_tokens || got.cached_tokens != want.cached_tokens ||
+             got.reasoning_tokens != want.reasoning_tokens || got.error_code != want.error_code ||
+             got.tool_calls != want.tool_calls || got.tool_n_args != want.tool_n_args ||
+             got.tool_index_max != want.tool_index_max || got.recognized != want.recognized))
+            FAIL("memo: the result differs from the full decoder's (middle %zu)", k);
+        free(y);
+    }
+    free(rev);
+}
+
 /* Refusals by jansson that we knowingly do not make. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -300,6 +353,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FAIL("unescape depends on cap: %zd vs %zd", a, b);
         free(big);
     }
+    check_memo(SG_OAI_CHAT, json, size);
+    check_memo(SG_OAI_COMPLETIONS, json, size);
     sg_oai_is_done(json, size);
     json_decref(root);
     return 0;

@@ -1051,8 +1051,94 @@ static void test_cached_tokens(void)
     CHECK_EQ_INT((int)r.cached_tokens, -1);
 }
 
+/* r and want agree on everything the worker reads (the slices by their bytes). */
+static bool same_result(const sg_oai_result_t *r, const sg_oai_result_t *want)
+{
+    return r->content.len == want->content.len && memcmp(r->content.base, want->content.base, r->content.len) == 0 &&
+           r->reasoning.len == want->reasoning.len &&
+           memcmp(r->reasoning.base, want->reasoning.base, r->reasoning.len) == 0 &&
+           r->completion_tokens == want->completion_tokens && r->prompt_tokens == want->prompt_tokens &&
+           r->reasoning_tokens == want->reasoning_tokens && r->cached_tokens == want->cached_tokens &&
+           r->items == want->items && r->recognized == want->recognized &&
+           r->has_finish_reason == want->has_finish_reason && r->is_error == want->is_error &&
+           r->error_message.len == want->error_message.len &&
+           memcmp(r->error_message.base, want->error_message.base, r->error_message.len) == 0 &&
+           r->error_code == want->error_code && r->tool_calls == want->tool_calls &&
+           r->tool_index_max == want->tool_index_max && r->tool_n_args == want->tool_n_args;
+}
+
+/*
+ * The memo (sg_oai_decode_memo) against the full decoder on a run of events: the same return and result for every
+ * one, whether the memo served it (same bytes around a valid string) or not (a quote, a control character or a
+ * second content key in the middle, another shape, another kind, usage or reasoning at the end of a stream).
+ */
+static void test_decode_memo(void)
+{
+    static const struct {
+        sg_oai_kind_t kind;
+        const char *json;
+        bool memo; /* served by the memo */
+    } evs[] = {
+#define CHUNK(text, fin)                                                                                               \
+    "{\"id\":\"c-1\",\"object\":\"chat.completion.chunk\",\"created\":17,\"model\":\"m\",\"choices\":[{\"index\":0,"   \
+    "\"delta\":{\"content\":\"" text "\"},\"finish_reason\":" fin "}]}"
+        {SG_OAI_CHAT, CHUNK(" the", "null"), false},
+        {SG_OAI_CHAT, CHUNK(" of", "null"), true},
+        {SG_OAI_CHAT, CHUNK("", "null"), true},
+        {SG_OAI_CHAT, CHUNK("a \\\"quoted\\\" \\u00e9 word\\n", "null"), true},
+        /* an unescaped quote: the middle is not one string; the last content wins */
+        {SG_OAI_CHAT, CHUNK("x\",\"content\":\"y", "null"), false},
+        {SG_OAI_CHAT, CHUNK(" back", "null"), false}, /* the memo is now the two-key event's */
+        {SG_OAI_CHAT, CHUNK(" again", "null"), true},
+        {SG_OAI_CHAT, CHUNK("bad \\x escape", "null"), false}, /* SG_EJSON both ways */
+        {SG_OAI_CHAT, CHUNK("raw \x01 control", "null"), false},
+        {SG_OAI_CHAT, CHUNK("tail", "null") " ", false}, /* other bytes after */
+        {SG_OAI_CHAT, CHUNK("x", "\"stop\""), false},
+        {SG_OAI_COMPLETIONS, CHUNK("kind", "null"), false},
+        {SG_OAI_CHAT, "{\"choices\":[{\"delta\":{\"content\":\"r\",\"reasoning_content\":\"think\"}}]}", false},
+        {SG_OAI_CHAT, "{\"choices\":[{\"delta\":{\"content\":\"r\",\"reasoning_content\":\"think\"}}]}", false},
+        {SG_OAI_CHAT,
+         "{\"choices\":[{\"delta\":{\"content\":\"u\"}}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":9}}",
+         false},
+        {SG_OAI_CHAT,
+         "{\"choices\":[{\"delta\":{\"content\":\"w\"}}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":9}}",
+         true},
+        {SG_OAI_COMPLETIONS, "{\"choices\":[{\"text\":\" a\",\"index\":0}]}", false},
+        {SG_OAI_COMPLETIONS, "{\"choices\":[{\"text\":\" bb\",\"index\":0}]}", true},
+        {SG_OAI_COMPLETIONS, "{\"choices\":[{\"text\":\"\",\"index\":0}]}", true},
+        {SG_OAI_COMPLETIONS, "{\"choices\":[{\"text\":\" a\"\"x\",\"index\":0}]}", false},
+        {SG_OAI_COMPLETIONS, "{\"choices\":[{\"text\":\" a\"", false}, /* shorter than the memo */
+#undef CHUNK
+    };
+    sg_oai_memo_t memo;
+    memset(&memo, 0, sizeof memo);
+    for (size_t i = 0; i < sizeof evs / sizeof *evs; i++) {
+        size_t len = strlen(evs[i].json);
+        sg_oai_result_t want, got;
+        int want_rc = sg_oai_decode(evs[i].kind, evs[i].json, len, &want);
+        sg_oai_memo_t before = memo;
+        int rc = sg_oai_decode_memo(&memo, evs[i].kind, evs[i].json, len, &got);
+        CHECK_EQ_INT(rc, want_rc);
+        if (rc == 0 && !same_result(&got, &want)) {
+            test_failures++;
+            fprintf(stderr, "test_openai.c: memo event %zu (%s): the result differs from the full decoder's\n", i,
+                    evs[i].json);
+        }
+        test_checks++;
+        /* served by the memo: it was there and is left as it was (a full decode learns the event, its content's
+         * address with it) */
+        bool served = rc == 0 && before.pre && memcmp(&before, &memo, sizeof memo) == 0;
+        if (served != evs[i].memo) {
+            test_failures++;
+            fprintf(stderr, "test_openai.c: memo event %zu (%s): served %d, want %d\n", i, evs[i].json, served,
+                    evs[i].memo);
+        }
+    }
+}
+
 int main(void)
 {
+    test_decode_memo();
     test_cached_tokens();
     test_number_runs();
     test_embeddings_rankings();
