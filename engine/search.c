@@ -1174,6 +1174,9 @@ static void answer(const search_t *s, bool complete, double took)
         printf("No whole number between");
     else
         printf("Interval within %.1f%%", 100 * (s->fail->v - s->pass->v) / s->pass->v);
+    /* wider than asked only where undecided values split it (next_value probes every wider gap otherwise) */
+    if (undecided && s->fail->v - s->pass->v > cfg->search_precision * s->pass->v * (1 + 1e-9))
+        printf(" (wider than --search-precision %g%%: the undecided values split it)", 100 * cfg->search_precision);
     printf(", %zu probes, %.0f s%s\n", s->n, took, est);
 }
 

@@ -183,13 +183,24 @@ static outcome_t search_sim(double cap, double k, const char *seed)
     g_spent = 0;
     g_probes = 0;
     fflush(stdout);
-    int saved = dup(1); /* the search's table and answer line: not this test's output */
-    FILE *devnull = freopen("/dev/null", "w", stdout);
-    (void)devnull;
+    int saved = dup(1); /* the search's table and answer line: kept in a file, not this test's output */
+    char out_path[128];
+    snprintf(out_path, sizeof out_path, "%s/stdout", dir);
+    FILE *out = freopen(out_path, "w", stdout);
+    (void)out;
     o.code = search_with(&p, sim_exec);
     fflush(stdout);
     dup2(saved, 1);
     close(saved);
+    clearerr(stdout);
+    /* the answer line says when its interval is wider than --search-precision, and only then */
+    FILE *f = fopen(out_path, "r");
+    char line[2048], answer[2048] = "";
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Capacity:", 9) == 0)
+            snprintf(answer, sizeof answer, "%s", line);
+    if (f)
+        fclose(f);
     o.probes = g_probes;
     o.spent = g_spent;
     char path[128];
@@ -218,6 +229,19 @@ static outcome_t search_sim(double cap, double k, const char *seed)
     }
     json_array_foreach(rows, j, row) o.lo_probes += json_number_value(json_object_get(row, "request_rate")) == o.lo;
     json_decref(root);
+    if (o.hi_sure && o.code == EXIT_OK) {
+        bool wide = o.hi - o.lo > p.cfg.search_precision * o.lo * (1 + 1e-9);
+        bool said = strstr(answer, "wider than --search-precision") != NULL;
+        test_checks++;
+        if (said != wide) {
+            test_failures++;
+            fprintf(stderr,
+                    "test_search_sim.c: capacity %g-%g is %.1f%% wide against --search-precision %g%%, but the "
+                    "answer %s so: %s",
+                    o.lo, o.hi, 100 * (o.hi - o.lo) / o.lo, 100 * p.cfg.search_precision,
+                    said ? "says" : "does not say", answer);
+        }
+    }
     sg_config_free(&p.cfg);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
