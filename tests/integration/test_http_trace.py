@@ -12,7 +12,7 @@ import os
 import sys
 
 import harness
-from profiling import profile, late
+from profiling import SLOW, profile, late
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from faultproxy import FaultProxy  # noqa: E402
@@ -49,8 +49,12 @@ def check_records(h, r, what, tls, conns, streamed=False):
                 (x["tls_handshake_ns"] == 0 if tls else x["tls_handshake_ns"] is None),
                 what + ": a reused connection reports zero set-up", x)
     for x in new:
-        # the connect is to the proxy on loopback: quick; the handshake's round trip crosses the delay both ways
-        h.within(x["connect_ns"] / 1e6, 0.0005, late(D * 0.8), what + ": TCP connect (ms) of a new connection")
+        # the connect is to the proxy on loopback: quick; the handshake's round trip crosses the delay both ways.
+        # Under sanitizers the bound only says the connect was recorded and sane: a TSan build saw one take 52 ms
+        # (4 runs, median 12.7, room spread 39 ms: tests/flaky), past what D * 0.8 could hold with 2x room; the
+        # release build keeps the bound that tells a connect from the handshake's 2 D
+        h.within(x["connect_ns"] / 1e6, 0.0005, 250 if SLOW else late(D * 0.8),
+                 what + ": TCP connect (ms) of a new connection")
         if tls:
             # a request's own phase: at least the delay both ways; above, room for the VM's pauses (one over 40 ms
             # in 10 quiet release runs, tests/flaky), while the summary's p50 holds the tight bound
