@@ -337,7 +337,6 @@ void sg_utf8_sanitize(char *dst, size_t cap, const char *src)
     dst[o] = '\0';
 }
 
-/* 15 significant digits: every digit the data has, without %.17g's 0.10000000000000001. */
 void sg_csv_quoted(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -358,6 +357,7 @@ void sg_csv_text(FILE *f, const char *s)
         fputs(s, f);
 }
 
+/* 15 significant digits: every digit the data has, without %.17g's 0.10000000000000001. */
 int sg_json_write(const char *path, json_t *root)
 {
     if (!root)
