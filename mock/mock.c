@@ -261,6 +261,7 @@ int sg_mock_main(int argc, char **argv)
             s->conn_fault_sum += o.faults[k].fraction;
     }
     s->start_ns = sg_now_ns();
+    atomic_store(&s->fault_origin_ns, o.fault_from_request ? 0 : s->start_ns);
     s->stall_start_ns = s->stall_end_ns = INT64_MAX;
     if (o.stall_ms > 0) {
         s->stall_start_ns = s->start_ns + llround(o.stall_start_ms * 1e6);

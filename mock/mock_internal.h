@@ -104,6 +104,7 @@ typedef struct {
     bool reasoning_field_short; /* chat's reasoning goes in "reasoning" (vLLM's newer name), not "reasoning_content" */
     sg_mock_fault_t faults[SG_MOCK_MAX_FAULTS]; /* --fault, in the order given */
     unsigned n_faults;
+    bool fault_from_request; /* --fault-origin request: crash and stall-read times count from the first request */
 } sg_mock_opts_t;
 
 typedef enum {
@@ -407,6 +408,9 @@ typedef struct sg_mock_server {
     sg_mock_opts_t opts;
     int io_backend; /* sg_io_backend_t the workers use (sg_loop_pick) */
     int64_t start_ns;
+    /* what --fault's crash and stall-read times count from: start_ns, or (--fault-origin request) the arrival of
+     * the first request any worker takes; 0 until then */
+    _Atomic int64_t fault_origin_ns;
     int64_t ttft_ns, itl_ns;
     int64_t stall_start_ns, stall_end_ns; /* equal: no stall window */
     sg_addr_t listen_addr;                /* where the workers listen (again, after --fault crash) */

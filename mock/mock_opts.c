@@ -57,12 +57,15 @@ static const char usage_text[] =
     "                                            HTTP/1.1: the N-th answer says Connection: close (graceful) or\n"
     "                                            the N-th request is not answered and the connection closes\n"
     "                       At a time, on every connection:\n"
-    "                         crash:AT[,DOWN]    AT ms after the start every connection closes and the port stops\n"
-    "                                            listening (connects are refused), as when the server is killed;\n"
-    "                                            with DOWN, it listens again on the same port DOWN ms later\n"
+    "                         crash:AT[,DOWN]    AT ms after the start (--fault-origin) every connection closes and\n"
+    "                                            the port stops listening (connects are refused), as when the\n"
+    "                                            server is killed; with DOWN, it listens again on the same port\n"
+    "                                            DOWN ms later\n"
     "                         stall-read:AT,MS   from AT ms, for MS ms, nothing received is read: requests in\n"
     "                                            that window are taken (and timed) at its end\n"
     "                       --record lines of requests a fault hit say \"fault\": KIND\n"
+    "  --fault-origin O     what crash and stall-read times count from: start (default), or request: the first\n"
+    "                       request the mock receives, so a fault lands at a known time into a client's run\n"
     "  --tokenizer T        count usage with this tokenizer (a tokenizer.json, a *.tiktoken file, a directory or\n"
     "                       a cached Hugging Face model id, as surge profile --tokenizer): prompt_tokens is the\n"
     "                       count of the last message's content (completions: the prompt), completion_tokens the\n"
@@ -257,7 +260,8 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
                                             "--reasoning-field",
                                             "--embedding-dim",
                                             "--tool-call-rate",
-                                            "--fault"};
+                                            "--fault",
+                                            "--fault-origin"};
         bool is_known = false;
         for (size_t k = 0; k < SG_ARRAY_LEN(known); k++)
             is_known |= strcmp(name, known[k]) == 0;
@@ -408,6 +412,11 @@ int sg_mock_parse_args(int argc, char **argv, sg_mock_opts_t *o)
             if (why)
                 return bad(name, val, why);
             o->n_faults++;
+        } else if (strcmp(name, "--fault-origin") == 0) {
+            if (strcmp(val, "start") == 0 || strcmp(val, "request") == 0)
+                o->fault_from_request = val[0] == 'r';
+            else
+                return bad(name, val, "expected start or request");
         } else if (strcmp(name, "--exit-after") == 0) {
             if (!parse_double(val, 0, 1e9, &d) || d <= 0)
                 return bad(name, val, "expected seconds > 0");

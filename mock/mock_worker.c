@@ -48,6 +48,8 @@
 #define OUT_HIGH_WATER (1u << 20) /* stop rendering a stream while this much waits to be sent */
 #define RECORD_FLUSH_BYTES (64u << 10)
 #define RECORD_FLUSH_NS (50 * 1000000LL) /* a record line reaches the file within this */
+/* --fault-origin request: how often a worker that has taken no request yet looks whether another has */
+#define FAULT_CLOCK_POLL_NS (2 * 1000000LL)
 #define ACCEPT_RETRY_NS (10 * 1000000LL) /* after EMFILE and the like */
 #define JOBS_KEPT 1024
 #define H2_BODY_KEPT (16u << 10) /* a recycled job keeps an HTTP/2 body buffer up to this size */
@@ -151,12 +153,42 @@ struct sg_mock_worker {
     int64_t pace_wake_ns;                   /* the earliest paced connection's next send */
     int64_t crash_ns, restart_ns;           /* INT64_MAX: none (to come) */
     int64_t rstall_start_ns, rstall_end_ns; /* stall-read window; equal: none */
+    bool faults_armed;                      /* the crash and stall-read times are set (fault_origin_ns known) */
     conn_t *held;                           /* connections whose received bytes wait for the window's end */
 };
 
 static inline bool in_stall(const sg_mock_server_t *s, int64_t now)
 {
     return now >= s->stall_start_ns && now < s->stall_end_ns;
+}
+
+/* --fault crash and stall-read: their times, counted from origin. */
+static void faults_arm(sg_mock_worker_t *w, int64_t origin)
+{
+    const sg_mock_opts_t *o = &w->srv->opts;
+    w->faults_armed = true;
+    for (unsigned k = 0; k < o->n_faults; k++) {
+        const sg_mock_fault_t *f = &o->faults[k];
+        if (f->kind == SG_MOCK_FAULT_CRASH) {
+            w->crash_ns = origin + f->a;
+            w->restart_ns = f->b >= 0 ? w->crash_ns + f->b : INT64_MAX;
+        } else if (f->kind == SG_MOCK_FAULT_STALL_READ) {
+            w->rstall_start_ns = origin + f->a;
+            w->rstall_end_ns = w->rstall_start_ns + f->b;
+        }
+    }
+}
+
+/* --fault-origin request: the first request any worker takes (arriving at `arrival`) starts the fault clock. The
+ * worker that takes it arms at once; the others see it at their next wake-up (next_deadline polls until then). */
+static void faults_clock(sg_mock_worker_t *w, int64_t arrival)
+{
+    if (w->faults_armed)
+        return;
+    int64_t origin = 0;
+    if (!atomic_compare_exchange_strong(&w->srv->fault_origin_ns, &origin, arrival))
+        arrival = origin; /* another worker's request came first */
+    faults_arm(w, arrival);
 }
 
 /* ---------- timer heap of head jobs, keyed by due_ns ---------- */
@@ -993,6 +1025,7 @@ static sg_mock_job_t *build_job(conn_t *c, sg_slice_t method, sg_slice_t full_pa
 {
     sg_mock_worker_t *w = c->w;
     w->st.requests++;
+    faults_clock(w, now);
 
     sg_mock_job_t *j = job_new(w);
     if (!j)
@@ -1486,6 +1519,7 @@ static sg_mock_job_t *h2_grpc_job(conn_t *c, sg_slice_t path, sg_slice_t body)
 {
     sg_mock_worker_t *w = c->w;
     w->st.requests++;
+    faults_clock(w, c->recv_ns);
     if (!w->kdec && !(w->kdec = sg_kserve_dec_new()))
         return NULL;
     sg_mock_job_t *j = job_new(w);
@@ -1919,6 +1953,8 @@ static int64_t next_deadline(const sg_mock_worker_t *w, int64_t now)
         d = w->rstall_end_ns;
     if (w->rec.len && w->rec_first_ns + RECORD_FLUSH_NS < d)
         d = w->rec_first_ns + RECORD_FLUSH_NS;
+    if (!w->faults_armed && now + FAULT_CLOCK_POLL_NS < d) /* --fault-origin request, the clock not started here */
+        d = now + FAULT_CLOCK_POLL_NS;
     return d;
 }
 
@@ -2019,6 +2055,11 @@ static void *worker_main(void *arg)
             break;
         }
         now = sg_now_ns();
+        if (!w->faults_armed) {
+            int64_t origin = atomic_load(&s->fault_origin_ns);
+            if (origin)
+                faults_arm(w, origin);
+        }
         while (w->heap_n && w->heap[0]->due_ns <= now) {
             sg_mock_job_t *j = w->heap[0];
             heap_remove(w, j);
@@ -2084,17 +2125,14 @@ sg_mock_worker_t *sg_mock_worker_new(sg_mock_server_t *srv, unsigned idx, int li
     w->pace_wake_ns = INT64_MAX;
     w->crash_ns = w->restart_ns = INT64_MAX;
     w->rstall_start_ns = w->rstall_end_ns = INT64_MAX;
-    for (unsigned k = 0; k < srv->opts.n_faults; k++) {
-        const sg_mock_fault_t *f = &srv->opts.faults[k];
-        if (f->kind == SG_MOCK_FAULT_CRASH) {
-            w->crash_ns = srv->start_ns + f->a;
-            w->restart_ns = f->b >= 0 ? w->crash_ns + f->b : INT64_MAX;
-        } else if (f->kind == SG_MOCK_FAULT_STALL_READ) {
-            w->rstall_start_ns = srv->start_ns + f->a;
-            w->rstall_end_ns = w->rstall_start_ns + f->b;
-        }
-    }
     w->srv = srv;
+    bool timed = false; /* a crash or stall-read to time */
+    for (unsigned k = 0; k < srv->opts.n_faults; k++)
+        timed |=
+            srv->opts.faults[k].kind == SG_MOCK_FAULT_CRASH || srv->opts.faults[k].kind == SG_MOCK_FAULT_STALL_READ;
+    int64_t origin = atomic_load(&srv->fault_origin_ns);
+    if (origin || !timed)
+        faults_arm(w, origin);
     w->idx = idx;
     w->listen_fd = listen_fd;
     /* deterministic per worker, so a fault pattern can be reproduced */
