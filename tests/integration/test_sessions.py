@@ -7,7 +7,11 @@ import threading
 import time
 
 import harness
-from profiling import HttpServer, profile
+from profiling import SLOW, HttpServer, profile
+
+# How late a turn may go out. A clean-clone CI run under TSan, two tests at a time on 2 cores, saw one turn 27 ms
+# late: the client without the CPU, which the sanitizer builds widen.
+LATE_NS = 60e6 if SLOW else 20e6
 
 
 class ChatStub:
@@ -82,8 +86,9 @@ def main(h):
             gap_ms = (cur["intended_ns"] - prev["end_ns"]) / 1e6
             h.check(abs(gap_ms - 40) < 0.01, "session %s turn %d intended 40 ms after turn %d ended" % (sid, k, k - 1),
                     gap_ms)
-            h.check(cur["sent_ns"] >= prev["end_ns"] + 40e6 and cur["sent_ns"] - cur["intended_ns"] < 20e6,
-                    "turn %d sent after the delay, on time" % k, (cur["sent_ns"], prev["end_ns"]))
+            h.check(cur["sent_ns"] >= prev["end_ns"] + 40e6 and cur["sent_ns"] - cur["intended_ns"] < LATE_NS,
+                    "turn %d sent after the delay, on time" % k,
+                    (cur["sent_ns"], prev["end_ns"], "late by", cur["sent_ns"] - cur["intended_ns"], "bound", LATE_NS))
             h.check(cur["input_sequence_length"] > prev["input_sequence_length"], "ISL grows with the history")
     turns = r.summary.get("turns", [])
     h.check([t["turn"] for t in turns] == [0, 1, 2] and all(t["request_count"] == 4 for t in turns),
@@ -198,7 +203,7 @@ def main(h):
                 "a turn stamped before the turn it follows ended goes when that turn ends (b1)", rel)
         h.check(recs[(0, 2)]["intended_ns"] - recs[(0, 1)]["end_ns"] == 20e6, "a turn with a delay: 20 ms after the "
                 "turn before ended (a2; delays are not sped up)", rel)
-        h.check(all(0 <= x["sent_ns"] - x["intended_ns"] < 20e6 for x in r.records), "each sent on time",
+        h.check(all(0 <= x["sent_ns"] - x["intended_ns"] < LATE_NS for x in r.records), "each sent on time",
                 [x["sent_ns"] - x["intended_ns"] for x in r.records])
         sent = [json.loads(b)["messages"][-1]["content"] for _, _, b in stub.server.requests]
         h.check(sorted(sent) == ["a0", "a1", "a2", "b0", "b1", "c0"] and len(json.loads(
