@@ -110,6 +110,7 @@ class FaultProxy:
         self.open = 0
         self.refused = 0  # over max_connections, or the upstream connect failed
         self.resetting = False  # reset_new(): new connections are reset once their first bytes arrive
+        self.reset_since = None  # when the resets began (time.time())
         self.reset = 0  # connections reset that way
         self.downs = []  # [start, end] of each link-down window, on the wall clock (time.time(), as surge's
         # summary's clock.start_realtime_ns)
@@ -181,8 +182,10 @@ class FaultProxy:
 
     def reset_new(self, after=0.0):
         """From `after` seconds from now, every new connection is accepted, its first bytes read (a TLS ClientHello)
-        and then reset (RST), never forwarded: a TLS front whose backend is gone. Connections already open go on."""
+        and then reset (RST), never forwarded: a TLS front whose backend is gone. Connections already open go on.
+        reset_since is when that began (time.time())."""
         def on():
+            self.reset_since = time.time()
             self.resetting = True
         self._loop.call_soon_threadsafe(self._loop.call_later, after, on)
 
