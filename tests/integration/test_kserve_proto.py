@@ -1,4 +1,5 @@
 # ctest: one-backend (encoders and decoders, no event loop)
+# ctest: no-tsan (sg_kserve_tool: encoders and decoders on one thread)
 """surge's KServe v2 messages against Google's protobuf runtime (Debian's python3-protobuf).
 
 proto/kserve.proto is compiled with protoc --python_out at test time. Then:

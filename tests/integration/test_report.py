@@ -1,5 +1,6 @@
 # ctest: run-serial (headless Chromium takes both cores for seconds: the timing tests beside it would suffer)
 # ctest: one-backend (the page, not the I/O, is under test)
+# ctest: no-tsan (the pages are written after the run, on the main thread; the runs behind them are TSan-checked elsewhere)
 """surge report / surge compare / surge profile --generate-plots, each kind of page loaded in headless Chromium.
 
 For a run (with failures and an SLO), a sweep, a capacity search and a comparison of two runs: the page loads

