@@ -262,11 +262,6 @@ int sg_mock_main(int argc, char **argv)
     }
     s->start_ns = sg_now_ns();
     atomic_store(&s->fault_origin_ns, o.fault_from_request ? 0 : s->start_ns);
-    s->stall_start_ns = s->stall_end_ns = INT64_MAX;
-    if (o.stall_ms > 0) {
-        s->stall_start_ns = s->start_ns + llround(o.stall_start_ms * 1e6);
-        s->stall_end_ns = s->stall_start_ns + llround(o.stall_ms * 1e6);
-    }
     int64_t exit_ns = o.exit_after_s > 0 ? s->start_ns + llround(o.exit_after_s * 1e9) : INT64_MAX;
 
     for (unsigned i = 0; i < o.workers; i++) {

@@ -412,7 +412,6 @@ typedef struct sg_mock_server {
      * the first request any worker takes; 0 until then */
     _Atomic int64_t fault_origin_ns;
     int64_t ttft_ns, itl_ns;
-    int64_t stall_start_ns, stall_end_ns; /* equal: no stall window */
     sg_addr_t listen_addr;                /* where the workers listen (again, after --fault crash) */
     double req_fault_sum, conn_fault_sum; /* --fault: the fractions of the per-request and per-connection kinds */
     int record_fd;                        /* -1: no record */

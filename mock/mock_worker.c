@@ -29,6 +29,7 @@
 #include "sg_workload.h"
 
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -153,20 +154,25 @@ struct sg_mock_worker {
     int64_t pace_wake_ns;                   /* the earliest paced connection's next send */
     int64_t crash_ns, restart_ns;           /* INT64_MAX: none (to come) */
     int64_t rstall_start_ns, rstall_end_ns; /* stall-read window; equal: none */
-    bool faults_armed;                      /* the crash and stall-read times are set (fault_origin_ns known) */
-    conn_t *held;                           /* connections whose received bytes wait for the window's end */
+    int64_t stall_start_ns, stall_end_ns;   /* --stall-start-ms/--stall-ms window, nothing sent; equal: none */
+    bool faults_armed; /* the crash, stall-read and stall window times are set (fault_origin_ns known) */
+    conn_t *held;      /* connections whose received bytes wait for the window's end */
 };
 
-static inline bool in_stall(const sg_mock_server_t *s, int64_t now)
+static inline bool in_stall(const sg_mock_worker_t *w, int64_t now)
 {
-    return now >= s->stall_start_ns && now < s->stall_end_ns;
+    return now >= w->stall_start_ns && now < w->stall_end_ns;
 }
 
-/* --fault crash and stall-read: their times, counted from origin. */
+/* --fault crash and stall-read, and the --stall-start-ms window: their times, counted from origin. */
 static void faults_arm(sg_mock_worker_t *w, int64_t origin)
 {
     const sg_mock_opts_t *o = &w->srv->opts;
     w->faults_armed = true;
+    if (o->stall_ms > 0) {
+        w->stall_start_ns = origin + llround(o->stall_start_ms * 1e6);
+        w->stall_end_ns = w->stall_start_ns + llround(o->stall_ms * 1e6);
+    }
     for (unsigned k = 0; k < o->n_faults; k++) {
         const sg_mock_fault_t *f = &o->faults[k];
         if (f->kind == SG_MOCK_FAULT_CRASH) {
@@ -510,7 +516,7 @@ static void conn_flush_tls(conn_t *c, int64_t now)
         return;
     }
     if (c->out.len || sg_tls_out_pending(c->tls)) {
-        if (in_stall(c->w->srv, now)) {
+        if (in_stall(c->w, now)) {
             mark_dirty(c);
             return;
         }
@@ -551,7 +557,7 @@ static void conn_flush(conn_t *c, int64_t now)
     }
     if (c->wire_off < c->wire.len) {
         /* the rest of a short send that the stall window held back */
-        if (in_stall(c->w->srv, now)) {
+        if (in_stall(c->w, now)) {
             mark_dirty(c);
             return;
         }
@@ -567,7 +573,7 @@ static void conn_flush(conn_t *c, int64_t now)
             conn_half_close(c);
         return;
     }
-    if (in_stall(c->w->srv, now)) {
+    if (in_stall(c->w, now)) {
         mark_dirty(c);
         return;
     }
@@ -1919,7 +1925,7 @@ static void flush_dirty(sg_mock_worker_t *w, int64_t now)
     conn_t *c = w->dirty;
     w->dirty = NULL;
     w->pace_wake_ns = INT64_MAX;
-    if (in_stall(w->srv, now)) {
+    if (in_stall(w, now)) {
         /* nothing leaves in the window; keep the list, the loop wakes at its end */
         w->dirty = c;
         return;
@@ -1939,8 +1945,8 @@ static int64_t next_deadline(const sg_mock_worker_t *w, int64_t now)
     int64_t d = INT64_MAX;
     if (w->heap_n)
         d = w->heap[0]->due_ns;
-    if (w->dirty && in_stall(w->srv, now) && w->srv->stall_end_ns < d)
-        d = w->srv->stall_end_ns;
+    if (w->dirty && in_stall(w, now) && w->stall_end_ns < d)
+        d = w->stall_end_ns;
     if (!w->accept_armed && w->listen_fd >= 0 && w->accept_retry_ns < d)
         d = w->accept_retry_ns;
     if (w->dirty && w->pace_wake_ns < d)
@@ -2125,8 +2131,9 @@ sg_mock_worker_t *sg_mock_worker_new(sg_mock_server_t *srv, unsigned idx, int li
     w->pace_wake_ns = INT64_MAX;
     w->crash_ns = w->restart_ns = INT64_MAX;
     w->rstall_start_ns = w->rstall_end_ns = INT64_MAX;
+    w->stall_start_ns = w->stall_end_ns = INT64_MAX;
     w->srv = srv;
-    bool timed = false; /* a crash or stall-read to time */
+    bool timed = srv->opts.stall_ms > 0; /* a stall window, crash or stall-read to time */
     for (unsigned k = 0; k < srv->opts.n_faults; k++)
         timed |=
             srv->opts.faults[k].kind == SG_MOCK_FAULT_CRASH || srv->opts.faults[k].kind == SG_MOCK_FAULT_STALL_READ;

@@ -12,6 +12,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from profiling import SLOW  # noqa: E402
 
 TIMEOUT = 10.0  # any single socket wait
 
@@ -402,6 +403,26 @@ def test_stall(h):
         check_stream_framing(h, s, "chat", 24, False, "stream across a stall")
 
 
+def test_stall_origin(h):
+    """--fault-origin request: the --stall-start-ms window counts from the first request, not the mock's start."""
+    with h.mock("--fault-origin", "request", "--stall-start-ms", 100, "--stall-ms", 600, "--ttft-ms", 10, "--itl-ms",
+                50) as m:
+        # idle until a window counted from the mock's start (100 to 700 ms) would be over
+        while time.monotonic_ns() < m.ready_ns + 800e6:
+            time.sleep(0.005)
+        s = Stream(m.port, "/v1/chat/completions", chat_body(n=24, stream=True))
+        times = [t for t, _ in s.events()]
+        gaps = [(b - a) / 1e6 for a, b in zip(times, times[1:])]
+        h.check(gaps and max(gaps) >= 500, "the first request starts the window: its stream has a gap of about "
+                "its length (%.0f ms, at least 500)" % max(gaps or [0]), [round(g) for g in gaps])
+        if gaps:
+            # the token due at 110 ms after the request is held to the window's end, 700 ms after it
+            resumed = (times[gaps.index(max(gaps)) + 1] - s.sent_ns) / 1e6
+            h.within(resumed, 700, 700 + (300 if SLOW else 100), "the stream resumes at the window's end, ms after the "
+                     "request")
+        check_stream_framing(h, s, "chat", 24, False, "stream across a stall counted from the request")
+
+
 def test_record(h):
     with h.mock("--ttft-ms", 0, "--itl-ms", 0, record=True) as m:
         sent = []
@@ -522,6 +543,7 @@ def main(h):
     test_error_rate(h)
     test_drop_rate(h)
     test_stall(h)
+    test_stall_origin(h)
     test_record(h)
     test_workers_and_exit(h)
 

@@ -7,7 +7,9 @@ from profiling import profile
 
 def main(h):
     stall_start, stall = 600, 600
-    with h.mock("--ttft-ms", 5, "--itl-ms", 1, "--stall-start-ms", stall_start, "--stall-ms", stall) as m:
+    # the stall counts from the first request, so surge's start-up cannot move it
+    with h.mock("--ttft-ms", 5, "--itl-ms", 1, "--fault-origin", "request", "--stall-start-ms", stall_start,
+                "--stall-ms", stall) as m:
         # 100/s for 2 s, at most 2 in flight: during the stall the 2 slots hang and the rest queue in surge.
         r = profile(h, m.url, "--request-rate", 100, "--request-distribution", "constant", "--max-concurrency", 2,
                     "--request-count", 200, "--output-tokens-mean", 2, "--workers", 1, timeout=60)

@@ -39,9 +39,11 @@ def main(h):
         h.check(all(ttft[(str(i), "avg")] == s["time_to_first_token"]["avg"] for i, s in enumerate(sl)),
                 "CSV and JSON agree")
 
-    # a 300 ms server stall: the windows holding the requests it caught (one, or two when it straddles a boundary)
-    # have a high TTFT, the others the mock's; each window holds exactly the JSONL's requests intended in it
-    with h.mock("--ttft-ms", 10, "--itl-ms", 1, "--output-tokens", 4, "--stall-start-ms", 1200, "--stall-ms", 300) as m:
+    # a 300 ms server stall, 1.2 s after the first request (so surge's start-up cannot move it across a window's
+    # boundary): the windows holding the requests it caught (one, or two when the preflight came well before the
+    # run) have a high TTFT, the others the mock's; each window holds exactly the JSONL's requests intended in it
+    with h.mock("--ttft-ms", 10, "--itl-ms", 1, "--output-tokens", 4, "--fault-origin", "request", "--stall-start-ms",
+                1200, "--stall-ms", 300) as m:
         r = profile(h, m.url, "--streaming", "--request-rate", 20, "--request-distribution", "constant",
                     "--benchmark-duration", 3, "--slice-duration", 1)
         with open(os.path.join(r.dir, "profile_export_surge_timeslices.json")) as f:
