@@ -1,4 +1,6 @@
 # ctest: run-serial (it checks the arrivals at the server with a KS test)
+# ctest: one-backend (the ranks meet over the coordinator's own sockets, polled outside the event loop; each
+# rank's workers are a single-process run's, covered on both backends by every profile test)
 """One run over several processes (--world-size/--rank/--coordinator), all on 127.0.0.1.
 
   1. Three ranks against one mock (Poisson at 100/s, 600 requests): the merged run has every request once, as the
