@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import harness
-from profiling import profile, tol
+from profiling import late, profile, tol
 from servers import free_port, wait_listening
 
 
@@ -80,7 +80,9 @@ def main(h):
         if h.check(s is not None, "unary: summary written"):
             h.check(s["request_count"]["avg"] == 40 and s["error_request_count"]["avg"] == 0, "unary: all ok",
                     s.get("error_summary"))
-            h.near(s["request_latency"]["p50"], 20 + 9 * 2, tol(3.0), "ModelInfer latency p50 (ms)")
+            # the mock's 38 ms is the lower bound; above it, room for a busy host (39.1 to 39.9 ms with four tests at
+            # once, 42.0 under ASan with three: tests/flaky)
+            h.within(s["request_latency"]["p50"], 20 + 9 * 2 - 1, 20 + 9 * 2 + late(6.0), "ModelInfer latency p50 (ms)")
             h.check("time_to_first_token" not in s or s["time_to_first_token"].get("avg") in (None, 0),
                     "no TTFT without streaming", s.get("time_to_first_token"))
         recs = m.records()

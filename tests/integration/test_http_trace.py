@@ -52,8 +52,9 @@ def check_records(h, r, what, tls, conns, streamed=False):
         # the connect is to the proxy on loopback: quick; the handshake's round trip crosses the delay both ways.
         # Under sanitizers the bound only says the connect was recorded and sane: a TSan build saw one take 52 ms
         # (4 runs, median 12.7, room spread 39 ms: tests/flaky), past what D * 0.8 could hold with 2x room; the
-        # release build keeps the bound that tells a connect from the handshake's 2 D
-        h.within(x["connect_ns"] / 1e6, 0.0005, 250 if SLOW else late(D * 0.8),
+        # release build keeps a bound that tells a connect from the handshake's 2 D (8.7 ms seen with four tests at
+        # once, so 1.6 D, not 0.8 D)
+        h.within(x["connect_ns"] / 1e6, 0.0005, 250 if SLOW else late(D * 1.6),
                  what + ": TCP connect (ms) of a new connection")
         if tls:
             # a request's own phase: at least the delay both ways; above, room for the VM's pauses (one over 40 ms

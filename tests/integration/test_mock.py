@@ -12,7 +12,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from profiling import SLOW  # noqa: E402
+from profiling import SLOW, late  # noqa: E402
 
 TIMEOUT = 10.0  # any single socket wait
 
@@ -312,7 +312,10 @@ def test_timing(h):
             h.near(statistics.median(itls), itl_ms, 3.0, "median ITL ms")
             h.check(min(ttfts) >= ttft_ms - 1.0, "no token before ttft", ttfts)
             # whole response after ttft + itl*(n-1)
-            h.near(statistics.median(full), ttft_ms + itl_ms * (n - 1), 8.0, "non-streamed latency ms")
+            # the mock's own time is the lower bound; above it, the Python client's share of a busy host (1.2 to 4.4 ms
+            # over with four tests at once, tests/flaky)
+            h.within(statistics.median(full), ttft_ms + itl_ms * (n - 1) - 1, ttft_ms + itl_ms * (n - 1) + late(16.0),
+                     "non-streamed latency ms")
 
 
 def test_output_tokens_flag(h):
