@@ -89,6 +89,8 @@ static void unmap_file(mapped_t *m)
 static ssize_t count_lines(const mapped_t *m)
 {
     size_t n = 0;
+    if (!m->len) /* an empty file is not mapped: no base to count from */
+        return 0;
     for (const char *p = m->base, *end = m->base + m->len; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl)
@@ -275,7 +277,7 @@ static int read_jsonl(rp_run_t *run, const char *path, int (*line_fn)(rp_run_t *
         goto out;
     }
     size_t line = 0;
-    for (const char *p = m.base, *end = m.base + m.len; p < end; line++) {
+    for (const char *p = m.base, *end = m.len ? m.base + m.len : m.base; p < end; line++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = (size_t)(nl - p), blank = 0;
         while (blank < len && (p[blank] == ' ' || p[blank] == '\t' || p[blank] == '\r'))

@@ -566,7 +566,7 @@ void sg_tls_out_peek(sg_tls_conn_t *c, const uint8_t **ptr, size_t *len)
         c->front = !c->front;
         f = &c->out[c->front];
     }
-    *ptr = f->p + f->off;
+    *ptr = f->p ? f->p + f->off : NULL; /* no buffer yet: nothing to send */
     *len = f->len - f->off;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #define MAX_INPUT_LENGTH 16000000u /* tokens (or words) one trace entry may ask for */
+#define MAX_TIMESTAMP_MS 9e12 /* ms; in nanoseconds it still fits an int64 (epoch times included, to the year 2255) */
 #define MAX_FILE_BYTES (4ULL << 30)
 
 static const char *const format_names[] = {
@@ -330,16 +331,25 @@ static int raw_body(const ctx_t *c, uint32_t where, const json_t *body, const ch
     return e->body ? 0 : oom(c);
 }
 
+/* A trace's milliseconds (0 to MAX_TIMESTAMP_MS) in nanoseconds, whole and fraction apart: ms * 1e6 as a double
+ * would round an epoch time to 256 ns before the rebase to the first entry. */
+static int64_t ms_to_ns(double ms)
+{
+    double whole = floor(ms);
+    return (int64_t)whole * 1000000 + (int64_t)llround((ms - whole) * 1e6);
+}
+
 static int mooncake(const ctx_t *c, uint32_t where, const json_t *o, sg_input_entry_t *e)
 {
     const json_t *ts = json_object_get(o, "timestamp");
     double ms = json_is_number(ts) ? json_number_value(ts) : NAN;
-    if (!(ms >= 0 && ms < 1e15)) {
+    if (!(ms >= 0 && ms <= MAX_TIMESTAMP_MS)) {
         char got[96];
         show(ts, got, sizeof got);
-        return fail_at(c, where, "timestamp", "must be a number of milliseconds >= 0, got %s", got);
+        return fail_at(c, where, "timestamp", "must be a number of milliseconds from 0 to %.0f, got %s",
+                       MAX_TIMESTAMP_MS, got);
     }
-    e->t_ns = (int64_t)llround(ms * 1e6);
+    e->t_ns = ms_to_ns(ms);
     int64_t v = 0;
     int rc = get_uint(c, where, o, "input_length", true, 1, MAX_INPUT_LENGTH, &v);
     if (rc)
@@ -800,16 +810,16 @@ static int turn_entry(const ctx_t *c, uint32_t line, const json_t *t, uint32_t s
     int rc = turn_text(c, line, t, e);
     const json_t *d = json_object_get(t, "delay");
     if (rc == 0 && d && !json_is_null(d)) {
-        if (!json_is_number(d) || json_number_value(d) < 0)
-            return fail_at(c, line, "delay", "must be a number of milliseconds, at least 0");
+        if (!json_is_number(d) || !(json_number_value(d) >= 0 && json_number_value(d) <= MAX_TIMESTAMP_MS))
+            return fail_at(c, line, "delay", "must be a number of milliseconds from 0 to %.0f", MAX_TIMESTAMP_MS);
         e->delay_ms = (int64_t)json_number_value(d);
     }
     const json_t *ts = json_object_get(t, "timestamp");
     if (rc == 0 && ts && !json_is_null(ts)) {
         double ms = json_is_number(ts) ? json_number_value(ts) : NAN;
-        if (!(ms >= 0 && ms < 1e15))
-            return fail_at(c, line, "timestamp", "must be a number of milliseconds >= 0");
-        e->t_ns = (int64_t)llround(ms * 1e6);
+        if (!(ms >= 0 && ms <= MAX_TIMESTAMP_MS))
+            return fail_at(c, line, "timestamp", "must be a number of milliseconds from 0 to %.0f", MAX_TIMESTAMP_MS);
+        e->t_ns = ms_to_ns(ms);
     }
     if (rc == 0)
         rc = get_uint(c, line, t, "max_tokens", false, 1, INT32_MAX, &e->max_tokens);

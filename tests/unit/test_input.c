@@ -248,6 +248,8 @@ static void test_multi_turn(void)
     BAD("{\"session_id\": \"a\", \"turns\": []}", SG_INPUT_AUTO, "line 1: \"turns\" must be a non-empty list", NULL);
     BAD("{\"session_id\": \"a\", \"turns\": [{\"text\": \"a\", \"delay\": -1}]}", SG_INPUT_AUTO,
         "line 1: \"delay\" must be a number of milliseconds", NULL);
+    BAD("{\"session_id\": \"a\", \"turns\": [{\"text\": \"a\", \"delay\": 1e300}]}", SG_INPUT_AUTO,
+        "line 1: \"delay\" must be a number of milliseconds from 0 to", NULL);
     BAD("{\"session_id\": \"a\", \"turns\": [{\"image\": \"x.png\"}]}", SG_INPUT_AUTO,
         "\"image\" not supported in multi_turn", NULL);
     BAD("{\"session_id\": [1]}", SG_INPUT_AUTO, "\"session_id\" must be a string", NULL);
@@ -282,7 +284,20 @@ static void test_mooncake(void)
     snprintf(buf, sizeof buf, "%s%s", head, "{\"timestamp\": 1, \"input_length\": \"abc\", \"output_length\": 1}\n");
     BAD(buf, SG_INPUT_AUTO, "f.jsonl line 2: \"input_length\" must be a positive integer", "got \"abc\"");
     snprintf(buf, sizeof buf, "%s%s", head, "{\"timestamp\": -5, \"input_length\": 1}\n");
-    BAD(buf, SG_INPUT_AUTO, "f.jsonl line 2: \"timestamp\" must be a number of milliseconds >= 0", "-5");
+    BAD(buf, SG_INPUT_AUTO, "f.jsonl line 2: \"timestamp\" must be a number of milliseconds from 0 to", "-5");
+    /* past what int64 nanoseconds hold (the fuzzer's find: the rebase to the first entry overflowed) */
+    snprintf(buf, sizeof buf, "%s%s", head, "{\"timestamp\": 555555555555553.5, \"input_length\": 7}\n");
+    BAD(buf, SG_INPUT_AUTO, "f.jsonl line 2: \"timestamp\" must be a number of milliseconds from 0 to 9000000000000",
+        "555555555555553.5");
+    /* epoch milliseconds, as traces taken from a server's log have them, are fine */
+    CHECK_EQ_INT(parse("{\"timestamp\": 1764400000000, \"input_length\": 1}\n"
+                       "{\"timestamp\": 1764400000250.5, \"input_length\": 1}\n",
+                       SG_INPUT_AUTO, &in),
+                 0);
+    CHECK_EQ_INT(in.n, 2);
+    if (in.n == 2)
+        CHECK_EQ_INT(in.e[1].t_ns, 250500000);
+    sg_input_free(&in);
     snprintf(buf, sizeof buf, "%s%s", head, "{\"timestamp\": 1, \"input_length\": 0}\n");
     BAD(buf, SG_INPUT_MOONCAKE, "line 2: \"input_length\" must be a positive integer", "got 0");
     snprintf(buf, sizeof buf, "%s%s", head, "{\"timestamp\": 1, \"input_length\": 4, \"hash_ids\": [1, \"x\"]}\n");
