@@ -97,12 +97,19 @@ class Rendered:
         return out
 
 
+def profile_dir(h):
+    """Chromium's user-data folder, one per calling thread: a second Chromium given a folder in use hands its page to
+    the first and exits, so tests that render from two threads at once need two."""
+    import threading
+    return h.path("chromium-profile-%d" % threading.get_ident())
+
+
 def render(h, path, width=1300, height=3000, budget_ms=20000, timeout=90):
     """Load the page at path in headless Chromium; returns a Rendered (None when Chromium is missing under CI)."""
     exe = chromium(h)
     if not exe:
         return None
-    profile = h.path("chromium-profile")
+    profile = profile_dir(h)
     os.makedirs(profile, exist_ok=True)
     cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
            "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0", "--window-size=%d,%d" % (width, height),
@@ -121,7 +128,7 @@ def screenshot(h, path, png, width=1300, height=2400, timeout=90):
     exe = chromium(h)
     if not exe:
         return False
-    profile = h.path("chromium-profile")
+    profile = profile_dir(h)
     os.makedirs(profile, exist_ok=True)
     proc = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                            "--user-data-dir=" + profile, "--window-size=%d,%d" % (width, height),

@@ -1,5 +1,6 @@
 """Helpers for integration tests that run `surge profile` against a mock (on top of harness.py)."""
 
+import itertools
 import json
 import math
 import os
@@ -51,14 +52,13 @@ class Result:
         return out
 
 
-_counter = [0]
+_counter = itertools.count(1)  # next() is atomic: tests may profile from two threads
 
 
 def profile(h, url, *args, timeout=120, model="mock-model", check_rc=0, wrap=(), env=None):
     """Run surge profile against url with a private artifact dir; returns a Result. wrap: a command to run it
     under (tests/tools/no_uring); env: its environment (None: this one)."""
-    _counter[0] += 1
-    art = h.path("art%d" % _counter[0])
+    art = h.path("art%d" % next(_counter))
     cmd = [str(a) for a in wrap] + [h.surge, "profile", "-m", model, "-u", url, "--artifact-dir", art,
                                     "--no-progress"] + [str(a) for a in args]
     proc = h.run(cmd, timeout=timeout, env=env)

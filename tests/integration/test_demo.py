@@ -1,8 +1,8 @@
-# ctest: run-serial (the demo ends with a capacity search, which judges TTFT against a 60 ms bound)
 # ctest: one-backend (it runs bench/demo as a user would, on the default backend)
 """bench/demo, the README's quick start, as a user runs it: it builds surge quietly (the build's output goes to a
 log), profiles the mock, prints the table, and the user's own flags replace the demo's defaults for the same thing
-instead of clashing with them (`bench/demo --concurrency 8` used to fail against the demo's --request-rate 200)."""
+instead of clashing with them (`bench/demo --concurrency 8` used to fail against the demo's --request-rate 200).
+The demo's capacity search, which is timed, is test_demo_search's (run alone)."""
 
 import json
 import os
@@ -23,13 +23,17 @@ def summary(path):
         return json.load(f)
 
 
-def main(h):
+def preconditions(h):
     if not os.path.exists(os.path.join(ROOT, "build", "surge")):
         h.skip("bench/demo builds into %s/build, which this checkout has not built" % ROOT)
     # The demo runs build/surge whatever build this test belongs to: under the sanitizer builds it would run the
-    # release binary again, serially, for 40 s each (CI's time target); the release pass covers it.
+    # release binary again, for 40 s each (CI's time target); the release pass covers it.
     if os.path.realpath(h.surge) != os.path.realpath(os.path.join(ROOT, "build", "surge")):
         h.skip("bench/demo runs build/surge, not this build's %s: the release build's pass covers it" % h.surge)
+
+
+def main(h):
+    preconditions(h)
 
     # A closed loop and a count of the user's: the demo's --request-rate, --request-count and artifact
     # directory give way; its other defaults (streaming, lengths, warmup) stay.
@@ -64,19 +68,6 @@ def main(h):
     if rc.returncode == 0:
         h.check(summary(out)["request_count"]["avg"] == 20, "summary: 20 measured requests")
 
-    # The capacity search the demo shows when run bare (forced here: the profile part is kept short): the mock's
-    # known capacity is 80 requests/s (test_search checks it to the asked precision, run serially).
-    env = dict(os.environ, SURGE_DEMO_SEARCH="1")
-    rc = demo(h, "--request-count", "20", "--warmup-request-count", "0", "--artifact-dir", h.path("s"), env=env)
-    h.check(rc.returncode == 0, "demo with its capacity search exits 0", rc.stderr[-2000:])
-    m = re.search(r"Capacity: request rate ([0-9.]+)-([0-9.]+) req/s at 95% confidence", rc.stdout)
-    h.check(m is not None and 60 <= float(m.group(1)) <= 82 and float(m.group(2)) > float(m.group(1)),
-            "the demo's search finds about 80 req/s, an interval at 95% confidence", rc.stdout[-2500:])
-    # the answer depends on how the probes arrive and how long they last: the demo and surge both say it
-    h.check("arrivals evenly spaced (--request-distribution constant), each probe 2 s" in rc.stdout,
-            "the demo says its search's arrivals and probe length", rc.stdout[-2500:])
-    h.check("(constant (evenly spaced) arrivals, each probe 2 s)" in rc.stderr,
-            "surge's search says its arrivals and probe length when it starts", rc.stderr[-2500:])
 
-
-harness.main(main)
+if __name__ == "__main__":
+    harness.main(main)
