@@ -41,8 +41,12 @@ def main(h):
         h.check(len(intended) == 12 and intended[0] == intended[-1], "every request intended at the same instant",
                 intended)
         lag = sorted(x["schedule_lag_ms"] for x in r.records)
-        # 12 requests, 4 at a time, each about 5 + 2 ms: the last four wait for two rounds
-        h.check(lag[-1] >= 2 * 6.0 and lag[0] < 5.0, "the wait for a slot shows as schedule lag", lag)
+        # 12 requests, 4 at a time, each at least 5 + 2 ms: the last four wait for two rounds. Each slot's third
+        # request goes at least two services after its first, so at most 8 lags are under the least one plus 14 ms
+        # (the least one is the client's start-up: 5.6 ms with four tests on two cores)
+        h.check(lag[-1] >= 2 * 7.0 and lag[8] - lag[0] >= 2 * 7.0,
+                "the wait for a slot shows as schedule lag (last %.2f ms, at least 14; the 9th %.2f ms past the first,"
+                " at least 14)" % (lag[-1], lag[8] - lag[0]), lag)
         h.check(r.summary["request_latency"]["max"] >= r.summary["request_latency_from_send"]["max"] + 10,
                 "latency from intended includes the wait", (r.summary["request_latency"]["max"],
                                                              r.summary["request_latency_from_send"]["max"]))
