@@ -70,6 +70,14 @@ class Podman:
     def __call__(self, *args, timeout=60):
         return self.h.run(self.base + [str(a) for a in args], timeout=timeout, env=self.env)
 
+    def build(self, *args, timeout=240):
+        """podman build, its cache mounts (the Containerfile's ccache) kept with the test's storage: buildah puts
+        them under $TMPDIR, /var/tmp by default."""
+        tmp = os.path.join(harness.TESTDATA, "containers", "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        return self.h.run(self.base + ["build"] + [str(a) for a in args], timeout=timeout,
+                          env=dict(self.env, TMPDIR=tmp))
+
     def write_conf(self):
         path = self.h.path("containers.conf")
         with open(path, "w") as f:
@@ -218,12 +226,12 @@ def run_all(h, pm, base, tar, sec, t0):
     # the Containerfile as users build it, from the repository's root, but FROM the local base; its RUN steps on
     # the host's network, so that apt in the build does not depend on podman's bridge (part 4 tries that)
     t = time.monotonic()
-    build = ["build", "-f", CONTAINERFILE, "--build-arg", "BASE_IMAGE=" + base, "--network", "host"]
-    r = pm(*(build + ["--target", "build", "-t", BUILD, ROOT]), timeout=240)
+    build = ["-f", CONTAINERFILE, "--build-arg", "BASE_IMAGE=" + base, "--network", "host"]
+    r = pm.build(*(build + ["--target", "build", "-t", BUILD, ROOT]))
     if not h.check(r.returncode == 0, "the build stage: packages from apt inside the build, then surge compiled",
                    (r.stdout[-3000:], r.stderr[-2000:])):
         return
-    r = pm(*(build + ["-t", IMAGE, ROOT]), timeout=240)
+    r = pm.build(*(build + ["-t", IMAGE, ROOT]))
     if not h.check(r.returncode == 0, "podman build of deploy/container/Containerfile", (r.stdout[-3000:],
                                                                                         r.stderr[-2000:])):
         return
