@@ -7,6 +7,7 @@ import os
 import statistics
 
 SLOW = bool(os.environ.get("SURGE_SLOW"))  # sanitizer builds: timing tolerances widen
+SANITIZER = os.environ.get("SURGE_SANITIZER", "")  # "address", "thread" or "": the build ctest runs (CMake sets it)
 
 
 def tol(ms):

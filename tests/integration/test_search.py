@@ -24,7 +24,7 @@ import time
 
 import browser
 import harness
-from profiling import SLOW, profile
+from profiling import SANITIZER, SLOW, profile
 
 CAPACITY = 80.0  # 4 slots / 50 ms
 
@@ -39,6 +39,63 @@ def load(path):
         return json.load(f)
 
 
+def first_search(h, m):
+    """Open loop: the highest rate with p90 TTFT < 60 ms is the capacity (constant arrivals queue only past it)."""
+    t0 = time.monotonic()
+    r = profile(h, m.url, "--streaming", "--search", "max-request-rate", "--request-distribution", "constant",
+                "--slo", "ttft:p90<60", "--search-range", "12:", "--benchmark-duration", 3,
+                "--parameter-sweep-cooldown-seconds", 0.3, timeout=240)
+    took = time.monotonic() - t0
+    s = load(os.path.join(r.dir, "search.json"))
+    sr = s["search"]
+    lo, hi = sr["highest_passing"], sr["lowest_failing"]
+    print("search: highest passing %s, lowest failing %s, %d probes, %.1f s" % (lo, hi, sr["probes"], took))
+    h.check(sr["complete"] and lo is not None and hi is not None, "the search completed with both bounds", sr)
+    if lo is not None and hi is not None:
+        h.check(CAPACITY * 0.95 <= lo <= CAPACITY * 1.02, "highest passing within 5% of the capacity", lo)
+        h.check(hi - lo <= 0.05 * lo + 1e-9, "interval within --search-precision", (lo, hi))
+        h.check(hi <= CAPACITY * 1.10, "lowest failing within 10% above the capacity", hi)
+    h.check(sr["capacity_low"] == lo and sr["capacity_high"] == hi and sr["highest_passing_conclusive"]
+            and sr["capacity_high_conclusive"] and sr["confidence_level"] == 0.95,
+            "the answer is an interval, each end conclusive at 95%", sr)
+    h.check(r.stdout.count("\n") >= 4 and "Capacity: request rate %g-%g req/s at 95%% confidence" % (lo, hi)
+            in r.stdout, "the answer line gives the interval and its confidence", r.stdout)
+    probes = s["probes"]
+    # the point estimate beside the interval: an isotonic fit over every probe, crossing the SLO near the capacity
+    est = sr.get("capacity_estimate") or {}
+    print("point estimate:", est)
+    print(next((x for x in r.stdout.splitlines() if x.startswith("Capacity")), "no answer line"))
+    h.check(est.get("kind") == "crossing" and est.get("method") == "isotonic" and est.get("probes") == sr["probes"]
+            and est.get("set_by") == "time_to_first_token:p90<60"
+            and CAPACITY * 0.95 <= est.get("value", 0) <= CAPACITY * 1.05,
+            "the point estimate is a crossing within 5% of the capacity, fitted over every probe", est)
+    if est.get("kind") == "crossing":
+        h.check("; point estimate %s req/s (isotonic fit over %d probes; an estimate, not a confidence statement)"
+                % (estimate_text(est["value"]), est["probes"]) in r.stdout,
+                "the answer line gives the point estimate after the interval", r.stdout[-800:])
+    h.check([p["request_rate"] for p in probes[:4]] == [12, 24, 48, 96], "brackets by doubling from LO", probes)
+    h.check(all(os.path.exists(os.path.join(r.dir, p["artifact_subdir"], "profile_export_surge.json"))
+                for p in probes), "each probe's files in its sub-directory")
+    failing = [p for p in probes if p["request_rate"] > CAPACITY * 1.02]
+    h.check(failing and all(p["verdict"] != "pass" for p in failing), "no probe above capacity passes", failing)
+    h.check(all(v["n"] == p["request_count"] for p in probes if p["pooled_probes"] == 1 for v in p["slo"]),
+            "each verdict states the requests it rests on", [(p["request_count"], p["slo"]) for p in probes])
+    early = [p for p in failing if p["request_count"] + p["error_count"] < 0.5 * p["request_rate"] * 3
+             and p["stopped_early"] and "95% confidence" in p["why"]]
+    h.check(early, "a probe far above capacity stops early", failing)
+    # what the early stop cut off is cancelled, not failed: the mock returned no error
+    h.check(all(p["cancelled_count"] > 0 and p["error_count"] == 0 for p in early),
+            "a probe stopped early counts its outstanding requests as cancelled, not failed", early)
+    with open(os.path.join(r.dir, "search.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    h.check(len(rows) == len(probes) and all(int(x["Cancelled Count"]) == p["cancelled_count"] and
+                                             int(x["Error Count"]) == p["error_count"]
+                                             for x, p in zip(rows, probes)),
+            "search.csv has the cancelled column, as search.json", rows[:2])
+    h.check(re.search(r"offered/s +ok/s .* ok +failed +cancelled", r.stdout) is not None,
+            "the console table names its rates and the split", r.stdout[:600])
+
+
 def main(h):
     with h.mock("--ttft-ms", 20, "--itl-ms", 2, "--output-tokens", 16, "--max-batch", 4, record=True) as m:
         # the mock's own account of its capacity
@@ -46,60 +103,13 @@ def main(h):
             start = f.read()
         h.check("capacity 80 requests/s" in start, "the mock states its capacity", start)
 
-        # open loop: the highest rate with p90 TTFT < 60 ms is the capacity (constant arrivals queue only past it)
-        t0 = time.monotonic()
-        r = profile(h, m.url, "--streaming", "--search", "max-request-rate", "--request-distribution", "constant",
-                    "--slo", "ttft:p90<60", "--search-range", "12:", "--benchmark-duration", 3,
-                    "--parameter-sweep-cooldown-seconds", 0.3, timeout=240)
-        took = time.monotonic() - t0
-        s = load(os.path.join(r.dir, "search.json"))
-        sr = s["search"]
-        lo, hi = sr["highest_passing"], sr["lowest_failing"]
-        print("search: highest passing %s, lowest failing %s, %d probes, %.1f s" % (lo, hi, sr["probes"], took))
-        h.check(sr["complete"] and lo is not None and hi is not None, "the search completed with both bounds", sr)
-        if lo is not None and hi is not None:
-            h.check(CAPACITY * 0.95 <= lo <= CAPACITY * 1.02, "highest passing within 5% of the capacity", lo)
-            h.check(hi - lo <= 0.05 * lo + 1e-9, "interval within --search-precision", (lo, hi))
-            h.check(hi <= CAPACITY * 1.10, "lowest failing within 10% above the capacity", hi)
-        h.check(sr["capacity_low"] == lo and sr["capacity_high"] == hi and sr["highest_passing_conclusive"]
-                and sr["capacity_high_conclusive"] and sr["confidence_level"] == 0.95,
-                "the answer is an interval, each end conclusive at 95%", sr)
-        h.check(r.stdout.count("\n") >= 4 and "Capacity: request rate %g-%g req/s at 95%% confidence" % (lo, hi)
-                in r.stdout, "the answer line gives the interval and its confidence", r.stdout)
-        probes = s["probes"]
-        # the point estimate beside the interval: an isotonic fit over every probe, crossing the SLO near the capacity
-        est = sr.get("capacity_estimate") or {}
-        print("point estimate:", est)
-        print(next((x for x in r.stdout.splitlines() if x.startswith("Capacity")), "no answer line"))
-        h.check(est.get("kind") == "crossing" and est.get("method") == "isotonic" and est.get("probes") == sr["probes"]
-                and est.get("set_by") == "time_to_first_token:p90<60"
-                and CAPACITY * 0.95 <= est.get("value", 0) <= CAPACITY * 1.05,
-                "the point estimate is a crossing within 5% of the capacity, fitted over every probe", est)
-        if est.get("kind") == "crossing":
-            h.check("; point estimate %s req/s (isotonic fit over %d probes; an estimate, not a confidence statement)"
-                    % (estimate_text(est["value"]), est["probes"]) in r.stdout,
-                    "the answer line gives the point estimate after the interval", r.stdout[-800:])
-        h.check([p["request_rate"] for p in probes[:4]] == [12, 24, 48, 96], "brackets by doubling from LO", probes)
-        h.check(all(os.path.exists(os.path.join(r.dir, p["artifact_subdir"], "profile_export_surge.json"))
-                    for p in probes), "each probe's files in its sub-directory")
-        failing = [p for p in probes if p["request_rate"] > CAPACITY * 1.02]
-        h.check(failing and all(p["verdict"] != "pass" for p in failing), "no probe above capacity passes", failing)
-        h.check(all(v["n"] == p["request_count"] for p in probes if p["pooled_probes"] == 1 for v in p["slo"]),
-                "each verdict states the requests it rests on", [(p["request_count"], p["slo"]) for p in probes])
-        early = [p for p in failing if p["request_count"] + p["error_count"] < 0.5 * p["request_rate"] * 3
-                 and p["stopped_early"] and "95% confidence" in p["why"]]
-        h.check(early, "a probe far above capacity stops early", failing)
-        # what the early stop cut off is cancelled, not failed: the mock returned no error
-        h.check(all(p["cancelled_count"] > 0 and p["error_count"] == 0 for p in early),
-                "a probe stopped early counts its outstanding requests as cancelled, not failed", early)
-        with open(os.path.join(r.dir, "search.csv"), newline="") as f:
-            rows = list(csv.DictReader(f))
-        h.check(len(rows) == len(probes) and all(int(x["Cancelled Count"]) == p["cancelled_count"] and
-                                                 int(x["Error Count"]) == p["error_count"]
-                                                 for x, p in zip(rows, probes)),
-                "search.csv has the cancelled column, as search.json", rows[:2])
-        h.check(re.search(r"offered/s +ok/s .* ok +failed +cancelled", r.stdout) is not None,
-                "the console table names its rates and the split", r.stdout[:600])
+        # The search to the capacity at 5% precision: in the release and ASan passes. Under TSan it takes 80 s of
+        # CI alone; the controller's cross-thread paths (live SLO bounds, a probe stopped early, the server lost)
+        # are TSan-checked by the searches below.
+        if SANITIZER == "thread":
+            print("the search to the capacity is left to the release and ASan passes")
+        else:
+            first_search(h, m)
 
         # 10% above the capacity, a plain run fails the same SLO (exit 4)
         r = profile(h, m.url, "--streaming", "--request-rate", CAPACITY * 1.1, "--request-distribution", "constant",
