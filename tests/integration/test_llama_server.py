@@ -1,5 +1,7 @@
 # ctest: run-serial (its capacity search measures llama-server, whose capacity is the CPU it gets: with four tests
 # at once beside it, no rate passed)
+# ctest: one-backend (the subject is the server's habits and surge's learning of them, above the event loop; how each
+# backend sees a close is test_keepalive's, on both and under ASan on epoll)
 """surge against llama.cpp's llama-server, a real third-party server (cpp-httplib, HTTP/1.1) that closes its
 connection after every streamed response while its Keep-Alive header promises more. With a tiny random-weight
 model and ignore_eos, every response is exactly max_tokens long: streamed chat and completions at 1, 4 and 16 in
