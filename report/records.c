@@ -64,7 +64,7 @@ static int map_file(mapped_t *m, const char *path, char *err, size_t errlen)
         return -1;
     }
     m->len = (size_t)st.st_size;
-    m->base = NULL;
+    m->base = ""; /* an empty file is not mapped: its readers still get a base to add 0 to */
     if (m->len > 0) {
         void *p = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
@@ -81,7 +81,7 @@ static int map_file(mapped_t *m, const char *path, char *err, size_t errlen)
 
 static void unmap_file(mapped_t *m)
 {
-    if (m->base)
+    if (m->len > 0)
         munmap((void *)m->base, m->len);
 }
 
@@ -89,8 +89,6 @@ static void unmap_file(mapped_t *m)
 static ssize_t count_lines(const mapped_t *m)
 {
     size_t n = 0;
-    if (!m->len) /* an empty file is not mapped: no base to count from */
-        return 0;
     for (const char *p = m->base, *end = m->base + m->len; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl)
@@ -277,7 +275,7 @@ static int read_jsonl(rp_run_t *run, const char *path, int (*line_fn)(rp_run_t *
         goto out;
     }
     size_t line = 0;
-    for (const char *p = m.base, *end = m.len ? m.base + m.len : m.base; p < end; line++) {
+    for (const char *p = m.base, *end = m.base + m.len; p < end; line++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = (size_t)(nl - p), blank = 0;
         while (blank < len && (p[blank] == ' ' || p[blank] == '\t' || p[blank] == '\r'))
