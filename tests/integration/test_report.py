@@ -17,7 +17,6 @@ import re
 import shlex
 import shutil
 import socket
-import threading
 import time
 
 import browser
@@ -450,18 +449,7 @@ def main(h):
         return
     # Two lanes: the search and the interrupted run beside the rest. Most of the test is runs waiting on their
     # mocks; no check here is a timing (the search's range ends far past the mock's capacity, whatever the CPU).
-    failed = []
-
-    def lane_b():
-        try:
-            search(h)
-            interrupted(h)
-        except BaseException as e:  # noqa: B902 (re-raised on the main thread)
-            failed.append(e)
-
-    other = threading.Thread(target=lane_b)
-    other.start()
-    try:
+    def runs_and_pages():
         with h.mock("--ttft-ms", "15", "--itl-ms", "2", "--error-rate", "0.05", "--drop-rate", "0.03") as m:
             a = single_run(h, m)
         with h.mock("--ttft-ms", "25", "--itl-ms", "3") as m:
@@ -471,10 +459,8 @@ def main(h):
         compare(h, a, b)
         peers(h, a.dir)
         bad_input(h, a.dir, sw.dir)
-    finally:
-        other.join()
-    if failed:
-        raise failed[0]
+
+    harness.lanes([runs_and_pages], [lambda: search(h), lambda: interrupted(h)])
 
 
 harness.main(main)

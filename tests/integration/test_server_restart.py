@@ -365,31 +365,9 @@ def sessions_down(h):
             s.get("server_unreachable"))
 
 
-def lanes(*lanes):
-    """Run each lane (a list of calls) on its own thread, the calls of a lane one after another. The scenarios mostly
-    wait on their servers' outages (the whole test keeps a core about 7% busy), so two lanes halve the wall time
-    without taking the CPU from each other's timing; each has its own mocks, ports and artifact folders. An
-    exception in a lane is raised again here."""
-    errors = []
-
-    def run(calls):
-        try:
-            for call in calls:
-                call()
-        except BaseException as e:  # noqa: B902 (re-raised on the main thread)
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(calls,)) for calls in lanes]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-
-
 def main(h):
-    lanes([lambda: closed_loop(h, "io_uring"), lambda: instant_respawn(h), lambda: open_loop(h),
+    # two lanes: the scenarios mostly wait on their servers' outages (the test keeps a core about 7% busy)
+    harness.lanes([lambda: closed_loop(h, "io_uring"), lambda: instant_respawn(h), lambda: open_loop(h),
            lambda: sessions_down(h)],
           [lambda: closed_loop(h, "epoll"), lambda: habit_after_restart(h), lambda: never_back(h)])
 
