@@ -34,7 +34,9 @@ SURGE_BENCH_PKGS="nghttp2-client procps python3-aiohttp"
 surge_install() {
     local missing=""
     for p in "$@"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+        # (a comparison, not "| grep -q": grep -q exits at the match, and under pipefail the writer's SIGPIPE
+        # would count an installed package as missing)
+        [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing="$missing $p"
     done
     [ -z "$missing" ] && return 0
     if [ "$(id -u)" != 0 ]; then
