@@ -2,13 +2,39 @@
 config body (the common preamble — one worker, foreground, temp paths under its own prefix — is added here), and
 llama.cpp's llama-server with a tiny model (built by tests/data/fetch-llama-server)."""
 import os
+import random
 import shutil
 import socket
 import subprocess
 import time
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def free_port():
+    """A port for a server the test starts (nginx, llama-server, a coordinator), which binds it a moment later.
+    Drawn at random below the kernel's ephemeral range, where no connect() is given a local port: a port from bind(0)
+    is an ephemeral one, and any test beside this one that connects in that moment can be handed it (the server then
+    fails to bind). A draw that another socket holds is drawn again."""
+    lo = _ephemeral_low()
+    if lo > 12000:
+        rng = random.SystemRandom()
+        for _ in range(200):
+            port = rng.randrange(10000, lo)
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+            finally:
+                s.close()
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
