@@ -241,7 +241,10 @@ def instant_respawn(h):
     connections are reused again, and the run blames no habit. Without the probe, every request after the crash
     opened a connection of its own (1,147 requests on 1,147 connections)."""
     what = "instant respawn"
-    with h.mock("--ttft-ms", 30, "--itl-ms", 1, "--fault", "crash:1500,0", record=True) as m:
+    # the crash 1.5 s after the first request, not after the mock's start: under load surge can take longer than
+    # that to start, and the crash then fell before the run
+    with h.mock("--ttft-ms", 30, "--itl-ms", 1, "--fault", "crash:1500,0", "--fault-origin", "request",
+                record=True) as m:
         p = h.run([h.surge, "profile", "-m", "mock-model", "-u", m.url, "--artifact-dir", h.path("art-respawn"),
                    "--no-progress", "--output-tokens-mean", 4, "--synthetic-input-tokens-mean", 16, "--concurrency",
                    16, "--benchmark-duration", 5], timeout=60)
@@ -250,7 +253,7 @@ def instant_respawn(h):
     h.check(p.returncode in (0, 1) and LEARNT not in p.stderr, "%s: no keep-alive habit blamed at the end (exit %d)"
             % (what, p.returncode), p.stderr[-1500:])
     t0 = min((x["t_ns"] for x in seen), default=0)
-    # the crash at 1.5 s, the probe a second after the habit was learnt: from 3.5 s on, connections carry many each
+    # the crash 1.5 s after t0, the probe a second after the habit was learnt: from 3.5 s on, connections carry many
     late = [x for x in seen if x["t_ns"] - t0 > 3.5e9]
     conns = {(x["worker"], x["conn"]) for x in late}
     h.check(len(late) > 16 and len(late) >= 5 * max(1, len(conns)),
