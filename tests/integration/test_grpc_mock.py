@@ -36,9 +36,12 @@ def main(h):
         if s:
             h.check(s["request_count"]["avg"] == n and s["error_request_count"]["avg"] == 0, "streamed: all ok",
                     s.get("error_summary"))
-            h.near(s["time_to_first_token"]["p50"], ttft, tol(2.0), "TTFT p50 (ms) over gRPC")
+            # the mock answers late when it waits for a CPU, never early: a tight lower bound, room above. The
+            # flakiness pass (10 runs, release) had p50 at 40.4-41.3 ms and p90 at 41-46 ms; the old +-2 and +-12 ms
+            # left under twice that spread
+            h.within(s["time_to_first_token"]["p50"], ttft - 1, ttft + late(6.0), "TTFT p50 (ms) over gRPC")
             # the 16 streams run in lockstep waves: one wave delayed by a busy (shared) machine is 13% of samples
-            h.near(s["time_to_first_token"]["p90"], ttft, tol(12.0), "TTFT p90 (ms) over gRPC")
+            h.within(s["time_to_first_token"]["p90"], ttft - 1, ttft + late(24.0), "TTFT p90 (ms) over gRPC")
             h.near(s["inter_token_latency"]["p50"], itl, tol(0.5), "ITL p50 (ms) over gRPC")
             h.check(s["output_sequence_length"]["min"] == osl and s["output_sequence_length"]["max"] == osl,
                     "OSL exactly %d (one token per stream response)" % osl, s["output_sequence_length"])
