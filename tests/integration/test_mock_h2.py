@@ -8,7 +8,7 @@ import re
 import shutil
 
 import harness
-from profiling import profile, tol
+from profiling import late, profile, tol
 
 
 def main(h):
@@ -24,8 +24,11 @@ def main(h):
         if s:
             h.check(s["request_count"]["avg"] == n and s["error_request_count"]["avg"] == 0, "streamed: all ok",
                     s.get("error_summary"))
-            h.near(s["time_to_first_token"]["p50"], ttft, tol(2.0), "TTFT p50 (ms) over h2c")
-            h.near(s["time_to_first_token"]["p99"], ttft, tol(6.0), "TTFT p99 (ms) over h2c")
+            # the mock answers late when it waits for a CPU, never early: a tight lower bound, room above. The
+            # flakiness pass had p99 at 50.4-56.0 ms under TSan (8 runs) against the old 40 +- 24 (tol(6.0)), a room
+            # of 1.8x its spread; p50 at 40.4-40.9 ms in release against 40 +- 2
+            h.within(s["time_to_first_token"]["p50"], ttft - 1, ttft + late(4.0), "TTFT p50 (ms) over h2c")
+            h.within(s["time_to_first_token"]["p99"], ttft - 1, ttft + late(10.0), "TTFT p99 (ms) over h2c")
             h.near(s["inter_token_latency"]["p50"], itl, tol(0.5), "ITL p50 (ms) over h2c")
             h.check(s["output_sequence_length"]["min"] == osl and s["output_sequence_length"]["max"] == osl,
                     "OSL exactly %d" % osl, s["output_sequence_length"])
