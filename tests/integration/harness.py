@@ -13,6 +13,7 @@ anything else (fail). A test typically does:
 Nothing here waits without a bound: the mock always gets --exit-after, every subprocess a timeout.
 """
 
+import math
 import os
 import shutil
 import signal
@@ -255,7 +256,10 @@ class Harness:
         return cond
 
     def near(self, value, want, tol, what):
-        return self.check(abs(value - want) <= tol, "%s: %.3f within %.3f of %.3f" % (what, value, tol, want))
+        # figures to 3 decimals, or to 3 digits past the tolerance's first when it is finer than that (an exactness
+        # check such as 1e-6 s would otherwise print 0.000 within 0.000, and tests/flaky reads its figures back)
+        d = 3 if not 0 < tol < 0.01 else min(12, 3 - math.floor(math.log10(tol)))
+        return self.check(abs(value - want) <= tol, "%s: %.*f within %.*f of %.*f" % (what, d, value, d, tol, d, want))
 
     def within(self, value, lo, hi, what):
         """value in [lo, hi], the figure and both bounds in the message: for a server-side delay, which load can
