@@ -148,10 +148,10 @@ def check_rejected(h):
 def syn_sent(port, pid):
     """Sockets of process pid still waiting for the answer to their SYN (SYN_SENT) towards 127.0.0.1:port. Only
     pid's: a port freed by another test's server and given to ours can still draw that test's client's reconnects
-    (with ctest -j4 one such client had 256 SYNs pending towards it). Counted by inode: the kernel walks its socket
-    table afresh for each read of /proc/net/tcp, so while other tests open and close sockets a line can come twice
-    in one pass (with four of these checks at once, 15 of 160 runs saw 65 to 127 lines, always for 64 distinct
-    sockets)."""
+    (with ctest -j4 one such client had 256 SYNs pending towards it). Counted by inode: each read of /proc/net/tcp
+    resumes the kernel's walk of its socket table by position, so while other tests open and close sockets a line
+    can come twice in one pass (with four of these checks at once, 15 of 160 runs saw 65 to 127 lines, always for
+    64 distinct sockets)."""
     inodes = set()
     try:
         for fd in os.listdir("/proc/%d/fd" % pid):
