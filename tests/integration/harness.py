@@ -261,6 +261,13 @@ class Harness:
         d = 3 if not 0 < tol < 0.01 else min(12, 3 - math.floor(math.log10(tol)))
         return self.check(abs(value - want) <= tol, "%s: %.*f within %.*f of %.*f" % (what, d, value, d, tol, d, want))
 
+    def near_page(self, value, want, what):
+        """value, read from an HTML report's data, near want: the page carries 7 significant digits
+        (report/html.c's JSON_REAL_PRECISION(7)), so the rounding is up to half a unit in the 7th digit, at most
+        5e-7 of the value (5e-7 s at 1 to 10 s, 5e-6 s at 10 to 100 s). The bound is twice that, and never under
+        1 microsecond."""
+        return self.near(value, want, max(1e-6, 1e-6 * abs(want)), what)
+
     def within(self, value, lo, hi, what):
         """value in [lo, hi], the figure and both bounds in the message: for a server-side delay, which load can
         only lengthen (a lower bound that stays tight, an upper one with room for a busy host)."""

@@ -76,8 +76,8 @@ def check_report(h, r, w):
         return
     pw = max(st["windows"], key=lambda x: x["max_lag_ms"])
     origin = r.summary["clock"]["records_origin_ns"]
-    h.near(pw["start"], w["start_s"] - origin / 1e9, 1e-6, "report: window start on the records' clock (s)")
-    h.near(pw["end"], w["end_s"] - origin / 1e9, 1e-6, "report: window end on the records' clock (s)")
+    h.near_page(pw["start"], w["start_s"] - origin / 1e9, "report: window start on the records' clock (s)")
+    h.near_page(pw["end"], w["end_s"] - origin / 1e9, "report: window end on the records' clock (s)")
     due = sum(1 for x in r.records if pw["start"] <= x["intended_ns"] / 1e9 <= pw["end"])
     h.check(pw["requests"] == due and due > 0, "report: %d requests due in the window (%d in the records)"
             % (pw["requests"], due))

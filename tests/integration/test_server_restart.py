@@ -191,9 +191,9 @@ def check_report(h, r, what):
                    (un, wins)):
         return
     origin = r["summary"]["clock"]["records_origin_ns"] / 1e9
-    h.near(un[0]["start"], wins[0]["start_s"] - origin, 1e-6, "%s: report window start on the records' clock (s)"
-           % what)
-    h.near(un[0]["end"], wins[0]["end_s"] - origin, 1e-6, "%s: report window end on the records' clock (s)" % what)
+    h.near_page(un[0]["start"], wins[0]["start_s"] - origin, "%s: report window start on the records' clock (s)"
+                % what)
+    h.near_page(un[0]["end"], wins[0]["end_s"] - origin, "%s: report window end on the records' clock (s)" % what)
     h.check(un[0]["refused"] == wins[0]["refused"] and un[0]["recovered"] is True,
             "%s: report window refused %s (summary %s), came back" % (what, un[0]["refused"], wins[0]["refused"]))
     # a request intended at the window's very edge (a closed loop's slot retries at the instant the window opens)
