@@ -938,8 +938,9 @@ static size_t decode_at(const mapped_t *mp, size_t off, rec_view_t *v)
         w->osl_source = v->fin[12];
         memcpy(&w->tool_tokens, v->fin + 13, 4);
     }
+    /* ids count up from 0: one past INT64_MAX is corruption, and JSON readers (jansson) refuse it */
     if (w->err_class >= SG_ERRC__COUNT || w->osl_source > SG_OSL_EVENTS || (flags & ~(uint64_t)FLAG_ALL) ||
-        w->osl_tokenizer < -1)
+        w->osl_tokenizer < -1 || w->id > INT64_MAX || w->session > INT64_MAX)
         return 0;
     v->off = off;
     return (size_t)(d.end - mp->base);

@@ -103,7 +103,7 @@ static void make_records(void)
     recs[4].sent_ns = INT64_MIN + 3; /* the distance wraps: still exact */
     recs[4].first_byte_ns = -1;
     recs[4].end_ns = 1;
-    recs[4].id = UINT64_MAX;
+    recs[4].id = INT64_MAX; /* the largest an id can be: JSON readers refuse one above it */
     recs[4].worker = UINT32_MAX;
     recs[4].payload = UINT32_MAX;
     recs[4].http_status = INT32_MIN;
@@ -385,6 +385,31 @@ static void corrupt(void)
     free(all);
 }
 
+/* An id or session above INT64_MAX is no id surge gives out (they count up from 0): the log is refused. */
+static void impossible_ids(void)
+{
+    for (int which = 0; which < 2; which++) {
+        char log[128];
+        snprintf(log, sizeof(log), "%s/ids%d.reclog", dir, which);
+        int err = 0;
+        sg_reclog_t *l = sg_reclog_open(log, &err);
+        CHECK(l != NULL);
+        if (!l)
+            return;
+        sg_record_t r = recs[which ? 5 : 0]; /* record 5 is a session's turn */
+        if (which)
+            r.session = (uint64_t)INT64_MAX + 1;
+        else
+            r.id = (uint64_t)INT64_MAX + 1;
+        CHECK_EQ_INT(sg_reclog_append(l, &r), 0);
+        CHECK_EQ_INT(sg_reclog_close(l), 0);
+        uint64_t g = 0;
+        CHECK_EQ_INT(sg_reclog_each(log, count_one, &g), SG_EPROTO);
+        CHECK_EQ_INT(g, 0);
+        unlink(log);
+    }
+}
+
 /*
  * The writer behind: a disk that takes 300 ms a write (the test-only hook) and a log allowed 2 buffers. The worker
  * appends far more than 2 buffers' worth at once: no append may wait for the disk, and every record is either in
@@ -460,6 +485,7 @@ int main(void)
     round_trip(true);
     sizes();
     corrupt();
+    impossible_ids();
     writer_behind();
     cleanup();
     return test_finish("test_reclog_codec");
