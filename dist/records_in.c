@@ -177,6 +177,8 @@ static int scan_line(line_t *l, const char *text, size_t len)
         }
         if (SG_JS_KEY(&js, key, "id")) {
             rc = scan_int(&js, &v, &present);
+            if (present && v < 0) /* ids count up from 0; the merged record log refuses one past INT64_MAX */
+                return -1;
             r->id = (uint64_t)v;
             have_id = present;
         } else if (SG_JS_KEY(&js, key, "worker")) {
