@@ -34,6 +34,15 @@ static int scan_int(sg_js_t *js, int64_t *v, bool *present)
     return sg_js_number(js, v, &is_int) < 0 || !is_int ? -1 : 0;
 }
 
+/* An integer that fits its field, lo..hi, or null: a rank file holding one that does not (a negative
+ * count, a status past INT32_MAX) is corrupt, and casting it would wrap it into a huge figure. */
+static int scan_fit(sg_js_t *js, int64_t lo, int64_t hi, int64_t *v, bool *present)
+{
+    if (scan_int(js, v, present) < 0)
+        return -1;
+    return *present && (*v < lo || *v > hi) ? -1 : 0;
+}
+
 static int scan_bool(sg_js_t *js, bool *v)
 {
     int c = sg_js_peek(js);
@@ -176,16 +185,14 @@ static int scan_line(line_t *l, const char *text, size_t len)
             continue;
         }
         if (SG_JS_KEY(&js, key, "id")) {
-            rc = scan_int(&js, &v, &present);
-            if (present && v < 0) /* ids count up from 0; the merged record log refuses one past INT64_MAX */
-                return -1;
+            rc = scan_fit(&js, 0, INT64_MAX, &v, &present); /* the merged record log refuses one past INT64_MAX */
             r->id = (uint64_t)v;
             have_id = present;
         } else if (SG_JS_KEY(&js, key, "worker")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, 0, UINT32_MAX, &v, &present);
             r->worker = (uint32_t)v;
         } else if (SG_JS_KEY(&js, key, "payload")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, 0, UINT32_MAX, &v, &present);
             r->payload = (uint32_t)v;
         } else if (SG_JS_KEY(&js, key, "model")) {
             if (sg_js_peek(&js) == '"') {
@@ -201,22 +208,22 @@ static int scan_line(line_t *l, const char *text, size_t len)
         } else if (SG_JS_KEY(&js, key, "ramp")) {
             rc = scan_bool(&js, &r->ramp);
         } else if (SG_JS_KEY(&js, key, "session")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, 0, INT64_MAX, &v, &present);
             r->session = (uint64_t)v;
             r->in_session = present;
         } else if (SG_JS_KEY(&js, key, "turn")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, INT64_MIN, UINT32_MAX, &v, &present);
             r->turn = present && v > 0 ? (uint32_t)v : 0;
         } else if (SG_JS_KEY(&js, key, "no_output")) {
             rc = scan_bool(&js, &r->no_output);
         } else if (SG_JS_KEY(&js, key, "reasoning_tokens")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, INT64_MIN, UINT32_MAX, &v, &present);
             r->reasoning_tokens = present && v > 0 ? (uint32_t)v : 0;
         } else if (SG_JS_KEY(&js, key, "tool_calls")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, INT64_MIN, UINT32_MAX, &v, &present);
             r->tool_calls = present && v > 0 ? (uint32_t)v : 0;
         } else if (SG_JS_KEY(&js, key, "tool_call_tokens")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, INT64_MIN, UINT32_MAX, &v, &present);
             r->tool_tokens = present && v > 0 ? (uint32_t)v : 0;
         } else if (SG_JS_KEY(&js, key, "images")) {
             rc = scan_int(&js, &v, &present);
@@ -234,19 +241,19 @@ static int scan_line(line_t *l, const char *text, size_t len)
         } else if (SG_JS_KEY(&js, key, "error")) {
             rc = scan_text(&js, r->err_msg, sizeof r->err_msg);
         } else if (SG_JS_KEY(&js, key, "http_status")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, INT32_MIN, INT32_MAX, &v, &present);
             r->http_status = (int32_t)v;
         } else if (SG_JS_KEY(&js, key, "input_sequence_length")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, 0, UINT32_MAX, &v, &present);
             r->isl = (uint32_t)v;
         } else if (SG_JS_KEY(&js, key, "input_sequence_length_server")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, INT32_MIN, INT32_MAX, &v, &present);
             r->isl_server = present ? (int32_t)v : -1;
         } else if (SG_JS_KEY(&js, key, "cached_input_tokens")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, INT32_MIN, INT32_MAX, &v, &present);
             r->isl_cached = present ? (int32_t)v : -1;
         } else if (SG_JS_KEY(&js, key, "output_sequence_length")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, 0, UINT32_MAX, &v, &present);
             r->osl = (uint32_t)v;
         } else if (SG_JS_KEY(&js, key, "osl_source")) {
             char src[32];
@@ -254,19 +261,19 @@ static int scan_line(line_t *l, const char *text, size_t len)
             if (rc == 0 && osl_source_of(src, &r->osl_source) < 0)
                 return -1;
         } else if (SG_JS_KEY(&js, key, "output_sequence_length_server")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, INT32_MIN, INT32_MAX, &v, &present);
             r->osl_server = present ? (int32_t)v : -1;
         } else if (SG_JS_KEY(&js, key, "output_sequence_length_tokenizer")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, INT32_MIN, INT32_MAX, &v, &present);
             r->osl_tokenizer = present ? (int32_t)v : -1;
         } else if (SG_JS_KEY(&js, key, "max_tokens")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, 0, UINT32_MAX, &v, &present);
             r->max_tokens = (uint32_t)v;
         } else if (SG_JS_KEY(&js, key, "content_events")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, 0, UINT32_MAX, &v, &present);
             r->content_events = (uint32_t)v;
         } else if (SG_JS_KEY(&js, key, "response_bytes")) {
-            rc = scan_int(&js, &v, &present);
+            rc = scan_fit(&js, 0, INT64_MAX, &v, &present);
             r->response_bytes = (uint64_t)v;
         } else if (SG_JS_KEY(&js, key, "url")) {
             rc = scan_int(&js, &v, &present);

@@ -4,7 +4,8 @@
  *  - it returns 0, or -1 with one non-empty line in err that names the file;
  *  - each record handed over has a model name, content-event offsets it owns for the call (read to the last), and
  *    goes into a metrics object without a crash (sg_metrics_add) — the merge does exactly that;
- *  - each record's id is one the merge's record log takes (0 to INT64_MAX);
+ *  - each record's id and session are ones the merge's record log takes (0 to INT64_MAX), and its byte count one
+ *    that no negative value wrapped into (at most INT64_MAX);
  *  - no leak (libFuzzer's leak check).
  */
 #define _GNU_SOURCE
@@ -49,6 +50,11 @@ static int take(void *ctx, const sg_record_t *r, const char *model)
     (void)strlen(model);
     if (r->id > INT64_MAX) /* the merge appends it to a record log, which would refuse the whole log */
         FAIL("a record id above INT64_MAX: %llu", (unsigned long long)r->id);
+    if (r->session > INT64_MAX)
+        FAIL("a session id above INT64_MAX: %llu", (unsigned long long)r->session);
+    if (r->response_bytes > INT64_MAX)
+        FAIL("a response byte count above INT64_MAX (a negative one, wrapped): %llu",
+             (unsigned long long)r->response_bytes);
     if (r->n_events && r->event_us)
         (void)*(volatile const uint32_t *)&r->event_us[r->n_events - 1];
     sg_metrics_add(ctx, r);

@@ -7,7 +7,8 @@
      percentile within the histogram's 1/2048 of the nearest-rank value recomputed from the merged JSONL;
      goodput and --slo judged again on the merged metrics; the parts listed in "merged_from".
   3. Bad input: no -o, a directory that is not a run, parts of different configurations, a record file cut off,
-     a negative request id: one line naming the problem, exit 2, and no merged summary.
+     a value that does not fit its field (a negative id or count, a status past 32 bits): one line naming the
+     problem, exit 2, and no merged summary.
 """
 import json
 import os
@@ -116,23 +117,26 @@ def main(h):
         h.check(not os.path.exists(os.path.join(bad, "profile_export_surge.json")), "no merged summary")
         h.check(not [x for x in os.listdir(bad) if x.startswith(".surge-merge")], "no temporary file left",
                 os.listdir(bad))
-        # a negative id: no id surge gives out, refused by name before the merged record log would be
-        neg = h.path("neg")
-        shutil.copytree(a.dir, neg)
-        path = os.path.join(neg, "profile_export_surge.jsonl")
-        with open(path) as f:
-            lines = f.readlines()
-        first = json.loads(lines[0])
-        first["id"] = -1
-        lines[0] = json.dumps(first) + "\n"
-        with open(path, "w") as f:
-            f.writelines(lines)
-        bad = h.path("bad4")
-        p = merge(h, [neg], bad)
-        h.check(p.returncode == 2 and "line 1 is not a surge request record" in p.stderr,
-                "a negative request id: exit 2, naming the line", (p.returncode, p.stderr))
-        h.check(not os.path.exists(os.path.join(bad, "profile_export_surge.json")), "no merged summary")
-
+        # a value that does not fit its field (a negative id or count, a status past 32 bits) is no record surge
+        # writes: refused by name, where a cast would wrap it into a huge figure in the merged metrics
+        for i, (field, value) in enumerate([("id", -1), ("input_sequence_length", -1),
+                                            ("output_sequence_length", 2**32), ("http_status", 2**31),
+                                            ("response_bytes", -5), ("worker", -2)]):
+            odd = h.path("odd%d" % i)
+            shutil.copytree(a.dir, odd)
+            path = os.path.join(odd, "profile_export_surge.jsonl")
+            with open(path) as f:
+                lines = f.readlines()
+            first = json.loads(lines[0])
+            first[field] = value
+            lines[0] = json.dumps(first) + "\n"
+            with open(path, "w") as f:
+                f.writelines(lines)
+            bad = h.path("bad-odd%d" % i)
+            p = merge(h, [odd], bad)
+            h.check(p.returncode == 2 and "line 1 is not a surge request record" in p.stderr,
+                    "%s %d: exit 2, naming the line" % (field, value), (p.returncode, p.stderr))
+            h.check(not os.path.exists(os.path.join(bad, "profile_export_surge.json")), "no merged summary")
 
 if __name__ == "__main__":
     harness.main(main)
