@@ -77,11 +77,13 @@ static int scan_text(sg_js_t *js, char *buf, size_t cap)
     return 0;
 }
 
-/* A number with at most three decimals (token_times_ms) as integer microseconds. */
+/* A number with at most three decimals (token_times_ms) as integer microseconds. An offset beyond 9e12 ms (285
+ * years) is no run's: it is refused, so that the microseconds stay exact in a double and any two of them subtract
+ * inside int64 (llround is unspecified past int64, and the events' differences below would overflow). */
 static int scan_ms_us(sg_js_t *js, int64_t *us)
 {
     double ms;
-    if (sg_js_double(js, &ms) < 0)
+    if (sg_js_double(js, &ms) < 0 || !(fabs(ms) <= 9e12))
         return -1;
     *us = llround(ms * 1000.0);
     return 0;

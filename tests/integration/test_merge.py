@@ -117,11 +117,13 @@ def main(h):
         h.check(not os.path.exists(os.path.join(bad, "profile_export_surge.json")), "no merged summary")
         h.check(not [x for x in os.listdir(bad) if x.startswith(".surge-merge")], "no temporary file left",
                 os.listdir(bad))
-        # a value that does not fit its field (a negative id or count, a status past 32 bits) is no record surge
-        # writes: refused by name, where a cast would wrap it into a huge figure in the merged metrics
+        # a value that does not fit its field (a negative id or count, a status past 32 bits, a token time past
+        # int64 microseconds) is no record surge writes: refused by name, where a cast would wrap it into a huge
+        # figure in the merged metrics. The token times' pair wrapped to an accepted 855 s gap before the bound
         for i, (field, value) in enumerate([("id", -1), ("input_sequence_length", -1),
                                             ("output_sequence_length", 2**32), ("http_status", 2**31),
-                                            ("response_bytes", -5), ("worker", -2)]):
+                                            ("response_bytes", -5), ("worker", -2),
+                                            ("token_times_ms", [9223372036000000.0, 1e20])]):
             odd = h.path("odd%d" % i)
             shutil.copytree(a.dir, odd)
             path = os.path.join(odd, "profile_export_surge.jsonl")
@@ -135,7 +137,7 @@ def main(h):
             bad = h.path("bad-odd%d" % i)
             p = merge(h, [odd], bad)
             h.check(p.returncode == 2 and "line 1 is not a surge request record" in p.stderr,
-                    "%s %d: exit 2, naming the line" % (field, value), (p.returncode, p.stderr))
+                    "%s %s: exit 2, naming the line" % (field, value), (p.returncode, p.stderr))
             h.check(not os.path.exists(os.path.join(bad, "profile_export_surge.json")), "no merged summary")
 
 if __name__ == "__main__":
